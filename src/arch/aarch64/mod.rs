@@ -1,0 +1,9 @@
+//! AArch64: boot assembly, exception vectors, trap recovery, system registers, semihosting.
+
+pub mod cpu;
+pub mod exception;
+pub mod semihosting;
+pub mod trap;
+
+core::arch::global_asm!(include_str!("boot.s"));
+core::arch::global_asm!(include_str!("exception.s"));

@@ -1,0 +1,57 @@
+//! QEMU `-M virt`: PL011 at 0x0900_0000, RAM at 0x4000_0000, the DTB at the base of RAM (QEMU
+//! puts it there for an ELF linked at or above 0x4010_0000), semihosting for the command line
+//! and the exit status.
+
+use alloc::string::String;
+
+use crate::arch::{cpu, semihosting};
+use crate::drivers::pl011::Pl011;
+
+/// Board name as it appears in the `boot` record.
+pub const NAME: &str = "qemu-virt";
+/// PL011 address when the DTB does not say.
+pub const UART_FALLBACK: usize = 0x0900_0000;
+/// RAM when the DTB does not say: QEMU virt's default 128 MiB.
+pub const RAM_FALLBACK: (u64, u64) = (0x4000_0000, 128 << 20);
+/// This board is always an emulator.
+pub const EMULATED: bool = true;
+
+/// Where to look for the flattened device tree: the loader's x0 if set, else the base of RAM.
+pub fn dtb_candidates(x0: usize) -> [usize; 2] {
+    [x0, RAM_FALLBACK.0 as usize]
+}
+
+/// Brings up the console UART (QEMU needs no divisors; CR enables it).
+pub fn console(base: usize) -> Pl011 {
+    // SAFETY: `base` is the PL011 from the DTB (or QEMU virt's fixed one); MMU off = Device.
+    let uart = unsafe { Pl011::new(base) };
+    uart.enable();
+    uart
+}
+
+/// The kernel command line: semihosting SYS_GET_CMDLINE minus the kernel path; falls back to
+/// the DTB's `/chosen/bootargs`.
+pub fn command_line(bootargs: Option<&str>) -> String {
+    let mut buf = [0u8; 1024];
+    match semihosting::command_line(&mut buf) {
+        Some(line) => String::from(line.split_once(' ').map(|(_, rest)| rest).unwrap_or("")),
+        None => String::from(bootargs.unwrap_or("")),
+    }
+}
+
+/// Ends the run with `code` as QEMU's exit status (semihosting SYS_EXIT).
+pub fn exit(code: u32) -> ! {
+    crate::console::flush();
+    use qemu_exit::QEMUExit;
+    // Without `-semihosting` the HLT is UNDEFINED: the catcher turns that into a park.
+    let _ = crate::arch::trap::try_run(|| {
+        qemu_exit::AArch64::new().exit(code);
+    });
+    crate::println!("# semihosting unavailable: cannot exit QEMU (status {code}); parking");
+    cpu::park()
+}
+
+/// The DTB's PL011 `reg` is already a CPU physical address on virt.
+pub fn uart_from_dtb(reg: usize) -> usize {
+    reg
+}

@@ -1,0 +1,3 @@
+//! Device drivers: everything that touches an MMIO device.
+
+pub mod pl011;

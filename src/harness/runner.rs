@@ -1,0 +1,124 @@
+//! Runs the selected suites on the target and prints KTAP. Every case runs under the trap
+//! catcher, so an unexpected exception fails that case and the next one still runs.
+
+use alloc::string::String;
+use core::fmt::Write;
+
+use super::{args, catalogue, ktap, ktap::Verdict, ArgSpec, Args, Ctx, Record, Suite, Totals};
+use crate::{arch, boot_info::BootInfo, bsp, console, diag, println};
+
+/// What a kernel binary (the main job or a test kernel) runs.
+pub struct KernelSpec {
+    /// The suites in order.
+    pub suites: &'static [Suite],
+    /// Extra arguments this kernel accepts beyond the harness's own.
+    pub args: &'static [ArgSpec],
+}
+
+/// The harness's own arguments.
+pub const HARNESS_ARGS: &[ArgSpec] = &[
+    ArgSpec { key: "only", kind: args::ArgKind::NameList, help: "run only these suites or suite.case entries" },
+    ArgSpec { key: "skip", kind: args::ArgKind::NameList, help: "leave out these suites or suite.case entries" },
+];
+
+fn arg_error(msg: &dyn core::fmt::Display, spec: &KernelSpec) -> ! {
+    println!("cachescope: error: {msg}");
+    let mut usage = String::new();
+    let _ = writeln!(usage, "cachescope: accepted arguments:");
+    let _ = args::write_usage(&mut usage, HARNESS_ARGS, "cachescope:");
+    let _ = args::write_usage(&mut usage, spec.args, "cachescope:");
+    crate::print!("{usage}");
+    bsp::exit(2)
+}
+
+/// Parses the command line, runs the selected suites, prints the `end` record and exits with
+/// 0 only when nothing failed.
+pub fn run_kernel(boot: &BootInfo, spec: &KernelSpec) -> ! {
+    let mut specs = alloc::vec::Vec::from(HARNESS_ARGS);
+    specs.extend_from_slice(spec.args);
+    let args = match Args::parse(&boot.cmdline, &specs) {
+        Ok(a) => a,
+        Err(e) => arg_error(&e, spec),
+    };
+    let selection = match catalogue::select(spec.suites, &args.list("only"), &args.list("skip")) {
+        Ok(s) => s,
+        Err(e) => arg_error(&e, spec),
+    };
+
+    let mut line = String::new();
+    let _ = ktap::header(&mut line, 0, None, selection.len());
+    println!("{line}");
+    crate::boot_info::emit_boot_record(boot);
+
+    let mut totals = Totals::default();
+    for (n, (si, cases)) in selection.iter().enumerate() {
+        let suite = &spec.suites[*si];
+        let suite_totals = run_suite(boot, &args, suite, cases);
+        totals.passed += suite_totals.passed;
+        totals.failed += suite_totals.failed;
+        totals.skipped += suite_totals.skipped;
+        let verdict = if suite_totals.failed > 0 {
+            Verdict::Fail
+        } else if suite_totals.passed == 0 && suite_totals.skipped > 0 {
+            Verdict::Skip
+        } else {
+            Verdict::Pass
+        };
+        line.clear();
+        let _ = ktap::result_line(&mut line, 0, n + 1, suite.name, verdict, "all cases skipped");
+        println!("{line}");
+    }
+    finish(totals)
+}
+
+fn run_suite(boot: &BootInfo, args: &Args, suite: &Suite, cases: &[usize]) -> Totals {
+    let mut line = String::new();
+    let _ = ktap::header(&mut line, 1, Some(suite.name), cases.len());
+    println!("{line}");
+    console::set_depth(1);
+    let mut t = Totals::default();
+    if let Some(report) = suite.report {
+        let mut ctx = Ctx::new(boot, args);
+        if let Err(trap) = arch::trap::try_run(|| report(&mut ctx)) {
+            diag!("report of suite {} stopped by an exception: {}", suite.name, trap.summary());
+        }
+    }
+    for (k, &ci) in cases.iter().enumerate() {
+        let case = &suite.cases[ci];
+        let mut ctx = Ctx::new(boot, args);
+        let result = arch::trap::try_run(|| (case.run)(&mut ctx));
+        if let Err(trap) = result {
+            ctx.fail(alloc::format!("unexpected exception: {}", trap.summary()));
+        }
+        let (verdict, reason) = if ctx.failed() {
+            t.failed += 1;
+            (Verdict::Fail, "")
+        } else if let Some(r) = ctx.skip_reason() {
+            t.skipped += 1;
+            (Verdict::Skip, r)
+        } else {
+            t.passed += 1;
+            (Verdict::Pass, "")
+        };
+        line.clear();
+        let _ = ktap::result_line(&mut line, 1, k + 1, case.name, verdict, reason);
+        console::set_depth(0);
+        crate::console::write_indented_line(format_args!("{line}"));
+        console::set_depth(1);
+    }
+    line.clear();
+    let _ = ktap::totals_line(&mut line, 0, suite.name, t.passed, t.failed, t.skipped);
+    diag!("{}", &line[2..]);
+    console::set_depth(0);
+    t
+}
+
+/// Prints the `end` record and totals, then ends the run (exit status 0 only if nothing failed).
+pub fn finish(t: Totals) -> ! {
+    console::set_depth(0);
+    Record::new("end").u64("passed", t.passed as u64).u64("failed", t.failed as u64).u64("skipped", t.skipped as u64).emit();
+    let mut line = String::new();
+    let _ = ktap::totals_line(&mut line, 0, "Totals", t.passed, t.failed, t.skipped);
+    println!("{line}");
+    bsp::exit(if t.failed == 0 { 0 } else { 1 })
+}

@@ -1,0 +1,40 @@
+//! cachescope: a bare-metal AArch64 kernel library that discovers, exercises and reports cache
+//! and memory-attribute behaviour, with a KTAP test harness and machine-readable records.
+//!
+//! Layers: `arch` (AArch64 instructions and registers), `bsp` (one board), `drivers` (MMIO
+//! devices), and generic logic (`harness`, `exception`, `cpuid`, …). Pure modules build for the
+//! host too: `cargo host-test` runs their unit tests.
+
+#![cfg_attr(not(test), no_std)]
+#![deny(missing_docs)]
+
+extern crate alloc;
+
+pub mod boot_info;
+pub mod cpuid;
+pub mod exception;
+pub mod harness;
+
+#[cfg(target_os = "none")]
+pub mod arch;
+#[cfg(target_os = "none")]
+pub mod bsp;
+pub mod console;
+pub mod drivers;
+#[cfg(target_os = "none")]
+mod panic;
+#[cfg(target_os = "none")]
+pub mod suites;
+
+/// Defines a kernel binary's entry: `kernel_entry` (called by boot.s) initialises the board and
+/// runs the given [`harness::KernelSpec`].
+#[macro_export]
+macro_rules! kernel_main {
+    ($spec:expr) => {
+        #[no_mangle]
+        extern "C" fn kernel_entry(x0: usize, entry_el: u64) -> ! {
+            let boot = $crate::boot_info::init(x0, entry_el);
+            $crate::harness::run_kernel(&boot, &$spec)
+        }
+    };
+}

@@ -1,0 +1,10 @@
+//! The suites every kernel binary can run, in the main job's order: boot facts → caches →
+//! maintenance → MMU → benchmarks. A new suite is one module plus one line in [`MAIN`].
+
+pub mod boot;
+pub mod selftest;
+
+use crate::harness::Suite;
+
+/// The main job (`cargo run`), in order.
+pub const MAIN: &[Suite] = &[boot::SUITE, selftest::ABORT, selftest::HANG, selftest::PANIC];
