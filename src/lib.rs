@@ -14,6 +14,7 @@ pub mod boot_info;
 pub mod cpuid;
 pub mod exception;
 pub mod harness;
+pub mod model;
 
 #[cfg(target_os = "none")]
 pub mod arch;

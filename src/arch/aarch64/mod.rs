@@ -2,6 +2,7 @@
 
 pub mod cpu;
 pub mod exception;
+pub mod model;
 pub mod semihosting;
 pub mod trap;
 

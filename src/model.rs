@@ -1,0 +1,93 @@
+//! Telling the emulator's cache model (host/cache-model, a QEMU TCG plugin) what the kernel is
+//! doing: cache geometry, memory-attribute windows, MMU state and named benchmark phases.
+//!
+//! Every call is one `hint #0x7f` marker (see `arch::model`), a NOP on hardware and on QEMU
+//! without the plugin, so it is safe to call unconditionally.
+//!
+//! Protocol version 1 (x9 = command; x10, x11, x12 = arguments):
+//!
+//! | x9 | command        | x10                                  | x11              | x12          |
+//! |----|----------------|--------------------------------------|------------------|--------------|
+//! | 1  | hello          | protocol version (1)                 | –                | –            |
+//! | 2  | geometry       | level \| kind << 8 \| line << 16     | sets             | ways         |
+//! | 3  | window         | VA start                             | length (bytes)   | attribute    |
+//! | 4  | sctlr          | SCTLR_EL1 (M bit 0, C bit 2, I bit 12)| –               | –            |
+//! | 5  | phase begin    | VA of a NUL-terminated name (≤ 63 B) | phase id         | –            |
+//! | 6  | phase end      | –                                    | phase id         | –            |
+//!
+//! Geometry kind: 1 = instruction, 2 = data, 3 = unified. Attribute: 0 = Normal write-back,
+//! 1 = Normal write-through, 2 = Normal non-cacheable, 3 = Device. A window re-declared over the
+//! same start replaces the earlier one; length 0 removes it. Accesses outside every window are
+//! Normal write-back while SCTLR.M=1 and C=1, and bypass the caches otherwise (MMU off = Device).
+
+/// Marker commands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u64)]
+pub enum Command {
+    /// Announces the protocol version.
+    Hello = 1,
+    /// Reports one cache's geometry.
+    Geometry = 2,
+    /// Declares a memory-attribute window.
+    Window = 3,
+    /// Reports SCTLR_EL1 after a change.
+    Sctlr = 4,
+    /// Starts a named phase.
+    PhaseBegin = 5,
+    /// Ends a phase.
+    PhaseEnd = 6,
+}
+
+/// Attribute codes of the window command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u64)]
+pub enum ModelAttr {
+    /// Normal write-back, read/write-allocate.
+    NormalWriteBack = 0,
+    /// Normal write-through.
+    NormalWriteThrough = 1,
+    /// Normal non-cacheable.
+    NormalNonCacheable = 2,
+    /// Any Device type.
+    Device = 3,
+}
+
+/// Protocol version sent with [`Command::Hello`].
+pub const PROTOCOL_VERSION: u64 = 1;
+
+#[cfg(target_os = "none")]
+mod target {
+    use super::*;
+    use crate::arch::model::marker;
+
+    /// Announces the protocol.
+    pub fn hello() {
+        marker(Command::Hello as u64, PROTOCOL_VERSION, 0, 0);
+    }
+
+    /// Reports one cache (level 1..7; kind 1 = I, 2 = D, 3 = unified).
+    pub fn geometry(level: u8, kind: u8, line: u32, sets: u64, ways: u64) {
+        marker(Command::Geometry as u64, level as u64 | (kind as u64) << 8 | (line as u64) << 16, sets, ways);
+    }
+
+    /// Declares `[va, va+len)` as having `attr`.
+    pub fn window(va: usize, len: usize, attr: ModelAttr) {
+        marker(Command::Window as u64, va as u64, len as u64, attr as u64);
+    }
+
+    /// Reports the current SCTLR_EL1.
+    pub fn sctlr(value: u64) {
+        marker(Command::Sctlr as u64, value, 0, 0);
+    }
+
+    /// Runs `f` as the named phase `id`. `name` must be NUL-terminated (e.g. `c"stream-read"`).
+    pub fn phase<R>(name: &core::ffi::CStr, id: u64, f: impl FnOnce() -> R) -> R {
+        marker(Command::PhaseBegin as u64, name.as_ptr() as u64, id, 0);
+        let r = f();
+        marker(Command::PhaseEnd as u64, 0, id, 0);
+        r
+    }
+}
+
+#[cfg(target_os = "none")]
+pub use target::*;
