@@ -10,6 +10,7 @@
 
 extern crate alloc;
 
+pub mod bench;
 pub mod boot_info;
 pub mod cpuid;
 pub mod exception;

@@ -1,10 +1,11 @@
 //! The suites every kernel binary can run, in the main job's order: boot facts → caches →
 //! maintenance → MMU → benchmarks. A new suite is one module plus one line in [`MAIN`].
 
+pub mod bench;
 pub mod boot;
 pub mod selftest;
 
 use crate::harness::Suite;
 
 /// The main job (`cargo run`), in order.
-pub const MAIN: &[Suite] = &[boot::SUITE, selftest::ABORT, selftest::HANG, selftest::PANIC];
+pub const MAIN: &[Suite] = &[boot::SUITE, bench::SUITE, selftest::ABORT, selftest::HANG, selftest::PANIC];

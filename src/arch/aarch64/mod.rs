@@ -3,6 +3,7 @@
 pub mod cpu;
 pub mod exception;
 pub mod model;
+pub mod pmu;
 pub mod semihosting;
 pub mod trap;
 

@@ -1,0 +1,142 @@
+//! Microbenchmarks shaped like deep-learning buffers, and what they share: timing, statistics,
+//! the regions they run over and the one metric emitter.
+//!
+//! A benchmark is data + a kernel: parameters, a measured window, and [`Metric`] records. Under
+//! an emulator every figure is `"emulated": true`: it counts the emulator's work, not caches.
+
+pub mod knee;
+pub mod plan;
+pub mod stats;
+
+#[cfg(target_os = "none")]
+pub mod kv;
+#[cfg(target_os = "none")]
+pub mod latency;
+#[cfg(target_os = "none")]
+pub mod stream;
+#[cfg(target_os = "none")]
+pub mod timer;
+
+#[cfg(target_os = "none")]
+pub use target::*;
+
+/// How a figure is expressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Time per operation (ns, or cycles with the cycle counter).
+    TimePerOp,
+    /// Bytes per second (MB/s = 10^6 B/s; cycles: bytes per cycle).
+    Rate,
+}
+
+#[cfg(target_os = "none")]
+mod target {
+    use super::{stats::Summary, timer::Timer, Unit};
+    use crate::harness::Record;
+
+    /// One memory region a benchmark runs over: an alias window of the test arena (or the arena
+    /// itself with the MMU off).
+    #[derive(Clone, Copy, Debug)]
+    pub struct Region {
+        /// Attribute name as in `attr` records (`normal-wb`, …, `mmu-off`).
+        pub attr: &'static str,
+        /// Virtual address.
+        pub va: usize,
+        /// Physical address.
+        pub pa: usize,
+        /// Length in bytes.
+        pub len: usize,
+        /// Device memory (or MMU off): unaligned accesses fault, DC ZVA faults on hardware.
+        pub device: bool,
+    }
+
+    /// The common parameters of a benchmark run.
+    pub struct Env<'a> {
+        /// Timer used for every window.
+        pub timer: Timer,
+        /// Measured repetitions per point.
+        pub reps: usize,
+        /// Warm-up runs before the measured ones.
+        pub warmup: usize,
+        /// Running under an emulator.
+        pub emulated: bool,
+        /// The kernel arguments.
+        pub args: &'a crate::harness::Args,
+    }
+
+    /// One measurement, ready to be printed as a table row and emitted as a `metric` record.
+    pub struct Metric<'a> {
+        /// Benchmark (`latency`, `stream`, `handoff`, `kv`).
+        pub bench: &'a str,
+        /// Variant within the benchmark.
+        pub variant: &'a str,
+        /// Attribute of the region.
+        pub attr: &'a str,
+        /// Working-set or transfer size in bytes.
+        pub bytes: u64,
+        /// Raw window statistics (timer counts).
+        pub summary: Summary,
+        /// Work per window: operations (TimePerOp) or bytes (Rate).
+        pub work: u64,
+        /// How the figure is expressed.
+        pub unit: Unit,
+        /// Extra integer fields (e.g. tokens, stride).
+        pub extra: &'a [(&'a str, u64)],
+    }
+
+    impl Metric<'_> {
+        /// Converts counts to the metric's unit: (min, median, max, mad, unit name). For rates
+        /// min/max swap (the slowest window gives the smallest rate).
+        pub fn values(&self, timer: &Timer) -> (f64, f64, f64, f64, &'static str) {
+            let s = &self.summary;
+            let work = self.work.max(1) as f64;
+            match (self.unit, timer.freq) {
+                (Unit::TimePerOp, 0) => (s.min as f64 / work, s.median as f64 / work, s.max as f64 / work, s.mad as f64 / work, "cycles"),
+                (Unit::TimePerOp, f) => {
+                    let k = 1e9 / f as f64 / work;
+                    (s.min as f64 * k, s.median as f64 * k, s.max as f64 * k, s.mad as f64 * k, "ns")
+                }
+                (Unit::Rate, f) => {
+                    // Bytes per second (MB/s) or bytes per cycle.
+                    let (scale, unit) = if f == 0 { (1.0, "B/cycle") } else { (f as f64 / 1e6, "MB/s") };
+                    let rate = |c: u64| if c == 0 { f64::INFINITY } else { work * scale / c as f64 };
+                    let med = rate(s.median);
+                    let mad = if s.median == 0 { 0.0 } else { med * s.mad as f64 / s.median as f64 };
+                    (rate(s.max), med, rate(s.min), mad, unit)
+                }
+            }
+        }
+
+        /// Prints the table row and emits the `metric` record: the one emitter every benchmark uses.
+        pub fn emit(&self, env: &Env) {
+            let (min, median, max, mad, unit) = self.values(&env.timer);
+            crate::diag!(
+                "{:<8} {:<22} {:<14} {:>10} B  median {:>12.3} {:<7} min {:>12.3}  max {:>12.3}  mad {:>9.3}",
+                self.bench, self.variant, self.attr, self.bytes, median, unit, min, max, mad
+            );
+            let mut r = Record::new("metric")
+                .str("bench", self.bench)
+                .str("variant", self.variant)
+                .str("attr", self.attr)
+                .u64("bytes", self.bytes)
+                .u64("reps", self.summary.n as u64)
+                .f64("min", min, 3)
+                .f64("median", median, 3)
+                .f64("max", max, 3)
+                .f64("mad", mad, 3)
+                .str("unit", unit)
+                .str("source", env.timer.source.name())
+                .bool("emulated", env.emulated);
+            for (k, v) in self.extra {
+                r = r.u64(k, *v);
+            }
+            r.emit();
+        }
+    }
+
+    /// Measures `f` `env.reps` times after `env.warmup` runs and summarises the windows.
+    pub fn measure(env: &Env, f: impl FnMut()) -> Summary {
+        let mut samples = env.timer.measure(env.reps, env.warmup, f);
+        super::stats::summarize(&mut samples).expect("reps >= 1")
+    }
+}
