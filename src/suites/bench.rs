@@ -175,7 +175,7 @@ fn kv(ctx: &mut Ctx) {
         dtype_bytes: ctx.args.number("kv_dtype", 2) as usize,
         capacity: ctx.args.number("kv_capacity", 256) as usize,
     };
-    if shape.record_bytes() % 8 != 0 {
+    if !shape.record_bytes().is_multiple_of(8) {
         ctx.fail(alloc::format!("K/V record of {} B is not a multiple of 8 (kv_heads x kv_head_dim x kv_dtype)", shape.record_bytes()));
         return;
     }
