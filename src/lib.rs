@@ -12,6 +12,7 @@ extern crate alloc;
 
 pub mod bench;
 pub mod boot_info;
+pub mod cache;
 pub mod cpuid;
 pub mod exception;
 pub mod harness;

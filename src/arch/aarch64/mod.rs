@@ -1,5 +1,6 @@
 //! AArch64: boot assembly, exception vectors, trap recovery, system registers, semihosting.
 
+pub mod cache;
 pub mod cpu;
 pub mod exception;
 pub mod model;

@@ -1,0 +1,610 @@
+//! Pure decoders of the cache identification registers: CLIDR_EL1, CTR_EL0, CCSIDR_EL1 (both
+//! formats), CCSIDR2_EL1, CSSELR_EL1 values and DCZID_EL0. MIDR_EL1 is in `crate::cpuid`.
+//!
+//! Every decoder is total: any 64-bit value decodes without panicking or overflowing, and
+//! anything reserved or inconsistent is reported as a [`Problem`] instead of being trusted.
+//! Field layouts follow the Arm ARM (DDI 0487K.a): CLIDR_EL1 D24.2.29, CTR_EL0 D24.2.33,
+//! CCSIDR_EL1 D24.2.26, CCSIDR2_EL1 D24.2.27, CSSELR_EL1 D24.2.32, DCZID_EL0 D24.2.36.
+
+use alloc::vec::Vec;
+use core::fmt;
+
+use aarch64_cpu::registers::{CCSIDR_EL1, CLIDR_EL1};
+use tock_registers::LocalRegisterCopy;
+
+pub use fields::{CCSIDR2_EL1, CTR_EL0, DCZID_EL0};
+
+/// Register layouts aarch64-cpu lacks, declared with tock-registers (the macro generates
+/// undocumented helper items, hence the `allow`).
+#[allow(missing_docs)]
+pub mod fields {
+    use tock_registers::register_bitfields;
+
+    register_bitfields! {u64,
+    /// Cache Type Register (aarch64-cpu has no definition of it).
+    pub CTR_EL0 [
+        /// Log2 of the number of words (4 B) in the smallest allocation-tag cache line (FEAT_MTE2).
+        TminLine OFFSET(32) NUMBITS(6) [],
+        /// RES1 in the AArch64 format (0 means an Armv6/Armv7-style layout).
+        Res1 OFFSET(31) NUMBITS(1) [],
+        /// Instruction cache invalidation to PoU is not required for data-to-instruction coherence.
+        DIC OFFSET(29) NUMBITS(1) [],
+        /// Data cache clean to PoU is not required for instruction-to-data coherence.
+        IDC OFFSET(28) NUMBITS(1) [],
+        /// Cache writeback granule: log2 words (0 = not provided).
+        CWG OFFSET(24) NUMBITS(4) [],
+        /// Exclusives reservation granule: log2 words (0 = not provided).
+        ERG OFFSET(20) NUMBITS(4) [],
+        /// Log2 of the number of words in the smallest data/unified line that maintenance affects.
+        DminLine OFFSET(16) NUMBITS(4) [],
+        /// Level 1 instruction cache policy.
+        L1Ip OFFSET(14) NUMBITS(2) [
+            VPIPT = 0b00,
+            AIVIVT = 0b01,
+            VIPT = 0b10,
+            PIPT = 0b11
+        ],
+        /// Log2 of the number of words in the smallest instruction cache line.
+        IminLine OFFSET(0) NUMBITS(4) []
+    ],
+    /// Data Cache Zero ID register (aarch64-cpu has no definition of it).
+    pub DCZID_EL0 [
+        /// DC ZVA (and DC GVA/GZVA) prohibited.
+        DZP OFFSET(4) NUMBITS(1) [],
+        /// Log2 of the block size in words (4 B); 9 (2 KiB) is the largest permitted value.
+        BS OFFSET(0) NUMBITS(4) []
+    ],
+    /// Current Cache Size ID Register 2 (FEAT_CCIDX; aarch64-cpu has no definition of it).
+    pub CCSIDR2_EL1 [
+        /// Number of sets minus 1.
+        NumSets OFFSET(0) NUMBITS(24) []
+    ]
+    }
+}
+
+/// Something reserved, out of range or inconsistent in an identification register.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Problem {
+    /// CLIDR Ctype<level> holds a reserved encoding (0b101..0b111).
+    ReservedCtype {
+        /// Cache level (1..=7).
+        level: u8,
+        /// The raw 3-bit value.
+        value: u8,
+    },
+    /// A cache is described at a level after a level with no cache (the architecture says no
+    /// caches exist beyond the first empty level).
+    CacheAfterGap {
+        /// The level that has a cache despite the gap.
+        level: u8,
+    },
+    /// A CLIDR level field (LoUIS, LoC, LoUU, ICB) names a level beyond the last cache.
+    LevelBeyondCaches {
+        /// Field name.
+        field: &'static str,
+        /// Its value.
+        value: u8,
+    },
+    /// CTR_EL0 bit 31 is 0: not the AArch64 register format.
+    CtrNotAarch64Format,
+    /// CTR_EL0.L1Ip holds an encoding reserved in Armv8/Armv9 (AIVIVT) or deprecated (VPIPT).
+    CtrL1IpReserved {
+        /// The raw 2-bit value.
+        value: u8,
+    },
+    /// A granule field (ERG, CWG) is above 0b1001 (2 KiB), which is reserved.
+    GranuleReserved {
+        /// Field name.
+        field: &'static str,
+        /// The raw 4-bit value.
+        value: u8,
+    },
+    /// TminLine is too large to be a size in bytes (4 << TminLine overflows).
+    TminLineTooLarge {
+        /// The raw 6-bit value.
+        value: u8,
+    },
+    /// DCZID_EL0.BS is above 9 (2 KiB), which is reserved.
+    ZvaBlockReserved {
+        /// The raw 4-bit value.
+        value: u8,
+    },
+    /// Bits that are RES0 in this register format are set.
+    Res0Set {
+        /// Register name.
+        register: &'static str,
+        /// The offending bits.
+        bits: u64,
+    },
+    /// The geometry cannot be expressed in a 32-bit set/way operand: log2(line) + ⌈log2(sets)⌉
+    /// exceeds 32 − ⌈log2(ways)⌉ (the set and way fields would overlap).
+    SetWayDoesNotFit {
+        /// log2(line bytes).
+        log2_line: u8,
+        /// ⌈log2(sets)⌉.
+        set_bits: u8,
+        /// ⌈log2(ways)⌉.
+        way_bits: u8,
+    },
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Problem::ReservedCtype { level, value } => write!(f, "CLIDR Ctype{level} = {value:#05b} is reserved"),
+            Problem::CacheAfterGap { level } => write!(f, "CLIDR describes a cache at L{level} after a level with no cache"),
+            Problem::LevelBeyondCaches { field, value } => write!(f, "CLIDR {field} = {value} is beyond the last cache level"),
+            Problem::CtrNotAarch64Format => write!(f, "CTR_EL0 bit 31 is 0: not the AArch64 format"),
+            Problem::CtrL1IpReserved { value } => write!(f, "CTR_EL0.L1Ip = {value:#04b} is reserved/deprecated in Armv8/Armv9"),
+            Problem::GranuleReserved { field, value } => write!(f, "CTR_EL0.{field} = {value} is reserved (above 2 KiB)"),
+            Problem::TminLineTooLarge { value } => write!(f, "CTR_EL0.TminLine = {value} is not a representable size"),
+            Problem::ZvaBlockReserved { value } => write!(f, "DCZID_EL0.BS = {value} is reserved (above 2 KiB)"),
+            Problem::Res0Set { register, bits } => write!(f, "{register}: RES0 bits {bits:#x} are set"),
+            Problem::SetWayDoesNotFit { log2_line, set_bits, way_bits } => write!(
+                f,
+                "set/way operand does not fit: line shift {log2_line} + {set_bits} set bits > 32 - {way_bits} way bits"
+            ),
+        }
+    }
+}
+
+/// ⌈log2(n)⌉ for n ≥ 1 (0 for n ≤ 1).
+pub const fn ceil_log2(n: u64) -> u8 {
+    if n <= 1 {
+        0
+    } else {
+        (64 - (n - 1).leading_zeros()) as u8
+    }
+}
+
+// ---- CLIDR_EL1 -------------------------------------------------------------------------------
+
+/// What CLIDR_EL1 says one cache level holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheType {
+    /// No cache at this level.
+    None,
+    /// Instruction cache only.
+    Instruction,
+    /// Data cache only.
+    Data,
+    /// Separate instruction and data caches.
+    Separate,
+    /// Unified cache.
+    Unified,
+    /// A reserved encoding (0b101..0b111): not trusted, treated as no cache.
+    Reserved(u8),
+}
+
+impl CacheType {
+    /// Decodes a 3-bit Ctype field.
+    pub const fn from_bits(v: u8) -> Self {
+        match v & 7 {
+            0 => CacheType::None,
+            1 => CacheType::Instruction,
+            2 => CacheType::Data,
+            3 => CacheType::Separate,
+            4 => CacheType::Unified,
+            r => CacheType::Reserved(r),
+        }
+    }
+
+    /// True when set/way maintenance applies (a data or unified cache exists).
+    pub const fn has_data(self) -> bool {
+        matches!(self, CacheType::Data | CacheType::Separate | CacheType::Unified)
+    }
+
+    /// True when an instruction cache (separate or instruction-only) exists.
+    pub const fn has_instruction(self) -> bool {
+        matches!(self, CacheType::Instruction | CacheType::Separate)
+    }
+
+    /// True when something that CLIDR defines is present.
+    pub const fn present(self) -> bool {
+        !matches!(self, CacheType::None | CacheType::Reserved(_))
+    }
+
+    /// A short name (`none`, `I`, `D`, `I+D`, `unified`, `reserved`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            CacheType::None => "none",
+            CacheType::Instruction => "I",
+            CacheType::Data => "D",
+            CacheType::Separate => "I+D",
+            CacheType::Unified => "unified",
+            CacheType::Reserved(_) => "reserved",
+        }
+    }
+}
+
+/// A decoded CLIDR_EL1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Clidr {
+    /// Raw value.
+    pub raw: u64,
+    /// Ctype1..Ctype7 (index 0 = L1).
+    pub ctype: [CacheType; 7],
+    /// Level of Unification Inner Shareable: levels 1..=LoUIS must be maintained for PoU (IS).
+    pub louis: u8,
+    /// Level of Coherence: levels 1..=LoC must be maintained to reach PoC.
+    pub loc: u8,
+    /// Level of Unification Uniprocessor.
+    pub louu: u8,
+    /// Inner cache boundary (0 = not disclosed).
+    pub icb: u8,
+}
+
+impl Clidr {
+    /// Decodes a raw CLIDR_EL1 value.
+    pub fn decode(raw: u64) -> Self {
+        let r = LocalRegisterCopy::<u64, CLIDR_EL1::Register>::new(raw);
+        let mut ctype = [CacheType::None; 7];
+        for (i, t) in ctype.iter_mut().enumerate() {
+            *t = CacheType::from_bits(((raw >> (3 * i)) & 7) as u8);
+        }
+        Self {
+            raw,
+            ctype,
+            louis: r.read(CLIDR_EL1::LoUIS) as u8,
+            loc: r.read(CLIDR_EL1::LoC) as u8,
+            louu: r.read(CLIDR_EL1::LoUU) as u8,
+            icb: r.read(CLIDR_EL1::ICB) as u8,
+        }
+    }
+
+    /// The cache type at `level` (1..=7; anything else is `None`).
+    pub fn level(&self, level: u8) -> CacheType {
+        match level {
+            1..=7 => self.ctype[level as usize - 1],
+            _ => CacheType::None,
+        }
+    }
+
+    /// Number of cache levels: the levels before the first empty (or reserved) Ctype field.
+    pub fn levels(&self) -> u8 {
+        self.ctype.iter().take_while(|t| t.present()).count() as u8
+    }
+
+    /// Reserved or inconsistent contents.
+    pub fn problems(&self) -> Vec<Problem> {
+        let mut p = Vec::new();
+        for (i, t) in self.ctype.iter().enumerate() {
+            if let CacheType::Reserved(value) = *t {
+                p.push(Problem::ReservedCtype { level: i as u8 + 1, value });
+            }
+        }
+        let n = self.levels();
+        for l in n + 2..=7 {
+            if self.level(l).present() {
+                p.push(Problem::CacheAfterGap { level: l });
+            }
+        }
+        for (field, value) in [("LoUIS", self.louis), ("LoC", self.loc), ("LoUU", self.louu), ("ICB", self.icb)] {
+            if value > n {
+                p.push(Problem::LevelBeyondCaches { field, value });
+            }
+        }
+        let res0 = self.raw & !((1u64 << 47) - 1);
+        if res0 != 0 {
+            p.push(Problem::Res0Set { register: "CLIDR_EL1", bits: res0 });
+        }
+        p
+    }
+}
+
+// ---- CSSELR_EL1 --------------------------------------------------------------------------------
+
+/// The CSSELR_EL1 value selecting the data/unified (`instruction == false`) or instruction cache
+/// at `level` (1..=7). Level is stored as level − 1 in bits [3:1]; InD is bit 0.
+pub const fn csselr(level: u8, instruction: bool) -> u64 {
+    (((level.saturating_sub(1) & 7) as u64) << 1) | instruction as u64
+}
+
+// ---- CCSIDR_EL1 / CCSIDR2_EL1 ------------------------------------------------------------------
+
+/// Which CCSIDR_EL1 layout applies (ID_AA64MMFR2_EL1.CCIDX).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CcsidrFormat {
+    /// Without FEAT_CCIDX: NumSets [27:13], Associativity [12:3], LineSize [2:0].
+    Short,
+    /// With FEAT_CCIDX: NumSets [55:32], Associativity [23:3], LineSize [2:0].
+    Ccidx,
+}
+
+impl CcsidrFormat {
+    /// The format selected by a raw ID_AA64MMFR2_EL1 value (CCIDX, bits [23:20], non-zero).
+    pub const fn from_mmfr2(mmfr2: u64) -> Self {
+        if (mmfr2 >> 20) & 0xf != 0 {
+            CcsidrFormat::Ccidx
+        } else {
+            CcsidrFormat::Short
+        }
+    }
+
+    /// "32-bit" or "64-bit (FEAT_CCIDX)".
+    pub const fn name(self) -> &'static str {
+        match self {
+            CcsidrFormat::Short => "32-bit",
+            CcsidrFormat::Ccidx => "64-bit (FEAT_CCIDX)",
+        }
+    }
+}
+
+/// One cache's geometry as CCSIDR_EL1 reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ccsidr {
+    /// Raw value.
+    pub raw: u64,
+    /// The layout used to decode it.
+    pub format: CcsidrFormat,
+    /// log2 of the line size in bytes (4..=11).
+    pub log2_line: u8,
+    /// Associativity (≥ 1).
+    pub ways: u32,
+    /// Number of sets (≥ 1).
+    pub sets: u32,
+}
+
+impl Ccsidr {
+    /// Decodes a raw CCSIDR_EL1 value in the given format.
+    pub fn decode(raw: u64, format: CcsidrFormat) -> Self {
+        let r = LocalRegisterCopy::<u64, CCSIDR_EL1::Register>::new(raw);
+        let (ways, sets) = match format {
+            CcsidrFormat::Short => (r.read(CCSIDR_EL1::AssociativityWithoutCCIDX), r.read(CCSIDR_EL1::NumSetsWithoutCCIDX)),
+            CcsidrFormat::Ccidx => (r.read(CCSIDR_EL1::AssociativityWithCCIDX), r.read(CCSIDR_EL1::NumSetsWithCCIDX)),
+        };
+        Self { raw, format, log2_line: r.read(CCSIDR_EL1::LineSize) as u8 + 4, ways: ways as u32 + 1, sets: sets as u32 + 1 }
+    }
+
+    /// Line size in bytes (16..=2048).
+    pub const fn line(&self) -> u32 {
+        1 << self.log2_line
+    }
+
+    /// Total size in bytes. Cannot overflow: at most 2^11 · 2^21 · 2^24 = 2^56.
+    pub const fn size(&self) -> u64 {
+        self.line() as u64 * self.ways as u64 * self.sets as u64
+    }
+
+    /// Number of set/way operations a walk of this cache issues (sets × ways).
+    pub const fn lines(&self) -> u64 {
+        self.ways as u64 * self.sets as u64
+    }
+
+    /// The way field's shift in a set/way operand: 32 − ⌈log2(ways)⌉ (32 when ways = 1: there is
+    /// no way field, and a shift of 32 applied to way 0 yields 0).
+    pub const fn way_shift(&self) -> u32 {
+        32 - ceil_log2(self.ways as u64) as u32
+    }
+
+    /// True when level, set and way fields fit the 32-bit operand without overlapping.
+    pub const fn setway_fits(&self) -> bool {
+        self.log2_line as u32 + ceil_log2(self.sets as u64) as u32 <= self.way_shift()
+    }
+
+    /// Reserved or inconsistent contents.
+    pub fn problems(&self) -> Vec<Problem> {
+        let mut p = Vec::new();
+        // Short format: [31:28] were the Armv8.0 WT/WB/RA/WA flags (now UNKNOWN), so only
+        // [63:32] is RES0. CCIDX format: [31:24] and [63:56] are RES0.
+        let res0 = match self.format {
+            CcsidrFormat::Short => self.raw & 0xffff_ffff_0000_0000,
+            CcsidrFormat::Ccidx => self.raw & 0xff00_0000_ff00_0000,
+        };
+        if res0 != 0 {
+            p.push(Problem::Res0Set { register: "CCSIDR_EL1", bits: res0 });
+        }
+        if !self.setway_fits() {
+            p.push(Problem::SetWayDoesNotFit {
+                log2_line: self.log2_line,
+                set_bits: ceil_log2(self.sets as u64),
+                way_bits: ceil_log2(self.ways as u64),
+            });
+        }
+        p
+    }
+}
+
+/// A decoded CCSIDR2_EL1 (FEAT_CCIDX): the number of sets of the selected cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ccsidr2 {
+    /// Raw value.
+    pub raw: u64,
+    /// Number of sets (≥ 1).
+    pub sets: u32,
+}
+
+impl Ccsidr2 {
+    /// Decodes a raw CCSIDR2_EL1 value.
+    pub fn decode(raw: u64) -> Self {
+        let r = LocalRegisterCopy::<u64, CCSIDR2_EL1::Register>::new(raw);
+        Self { raw, sets: r.read(CCSIDR2_EL1::NumSets) as u32 + 1 }
+    }
+
+    /// Reserved contents.
+    pub fn problems(&self) -> Vec<Problem> {
+        let res0 = self.raw & !0xff_ffff;
+        if res0 != 0 {
+            alloc::vec![Problem::Res0Set { register: "CCSIDR2_EL1", bits: res0 }]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+// ---- CTR_EL0 -----------------------------------------------------------------------------------
+
+/// Level 1 instruction cache indexing/tagging policy (CTR_EL0.L1Ip).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum L1Ip {
+    /// VMID-aware PIPT (Armv8; deprecated, reserved from Armv8.8/Armv9.3).
+    Vpipt,
+    /// ASID-tagged VIVT (Armv7 only: reserved in Armv8).
+    Aivivt,
+    /// Virtually indexed, physically tagged.
+    Vipt,
+    /// Physically indexed, physically tagged.
+    Pipt,
+}
+
+impl L1Ip {
+    /// The acronym.
+    pub const fn name(self) -> &'static str {
+        match self {
+            L1Ip::Vpipt => "VPIPT",
+            L1Ip::Aivivt => "AIVIVT",
+            L1Ip::Vipt => "VIPT",
+            L1Ip::Pipt => "PIPT",
+        }
+    }
+}
+
+/// A decoded CTR_EL0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ctr {
+    /// Raw value.
+    pub raw: u64,
+}
+
+impl Ctr {
+    fn reg(&self) -> LocalRegisterCopy<u64, CTR_EL0::Register> {
+        LocalRegisterCopy::new(self.raw)
+    }
+
+    /// Smallest instruction-cache line in bytes (4 << IminLine; ≤ 128 KiB).
+    pub fn imin_line(&self) -> u32 {
+        4 << self.reg().read(CTR_EL0::IminLine)
+    }
+
+    /// Smallest data/unified line in bytes that maintenance by VA affects (4 << DminLine): the
+    /// stride of every maintenance loop.
+    pub fn dmin_line(&self) -> u32 {
+        4 << self.reg().read(CTR_EL0::DminLine)
+    }
+
+    /// L1 instruction cache policy.
+    pub fn l1ip(&self) -> L1Ip {
+        match self.reg().read(CTR_EL0::L1Ip) {
+            0 => L1Ip::Vpipt,
+            1 => L1Ip::Aivivt,
+            2 => L1Ip::Vipt,
+            _ => L1Ip::Pipt,
+        }
+    }
+
+    /// Exclusives reservation granule in bytes; `None` when not provided (assume 2 KiB).
+    pub fn erg(&self) -> Option<u32> {
+        granule(self.reg().read(CTR_EL0::ERG) as u8)
+    }
+
+    /// Cache writeback granule in bytes; `None` when not provided (assume 2 KiB).
+    pub fn cwg(&self) -> Option<u32> {
+        granule(self.reg().read(CTR_EL0::CWG) as u8)
+    }
+
+    /// IDC: D-cache clean to PoU is not required for instruction coherence.
+    pub fn idc(&self) -> bool {
+        self.reg().is_set(CTR_EL0::IDC)
+    }
+
+    /// DIC: I-cache invalidation to PoU is not required for instruction coherence.
+    pub fn dic(&self) -> bool {
+        self.reg().is_set(CTR_EL0::DIC)
+    }
+
+    /// Smallest allocation-tag line in bytes (4 << TminLine, FEAT_MTE2), `None` when it does not
+    /// fit in 64 bits.
+    pub fn tmin_line(&self) -> Option<u64> {
+        let t = self.reg().read(CTR_EL0::TminLine) as u32;
+        4u64.checked_shl(t).filter(|v| v >> t == 4)
+    }
+
+    /// Reserved or inconsistent contents.
+    pub fn problems(&self) -> Vec<Problem> {
+        let r = self.reg();
+        let mut p = Vec::new();
+        if !r.is_set(CTR_EL0::Res1) {
+            p.push(Problem::CtrNotAarch64Format);
+        }
+        let l1ip = r.read(CTR_EL0::L1Ip) as u8;
+        if l1ip < 2 {
+            p.push(Problem::CtrL1IpReserved { value: l1ip });
+        }
+        for (field, v) in [("ERG", r.read(CTR_EL0::ERG)), ("CWG", r.read(CTR_EL0::CWG))] {
+            if v > 9 {
+                p.push(Problem::GranuleReserved { field, value: v as u8 });
+            }
+        }
+        if self.tmin_line().is_none() {
+            p.push(Problem::TminLineTooLarge { value: r.read(CTR_EL0::TminLine) as u8 });
+        }
+        // RES0: [63:38], [30], [13:4].
+        let res0 = self.raw & (!((1u64 << 38) - 1) | 1 << 30 | 0x3ff0);
+        if res0 != 0 {
+            p.push(Problem::Res0Set { register: "CTR_EL0", bits: res0 });
+        }
+        p
+    }
+}
+
+/// A 4-bit log2-words granule field in bytes; 0 = not provided.
+fn granule(v: u8) -> Option<u32> {
+    if v == 0 {
+        None
+    } else {
+        Some(4 << (v & 0xf))
+    }
+}
+
+// ---- DCZID_EL0 ---------------------------------------------------------------------------------
+
+/// A decoded DCZID_EL0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dczid {
+    /// Raw value.
+    pub raw: u64,
+}
+
+impl Dczid {
+    fn reg(&self) -> LocalRegisterCopy<u64, DCZID_EL0::Register> {
+        LocalRegisterCopy::new(self.raw)
+    }
+
+    /// DC ZVA is prohibited (DZP = 1): zero memory with ordinary stores instead.
+    pub fn prohibited(&self) -> bool {
+        self.reg().is_set(DCZID_EL0::DZP)
+    }
+
+    /// Raw BS field (log2 of the block size in words).
+    pub fn bs(&self) -> u8 {
+        self.reg().read(DCZID_EL0::BS) as u8
+    }
+
+    /// Bytes zeroed by one DC ZVA (4 << BS); `None` when BS is reserved (> 9, i.e. > 2 KiB).
+    pub fn block(&self) -> Option<u32> {
+        let bs = self.bs();
+        (bs <= 9).then(|| 4 << bs)
+    }
+
+    /// The usable DC ZVA block: `None` when prohibited or reserved (fall back to stores).
+    pub fn usable_block(&self) -> Option<u32> {
+        if self.prohibited() {
+            None
+        } else {
+            self.block()
+        }
+    }
+
+    /// Reserved contents.
+    pub fn problems(&self) -> Vec<Problem> {
+        let mut p = Vec::new();
+        if self.block().is_none() {
+            p.push(Problem::ZvaBlockReserved { value: self.bs() });
+        }
+        let res0 = self.raw & !0x1f;
+        if res0 != 0 {
+            p.push(Problem::Res0Set { register: "DCZID_EL0", bits: res0 });
+        }
+        p
+    }
+}
