@@ -512,10 +512,13 @@ impl Ctr {
         self.reg().is_set(CTR_EL0::DIC)
     }
 
-    /// Smallest allocation-tag line in bytes (4 << TminLine, FEAT_MTE2), `None` when it does not
-    /// fit in 64 bits.
+    /// Smallest allocation-tag line in bytes (4 << TminLine, FEAT_MTE2); `None` when the field
+    /// is 0 (not reported: RES0 without MTE) or too large to be a size in 64 bits.
     pub fn tmin_line(&self) -> Option<u64> {
         let t = self.reg().read(CTR_EL0::TminLine) as u32;
+        if t == 0 {
+            return None;
+        }
         4u64.checked_shl(t).filter(|v| v >> t == 4)
     }
 
@@ -535,7 +538,7 @@ impl Ctr {
                 p.push(Problem::GranuleReserved { field, value: v as u8 });
             }
         }
-        if self.tmin_line().is_none() {
+        if r.read(CTR_EL0::TminLine) != 0 && self.tmin_line().is_none() {
             p.push(Problem::TminLineTooLarge { value: r.read(CTR_EL0::TminLine) as u8 });
         }
         // RES0: [63:38], [30], [13:4].
@@ -606,5 +609,263 @@ impl Dczid {
             p.push(Problem::Res0Set { register: "DCZID_EL0", bits: res0 });
         }
         p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::format;
+
+    /// xorshift64 (Marsaglia): a deterministic PRNG so a failing seed can be replayed.
+    struct XorShift(u64);
+    impl XorShift {
+        fn next(&mut self) -> u64 {
+            let mut x = self.0;
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            self.0 = x;
+            x
+        }
+        /// Random values, half of them with only a few low fields populated (closer to real
+        /// registers, where most high bits are 0).
+        fn value(&mut self) -> u64 {
+            let v = self.next();
+            if v & 1 == 0 {
+                v
+            } else {
+                v & (self.next() >> (self.next() % 64))
+            }
+        }
+    }
+
+    const N: usize = 200_000;
+
+    // ---- golden values ----------------------------------------------------------------------
+    // "measured": read by this kernel on QEMU 10.0.2's CPU models (`cargo run` with QEMU_CPU).
+    // "TRM": encoded from the geometry in the core's Technical Reference Manual (the values a
+    // silicon part reports; e.g. the Pi 4's Cortex-A72 L1D is 32 KiB 2-way).
+
+    fn geom(raw: u64, format: CcsidrFormat) -> (u32, u32, u32, u64) {
+        let c = Ccsidr::decode(raw, format);
+        assert!(c.problems().is_empty(), "{raw:#x}: {:?}", c.problems());
+        (c.line(), c.ways, c.sets, c.size())
+    }
+
+    #[test]
+    fn ccsidr_golden() {
+        use CcsidrFormat::*;
+        // Cortex-A53 (TRM DDI 0500J and measured on QEMU cortex-a53/a35/a55/a72 L1D).
+        assert_eq!(geom(0x700f_e01a, Short), (64, 4, 128, 32 << 10));
+        assert_eq!(geom(0x201f_e00a, Short), (64, 2, 256, 32 << 10)); // A53 L1I, TRM
+        assert_eq!(geom(0x703f_e07a, Short), (64, 16, 512, 512 << 10)); // A53/A35/A55 L2 512 KiB
+        assert_eq!(geom(0x203f_e002, Short), (64, 1, 512, 32 << 10)); // QEMU cortex-a53 L1I: direct-mapped
+        // Cortex-A72: silicon L1D (TRM 100095, Pi 4) vs QEMU's; L1I 48 KiB 3-way; L2 1 MiB.
+        assert_eq!(geom(0x701f_e00a, Short), (64, 2, 256, 32 << 10));
+        assert_eq!(geom(0x201f_e012, Short), (64, 3, 256, 48 << 10));
+        assert_eq!(geom(0x707f_e07a, Short), (64, 16, 1024, 1 << 20));
+        assert_eq!(geom(0x70ff_e07a, Short), (64, 16, 2048, 2 << 20)); // QEMU cortex-a57 / max L2
+        // Cortex-A76 / Neoverse N1 (TRM 100798 / 100616; measured on QEMU).
+        assert_eq!(geom(0x701f_e01a, Short), (64, 4, 256, 64 << 10));
+        assert_eq!(geom(0x201f_e01a, Short), (64, 4, 256, 64 << 10));
+        assert_eq!(geom(0x707f_e03a, Short), (64, 8, 1024, 512 << 10));
+        assert_eq!(geom(0x70ff_e03a, Short), (64, 8, 2048, 1 << 20));
+        // A64FX (measured on QEMU a64fx): 256-byte lines.
+        assert_eq!(geom(0x7007_e01c, Short), (256, 4, 64, 64 << 10));
+        assert_eq!(geom(0x70ff_e07c, Short), (256, 16, 2048, 8 << 20));
+        // FEAT_CCIDX layout (measured on QEMU cortex-a710 / neoverse-n2 / neoverse-v1).
+        assert_eq!(geom(0x0000_00ff_0000_001a, Ccidx), (64, 4, 256, 64 << 10));
+        assert_eq!(geom(0x0000_03ff_0000_003a, Ccidx), (64, 8, 1024, 512 << 10));
+        assert_eq!(geom(0x0000_07ff_0000_003a, Ccidx), (64, 8, 2048, 1 << 20));
+        // The same CCIDX value read in the 32-bit layout is nonsense: RES0 bits are reported.
+        let wrong = Ccsidr::decode(0x0000_00ff_0000_001a, Short);
+        assert!(wrong.problems().iter().any(|p| matches!(p, Problem::Res0Set { .. })));
+    }
+
+    #[test]
+    fn clidr_golden() {
+        // Cortex-A53/A57/A72 (TRM; measured on QEMU): L1 I+D, L2 unified, LoUU 1, LoC 2, LoUIS 1.
+        let c = Clidr::decode(0x0a20_0023);
+        assert_eq!((c.levels(), c.louu, c.louis, c.loc, c.icb), (2, 1, 1, 2, 0));
+        assert_eq!(c.ctype[..3], [CacheType::Separate, CacheType::Unified, CacheType::None]);
+        assert!(c.problems().is_empty());
+        // Cortex-A76 / Neoverse N1 (measured): LoUU = LoUIS = 0, ICB = L2.
+        let c = Clidr::decode(0x8200_0023);
+        assert_eq!((c.levels(), c.louu, c.louis, c.loc, c.icb), (2, 0, 0, 2, 2));
+        assert!(c.problems().is_empty());
+        // A64FX (measured): LoC = 0.
+        let c = Clidr::decode(0x8000_0023);
+        assert_eq!((c.loc, c.icb), (0, 2));
+        // Cortex-A710 / Neoverse N2 (measured): Ttype fields set (MTE), still no problem.
+        let c = Clidr::decode(0x14_8200_0023);
+        assert_eq!((c.levels(), c.loc, c.icb), (2, 2, 2));
+        assert!(c.problems().is_empty(), "{:?}", c.problems());
+        // Three levels (a Pi 5-like A76 + DSU L3): Ctype3 unified, LoC 3.
+        let c = Clidr::decode(0x8300_0123);
+        assert_eq!((c.levels(), c.loc), (3, 3));
+        assert_eq!(c.level(3), CacheType::Unified);
+        // Reserved Ctype, a cache after a gap and LoC beyond the last cache are reported.
+        let c = Clidr::decode(0x0500_0000 | 5 << 3 | 3);
+        let p = c.problems();
+        assert!(p.contains(&Problem::ReservedCtype { level: 2, value: 5 }), "{p:?}");
+        assert!(p.contains(&Problem::LevelBeyondCaches { field: "LoC", value: 5 }), "{p:?}");
+        let c = Clidr::decode(3 | 4 << 6 | 0x0300_0000);
+        assert_eq!(c.levels(), 1);
+        assert!(c.problems().contains(&Problem::CacheAfterGap { level: 3 }));
+    }
+
+    #[test]
+    fn ctr_golden() {
+        // Cortex-A53/A55/A35 (measured): VIPT, 64 B lines, ERG/CWG 64 B, IDC = DIC = 0.
+        let c = Ctr { raw: 0x8444_8004 };
+        assert_eq!((c.imin_line(), c.dmin_line(), c.l1ip(), c.erg(), c.cwg(), c.idc(), c.dic()), (64, 64, L1Ip::Vipt, Some(64), Some(64), false, false));
+        assert_eq!(c.tmin_line(), None);
+        assert!(c.problems().is_empty());
+        // Cortex-A72/A76/N1 (measured): PIPT.
+        assert_eq!(Ctr { raw: 0x8444_c004 }.l1ip(), L1Ip::Pipt);
+        // QEMU max / Neoverse V1 (measured): IDC = DIC = 1.
+        let c = Ctr { raw: 0xb444_c004 };
+        assert!(c.idc() && c.dic() && c.problems().is_empty());
+        // Cortex-A710 (measured): IDC = 1, DIC = 0, TminLine = 4 (4 << 4 = 64 B).
+        let c = Ctr { raw: 0x4_9444_c004 };
+        assert_eq!((c.idc(), c.dic(), c.tmin_line()), (true, false, Some(64)));
+        assert!(c.problems().is_empty());
+        // A64FX (measured): 256 B lines and granules.
+        let c = Ctr { raw: 0x8666_8006 };
+        assert_eq!((c.imin_line(), c.dmin_line(), c.erg(), c.cwg()), (256, 256, Some(256), Some(256)));
+        // Armv7-format, reserved L1Ip, granule > 2 KiB, TminLine too large.
+        let c = Ctr { raw: 0x3f_0fa0_4004 };
+        let p = c.problems();
+        assert!(p.contains(&Problem::CtrNotAarch64Format), "{p:?}");
+        assert!(p.contains(&Problem::CtrL1IpReserved { value: 1 }), "{p:?}");
+        assert!(p.contains(&Problem::GranuleReserved { field: "ERG", value: 10 }), "{p:?}");
+        assert!(p.contains(&Problem::GranuleReserved { field: "CWG", value: 15 }), "{p:?}");
+        assert!(p.contains(&Problem::TminLineTooLarge { value: 63 }), "{p:?}");
+        assert_eq!(c.tmin_line(), None);
+        // ERG/CWG = 0: not provided.
+        assert_eq!(Ctr { raw: 0x8000_c004 }.cwg(), None);
+    }
+
+    #[test]
+    fn dczid_and_ccsidr2_golden() {
+        let d = Dczid { raw: 0x4 }; // every QEMU Cortex model (measured)
+        assert_eq!((d.block(), d.prohibited(), d.usable_block()), (Some(64), false, Some(64)));
+        let d = Dczid { raw: 0x6 }; // A64FX (measured)
+        assert_eq!(d.block(), Some(256));
+        let d = Dczid { raw: 0x14 }; // DZP = 1
+        assert_eq!((d.block(), d.prohibited(), d.usable_block()), (Some(64), true, None));
+        let d = Dczid { raw: 0xa };
+        assert_eq!(d.block(), None);
+        assert_eq!(d.problems(), [Problem::ZvaBlockReserved { value: 10 }]);
+        assert_eq!(Dczid { raw: 0x104 }.problems(), [Problem::Res0Set { register: "DCZID_EL0", bits: 0x100 }]);
+        assert_eq!(Ccsidr2::decode(0xff).sets, 256);
+        assert!(Ccsidr2::decode(0x1_0000_00ff).problems().len() == 1);
+    }
+
+    #[test]
+    fn format_and_csselr() {
+        assert_eq!(CcsidrFormat::from_mmfr2(0x0000_0000_0010_0000), CcsidrFormat::Ccidx);
+        assert_eq!(CcsidrFormat::from_mmfr2(0x0000_0000_000f_ffff), CcsidrFormat::Short);
+        assert_eq!(csselr(1, false), 0);
+        assert_eq!(csselr(1, true), 1);
+        assert_eq!(csselr(2, false), 2);
+        assert_eq!(csselr(7, true), 13);
+        assert_eq!(ceil_log2(1), 0);
+        assert_eq!(ceil_log2(3), 2);
+        assert_eq!(ceil_log2(4), 2);
+        assert_eq!(ceil_log2(u64::MAX), 64);
+    }
+
+    // ---- property tests over random 64-bit values ---------------------------------------------
+
+    #[test]
+    fn ccsidr_any_value() {
+        let mut rng = XorShift(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..N {
+            let raw = rng.value();
+            for format in [CcsidrFormat::Short, CcsidrFormat::Ccidx] {
+                let c = Ccsidr::decode(raw, format);
+                assert!((4..=11).contains(&c.log2_line));
+                assert!(c.ways >= 1 && c.sets >= 1);
+                let (max_ways, max_sets) = if format == CcsidrFormat::Short { (1 << 10, 1 << 15) } else { (1 << 21, 1 << 24) };
+                assert!(c.ways <= max_ways && c.sets <= max_sets, "{raw:#x}");
+                // size() is exact: compare against 128-bit arithmetic.
+                assert_eq!(c.size() as u128, c.line() as u128 * c.ways as u128 * c.sets as u128);
+                assert_eq!(c.lines() as u128, c.ways as u128 * c.sets as u128);
+                let p = c.problems();
+                assert_eq!(c.setway_fits(), !p.iter().any(|p| matches!(p, Problem::SetWayDoesNotFit { .. })), "{raw:#x}");
+                if c.setway_fits() {
+                    // The highest operand keeps level, set and way fields disjoint within 32 bits.
+                    let set_field = ((c.sets as u64 - 1).next_power_of_two().max(1) - 1) << c.log2_line;
+                    let way_field = if c.ways == 1 { 0 } else { ((c.ways as u64).next_power_of_two() - 1) << c.way_shift() };
+                    assert_eq!(set_field & way_field, 0, "{raw:#x}");
+                    assert_eq!(set_field & 0xf, 0);
+                    assert!(set_field | way_field <= u32::MAX as u64);
+                }
+                for q in &p {
+                    assert!(!format!("{q}").is_empty());
+                }
+            }
+            let c2 = Ccsidr2::decode(raw);
+            assert!(c2.sets >= 1 && c2.sets <= 1 << 24);
+            assert_eq!(c2.problems().is_empty(), raw >> 24 == 0);
+        }
+    }
+
+    #[test]
+    fn clidr_any_value() {
+        let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
+        for _ in 0..N {
+            let raw = rng.value();
+            let c = Clidr::decode(raw);
+            assert!(c.levels() <= 7);
+            assert!(c.louis <= 7 && c.loc <= 7 && c.louu <= 7 && c.icb <= 7);
+            for l in 0..=u8::MAX {
+                let _ = c.level(l);
+            }
+            let p = c.problems();
+            let reserved = (0..7).filter(|i| (raw >> (3 * i)) & 7 >= 5).count();
+            assert_eq!(p.iter().filter(|p| matches!(p, Problem::ReservedCtype { .. })).count(), reserved, "{raw:#x}");
+            assert_eq!(p.iter().any(|p| matches!(p, Problem::Res0Set { .. })), raw >> 47 != 0);
+            // Every level counted in levels() is something CLIDR defines.
+            assert!((1..=c.levels()).all(|l| c.level(l).present()));
+            for q in &p {
+                assert!(!format!("{q}").is_empty());
+            }
+        }
+    }
+
+    #[test]
+    fn ctr_and_dczid_any_value() {
+        let mut rng = XorShift(0xdead_beef_cafe_f00d);
+        for _ in 0..N {
+            let raw = rng.value();
+            let c = Ctr { raw };
+            for l in [c.imin_line(), c.dmin_line()] {
+                assert!(l.is_power_of_two() && (4..=1 << 17).contains(&l));
+            }
+            let p = c.problems();
+            for (g, field) in [(c.erg(), (raw >> 20) & 0xf), (c.cwg(), (raw >> 24) & 0xf)] {
+                assert_eq!(g.is_none(), field == 0);
+                if field > 9 {
+                    assert!(p.iter().any(|q| matches!(q, Problem::GranuleReserved { value, .. } if *value as u64 == field)), "{raw:#x}");
+                }
+            }
+            assert_eq!(p.contains(&Problem::CtrNotAarch64Format), raw & (1 << 31) == 0);
+            assert_eq!(p.iter().any(|q| matches!(q, Problem::CtrL1IpReserved { .. })), (raw >> 14) & 3 < 2);
+            if let Some(t) = c.tmin_line() {
+                assert!(t.is_power_of_two() && t >= 8);
+            }
+            let d = Dczid { raw };
+            assert_eq!(d.block().is_none(), raw & 0xf > 9);
+            if let Some(b) = d.block() {
+                assert!(b.is_power_of_two() && (4..=2048).contains(&b));
+            }
+            assert_eq!(d.usable_block().is_some(), raw & 0x10 == 0 && raw & 0xf <= 9);
+            assert_eq!(d.problems().is_empty(), raw & !0x1f == 0 && raw & 0xf <= 9);
+            let _ = csselr((raw & 0xff) as u8, raw & 0x100 != 0);
+            assert!(csselr((raw & 0xff) as u8, raw & 0x100 != 0) <= 0xf);
+        }
     }
 }

@@ -15,5 +15,7 @@
 pub mod id;
 pub mod maintenance;
 pub mod setway;
+pub mod silicon;
+pub mod topology;
 
 pub use id::{CacheType, Ccsidr, Clidr, Ctr, Dczid};

@@ -21,6 +21,7 @@ use alloc::vec::Vec;
 use core::fmt;
 
 use super::id::{csselr, CcsidrFormat, Ccsidr, Clidr, Problem};
+use super::topology::IdRegs;
 
 /// A set/way data-cache operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,18 +112,12 @@ impl fmt::Display for WalkError {
     }
 }
 
-/// What a walker needs from a CPU.
+/// What a walker needs from a CPU: its identification registers, barriers and DC set/way.
 pub trait Backend {
-    /// CLIDR_EL1.
-    fn clidr(&mut self) -> u64;
-    /// ID_AA64MMFR2_EL1 (for the CCIDX field).
-    fn mmfr2(&mut self) -> u64;
-    /// CSSELR_EL1.
-    fn csselr(&mut self) -> u64;
-    /// Writes CSSELR_EL1 followed by an ISB.
-    fn select(&mut self, csselr: u64);
-    /// CCSIDR_EL1 of the selected cache.
-    fn ccsidr(&mut self) -> u64;
+    /// The identification registers.
+    type Ids: IdRegs;
+    /// Access to them.
+    fn ids(&mut self) -> &mut Self::Ids;
     /// DSB SY.
     fn dsb(&mut self);
     /// ISB.
@@ -157,20 +152,21 @@ pub const fn operand(level: u8, set: u32, way: u32, g: &Ccsidr) -> u64 {
 
 /// The walker. Refuses (no DC issued, CSSELR restored) if a geometry in scope cannot be encoded.
 pub fn walk<B: Backend>(b: &mut B, op: SetWayOp, scope: Scope) -> Result<Walk, WalkError> {
-    let clidr = Clidr::decode(b.clidr());
+    let ids = b.ids();
+    let clidr = Clidr::decode(ids.clidr());
     let range = scope.levels(&clidr)?;
-    let format = CcsidrFormat::from_mmfr2(b.mmfr2());
-    let saved = b.csselr();
+    let format = CcsidrFormat::from_mmfr2(ids.mmfr2());
+    let saved = ids.csselr();
 
     let mut levels = Vec::new();
     for level in range {
         if !clidr.level(level).has_data() {
             continue;
         }
-        b.select(csselr(level, false));
-        let geometry = Ccsidr::decode(b.ccsidr(), format);
+        ids.select(csselr(level, false));
+        let geometry = Ccsidr::decode(ids.ccsidr(), format);
         if let Some(problem) = geometry.problems().into_iter().find(|p| matches!(p, Problem::SetWayDoesNotFit { .. })) {
-            b.select(saved);
+            ids.select(saved);
             return Err(WalkError::Geometry { level, problem });
         }
         levels.push(LevelWalk { level, geometry });
@@ -187,7 +183,7 @@ pub fn walk<B: Backend>(b: &mut B, op: SetWayOp, scope: Scope) -> Result<Walk, W
         }
         ops += g.lines();
     }
-    b.select(saved);
+    b.ids().select(saved);
     b.dsb();
     b.isb();
     Ok(Walk { levels, ops })
@@ -215,13 +211,15 @@ pub struct Recorder {
     pub mmfr2: u64,
     /// CCSIDR_EL1 per CSSELR value (index = CSSELR[3:0]: (level − 1) << 1 | InD).
     pub ccsidr: [u64; 16],
+    /// CCSIDR2_EL1 per CSSELR value; `None` plays an UNDEFINED register.
+    pub ccsidr2: [Option<u64>; 16],
     /// Current CSSELR_EL1.
     pub csselr: u64,
     /// Everything the walker did, in order.
     pub log: Vec<Event>,
 }
 
-impl Backend for Recorder {
+impl IdRegs for Recorder {
     fn clidr(&mut self) -> u64 {
         self.clidr
     }
@@ -237,6 +235,16 @@ impl Backend for Recorder {
     }
     fn ccsidr(&mut self) -> u64 {
         self.ccsidr[(self.csselr & 0xf) as usize]
+    }
+    fn ccsidr2(&mut self) -> Option<u64> {
+        self.ccsidr2[(self.csselr & 0xf) as usize]
+    }
+}
+
+impl Backend for Recorder {
+    type Ids = Self;
+    fn ids(&mut self) -> &mut Self {
+        self
     }
     fn dsb(&mut self) {
         self.log.push(Event::Dsb);
@@ -256,19 +264,21 @@ pub use target::*;
 mod target {
     use super::*;
     use crate::arch::cache as hw;
+    use crate::cache::topology::ThisCpu;
 
     /// The real CPU: issues DC instructions and counts them.
     pub struct Hardware {
         /// DC set/way instructions executed so far.
         pub executed: u64,
         invalidate_allowed: bool,
+        cpu: ThisCpu,
     }
 
     impl Hardware {
         /// A backend that has executed nothing yet. DC ISW is only issued when SCTLR_EL1.C = 0
         /// at creation (checked by [`dcsw_silent`] before walking).
         pub fn new() -> Self {
-            Self { executed: 0, invalidate_allowed: hw::sctlr_el1() & (1 << 2) == 0 }
+            Self { executed: 0, invalidate_allowed: hw::sctlr_el1() & (1 << 2) == 0, cpu: ThisCpu }
         }
     }
 
@@ -279,20 +289,9 @@ mod target {
     }
 
     impl Backend for Hardware {
-        fn clidr(&mut self) -> u64 {
-            hw::clidr_el1()
-        }
-        fn mmfr2(&mut self) -> u64 {
-            hw::id_aa64mmfr2_el1()
-        }
-        fn csselr(&mut self) -> u64 {
-            hw::csselr_el1()
-        }
-        fn select(&mut self, v: u64) {
-            hw::select_cache(v);
-        }
-        fn ccsidr(&mut self) -> u64 {
-            hw::ccsidr_el1()
+        type Ids = ThisCpu;
+        fn ids(&mut self) -> &mut ThisCpu {
+            &mut self.cpu
         }
         fn dsb(&mut self) {
             hw::dsb_sy();
@@ -454,6 +453,52 @@ mod tests {
         // 16 ways → shift 28.
         let g16 = Ccsidr { ways: 16, ..g };
         assert_eq!(operand(1, 0, 15, &g16), 15 << 28);
+    }
+
+    /// Random CPUs (random CLIDR, small random geometries in either format, sometimes an
+    /// unencodable one) and random scopes: the walk is complete and exact, or refused with no DC.
+    #[test]
+    fn random_cpus_walk_exactly_their_scope() {
+        let mut x = 0x1234_5678_9abc_def1u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..3000 {
+            let ccidx = next() & 1 == 1;
+            let format = if ccidx { CcsidrFormat::Ccidx } else { CcsidrFormat::Short };
+            let mut r = Recorder { clidr: next() & ((1 << 30) - 1), mmfr2: if ccidx { 1 << 20 } else { 0 }, csselr: next() & 0x1f, ..Default::default() };
+            let saved = r.csselr;
+            for i in 0..16 {
+                let (line, ways, sets) = if next() % 20 == 0 { (7, 1023, 0x7fff) } else { (next() % 8, next() % 16, next() % 64) };
+                r.ccsidr[i] = match format {
+                    CcsidrFormat::Short => sets << 13 | ways << 3 | line,
+                    CcsidrFormat::Ccidx => sets << 32 | ways << 3 | line,
+                };
+            }
+            let scope = match next() % 3 {
+                0 => Scope::ToLoC,
+                1 => Scope::ToLoUIS,
+                _ => Scope::Level((next() % 9) as u8),
+            };
+            let clidr = Clidr::decode(r.clidr);
+            let result = walk(&mut r, SetWayOp::CleanInvalidate, scope);
+            assert_eq!(r.csselr, saved, "CSSELR restored");
+            match (result, scope.levels(&clidr)) {
+                (Ok(w), Ok(range)) => {
+                    let levels: Vec<u8> = range.filter(|&l| clidr.level(l).has_data()).collect();
+                    assert_eq!(w.ops, check_complete(&r, SetWayOp::CleanInvalidate, &levels, format));
+                }
+                (Err(WalkError::BadLevel(n)), Err(_)) => assert!(n == 0 || n > 7),
+                (Err(WalkError::Geometry { level, .. }), Ok(range)) => {
+                    assert!(range.contains(&level) && clidr.level(level).has_data());
+                    assert!(!r.log.iter().any(|e| matches!(e, Event::Dc(..))), "refused walk issued DC");
+                }
+                (res, lv) => panic!("unexpected {res:?} for {lv:?}"),
+            }
+        }
     }
 
     #[test]
