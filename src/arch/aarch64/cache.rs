@@ -7,121 +7,107 @@
 
 use core::arch::asm;
 
-// ---- set/way ---------------------------------------------------------------------------------
-
-/// DC ISW: invalidate one line by set/way (operand: level << 1 | set | way, see `cache::setway`).
-///
-/// # Safety
-/// Discards the line whatever it holds: dirty data in it is lost. Only for cache
-/// initialisation while the data cache is off, or for a line known to be clean.
-#[inline(always)]
-pub unsafe fn dc_isw(setway: u64) {
-    // SAFETY: caller's contract; the instruction touches no memory addressed by `setway`.
-    unsafe { asm!("dc isw, {0}", in(reg) setway, options(nostack, preserves_flags)) };
+/// One wrapper per maintenance instruction that takes a register operand. The `unsafe` form is
+/// for instructions that can discard data or write memory (the caller carries the contract).
+macro_rules! operand_op {
+    ($(#[$m:meta])* $name:ident, $insn:literal, $arg:ident: $ty:ty, safe: $why:literal) => {
+        $(#[$m])*
+        #[doc = concat!("\n\nSafe to call: ", $why, ".")]
+        #[inline(always)]
+        pub fn $name($arg: $ty) {
+            // SAFETY: no data is lost and no memory is written (the `safe:` reason in the doc);
+            // a fault on an unmapped address is an ordinary, catchable exception.
+            unsafe { asm!(concat!($insn, ", {0}"), in(reg) $arg, options(nostack, preserves_flags)) };
+        }
+    };
+    ($(#[$m:meta])* unsafe $name:ident, $insn:literal, $arg:ident: $ty:ty) => {
+        $(#[$m])*
+        #[inline(always)]
+        pub unsafe fn $name($arg: $ty) {
+            // SAFETY: the caller's contract, documented on the function.
+            unsafe { asm!(concat!($insn, ", {0}"), in(reg) $arg, options(nostack, preserves_flags)) };
+        }
+    };
 }
 
-/// DC CSW: clean one line by set/way (writes dirty data back; no data is lost).
-#[inline(always)]
-pub fn dc_csw(setway: u64) {
-    // SAFETY: cleaning only writes back data that is already the newest copy.
-    unsafe { asm!("dc csw, {0}", in(reg) setway, options(nostack, preserves_flags)) };
+// ---- set/way (operand: (level − 1) << 1 | set | way, see `cache::setway`) -------------------
+
+operand_op!(
+    /// DC ISW: invalidate one line by set/way.
+    ///
+    /// # Safety
+    /// Discards the line whatever it holds: dirty data in it is lost. Only for cache
+    /// initialisation while the data cache is off, or for a line known to be clean.
+    unsafe dc_isw, "dc isw", setway: u64
+);
+operand_op!(
+    /// DC CSW: clean one line by set/way (writes dirty data back; no data is lost).
+    dc_csw, "dc csw", setway: u64, safe: "cleaning only writes back the newest data"
+);
+operand_op!(
+    /// DC CISW: clean and invalidate one line by set/way (no data is lost).
+    dc_cisw, "dc cisw", setway: u64, safe: "dirty data is written back before invalidation"
+);
+
+// ---- by virtual address (an unmapped `va` raises a data abort: catch it with `arch::trap`) ----
+
+operand_op!(
+    /// DC CIVAC: clean and invalidate the line holding `va` to the Point of Coherency.
+    dc_civac, "dc civac", va: usize, safe: "dirty data is written back before invalidation"
+);
+operand_op!(
+    /// DC CVAC: clean the line holding `va` to the Point of Coherency.
+    dc_cvac, "dc cvac", va: usize, safe: "cleaning only writes back the newest data"
+);
+operand_op!(
+    /// DC CVAU: clean the line holding `va` to the Point of Unification.
+    dc_cvau, "dc cvau", va: usize, safe: "cleaning only writes back the newest data"
+);
+operand_op!(
+    /// DC IVAC: invalidate the line holding `va` to the Point of Coherency.
+    ///
+    /// # Safety
+    /// Dirty data in the whole line (not only at `va`) is discarded: the caller must own every
+    /// byte of the line and accept that it reverts to the content of memory.
+    unsafe dc_ivac, "dc ivac", va: usize
+);
+operand_op!(
+    /// DC ZVA: zero the DCZID_EL0 block containing `va` (the address is rounded down to the block).
+    ///
+    /// # Safety
+    /// The whole block must be writable memory the caller owns; DCZID_EL0.DZP must be 0
+    /// (otherwise the instruction is UNDEFINED or traps).
+    unsafe dc_zva, "dc zva", va: usize
+);
+operand_op!(
+    /// IC IVAU: invalidate the instruction-cache line holding `va` to the Point of Unification.
+    ic_ivau, "ic ivau", va: usize, safe: "instruction caches hold no dirty data"
+);
+
+/// One wrapper per operand-less instruction that only invalidates instruction caches or orders.
+macro_rules! plain_op {
+    ($($(#[$m:meta])* $name:ident, $insn:literal;)*) => {$(
+        $(#[$m])*
+        #[inline(always)]
+        pub fn $name() {
+            // SAFETY: instruction caches hold no dirty data and barriers only order: neither
+            // loses data nor writes memory.
+            unsafe { asm!($insn, options(nostack, preserves_flags)) };
+        }
+    )*};
 }
 
-/// DC CISW: clean and invalidate one line by set/way (no data is lost).
-#[inline(always)]
-pub fn dc_cisw(setway: u64) {
-    // SAFETY: dirty data is written back before the line is invalidated.
-    unsafe { asm!("dc cisw, {0}", in(reg) setway, options(nostack, preserves_flags)) };
-}
-
-// ---- by virtual address ----------------------------------------------------------------------
-
-/// DC CIVAC: clean and invalidate the line holding `va` to the Point of Coherency.
-/// An unmapped `va` raises a data abort (catch it with `arch::trap::try_run`).
-#[inline(always)]
-pub fn dc_civac(va: usize) {
-    // SAFETY: no data is lost; a translation fault on `va` is an ordinary, catchable exception.
-    unsafe { asm!("dc civac, {0}", in(reg) va, options(nostack, preserves_flags)) };
-}
-
-/// DC CVAC: clean the line holding `va` to the Point of Coherency.
-#[inline(always)]
-pub fn dc_cvac(va: usize) {
-    // SAFETY: as dc_civac: cleaning writes back the newest data only.
-    unsafe { asm!("dc cvac, {0}", in(reg) va, options(nostack, preserves_flags)) };
-}
-
-/// DC CVAU: clean the line holding `va` to the Point of Unification.
-#[inline(always)]
-pub fn dc_cvau(va: usize) {
-    // SAFETY: as dc_cvac.
-    unsafe { asm!("dc cvau, {0}", in(reg) va, options(nostack, preserves_flags)) };
-}
-
-/// DC IVAC: invalidate the line holding `va` to the Point of Coherency.
-///
-/// # Safety
-/// Dirty data in the whole line (not only at `va`) is discarded: the caller must own every byte
-/// of the line and accept that it reverts to the content of memory.
-#[inline(always)]
-pub unsafe fn dc_ivac(va: usize) {
-    // SAFETY: caller's contract.
-    unsafe { asm!("dc ivac, {0}", in(reg) va, options(nostack, preserves_flags)) };
-}
-
-/// DC ZVA: zero the DCZID_EL0 block containing `va` (the address is rounded down to the block).
-///
-/// # Safety
-/// The whole block must be writable memory the caller owns; DCZID_EL0.DZP must be 0 (otherwise
-/// the instruction is UNDEFINED or traps).
-#[inline(always)]
-pub unsafe fn dc_zva(va: usize) {
-    // SAFETY: caller's contract.
-    unsafe { asm!("dc zva, {0}", in(reg) va, options(nostack, preserves_flags)) };
-}
-
-/// IC IALLU: invalidate all instruction caches of this PE to the Point of Unification.
-#[inline(always)]
-pub fn ic_iallu() {
-    // SAFETY: instruction caches hold no dirty data; invalidation only forces refetch.
-    unsafe { asm!("ic iallu", options(nostack, preserves_flags)) };
-}
-
-/// IC IALLUIS: invalidate all instruction caches in the Inner Shareable domain to PoU.
-#[inline(always)]
-pub fn ic_ialluis() {
-    // SAFETY: as ic_iallu.
-    unsafe { asm!("ic ialluis", options(nostack, preserves_flags)) };
-}
-
-/// IC IVAU: invalidate the instruction-cache line holding `va` to the Point of Unification.
-#[inline(always)]
-pub fn ic_ivau(va: usize) {
-    // SAFETY: as ic_iallu; an unmapped `va` is a catchable data abort.
-    unsafe { asm!("ic ivau, {0}", in(reg) va, options(nostack, preserves_flags)) };
-}
-
-// ---- barriers used by maintenance sequences ----------------------------------------------------
-
-/// DSB SY: completes all earlier maintenance and memory accesses, full system.
-#[inline(always)]
-pub fn dsb_sy() {
-    // SAFETY: a barrier has no memory effect beyond ordering.
-    unsafe { asm!("dsb sy", options(nostack, preserves_flags)) };
-}
-
-/// DSB ISH: completes earlier maintenance in the Inner Shareable domain (PoU operations).
-#[inline(always)]
-pub fn dsb_ish() {
-    // SAFETY: as dsb_sy.
-    unsafe { asm!("dsb ish", options(nostack, preserves_flags)) };
-}
-
-/// ISB: context synchronisation (after CSSELR writes and after I-cache invalidation).
-#[inline(always)]
-pub fn isb() {
-    // SAFETY: as dsb_sy.
-    unsafe { asm!("isb", options(nostack, preserves_flags)) };
+plain_op! {
+    /// IC IALLU: invalidate all instruction caches of this PE to the Point of Unification.
+    ic_iallu, "ic iallu";
+    /// IC IALLUIS: invalidate all instruction caches in the Inner Shareable domain to PoU.
+    ic_ialluis, "ic ialluis";
+    /// DSB SY: completes all earlier maintenance and memory accesses, full system.
+    dsb_sy, "dsb sy";
+    /// DSB ISH: completes earlier maintenance in the Inner Shareable domain (PoU operations).
+    dsb_ish, "dsb ish";
+    /// ISB: context synchronisation (after CSSELR writes and after I-cache invalidation).
+    isb, "isb";
 }
 
 // ---- identification registers ------------------------------------------------------------------
