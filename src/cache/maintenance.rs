@@ -261,7 +261,8 @@ mod target {
 
     /// Zeroes `buf`, using DC ZVA for whole DCZID blocks when allowed: DZP = 0, BS valid, and the
     /// MMU on (with the MMU off memory is Device, where DC ZVA raises an alignment fault on
-    /// hardware). Anything else, and the partial blocks at the edges, uses stores.
+    /// hardware). Anything else, and the partial blocks at the edges, uses stores. With the MMU on,
+    /// `buf` must be mapped Normal (DC ZVA to Device memory raises an alignment fault).
     pub fn zero(buf: &mut [u8]) -> Zeroed {
         let dczid = Dczid { raw: hw::dczid_el0() };
         let fallback = if dczid.prohibited() {

@@ -276,7 +276,8 @@ mod target {
 
     impl Hardware {
         /// A backend that has executed nothing yet. DC ISW is only issued when SCTLR_EL1.C = 0
-        /// at creation (checked by [`dcsw_silent`] before walking).
+        /// at creation: otherwise Invalidate operations are dropped and not counted
+        /// ([`dcsw_silent`] refuses such a walk before it starts).
         pub fn new() -> Self {
             Self { executed: 0, invalidate_allowed: hw::sctlr_el1() & (1 << 2) == 0, cpu: ThisCpu }
         }
