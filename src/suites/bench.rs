@@ -7,6 +7,7 @@
 use alloc::vec::Vec;
 
 use crate::bench::{self, kv::KvShape, timer::Timer, Env, Region};
+use crate::cache::topology::Kind;
 use crate::diag;
 use crate::harness::{ArgKind, ArgSpec, Case, Ctx, Suite};
 
@@ -55,13 +56,20 @@ fn regions(ctx: &Ctx) -> Vec<Region> {
     all.into_iter().filter(|r| want.is_empty() || want.contains(&r.attr)).collect()
 }
 
-/// Largest cache in bytes (from CCSIDR via the cache module when present; 1 MiB otherwise).
+/// Largest data/unified cache in bytes, from CCSIDR (1 MiB when CLIDR reports none).
 fn largest_cache() -> u64 {
-    1 << 20
+    let topo = crate::cache::topology::this_cpu();
+    topo.caches.iter().filter(|c| c.kind != Kind::Instruction).map(|c| c.ccsidr.size()).max().unwrap_or(1 << 20)
 }
 
+/// The smallest data-cache line (CTR_EL0.DminLine): the node size of the pointer chase.
 fn line_size() -> usize {
-    64
+    crate::cache::topology::this_cpu().ctr.dmin_line().max(8) as usize
+}
+
+/// CCSIDR capacities of the data/unified caches, printed beside inferred knees.
+fn ccsidr_capacities() -> Vec<(u8, u64)> {
+    crate::cache::topology::this_cpu().caches.iter().filter(|c| c.kind != Kind::Instruction).map(|c| (c.level, c.ccsidr.size())).collect()
 }
 
 fn report(ctx: &mut Ctx) {
@@ -117,6 +125,9 @@ fn latency(ctx: &mut Ctx) {
         ctx.check(curve.len() == sizes.len(), "every working-set size measured");
         ctx.check(curve.iter().all(|&(_, v)| v.is_finite() && v > 0.0), "every latency is positive");
         let knees = bench::knee::find_knees(&curve, 1.3);
+        for (level, size) in ccsidr_capacities() {
+            diag!("latency {}: CCSIDR says L{level} holds {} KiB", region.attr, size / 1024);
+        }
         if knees.is_empty() {
             diag!("latency {}: no knee found{}", region.attr, if env.emulated { " (expected: the emulator has no caches)" } else { "" });
         }
