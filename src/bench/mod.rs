@@ -9,6 +9,8 @@ pub mod plan;
 pub mod stats;
 
 #[cfg(target_os = "none")]
+pub mod handoff;
+#[cfg(target_os = "none")]
 pub mod kv;
 #[cfg(target_os = "none")]
 pub mod latency;
@@ -27,6 +29,8 @@ pub enum Unit {
     TimePerOp,
     /// Bytes per second (MB/s = 10^6 B/s; cycles: bytes per cycle).
     Rate,
+    /// Time per MiB (2^20 bytes) moved: ns/MiB (cycles/MiB with the cycle counter).
+    TimePerMiB,
 }
 
 #[cfg(target_os = "none")]
@@ -95,6 +99,11 @@ mod target {
                 (Unit::TimePerOp, f) => {
                     let k = 1e9 / f as f64 / work;
                     (s.min as f64 * k, s.median as f64 * k, s.max as f64 * k, s.mad as f64 * k, "ns")
+                }
+                (Unit::TimePerMiB, f) => {
+                    let per_mib = (1u64 << 20) as f64 / work;
+                    let (k, unit) = if f == 0 { (per_mib, "cycles/MiB") } else { (per_mib * 1e9 / f as f64, "ns/MiB") };
+                    (s.min as f64 * k, s.median as f64 * k, s.max as f64 * k, s.mad as f64 * k, unit)
                 }
                 (Unit::Rate, f) => {
                     // Bytes per second (MB/s) or bytes per cycle.

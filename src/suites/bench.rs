@@ -18,6 +18,7 @@ pub const SUITE: Suite = Suite {
     cases: &[
         Case { name: "latency", run: latency },
         Case { name: "stream", run: stream },
+        Case { name: "handoff", run: handoff },
         Case { name: "kv", run: kv },
     ],
     on_request: false,
@@ -33,6 +34,7 @@ pub const ARGS: &[ArgSpec] = &[
     ArgSpec { key: "max_size", kind: ArgKind::Number { min: 4096, max: 1 << 30 }, help: "largest latency working set (default 4x largest cache)" },
     ArgSpec { key: "stream_bytes", kind: ArgKind::Number { min: 4096, max: 1 << 30 }, help: "streaming buffer size (default 2x largest cache)" },
     ArgSpec { key: "prefetch", kind: ArgKind::Number { min: 0, max: 65536 }, help: "PRFM distance in bytes (default 512)" },
+    ArgSpec { key: "handoff_bytes", kind: ArgKind::Number { min: 4096, max: 1 << 30 }, help: "DMA-like hand-off buffer size (default 256 KiB)" },
     ArgSpec { key: "kv_layers", kind: ArgKind::Number { min: 1, max: 128 }, help: "KV layers (default 4)" },
     ArgSpec { key: "kv_heads", kind: ArgKind::Number { min: 1, max: 64 }, help: "KV heads (default 2)" },
     ArgSpec { key: "kv_head_dim", kind: ArgKind::Number { min: 4, max: 1024 }, help: "head dimension (default 64; multiple of 4)" },
@@ -171,6 +173,35 @@ fn stream(ctx: &mut Ctx) {
             same &= a == b;
         }
         ctx.check(same, alloc::format!("copy-ldp-stp copied {half} bytes correctly in {}", region.attr));
+    }
+}
+
+fn handoff(ctx: &mut Ctx) {
+    let env = match env(ctx) {
+        Ok(e) => e,
+        Err(why) => return ctx.skip(why),
+    };
+    let all = regions(ctx);
+    let find = |name: &str| all.iter().find(|r| r.attr == name).copied();
+    let Some(nc) = find("normal-nc") else {
+        return ctx.skip("needs the MMU's normal-nc alias window (the device's view of the buffer)");
+    };
+    let bytes = ctx.args.number("handoff_bytes", 256 << 10) as usize;
+    for method in bench::handoff::Method::ALL {
+        let cpu_attr = match method {
+            bench::handoff::Method::NonCacheable => "normal-nc",
+            bench::handoff::Method::VaMaintenance | bench::handoff::Method::SetWay => "normal-wb",
+            bench::handoff::Method::Device => "device-ngnre",
+        };
+        let Some(cpu) = find(cpu_attr) else {
+            diag!("handoff {}: no {cpu_attr} window selected, skipped", method.name());
+            continue;
+        };
+        let out = bench::handoff::run(&env, method, &cpu, &nc, bytes);
+        ctx.check(
+            out.bad_words == 0,
+            alloc::format!("handoff {} via {}: {} wrong words over {} hand-offs", method.name(), cpu.attr, out.bad_words, out.handoffs),
+        );
     }
 }
 
