@@ -16,6 +16,7 @@ pub mod cache;
 pub mod cpuid;
 pub mod exception;
 pub mod harness;
+pub mod mem;
 pub mod model;
 
 #[cfg(target_os = "none")]

@@ -1,0 +1,227 @@
+//! Arch-neutral memory attributes: an ordered memory type ([`MemAttr`]) plus orthogonal flags
+//! (access, execute, shareability), with named composites for code and data. The AArch64
+//! descriptor bits and MAIR bytes are derived from these in `mem::aarch64`.
+
+use core::fmt;
+
+use super::Error;
+use crate::model::ModelAttr;
+
+/// Memory type, ordered from the strictest (Device-nGnRnE) to the most relaxed (Normal
+/// write-back): `a < b` means `a` allows fewer optimisations than `b`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum MemAttr {
+    /// Device, non-Gathering, non-Reordering, no Early write acknowledgement (strongly ordered).
+    DeviceNGnRnE,
+    /// Device, non-Gathering, non-Reordering, Early write acknowledgement (typical MMIO).
+    DeviceNGnRE,
+    /// Device, Gathering, Reordering, Early write acknowledgement (e.g. frame buffers).
+    DeviceGRE,
+    /// Normal memory, inner and outer non-cacheable.
+    NormalNonCacheable,
+    /// Normal memory, inner and outer write-through, read-allocate.
+    NormalWriteThrough,
+    /// Normal memory, inner and outer write-back, read- and write-allocate.
+    NormalWriteBack,
+}
+
+impl MemAttr {
+    /// Every memory type, in the order of the alias windows (cacheable first, then Device).
+    pub const ALL: [MemAttr; 6] = [
+        MemAttr::NormalWriteBack,
+        MemAttr::NormalWriteThrough,
+        MemAttr::NormalNonCacheable,
+        MemAttr::DeviceNGnRnE,
+        MemAttr::DeviceNGnRE,
+        MemAttr::DeviceGRE,
+    ];
+
+    /// Stable name as it appears in records and tables (`normal-wb`, …, `device-gre`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            MemAttr::NormalWriteBack => "normal-wb",
+            MemAttr::NormalWriteThrough => "normal-wt",
+            MemAttr::NormalNonCacheable => "normal-nc",
+            MemAttr::DeviceNGnRnE => "device-ngnrne",
+            MemAttr::DeviceNGnRE => "device-ngnre",
+            MemAttr::DeviceGRE => "device-gre",
+        }
+    }
+
+    /// The memory type with this [`name`](Self::name).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// True for the three Device types.
+    pub const fn is_device(self) -> bool {
+        matches!(self, MemAttr::DeviceNGnRnE | MemAttr::DeviceNGnRE | MemAttr::DeviceGRE)
+    }
+
+    /// True when data accesses may allocate in the caches (write-back or write-through).
+    pub const fn is_cacheable(self) -> bool {
+        matches!(self, MemAttr::NormalWriteBack | MemAttr::NormalWriteThrough)
+    }
+
+    /// Human description of the cache policy.
+    pub const fn cacheability(self) -> &'static str {
+        match self {
+            MemAttr::NormalWriteBack => "write-back, read+write-allocate",
+            MemAttr::NormalWriteThrough => "write-through, read-allocate",
+            MemAttr::NormalNonCacheable => "non-cacheable",
+            MemAttr::DeviceNGnRnE | MemAttr::DeviceNGnRE | MemAttr::DeviceGRE => "device (never cached)",
+        }
+    }
+
+    /// The attribute code of the cache-model `window` marker.
+    pub const fn model_attr(self) -> ModelAttr {
+        match self {
+            MemAttr::NormalWriteBack => ModelAttr::NormalWriteBack,
+            MemAttr::NormalWriteThrough => ModelAttr::NormalWriteThrough,
+            MemAttr::NormalNonCacheable => ModelAttr::NormalNonCacheable,
+            MemAttr::DeviceNGnRnE | MemAttr::DeviceNGnRE | MemAttr::DeviceGRE => ModelAttr::Device,
+        }
+    }
+}
+
+impl fmt::Display for MemAttr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Shareability domain of a mapping (ignored by the hardware for Device memory, which is
+/// always treated as Outer Shareable).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Shareability {
+    /// Non-shareable.
+    Non,
+    /// Inner Shareable (all cores of the system in practice).
+    Inner,
+    /// Outer Shareable.
+    Outer,
+}
+
+impl Shareability {
+    /// Name as used in records: `non`, `inner`, `outer`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Shareability::Non => "non",
+            Shareability::Inner => "inner",
+            Shareability::Outer => "outer",
+        }
+    }
+}
+
+/// Data access permission at EL1 (EL0 never has access to the kernel's mappings).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// Read-only.
+    ReadOnly,
+    /// Read and write.
+    ReadWrite,
+}
+
+/// The full attributes of a mapping: memory type plus orthogonal flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Attributes {
+    /// Memory type.
+    pub mem: MemAttr,
+    /// Data access permission.
+    pub access: Access,
+    /// Instruction fetches allowed (at EL1; EL0 is always execute-never).
+    pub executable: bool,
+    /// Shareability.
+    pub share: Shareability,
+}
+
+impl Attributes {
+    /// Kernel code: Normal WB, read-only, executable, inner shareable.
+    pub const CODE: Self = Self { mem: MemAttr::NormalWriteBack, access: Access::ReadOnly, executable: true, share: Shareability::Inner };
+    /// Read-only data: Normal WB, read-only, execute-never.
+    pub const RO_DATA: Self = Self { mem: MemAttr::NormalWriteBack, access: Access::ReadOnly, executable: false, share: Shareability::Inner };
+    /// Read-write data: Normal WB, read-write, execute-never.
+    pub const RW_DATA: Self = Self { mem: MemAttr::NormalWriteBack, access: Access::ReadWrite, executable: false, share: Shareability::Inner };
+    /// MMIO: Device-nGnRE, read-write, execute-never.
+    pub const MMIO: Self = Self::data(MemAttr::DeviceNGnRE);
+
+    /// Read-write, execute-never, inner-shareable data of the given memory type (the attributes
+    /// of every alias window).
+    pub const fn data(mem: MemAttr) -> Self {
+        Self { mem, access: Access::ReadWrite, executable: false, share: Shareability::Inner }
+    }
+
+    /// The same attributes with another memory type.
+    pub const fn with_mem(self, mem: MemAttr) -> Self {
+        Self { mem, ..self }
+    }
+
+    /// Refuses combinations no mapping may have: writable and executable at once, and
+    /// executable Device memory (speculative instruction fetches would touch devices).
+    pub const fn validate(&self) -> Result<(), Error> {
+        if self.executable && matches!(self.access, Access::ReadWrite) {
+            return Err(Error::WriteExecute);
+        }
+        if self.executable && self.mem.is_device() {
+            return Err(Error::ExecutableDevice);
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Attributes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let access = match self.access {
+            Access::ReadOnly => "RO",
+            Access::ReadWrite => "RW",
+        };
+        let x = if self.executable { "X" } else { "XN" };
+        write!(f, "{} {access} {x} {}-shareable", self.mem, self.share.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_unique() {
+        for a in MemAttr::ALL {
+            assert_eq!(MemAttr::from_name(a.name()), Some(a));
+        }
+        assert_eq!(MemAttr::from_name("normal"), None);
+        let mut names: alloc::vec::Vec<_> = MemAttr::ALL.iter().map(|a| a.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 6);
+    }
+
+    #[test]
+    fn ordering_is_strict_to_relaxed() {
+        assert!(MemAttr::DeviceNGnRnE < MemAttr::DeviceNGnRE);
+        assert!(MemAttr::DeviceGRE < MemAttr::NormalNonCacheable);
+        assert!(MemAttr::NormalNonCacheable < MemAttr::NormalWriteBack);
+        assert_eq!(MemAttr::ALL.iter().filter(|a| a.is_device()).count(), 3);
+        assert_eq!(MemAttr::ALL.iter().filter(|a| a.is_cacheable()).count(), 2);
+    }
+
+    #[test]
+    fn unsafe_combinations_refused() {
+        let wx = Attributes { executable: true, ..Attributes::RW_DATA };
+        assert_eq!(wx.validate(), Err(Error::WriteExecute));
+        let xdev = Attributes { executable: true, access: Access::ReadOnly, ..Attributes::MMIO };
+        assert_eq!(xdev.validate(), Err(Error::ExecutableDevice));
+        for ok in [Attributes::CODE, Attributes::RO_DATA, Attributes::RW_DATA, Attributes::MMIO] {
+            assert_eq!(ok.validate(), Ok(()), "{ok}");
+        }
+        for a in MemAttr::ALL {
+            assert_eq!(Attributes::data(a).validate(), Ok(()));
+        }
+    }
+
+    #[test]
+    fn display() {
+        assert_eq!(alloc::format!("{}", Attributes::CODE), "normal-wb RO X inner-shareable");
+        assert_eq!(alloc::format!("{}", Attributes::MMIO), "device-ngnre RW XN inner-shareable");
+    }
+}
