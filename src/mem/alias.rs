@@ -18,10 +18,17 @@ use super::{
     Error,
 };
 
+#[cfg(target_os = "none")]
+pub use super::mmu::{window, windows};
+
 /// Virtual address of the first window's physical address 0.
 pub const WINDOW_BASE: u64 = 0x1000_0000_0000;
 /// Distance between windows (1 TiB): physical addresses must lie below it.
 pub const WINDOW_STRIDE: u64 = 1 << 40;
+
+/// Base of a virtual range (window slot 15) kept free for tests' temporary mappings
+/// (`SCRATCH_BASE + pa`, like a window).
+pub const SCRATCH_BASE: u64 = WINDOW_BASE + 15 * WINDOW_STRIDE;
 
 /// One alias of the test arena.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

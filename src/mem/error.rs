@@ -101,6 +101,11 @@ pub enum Error {
     GranuleUnsupported,
     /// The MMU was asked to turn on before translation tables were built.
     NotBuilt,
+    /// Cache maintenance the change needs was refused by the cache API.
+    CacheMaintenance {
+        /// Which maintenance.
+        what: &'static str,
+    },
 }
 
 impl fmt::Display for Error {
@@ -125,6 +130,7 @@ impl fmt::Display for Error {
             Error::ImageOutsideRam => write!(f, "the kernel image is not inside RAM"),
             Error::GranuleUnsupported => write!(f, "the CPU does not implement the 4 KiB granule"),
             Error::NotBuilt => write!(f, "translation tables not built: call mem::mmu::enable_with_aliases first"),
+            Error::CacheMaintenance { what } => write!(f, "cache maintenance refused: {what}"),
         }
     }
 }

@@ -32,6 +32,8 @@
 //! restore it ([`mmu::enable_with_aliases`] does).
 
 pub mod aarch64;
+#[cfg(target_os = "none")]
+pub(crate) mod cache_shim;
 pub mod alias;
 pub mod attr;
 mod error;

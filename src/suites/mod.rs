@@ -4,9 +4,10 @@
 pub mod bench;
 pub mod boot;
 pub mod cache;
+pub mod mmu;
 pub mod selftest;
 
 use crate::harness::Suite;
 
 /// The main job (`cargo run`), in order.
-pub const MAIN: &[Suite] = &[boot::SUITE, cache::SUITE, bench::SUITE, selftest::ABORT, selftest::HANG, selftest::PANIC];
+pub const MAIN: &[Suite] = &[boot::SUITE, cache::SUITE, bench::SUITE, selftest::ABORT, selftest::HANG, selftest::PANIC, mmu::SUITE];

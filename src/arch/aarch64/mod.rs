@@ -3,6 +3,7 @@
 pub mod cache;
 pub mod cpu;
 pub mod exception;
+pub mod mmu;
 pub mod model;
 pub mod pmu;
 pub mod semihosting;
