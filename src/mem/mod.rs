@@ -27,9 +27,9 @@
 //! the others only after the cache maintenance their attributes require. The arena is also
 //! reachable through the identity map (Normal WB).
 //!
-//! State left by the main job's `mmu` suite: MMU, D-cache and I-cache on, TTBR0 = identity map
-//! + the six windows, MAIR/TCR as [`aarch64::regs`] describes. A suite that changes it must
-//! restore it ([`mmu::enable_with_aliases`] does).
+//! State left by the main job's `mmu` suite: MMU, D-cache and I-cache on, TTBR0 = the identity
+//! map and the six windows, MAIR/TCR as [`aarch64::regs`] describes. A suite that changes it
+//! must restore it ([`mmu::enable_with_aliases`] does).
 
 pub mod aarch64;
 #[cfg(target_os = "none")]
