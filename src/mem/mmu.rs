@@ -24,17 +24,20 @@ use super::aarch64::{
     descriptor::MAIR_EL1_VALUE,
     regs::{self, MmuFeatures, Par},
 };
-use super::cache_shim as cache;
 use super::{
     alias::{self, AliasWindow},
     layout::{self, Device, KernelImage},
     table::{Mapping, PAGE_SIZE},
     Attributes, Error, Granularity, MemAttr, Tables, Walk,
 };
+use crate::arch::cache::sctlr_el1;
 use crate::arch::mmu::{self as hw, SCTLR_C, SCTLR_I, SCTLR_M};
 use crate::boot_info::BootInfo;
 use crate::model;
-use cache::setway::{Scope, SetWayOp};
+use crate::cache::{
+    maintenance,
+    setway::{self, Scope, SetWayOp},
+};
 
 extern "C" {
     static __image_start: u8;
@@ -100,12 +103,12 @@ pub struct Registers {
 
 /// Reads SCTLR_EL1, TCR_EL1, MAIR_EL1 and TTBR0_EL1.
 pub fn registers() -> Registers {
-    Registers { sctlr: hw::sctlr(), tcr: hw::tcr(), mair: hw::mair(), ttbr0: hw::ttbr0() }
+    Registers { sctlr: sctlr_el1(), tcr: hw::tcr(), mair: hw::mair(), ttbr0: hw::ttbr0() }
 }
 
 /// The current switches.
 pub fn control() -> Control {
-    Control::from_sctlr(hw::sctlr())
+    Control::from_sctlr(sctlr_el1())
 }
 
 /// The kernel image's sections from the linker script.
@@ -148,7 +151,6 @@ pub fn build(boot: &BootInfo) -> Result<(), Error> {
     for w in &windows {
         tables.map(w.name, w.va as u64, w.pa as u64, w.len as u64, w.attributes(), Granularity::Largest)?;
     }
-    cache::set_ram(boot.ram.0 as usize, boot.ram.1 as usize);
     *st = Some(State { tables, tcr: regs::tcr_value(features.pa_range) });
     drop(st);
     let windows = WINDOWS.call_once(|| windows);
@@ -175,13 +177,13 @@ pub fn windows() -> &'static [AliasWindow] {
 }
 
 fn clean_invalidate_all() -> Result<(), Error> {
-    cache::setway::dcsw_silent(SetWayOp::CleanInvalidate, Scope::ToLoC).map(|_| ()).map_err(|_| Error::CacheMaintenance { what: "set/way clean+invalidate to LoC" })
+    setway::dcsw_silent(SetWayOp::CleanInvalidate, Scope::ToLoC).map(|_| ()).map_err(|_| Error::CacheMaintenance { what: "set/way clean+invalidate to LoC" })
 }
 
 /// Sets the MMU, D-cache and I-cache switches, with the maintenance each transition needs
 /// (module docs). Turning the MMU on needs [`build`] first.
 pub fn set_control(want: Control) -> Result<(), Error> {
-    let cur_raw = hw::sctlr();
+    let cur_raw = sctlr_el1();
     let cur = Control::from_sctlr(cur_raw);
     let new_raw = (cur_raw & !Control::ALL_ON.bits()) | want.bits();
     if want.mmu && !cur.mmu {
@@ -203,19 +205,19 @@ pub fn set_control(want: Control) -> Result<(), Error> {
             clean_invalidate_all()?;
         }
         if want.icache && !cur.icache {
-            cache::maintenance::invalidate_icache_all();
+            maintenance::invalidate_icache_all();
         }
         // SAFETY: translation (if turned on) was programmed and the TLBs invalidated above;
         // caches turning on hold nothing stale after the clean+invalidate.
         unsafe { hw::write_sctlr(new_raw) };
     }
     if cur.icache && !want.icache {
-        cache::maintenance::invalidate_icache_all();
+        maintenance::invalidate_icache_all();
     }
     if cur.mmu && !want.mmu {
         hw::tlbi_all();
     }
-    model::sctlr(hw::sctlr());
+    model::sctlr(sctlr_el1());
     Ok(())
 }
 
@@ -327,7 +329,7 @@ pub fn remap(va: u64, len: u64, attrs: Attributes) -> Result<(), Error> {
     let cached = control().data_cached();
     let maintain = |what| {
         if cached {
-            cache::maintenance::clean_invalidate_to_poc(va as usize, len as usize).map(|_| ()).map_err(|_| Error::CacheMaintenance { what })
+            maintenance::clean_invalidate_to_poc(va as usize, len as usize).map(|_| ()).map_err(|_| Error::CacheMaintenance { what })
         } else {
             Ok(())
         }

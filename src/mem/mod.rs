@@ -32,8 +32,6 @@
 //! must restore it ([`mmu::enable_with_aliases`] does).
 
 pub mod aarch64;
-#[cfg(target_os = "none")]
-pub(crate) mod cache_shim;
 pub mod alias;
 pub mod attr;
 mod error;

@@ -8,11 +8,12 @@
 
 use alloc::{format, string::String, vec::Vec};
 
+use crate::arch::cache::{dc_zva, dczid_el0, sctlr_el1};
 use crate::arch::{cpu, mmu as hw, trap};
 use crate::diag;
 use crate::exception::{ExpectedFault, FaultStatus};
 use crate::harness::{Case, Ctx, Record, Suite};
-use crate::mem::cache_shim as cache;
+use crate::cache::{maintenance, Dczid};
 use crate::mem::{
     aarch64::{
         descriptor::{mair_byte, mem_at_index, MAIR_EL1_VALUE},
@@ -240,7 +241,7 @@ fn alias_wb_to_nc(ctx: &mut Ctx) {
     // QEMU models no cache, so there it is always visible).
     let early = find_mismatch(nc, DATA_OFF, DATA_WORDS, seed).is_none();
     diag!("before the clean, the NC alias {} the data written through WB", if early { "already sees" } else { "does not yet see" });
-    if let Err(e) = cache::maintenance::clean_to_poc(wb.va + DATA_OFF, DATA_WORDS * 8) {
+    if let Err(e) = maintenance::clean_to_poc(wb.va + DATA_OFF, DATA_WORDS * 8) {
         ctx.fail(format!("clean to PoC refused: {e:?}"));
         return;
     }
@@ -255,7 +256,7 @@ fn alias_nc_to_wb(ctx: &mut Ctx) {
     let (old, new) = (cpu::counter(), !cpu::counter());
     // Old data, cleaned to memory and read through WB so that the cache holds it.
     write_pattern(wb, DATA_OFF, DATA_WORDS, old);
-    let cleaned = cache::maintenance::clean_to_poc(wb.va + DATA_OFF, DATA_WORDS * 8).is_ok();
+    let cleaned = maintenance::clean_to_poc(wb.va + DATA_OFF, DATA_WORDS * 8).is_ok();
     ctx.check(cleaned, "clean to PoC of the old data");
     check_pattern(ctx, wb, DATA_OFF, DATA_WORDS, old, "old data read back via normal-wb");
     // New data straight to memory.
@@ -264,7 +265,7 @@ fn alias_nc_to_wb(ctx: &mut Ctx) {
     diag!("before the invalidate, the WB alias {}", if stale { "still reads old (cached) data" } else { "already reads the new data" });
     // SAFETY: the arena slot belongs to this case; its dirty lines (none: cleaned above, and
     // the reads since allocate clean lines) may be discarded.
-    let inv = unsafe { cache::maintenance::invalidate_to_poc(wb.va + DATA_OFF, DATA_WORDS * 8) };
+    let inv = unsafe { maintenance::invalidate_to_poc(wb.va + DATA_OFF, DATA_WORDS * 8) };
     if let Err(e) = inv {
         ctx.fail(format!("invalidate to PoC refused: {e:?}"));
         return;
@@ -307,7 +308,7 @@ fn break_before_make(ctx: &mut Ctx) {
 
     // Pages 4..8 by hand: clean+invalidate (leaving WB), break, TLBI, make as NC.
     let (sub, sub_len) = (va + 4 * PAGE_SIZE, 4 * PAGE_SIZE);
-    ctx.check(cache::maintenance::clean_invalidate_to_poc(sub as usize, sub_len as usize).is_ok(), "clean+invalidate before leaving WB");
+    ctx.check(maintenance::clean_invalidate_to_poc(sub as usize, sub_len as usize).is_ok(), "clean+invalidate before leaving WB");
     if let Err(e) = mmu::break_range(sub, sub_len) {
         ctx.fail(format!("break: {e}"));
     }
@@ -381,7 +382,7 @@ fn cache_control(ctx: &mut Ctx) {
         ctx.check_eq(v, k as u64 + 1, format!("value written before '{what}' reads back after it"));
         // SAFETY: as above.
         unsafe { p.write_volatile(k as u64 + 2) };
-        diag!("{what}: {}", SctlrView(hw::sctlr()));
+        diag!("{what}: {}", SctlrView(sctlr_el1()));
     }
     let _ = mmu::set_control(on);
 }
@@ -453,7 +454,7 @@ fn device_unaligned_access(ctx: &mut Ctx) {
     let wb = win(ws, MemAttr::NormalWriteBack);
     let seed = cpu::counter();
     write_pattern(wb, DATA_OFF, 2, seed);
-    let _ = cache::maintenance::clean_to_poc(wb.va + DATA_OFF, 16);
+    let _ = maintenance::clean_to_poc(wb.va + DATA_OFF, 16);
     let want = (pattern(0, seed) >> 8) as u32;
     for w in ws.iter().filter(|w| !w.attr.is_device()) {
         let addr = w.va + DATA_OFF + 1;
@@ -493,8 +494,8 @@ fn xn_device_fetch(ctx: &mut Ctx) {
         // SAFETY: the arena slot of this case.
         unsafe { p.write_volatile(RET) };
     }
-    let _ = cache::maintenance::clean_to_poc(wb.va + FETCH_OFF, 4);
-    cache::sync_instructions(wb.va + FETCH_OFF, 4);
+    let _ = maintenance::clean_to_poc(wb.va + FETCH_OFF, 4);
+    let _ = maintenance::sync_instructions(wb.va + FETCH_OFF, 4);
     for w in device_windows(ws) {
         let target = w.va + FETCH_OFF;
         let level = match mmu::walk(target as u64) {
@@ -554,17 +555,16 @@ fn unmapped_translation_fault(ctx: &mut Ctx) {
 
 fn dc_zva_device(ctx: &mut Ctx) {
     let Some(ws) = windows(ctx) else { return };
-    let dczid = cache::dczid_el0();
-    if dczid & (1 << 4) != 0 {
-        ctx.skip("DCZID_EL0.DZP = 1: DC ZVA is prohibited");
+    let dczid = Dczid { raw: dczid_el0() };
+    let Some(block) = dczid.usable_block().map(|b| b as usize) else {
+        ctx.skip(format!("DC ZVA unusable (DCZID_EL0 {:#x}: prohibited or reserved block size)", dczid.raw));
         return;
-    }
-    let block = 4usize << (dczid & 0xf);
+    };
     let wb = win(ws, MemAttr::NormalWriteBack);
     // Normal memory: DC ZVA zeroes one block.
     write_pattern(wb, ZVA_OFF, block / 8, 0x5555);
     // SAFETY: the arena slot of this case, aligned to the block size (1 MiB offset).
-    unsafe { cache::dc_zva(wb.va + ZVA_OFF) };
+    unsafe { dc_zva(wb.va + ZVA_OFF) };
     let zeroed = (0..block / 8).all(|i| wb.ptr::<u64>(ZVA_OFF + 8 * i).is_some_and(|p| unsafe { p.read_volatile() } == 0));
     ctx.check(zeroed, format!("DC ZVA zeroes a {block}-byte block of Normal WB memory"));
     let mut completed = Vec::new();
@@ -573,7 +573,7 @@ fn dc_zva_device(ctx: &mut Ctx) {
         write_pattern(w, ZVA_OFF, block / 8, 0xaaaa);
         // SAFETY: the arena slot of this case; on Device memory DC ZVA must raise an alignment
         // fault (Arm ARM, DC ZVA), which the catcher takes.
-        if !trapped(ctx, &format!("{} DC ZVA", w.name), ExpectedFault::DataAbort(FaultStatus::Alignment), || unsafe { cache::dc_zva(target) }) {
+        if !trapped(ctx, &format!("{} DC ZVA", w.name), ExpectedFault::DataAbort(FaultStatus::Alignment), || unsafe { dc_zva(target) }) {
             let zeroed = find_mismatch(w, ZVA_OFF, block / 8, 0xaaaa).is_some();
             completed.push(format!("{} ({})", w.name, if zeroed { "block zeroed" } else { "block unchanged" }));
         }

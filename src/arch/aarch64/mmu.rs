@@ -1,8 +1,9 @@
-//! MMU registers and instructions at EL1: SCTLR_EL1/TCR_EL1/MAIR_EL1/TTBR0_EL1 access, TLB
+//! MMU registers and instructions at EL1: SCTLR_EL1 writes (reads: `arch::cache::sctlr_el1`),
+//! TCR_EL1/MAIR_EL1/TTBR0_EL1 access, TLB
 //! invalidation, address translation (`AT S1E1R` → PAR_EL1), the SCTLR write that stops data
 //! caching, and the probes the expected-fault tests execute. Decoding is in `mem::aarch64::regs`.
 
-use aarch64_cpu::registers::{ID_AA64MMFR0_EL1, MAIR_EL1, SCTLR_EL1, TCR_EL1, TTBR0_EL1};
+use aarch64_cpu::registers::{ID_AA64MMFR0_EL1, MAIR_EL1, TCR_EL1, TTBR0_EL1};
 use core::arch::asm;
 use tock_registers::interfaces::{Readable, Writeable};
 
@@ -12,11 +13,6 @@ pub const SCTLR_M: u64 = 1 << 0;
 pub const SCTLR_C: u64 = 1 << 2;
 /// SCTLR_EL1.I: instruction accesses cacheable.
 pub const SCTLR_I: u64 = 1 << 12;
-
-/// SCTLR_EL1.
-pub fn sctlr() -> u64 {
-    SCTLR_EL1.get()
-}
 
 /// TCR_EL1.
 pub fn tcr() -> u64 {
