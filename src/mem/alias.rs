@@ -14,7 +14,7 @@ use alloc::vec::Vec;
 
 use super::{
     attr::{Attributes, MemAttr},
-    table::PAGE_SIZE,
+    table::{page_aligned, PAGE_SIZE},
     Error,
 };
 
@@ -95,9 +95,7 @@ pub fn plan(arena: (usize, usize), span: (usize, usize)) -> Result<Vec<AliasWind
     if !inside {
         return Err(Error::OutsideArena { pa, len, arena_start: arena.0 as u64, arena_len: arena.1 as u64 });
     }
-    if let Some(&(what, value)) = [("physical address", pa), ("length", len)].iter().find(|(_, v)| v % PAGE_SIZE != 0) {
-        return Err(Error::Unaligned { what, value });
-    }
+    page_aligned(&[("physical address", pa), ("length", len)])?;
     if pa + len > WINDOW_STRIDE {
         return Err(Error::PaOutOfRange { pa, len, limit: WINDOW_STRIDE });
     }

@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 
 use super::{
     attr::Attributes,
-    table::{Granularity, PAGE_SIZE},
+    table::{page_aligned, Granularity, PAGE_SIZE},
     Error,
 };
 
@@ -61,9 +61,7 @@ pub fn identity_map(ram: (u64, u64), image: KernelImage, devices: &[Device]) -> 
     let ram_start = ram.0.checked_next_multiple_of(PAGE_SIZE).ok_or(Error::ImageOutsideRam)?;
     let ram_end = ram.0.checked_add(ram.1).ok_or(Error::ImageOutsideRam)? / PAGE_SIZE * PAGE_SIZE;
     let KernelImage { start, rodata, data, end } = image;
-    if let Some(&value) = [start, rodata, data, end].iter().find(|v| *v % PAGE_SIZE != 0) {
-        return Err(Error::Unaligned { what: "kernel image boundary", value });
-    }
+    page_aligned(&[start, rodata, data, end].map(|v| ("kernel image boundary", v)))?;
     if !(ram_start <= start && start <= rodata && rodata <= data && data <= end && end <= ram_end) {
         return Err(Error::ImageOutsideRam);
     }

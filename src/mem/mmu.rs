@@ -307,11 +307,13 @@ pub fn break_range(va: u64, len: u64) -> Result<(), Error> {
 }
 
 /// Make: broken leaves of `[va, va+len)` get `attrs` (same output addresses); `DSB ISHST`,
-/// `ISB`. Refused while any of them is still valid.
+/// `ISB`; the cache model is told the range's new type. Refused while any of them is still
+/// valid.
 pub fn make_range(va: u64, len: u64, attrs: Attributes) -> Result<(), Error> {
     with_tables(|t| t.make_range(va, len, attrs))?;
     hw::dsb_ishst();
     hw::tlbi_sync();
+    model::window(va as usize, len as usize, attrs.mem.model_attr());
     Ok(())
 }
 
@@ -342,7 +344,6 @@ pub fn remap(va: u64, len: u64, attrs: Attributes) -> Result<(), Error> {
     if attrs.mem.is_cacheable() && old != attrs.mem {
         maintain("clean+invalidate of the range entering a cacheable type")?;
     }
-    model::window(va as usize, len as usize, attrs.mem.model_attr());
     Ok(())
 }
 

@@ -39,8 +39,8 @@ pub const fn level_size(level: u8) -> u64 {
     1 << level_shift(level)
 }
 
-/// Refuses the first value that is not a multiple of the page size.
-fn page_aligned(values: &[(&'static str, u64)]) -> Result<(), Error> {
+/// Refuses the first value that is not a multiple of the page size (`what` names it).
+pub fn page_aligned(values: &[(&'static str, u64)]) -> Result<(), Error> {
     match values.iter().find(|(_, v)| v % PAGE_SIZE != 0) {
         Some(&(what, value)) => Err(Error::Unaligned { what, value }),
         None => Ok(()),
