@@ -221,14 +221,14 @@ fn alias_attributes(ctx: &mut Ctx) {
         rows.push((w, verified));
     }
     diag!("attribute matrix (every row checked by AT S1E1R + PAR_EL1 at the first, middle and last page):");
-    diag!("  {:<14} {:<5} {:<22} {:<13} {:<3} {}", "name", "MAIR", "cacheability", "shareability", "XN", "verified by AT");
+    diag!("  {:<14} {:<5} {:<22} {:<20} {:<3} {}", "name", "MAIR", "cacheability", "shareability", "XN", "verified by AT");
     for (w, ok) in rows {
         let a = w.attributes();
         let share = match (a.share, par_shareability(&a)) {
             (mapped, eff) if mapped == eff => String::from(mapped.name()),
             (mapped, eff) => format!("{} ({} mapped)", eff.name(), mapped.name()),
         };
-        diag!("  {:<14} {:#04x}  {:<22} {:<13} {:<3} {}", w.name, mair_byte(w.attr), format!("{}", MairByte(mair_byte(w.attr))), share, if a.executable { "no" } else { "yes" }, if ok { "yes" } else { "NO" });
+        diag!("  {:<14} {:#04x}  {:<22} {:<20} {:<3} {}", w.name, mair_byte(w.attr), format!("{}", MairByte(mair_byte(w.attr))), share, if a.executable { "no" } else { "yes" }, if ok { "yes" } else { "NO" });
     }
 }
 
