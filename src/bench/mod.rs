@@ -52,6 +52,8 @@ mod target {
         pub len: usize,
         /// Device memory (or MMU off): unaligned accesses fault, DC ZVA faults on hardware.
         pub device: bool,
+        /// Run with the data cache off (SCTLR_EL1.C = 0): every Normal access is non-cacheable.
+        pub caches_off: bool,
     }
 
     /// The common parameters of a benchmark run.

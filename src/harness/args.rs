@@ -13,6 +13,8 @@ pub enum ArgKind {
     OneOf(&'static [&'static str]),
     /// A comma-separated list of names (validated later against the catalogue).
     NameList,
+    /// A comma-separated list, each one of a fixed set of words.
+    SubsetOf(&'static [&'static str]),
     /// An unsigned integer in `min..=max` (decimal, 0x hex, or K/M/G binary suffixes).
     Number {
         /// Smallest accepted value.
@@ -130,6 +132,11 @@ impl Args {
                         return Err(bad("expected comma-separated names of [A-Za-z0-9._-]"));
                     }
                 }
+                ArgKind::SubsetOf(words) => {
+                    if value.split(',').any(|n| !words.contains(&n)) {
+                        return Err(bad("a name in the list is not one of the accepted words"));
+                    }
+                }
                 ArgKind::Number { min, max } => check_number(key, value, value, min, max)?,
                 ArgKind::NumberList { min, max } => {
                     for v in value.split(',') {
@@ -174,6 +181,13 @@ pub fn write_usage(out: &mut dyn fmt::Write, specs: &[ArgSpec], prefix: &str) ->
                 }
             }
             ArgKind::NameList => write!(out, "{prefix}  {}=NAME[,NAME…]", s.key)?,
+            ArgKind::SubsetOf(words) => {
+                write!(out, "{prefix}  {}=", s.key)?;
+                for (i, w) in words.iter().enumerate() {
+                    write!(out, "{}{w}", if i > 0 { "," } else { "" })?;
+                }
+                write!(out, " (any subset)")?;
+            }
             ArgKind::Number { min, max } => write!(out, "{prefix}  {}=N ({min}..={max})", s.key)?,
             ArgKind::NumberList { min, max } => write!(out, "{prefix}  {}=N[,N…] ({min}..={max})", s.key)?,
         }
@@ -192,6 +206,7 @@ mod tests {
         ArgSpec { key: "reps", kind: ArgKind::Number { min: 1, max: 1000 }, help: "repeats" },
         ArgSpec { key: "mode", kind: ArgKind::OneOf(&["a", "b"]), help: "mode" },
         ArgSpec { key: "sizes", kind: ArgKind::NumberList { min: 1024, max: 1 << 30 }, help: "sizes" },
+        ArgSpec { key: "attrs", kind: ArgKind::SubsetOf(&["wb", "nc"]), help: "attrs" },
     ];
 
     #[test]
@@ -214,6 +229,8 @@ mod tests {
         assert!(matches!(Args::parse("sizes=4K,1", SPECS), Err(ArgError::BadValue { .. })));
         assert!(matches!(Args::parse("reps=1 reps=2", SPECS), Err(ArgError::Duplicate(_))));
         assert!(matches!(Args::parse("only=a;b", SPECS), Err(ArgError::BadValue { .. })));
+        assert!(Args::parse("attrs=nc,wb", SPECS).is_ok());
+        assert!(matches!(Args::parse("attrs=nc,xx", SPECS), Err(ArgError::BadValue { .. })));
         let msg = Args::parse("reps=99999999999999999999", SPECS).unwrap_err().to_string();
         assert!(msg.contains("reps"), "{msg}");
     }

@@ -8,6 +8,7 @@ use alloc::vec::Vec;
 
 use crate::bench::{self, kv::KvShape, timer::Timer, Env, Region};
 use crate::cache::topology::Kind;
+use crate::mem::attr::MemAttr;
 use crate::diag;
 use crate::harness::{ArgKind, ArgSpec, Case, Ctx, Suite};
 
@@ -29,7 +30,7 @@ pub const ARGS: &[ArgSpec] = &[
     ArgSpec { key: "reps", kind: ArgKind::Number { min: 1, max: 1000 }, help: "measured repetitions per point (default 5)" },
     ArgSpec { key: "warmup", kind: ArgKind::Number { min: 0, max: 100 }, help: "warm-up runs per point (default 1)" },
     ArgSpec { key: "timer", kind: ArgKind::OneOf(&["cntvct", "pmccntr"]), help: "timer for measured windows (default cntvct)" },
-    ArgSpec { key: "attrs", kind: ArgKind::NameList, help: "attributes to run over (default all windows)" },
+    ArgSpec { key: "attrs", kind: ArgKind::SubsetOf(ATTR_NAMES), help: "attributes to run over (default: all)" },
     ArgSpec { key: "sizes", kind: ArgKind::NumberList { min: 1024, max: 1 << 30 }, help: "latency working sets in bytes (default: ladder 1 KiB..4x largest cache)" },
     ArgSpec { key: "max_size", kind: ArgKind::Number { min: 4096, max: 1 << 30 }, help: "largest latency working set (default 4x largest cache)" },
     ArgSpec { key: "stream_bytes", kind: ArgKind::Number { min: 4096, max: 1 << 30 }, help: "streaming buffer size (default 2x largest cache)" },
@@ -50,12 +51,44 @@ fn env<'a>(ctx: &Ctx<'a>) -> Result<Env<'a>, &'static str> {
     Ok(Env { timer, reps: ctx.args.number("reps", 5) as usize, warmup: ctx.args.number("warmup", 1) as usize, emulated: ctx.boot.emulated, args: ctx.args })
 }
 
-/// The regions benchmarks run over, filtered by `attrs=`.
-fn regions(ctx: &Ctx) -> Vec<Region> {
-    let (va, len) = ctx.boot.arena;
-    let all = [Region { attr: "mmu-off", va, pa: va, len, device: true }];
+/// Attribute names `attrs=` accepts: the MMU's alias windows plus `caches-off`.
+pub const ATTR_NAMES: &[&str] = &["normal-wb", "normal-wt", "normal-nc", "device-ngnrne", "device-ngnre", "device-gre", "caches-off"];
+
+/// The regions benchmarks run over (every alias window of the test arena, and the write-back
+/// window with the data cache off), filtered by `attrs=`. Turns the MMU on if it is not.
+fn regions(ctx: &Ctx) -> Result<Vec<Region>, alloc::string::String> {
+    let windows = crate::mem::mmu::enable_with_aliases(ctx.boot).map_err(|e| alloc::format!("cannot map the alias windows: {e}"))?;
+    let mut all: Vec<Region> = windows
+        .iter()
+        .map(|w| Region { attr: w.name, va: w.va, pa: w.pa, len: w.len, device: w.attr.is_device(), caches_off: false })
+        .collect();
+    if let Some(wb) = windows.iter().find(|w| w.attr == MemAttr::NormalWriteBack) {
+        all.push(Region { attr: "caches-off", va: wb.va, pa: wb.pa, len: wb.len, device: false, caches_off: true });
+    }
     let want = ctx.args.list("attrs");
-    all.into_iter().filter(|r| want.is_empty() || want.contains(&r.attr)).collect()
+    Ok(all.into_iter().filter(|r| want.is_empty() || want.contains(&r.attr)).collect())
+}
+
+/// Runs `f` over every region, with the data cache switched off around `caches-off`.
+fn for_each_region(ctx: &mut Ctx, mut f: impl FnMut(&mut Ctx, &Region)) {
+    let regions = match regions(ctx) {
+        Ok(r) => r,
+        Err(e) => return ctx.fail(e),
+    };
+    for region in &regions {
+        if region.caches_off {
+            if let Err(e) = crate::mem::mmu::set_dcache(false) {
+                ctx.fail(alloc::format!("cannot turn the data cache off: {e}"));
+                continue;
+            }
+        }
+        f(ctx, region);
+        if region.caches_off {
+            if let Err(e) = crate::mem::mmu::set_dcache(true) {
+                ctx.fail(alloc::format!("cannot turn the data cache back on: {e}"));
+            }
+        }
+    }
 }
 
 /// Largest data/unified cache in bytes, from CCSIDR (1 MiB when CLIDR reports none).
@@ -109,10 +142,10 @@ fn latency(ctx: &mut Ctx) {
         Some(_) => ctx.args.list("sizes").iter().filter_map(|s| crate::harness::args::parse_number(s)).collect(),
         None => bench::plan::size_ladder(1024, max, line as u64),
     };
-    for region in regions(ctx) {
+    for_each_region(ctx, |ctx, region| {
         // The chain must be a single cycle through every line: follow it and count.
         let probe = 64 * 1024usize.min(region.len / line);
-        let start = bench::latency::build_chain(&region, probe, line, 1);
+        let start = bench::latency::build_chain(region, probe, line, 1);
         let mut p = start;
         let mut steps = 0;
         loop {
@@ -123,7 +156,7 @@ fn latency(ctx: &mut Ctx) {
             }
         }
         ctx.check_eq(steps, probe / line, "pointer chain is one cycle through every line");
-        let curve = bench::latency::sweep(&env, &region, &sizes, line);
+        let curve = bench::latency::sweep(&env, region, &sizes, line);
         ctx.check(curve.len() == sizes.len(), "every working-set size measured");
         ctx.check(curve.iter().all(|&(_, v)| v.is_finite() && v > 0.0), "every latency is positive");
         let knees = bench::knee::find_knees(&curve, 1.3);
@@ -151,7 +184,7 @@ fn latency(ctx: &mut Ctx) {
                 .bool("emulated", env.emulated)
                 .emit();
         }
-    }
+    });
 }
 
 fn stream(ctx: &mut Ctx) {
@@ -161,8 +194,8 @@ fn stream(ctx: &mut Ctx) {
     };
     let bytes = ctx.args.number("stream_bytes", 2 * largest_cache()) as usize;
     let distance = ctx.args.number("prefetch", 512) as usize;
-    for region in regions(ctx) {
-        bench::stream::sweep(&env, &region, bytes, distance);
+    for_each_region(ctx, |ctx, region| {
+        bench::stream::sweep(&env, region, bytes, distance);
         // The copy kernel ran last: the second half must equal the first.
         let n = bytes.min(region.len) & !127;
         let half = n / 2;
@@ -173,7 +206,7 @@ fn stream(ctx: &mut Ctx) {
             same &= a == b;
         }
         ctx.check(same, alloc::format!("copy-ldp-stp copied {half} bytes correctly in {}", region.attr));
-    }
+    });
 }
 
 fn handoff(ctx: &mut Ctx) {
@@ -181,7 +214,10 @@ fn handoff(ctx: &mut Ctx) {
         Ok(e) => e,
         Err(why) => return ctx.skip(why),
     };
-    let all = regions(ctx);
+    let all = match regions(ctx) {
+        Ok(r) => r,
+        Err(e) => return ctx.fail(e),
+    };
     let find = |name: &str| all.iter().find(|r| r.attr == name).copied();
     let Some(nc) = find("normal-nc") else {
         return ctx.skip("needs the MMU's normal-nc alias window (the device's view of the buffer)");
@@ -234,7 +270,6 @@ fn kv(ctx: &mut Ctx) {
         .u64("bytes_per_token", shape.bytes_per_token() as u64)
         .emit();
     ctx.check_eq(shape.bytes_per_token(), 2 * shape.layers * shape.kv_heads * shape.head_dim * shape.dtype_bytes, "KV bytes per token");
-    for region in regions(ctx) {
-        bench::kv::run(&env, &region, shape, line_size());
-    }
+    let line = line_size();
+    for_each_region(ctx, |_, region| bench::kv::run(&env, region, shape, line));
 }

@@ -10,4 +10,4 @@ pub mod selftest;
 use crate::harness::Suite;
 
 /// The main job (`cargo run`), in order.
-pub const MAIN: &[Suite] = &[boot::SUITE, cache::SUITE, bench::SUITE, selftest::ABORT, selftest::HANG, selftest::PANIC, mmu::SUITE];
+pub const MAIN: &[Suite] = &[boot::SUITE, cache::SUITE, mmu::SUITE, bench::SUITE, selftest::ABORT, selftest::HANG, selftest::PANIC];
