@@ -72,40 +72,34 @@ fn mismatches(va: usize, bytes: usize, seed: u64) -> u64 {
     bad
 }
 
-fn before_device_reads(m: Method, cpu: &Region, bytes: usize) {
-    match m {
-        Method::VaMaintenance => {
+/// The points of a hand-off where the CPU side may need maintenance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    /// The CPU produced the buffer; the device reads it next.
+    BeforeDeviceReads,
+    /// The device writes the buffer next.
+    BeforeDeviceWrites,
+    /// The device wrote the buffer; the CPU reads it next.
+    AfterDeviceWrote,
+}
+
+fn maintain(step: Step, m: Method, cpu: &Region, bytes: usize) {
+    match (m, step) {
+        (Method::VaMaintenance, Step::BeforeDeviceReads) => {
             let _ = maintenance::clean_to_poc(cpu.va, bytes);
         }
-        Method::SetWay => {
-            let _ = setway::dcsw_silent(setway::SetWayOp::CleanInvalidate, setway::Scope::ToLoC);
-        }
-        Method::NonCacheable | Method::Device => crate::arch::cpu::dsb_sy(),
-    }
-}
-
-fn before_device_writes(m: Method, cpu: &Region, bytes: usize) {
-    match m {
-        Method::VaMaintenance => {
+        // Clean+invalidate before the device writes: no dirty line may be evicted over its data.
+        (Method::VaMaintenance, Step::BeforeDeviceWrites) => {
             let _ = maintenance::clean_invalidate_to_poc(cpu.va, bytes);
         }
-        Method::SetWay => {
-            let _ = setway::dcsw_silent(setway::SetWayOp::CleanInvalidate, setway::Scope::ToLoC);
-        }
-        Method::NonCacheable | Method::Device => crate::arch::cpu::dsb_sy(),
-    }
-}
-
-fn after_device_wrote(m: Method, cpu: &Region, bytes: usize) {
-    match m {
-        Method::VaMaintenance => {
+        (Method::VaMaintenance, Step::AfterDeviceWrote) => {
             // SAFETY: the CPU holds no data of its own in the buffer: the device owns it now.
             let _ = unsafe { maintenance::invalidate_to_poc(cpu.va, bytes) };
         }
-        Method::SetWay => {
+        (Method::SetWay, _) => {
             let _ = setway::dcsw_silent(setway::SetWayOp::CleanInvalidate, setway::Scope::ToLoC);
         }
-        Method::NonCacheable | Method::Device => crate::arch::cpu::dsb_sy(),
+        (Method::NonCacheable | Method::Device, _) => crate::arch::cpu::dsb_sy(),
     }
 }
 
@@ -130,7 +124,7 @@ pub fn run(env: &Env, method: Method, cpu: &Region, device: &Region, bytes: usiz
         let s = seed;
         let t = env.timer.window(&mut || {
             fill(cpu.va, bytes, s);
-            before_device_reads(method, cpu, bytes);
+            maintain(Step::BeforeDeviceReads, method, cpu, bytes);
         });
         out.bad_words += mismatches(device.va, bytes, s);
         out.handoffs += 1;
@@ -143,11 +137,11 @@ pub fn run(env: &Env, method: Method, cpu: &Region, device: &Region, bytes: usiz
     for rep in 0..env.warmup + env.reps {
         seed += 1;
         let s = seed;
-        let t_pre = env.timer.window(&mut || before_device_writes(method, cpu, bytes));
+        let t_pre = env.timer.window(&mut || maintain(Step::BeforeDeviceWrites, method, cpu, bytes));
         fill(device.va, bytes, s);
         let mut bad = 0;
         let t_post = env.timer.window(&mut || {
-            after_device_wrote(method, cpu, bytes);
+            maintain(Step::AfterDeviceWrote, method, cpu, bytes);
             bad = mismatches(cpu.va, bytes, s);
         });
         out.bad_words += bad;

@@ -51,6 +51,32 @@ impl Kernel {
     }
 }
 
+/// A read loop: an optional prefetch, four pair loads of `$ld` (64 bytes), advance, loop.
+macro_rules! read_loop {
+    ($prefetch:literal, $ld:literal, $base:expr, $end:expr, $distance:expr) => {
+        core::arch::asm!(
+            concat!("2: ", $prefetch),
+            concat!($ld, " x2, x3, [x0]"), concat!($ld, " x4, x5, [x0, #16]"),
+            concat!($ld, " x6, x7, [x0, #32]"), concat!($ld, " x8, x9, [x0, #48]"),
+            "add x0, x0, #64", "cmp x0, x1", "b.lo 2b",
+            inout("x0") $base => _, in("x1") $end, in("x10") $distance,
+            out("x2") _, out("x3") _, out("x4") _, out("x5") _, out("x6") _, out("x7") _, out("x8") _, out("x9") _,
+            options(nostack, readonly))
+    };
+}
+
+/// A write loop: four pair stores of `$st` (64 bytes) of one pattern, advance, loop.
+macro_rules! write_loop {
+    ($st:literal, $base:expr, $end:expr, $pattern:expr) => {
+        core::arch::asm!(
+            concat!("2: ", $st, " x2, x2, [x0]"), concat!($st, " x2, x2, [x0, #16]"),
+            concat!($st, " x2, x2, [x0, #32]"), concat!($st, " x2, x2, [x0, #48]"),
+            "add x0, x0, #64", "cmp x0, x1", "b.lo 2b",
+            inout("x0") $base => _, in("x1") $end, in("x2") $pattern,
+            options(nostack))
+    };
+}
+
 /// Runs `kernel` once over `bytes` (a multiple of 64) at `base`; copy reads the first half and
 /// writes the second.
 ///
@@ -62,42 +88,12 @@ pub unsafe fn run(kernel: Kernel, base: usize, bytes: usize, distance: usize) {
     // caller guarantees; PRFM never faults.
     unsafe {
         match kernel {
-            Kernel::ReadLdp => core::arch::asm!(
-                "2: ldp x2, x3, [x0]", "ldp x4, x5, [x0, #16]", "ldp x6, x7, [x0, #32]", "ldp x8, x9, [x0, #48]",
-                "add x0, x0, #64", "cmp x0, x1", "b.lo 2b",
-                inout("x0") base => _, in("x1") end,
-                out("x2") _, out("x3") _, out("x4") _, out("x5") _, out("x6") _, out("x7") _, out("x8") _, out("x9") _,
-                options(nostack, readonly)),
-            Kernel::ReadLdnp => core::arch::asm!(
-                "2: ldnp x2, x3, [x0]", "ldnp x4, x5, [x0, #16]", "ldnp x6, x7, [x0, #32]", "ldnp x8, x9, [x0, #48]",
-                "add x0, x0, #64", "cmp x0, x1", "b.lo 2b",
-                inout("x0") base => _, in("x1") end,
-                out("x2") _, out("x3") _, out("x4") _, out("x5") _, out("x6") _, out("x7") _, out("x8") _, out("x9") _,
-                options(nostack, readonly)),
-            Kernel::ReadLdpPldl1strm => core::arch::asm!(
-                "2: prfm pldl1strm, [x0, x10]",
-                "ldp x2, x3, [x0]", "ldp x4, x5, [x0, #16]", "ldp x6, x7, [x0, #32]", "ldp x8, x9, [x0, #48]",
-                "add x0, x0, #64", "cmp x0, x1", "b.lo 2b",
-                inout("x0") base => _, in("x1") end, in("x10") distance,
-                out("x2") _, out("x3") _, out("x4") _, out("x5") _, out("x6") _, out("x7") _, out("x8") _, out("x9") _,
-                options(nostack, readonly)),
-            Kernel::ReadLdpPldl2keep => core::arch::asm!(
-                "2: prfm pldl2keep, [x0, x10]",
-                "ldp x2, x3, [x0]", "ldp x4, x5, [x0, #16]", "ldp x6, x7, [x0, #32]", "ldp x8, x9, [x0, #48]",
-                "add x0, x0, #64", "cmp x0, x1", "b.lo 2b",
-                inout("x0") base => _, in("x1") end, in("x10") distance,
-                out("x2") _, out("x3") _, out("x4") _, out("x5") _, out("x6") _, out("x7") _, out("x8") _, out("x9") _,
-                options(nostack, readonly)),
-            Kernel::WriteStp => core::arch::asm!(
-                "2: stp x2, x2, [x0]", "stp x2, x2, [x0, #16]", "stp x2, x2, [x0, #32]", "stp x2, x2, [x0, #48]",
-                "add x0, x0, #64", "cmp x0, x1", "b.lo 2b",
-                inout("x0") base => _, in("x1") end, in("x2") 0x5a5a_5a5a_5a5a_5a5au64,
-                options(nostack)),
-            Kernel::WriteStnp => core::arch::asm!(
-                "2: stnp x2, x2, [x0]", "stnp x2, x2, [x0, #16]", "stnp x2, x2, [x0, #32]", "stnp x2, x2, [x0, #48]",
-                "add x0, x0, #64", "cmp x0, x1", "b.lo 2b",
-                inout("x0") base => _, in("x1") end, in("x2") 0xa5a5_a5a5_a5a5_a5a5u64,
-                options(nostack)),
+            Kernel::ReadLdp => read_loop!("", "ldp", base, end, distance),
+            Kernel::ReadLdnp => read_loop!("", "ldnp", base, end, distance),
+            Kernel::ReadLdpPldl1strm => read_loop!("prfm pldl1strm, [x0, x10]", "ldp", base, end, distance),
+            Kernel::ReadLdpPldl2keep => read_loop!("prfm pldl2keep, [x0, x10]", "ldp", base, end, distance),
+            Kernel::WriteStp => write_loop!("stp", base, end, 0x5a5a_5a5a_5a5a_5a5au64),
+            Kernel::WriteStnp => write_loop!("stnp", base, end, 0xa5a5_a5a5_a5a5_a5a5u64),
             Kernel::CopyLdpStp => {
                 let half = bytes / 2;
                 core::arch::asm!(

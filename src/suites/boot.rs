@@ -28,26 +28,16 @@ fn report(ctx: &mut Ctx) {
     diag!("== cachescope system report ==");
     diag!("board            {}{}", b.board, if b.emulated { " (emulator: QEMU models no caches; timings measure the emulator)" } else { "" });
     diag!("entry EL         EL{} -> running at EL{}", b.entry_el, b.current_el);
-    match midr.core_name() {
-        Some(name) => diag!(
-            "core             {name} (MIDR {:#010x}: implementer {:#04x} {}, part {:#05x}, r{}p{})",
-            b.midr,
-            midr.implementer(),
-            midr.implementer_name(),
-            midr.part(),
-            midr.variant(),
-            midr.revision()
-        ),
-        None => diag!(
-            "core             unknown (MIDR {:#010x}: implementer {:#04x} {}, part {:#05x}, variant {}, revision {})",
-            b.midr,
-            midr.implementer(),
-            midr.implementer_name(),
-            midr.part(),
-            midr.variant(),
-            midr.revision()
-        ),
-    }
+    diag!(
+        "core             {} (MIDR {:#010x}: implementer {:#04x} {}, part {:#05x}, variant {}, revision {})",
+        midr.core_name().unwrap_or("unknown"),
+        b.midr,
+        midr.implementer(),
+        midr.implementer_name(),
+        midr.part(),
+        midr.variant(),
+        midr.revision()
+    );
     diag!("generic timer    {} Hz (CNTFRQ_EL0; one tick = {} ns)", b.cntfrq, 1_000_000_000u64.checked_div(b.cntfrq).unwrap_or(0));
     diag!("RAM              {:#x}..{:#x} ({} MiB, from {})", b.ram.0, b.ram.0 + b.ram.1, b.ram.1 >> 20, if b.ram_from_dtb { "DTB" } else { "board default" });
     match b.dtb {
