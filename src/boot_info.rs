@@ -79,15 +79,17 @@ mod target {
             uart: bsp::UART_FALLBACK,
             midr: cpu::midr(),
             cntfrq: cpu::timer_frequency(),
-            emulated: bsp::EMULATED,
             ..BootInfo::default()
         };
         let fdt = bsp::dtb_candidates(x0).into_iter().find_map(|a| valid_fdt(a).map(|f| (a, f)));
         let mut bootargs = None;
+        // Before the console and the heap: the board only records what it learns.
+        bsp::probe(x0, fdt.as_ref().map(|(_, f)| f));
         if let Some((addr, fdt)) = &fdt {
             info.dtb = Some(*addr);
             if let Some(region) = fdt.memory().regions().next() {
-                if let Some(size) = region.size {
+                // A zero size is a template the loader did not fill (the Pi DTBs ship `reg = <0 0 0>`).
+                if let Some(size) = region.size.filter(|&s| s > 0) {
                     info.ram = (region.starting_address as u64, size as u64);
                     info.ram_from_dtb = true;
                 }
@@ -100,8 +102,8 @@ mod target {
                 .stdout()
                 .filter(|n| n.compatible().is_some_and(|c| c.all().any(|c| c == "arm,pl011")))
                 .or_else(|| fdt.all_nodes().find(|n| n.compatible().is_some_and(|c| c.all().any(|c| c == "arm,pl011")) && enabled(n)));
-            if let Some(uart) = console_node.and_then(|n| n.reg()).and_then(|mut r| r.next()) {
-                info.uart = bsp::uart_from_dtb(uart.starting_address as usize);
+            if let Some(uart) = console_node.and_then(|n| n.reg()).and_then(|mut r| r.next()).and_then(|r| bsp::uart_from_dtb(r.starting_address as usize)) {
+                info.uart = uart;
                 info.uart_from_dtb = true;
             }
             bootargs = fdt.chosen().bootargs();
@@ -118,6 +120,7 @@ mod target {
         info.heap = (heap_start, heap_size);
         info.arena = (heap_start + heap_size, ram_end.saturating_sub(heap_start + heap_size));
         info.cmdline = bsp::command_line(bootargs);
+        info.emulated = bsp::emulated();
         info
     }
 

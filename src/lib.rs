@@ -15,6 +15,7 @@ pub mod boot_info;
 pub mod cache;
 pub mod cpuid;
 pub mod exception;
+pub mod firmware;
 pub mod harness;
 pub mod mem;
 pub mod model;

@@ -1,5 +1,19 @@
-//! Board support: exactly one board is compiled in, chosen by cargo feature
-//! (`qemu-virt` by default, `rpi4`, `rpi5`). Generic code only calls what this module exports.
+//! Board support: exactly one board is compiled in, chosen by cargo feature: `qemu-virt` (the
+//! default), `rpi4` or `rpi5`. A Pi feature takes precedence over the default, so
+//! `cargo build --features rpi4` builds for the Pi 4 (`--no-default-features --features rpi4`
+//! is the same); `rpi4` together with `rpi5` is a compile error.
+//!
+//! Every board exports the same interface, and generic code only calls that:
+//! `NAME`, `UART_FALLBACK`, `RAM_FALLBACK`, `dtb_candidates(x0)`, `probe(x0, fdt)` (learn from
+//! the handover), `uart_from_dtb(reg)`, `console(base)`, `command_line(bootargs)`,
+//! `emulated()`, `exit(code)` (after the `end` record), `cores()` and
+//! `start_core(core, entry, stack_top, arg)` (release a parked secondary core).
+
+#[cfg(all(feature = "rpi4", feature = "rpi5"))]
+compile_error!("select one board: the features `rpi4` and `rpi5` exclude each other");
+
+#[cfg(any(feature = "rpi4", feature = "rpi5"))]
+mod raspberrypi;
 
 #[cfg(feature = "rpi4")]
 #[path = "rpi4.rs"]

@@ -3,9 +3,12 @@
 //! and the exit status.
 
 use alloc::string::String;
+use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
+use crate::arch::smp::{self, SecondaryEntry, StartError};
 use crate::arch::{cpu, semihosting};
 use crate::drivers::pl011::Pl011;
+use crate::firmware::psci::{self, Conduit};
 
 /// Board name as it appears in the `boot` record.
 pub const NAME: &str = "qemu-virt";
@@ -13,8 +16,48 @@ pub const NAME: &str = "qemu-virt";
 pub const UART_FALLBACK: usize = 0x0900_0000;
 /// RAM when the DTB does not say: QEMU virt's default 128 MiB.
 pub const RAM_FALLBACK: (u64, u64) = (0x4000_0000, 128 << 20);
+
+/// Marks the ELF as built for this board (scripts read it).
+#[used]
+#[link_section = ".rodata.cs_board"]
+static BOARD_TAG: [u8; 27] = *b"cachescope-board=qemu-virt\0";
+
+/// 0 = no PSCI, 1 = smc, 2 = hvc (QEMU's built-in PSCI, from the DTB's `/psci` node).
+static CONDUIT: AtomicU8 = AtomicU8::new(0);
+static CORES: AtomicUsize = AtomicUsize::new(1);
+
 /// This board is always an emulator.
-pub const EMULATED: bool = true;
+pub fn emulated() -> bool {
+    true
+}
+
+/// Learns the PSCI conduit and the number of cores (`-smp`) from the DTB.
+pub fn probe(_x0: usize, fdt: Option<&fdt::Fdt<'_>>) {
+    if let Some(fdt) = fdt {
+        let c = psci::conduit_from_dtb(fdt);
+        CONDUIT.store(c.map_or(0, |c| if c == Conduit::Smc { 1 } else { 2 }), Ordering::Relaxed);
+        CORES.store(fdt.cpus().count().max(1), Ordering::Relaxed);
+    }
+}
+
+/// Cores this machine has (`-smp`).
+pub fn cores() -> usize {
+    CORES.load(Ordering::Relaxed)
+}
+
+/// Starts `core` at `entry(arg)` through QEMU's PSCI CPU_ON (the DTB's conduit; core n is
+/// MPIDR Aff0 = n). Without a `/psci` node (`secure=on`: firmware would provide it) it fails.
+pub fn start_core(core: usize, entry: SecondaryEntry, stack_top: usize, arg: u64) -> Result<(), StartError> {
+    if core >= cores() {
+        return Err(StartError::BadCore(core));
+    }
+    let conduit = match CONDUIT.load(Ordering::Relaxed) {
+        1 => Conduit::Smc,
+        2 => Conduit::Hvc,
+        _ => return Err(StartError::NoFirmware),
+    };
+    smp::start_with_psci(conduit, core, core as u64, entry, stack_top, arg)
+}
 
 /// Where to look for the flattened device tree: the loader's x0 if set, else the base of RAM.
 pub fn dtb_candidates(x0: usize) -> [usize; 2] {
@@ -52,6 +95,6 @@ pub fn exit(code: u32) -> ! {
 }
 
 /// The DTB's PL011 `reg` is already a CPU physical address on virt.
-pub fn uart_from_dtb(reg: usize) -> usize {
-    reg
+pub fn uart_from_dtb(reg: usize) -> Option<usize> {
+    Some(reg)
 }

@@ -170,6 +170,25 @@ impl Args {
     }
 }
 
+/// Removes every whitespace-separated occurrence of `word` from `cmdline`: returns the other
+/// words joined by single spaces, and whether `word` was there. Board code uses it for words
+/// addressed to the board rather than the harness (the runner's `emulator=qemu` on raspi4b).
+pub fn take_word(cmdline: &str, word: &str) -> (String, bool) {
+    let mut rest = String::new();
+    let mut found = false;
+    for w in cmdline.split_whitespace() {
+        if w == word {
+            found = true;
+            continue;
+        }
+        if !rest.is_empty() {
+            rest.push(' ');
+        }
+        rest.push_str(w);
+    }
+    (rest, found)
+}
+
 /// Writes the accepted forms, one per line, each prefixed by `prefix`.
 pub fn write_usage(out: &mut dyn fmt::Write, specs: &[ArgSpec], prefix: &str) -> fmt::Result {
     for s in specs {
@@ -233,6 +252,14 @@ mod tests {
         assert!(matches!(Args::parse("attrs=nc,xx", SPECS), Err(ArgError::BadValue { .. })));
         let msg = Args::parse("reps=99999999999999999999", SPECS).unwrap_err().to_string();
         assert!(msg.contains("reps"), "{msg}");
+    }
+
+    #[test]
+    fn take_word_removes_only_whole_words() {
+        assert_eq!(take_word("emulator=qemu only=boot", "emulator=qemu"), ("only=boot".into(), true));
+        assert_eq!(take_word("  only=boot   emulator=qemu ", "emulator=qemu"), ("only=boot".into(), true));
+        assert_eq!(take_word("emulator=qemu2 x=emulator=qemu", "emulator=qemu"), ("emulator=qemu2 x=emulator=qemu".into(), false));
+        assert_eq!(take_word("", "emulator=qemu"), (String::new(), false));
     }
 
     #[test]

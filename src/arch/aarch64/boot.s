@@ -18,11 +18,13 @@ _start:
     cbz     x1, 1f
     b       cs_park_secondary
 1:
+    adr     x21, el1_setup              // x21 = where the EL1 part of the boot continues
+drop_to_el1:
     cmp     x20, #3
     b.eq    el3_setup
     cmp     x20, #2
     b.eq    el2_setup
-    b       el1_setup
+    br      x21
 
 el3_setup:
     msr     cptr_el3, xzr               // no FP/SIMD, SVE or SME traps from EL3
@@ -42,8 +44,7 @@ el3_setup:
     bl      el1_sysregs_reset
     mov     x1, #0x3c5                  // EL1h, DAIF masked
     msr     spsr_el3, x1
-    adr     x1, el1_setup
-    msr     elr_el3, x1
+    msr     elr_el3, x21
     eret
 
 el2_setup:
@@ -61,8 +62,7 @@ el2_setup:
     bl      el1_sysregs_reset
     mov     x1, #0x3c5                  // EL1h, DAIF masked
     msr     spsr_el2, x1
-    adr     x1, el1_setup
-    msr     elr_el2, x1
+    msr     elr_el2, x21
     eret
 
 // Known state for EL1: MMU, caches and alignment checks off (RES1 bits of SCTLR_EL1 set).
@@ -100,4 +100,39 @@ el1_setup:
 .global cs_park_secondary
 cs_park_secondary:
     wfe
+    b       cs_park_secondary
+
+// A released secondary core starts here (spin table: x0 = 0; PSCI CPU_ON: x0 = context), at
+// EL3, EL2 or EL1. It takes the same way down to EL1h as the boot core, then reads its launch
+// slot (cs_secondary_slots in smp.rs: 32 bytes = stack top, entry, arg) indexed by
+// MPIDR Aff0 | Aff1, and calls entry(arg). An empty slot parks the core.
+.global cs_secondary_entry
+cs_secondary_entry:
+    mrs     x20, CurrentEL
+    lsr     x20, x20, #2
+    adr     x21, el1_secondary
+    b       drop_to_el1
+
+el1_secondary:
+    bl      el1_sysregs_reset
+    mov     x1, #(3 << 20)              // CPACR_EL1.FPEN = 0b11
+    msr     cpacr_el1, x1
+    isb
+    mrs     x1, mpidr_el1
+    ubfx    x2, x1, #0, #8              // Aff0
+    ubfx    x3, x1, #8, #8              // Aff1
+    orr     x2, x2, x3                  // core number (one of the two fields is 0)
+    cmp     x2, #8                      // smp::MAX_CORES
+    b.hs    cs_park_secondary
+    ldr     x1, =cs_secondary_slots
+    add     x1, x1, x2, lsl #5
+    ldr     x3, [x1]                    // stack top
+    cbz     x3, cs_park_secondary
+    mov     sp, x3
+    ldr     x3, =cs_vectors
+    msr     vbar_el1, x3
+    isb
+    ldr     x0, [x1, #16]               // arg
+    ldr     x3, [x1, #8]                // entry
+    blr     x3
     b       cs_park_secondary

@@ -6,7 +6,9 @@ pub mod exception;
 pub mod mmu;
 pub mod model;
 pub mod pmu;
+pub mod psci;
 pub mod semihosting;
+pub mod smp;
 pub mod trap;
 
 core::arch::global_asm!(include_str!("boot.s"));

@@ -1,0 +1,96 @@
+//! What the Raspberry Pi 4 and Pi 5 boards share: the firmware hands over at EL2 with x0 =
+//! DTB (or, without a DTB, an ATAG list), kernel arguments come from `/chosen/bootargs`
+//! (cmdline.txt), and a run ends with the `end` record and then PSCI SYSTEM_OFF where firmware
+//! offers PSCI, else a WFE park. Semihosting is used only when the runner says the "board" is
+//! QEMU (`emulator=qemu`, see [`EMULATOR_WORD`]): on silicon HLT is UNDEFINED without a
+//! debugger, so it is never executed there.
+
+use alloc::string::String;
+use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
+use crate::arch::{cpu, psci, trap};
+use crate::firmware::{atags, psci::Conduit};
+use crate::harness::args::take_word;
+
+/// The kernel argument by which scripts/qemu-run says "this is QEMU, not silicon". The board
+/// consumes it (the harness never sees it); only with it does the run end through semihosting.
+pub const EMULATOR_WORD: &str = "emulator=qemu";
+
+/// Highest address at which a loader's ATAG list is believed (the legacy protocol puts it in
+/// the first 16 KiB; QEMU uses 0x100).
+const ATAG_WINDOW_END: usize = 0x4000;
+
+static EMULATED: AtomicBool = AtomicBool::new(false);
+/// 0 = no PSCI, 1 = smc, 2 = hvc.
+static CONDUIT: AtomicU8 = AtomicU8::new(0);
+/// The ATAG command line: it stays where the loader put it (below the kernel, never reused).
+static ATAG_CMDLINE: spin::Once<&'static str> = spin::Once::new();
+
+fn store_conduit(c: Option<Conduit>) {
+    CONDUIT.store(
+        match c {
+            None => 0,
+            Some(Conduit::Smc) => 1,
+            Some(Conduit::Hvc) => 2,
+        },
+        Ordering::Relaxed,
+    );
+}
+
+/// The PSCI conduit this board uses: the DTB's `/psci` method, else the board's firmware fact.
+pub fn conduit() -> Option<Conduit> {
+    match CONDUIT.load(Ordering::Relaxed) {
+        1 => Some(Conduit::Smc),
+        2 => Some(Conduit::Hvc),
+        _ => None,
+    }
+}
+
+/// Learns from the handover: the PSCI conduit (the DTB's `/psci` node, else `default_conduit`)
+/// and, when there is no DTB and x0 points at an ATAG list, the ATAG command line. Called
+/// before the console and the heap exist: it must neither print nor allocate.
+pub fn probe(x0: usize, fdt: Option<&fdt::Fdt<'_>>, default_conduit: Option<Conduit>) {
+    store_conduit(fdt.and_then(crate::firmware::psci::conduit_from_dtb).or(default_conduit));
+    if fdt.is_none() && x0 != 0 && x0 < ATAG_WINDOW_END && x0.is_multiple_of(4) {
+        // SAFETY: x0 is in the first 16 KiB of RAM (below the kernel at 0x8_0000), which is
+        // readable on every Pi and on QEMU and which nothing in this kernel writes: the slice
+        // stays valid and unchanged for the whole run. Runs before the heap exists: no allocation.
+        let bytes: &'static [u8] = unsafe { core::slice::from_raw_parts(x0 as *const u8, ATAG_WINDOW_END - x0) };
+        if let Ok(atags::Atags { cmdline: Some(line), .. }) = atags::parse(bytes) {
+            ATAG_CMDLINE.call_once(|| line);
+        }
+    }
+}
+
+/// The kernel command line: `/chosen/bootargs` (cmdline.txt), else the ATAG command line,
+/// minus [`EMULATOR_WORD`] (which marks the run as emulated).
+pub fn command_line(bootargs: Option<&str>) -> String {
+    let raw = bootargs.or(ATAG_CMDLINE.get().copied()).unwrap_or("");
+    let (rest, emulated) = take_word(raw, EMULATOR_WORD);
+    EMULATED.store(emulated, Ordering::Relaxed);
+    rest
+}
+
+/// True only when the runner said this is QEMU (see [`EMULATOR_WORD`]).
+pub fn emulated() -> bool {
+    EMULATED.load(Ordering::Relaxed)
+}
+
+/// Ends the run (after the `end` record): semihosting SYS_EXIT under QEMU; on a board PSCI
+/// SYSTEM_OFF where PSCI exists, else every core stays parked in WFE.
+pub fn exit(code: u32) -> ! {
+    crate::console::flush();
+    if emulated() {
+        use qemu_exit::QEMUExit;
+        // Under the trap catcher: a wrong `emulator=qemu` on silicon only costs a park.
+        let _ = trap::try_run(|| qemu_exit::AArch64::new().exit(code));
+        crate::diag!("semihosting unavailable: cannot exit QEMU (status {code})");
+    }
+    if let Some(c) = conduit() {
+        let why = psci::system_off(c);
+        crate::diag!("PSCI SYSTEM_OFF via {} did not power off ({:?})", c.name(), why);
+    }
+    crate::diag!("run finished with status {code}; cores parked: power the board off");
+    crate::console::flush();
+    cpu::park()
+}
