@@ -112,7 +112,8 @@ mod tests {
         // Words seen at 0x100 under QEMU 10.0.2 `-M raspi4b -append "hello world emulator=qemu"`.
         let w = words_of(b"hello world emulator=qemu");
         assert_eq!(&w[..8], &[5, ATAG_CORE, 1, 0x1000, 0, 4, ATAG_MEM, 0x3c00_0000]);
-        let a = parse(&bytes(&w)).unwrap();
+        let b = bytes(&w);
+        let a = parse(&b).unwrap();
         assert_eq!(a.mem, Some((0, 0x3c00_0000)));
         assert_eq!(a.cmdline, Some("hello world emulator=qemu"));
         assert!(looks_like_atags([w[0], w[1]]));
