@@ -69,6 +69,16 @@ mod target {
         unsafe { fdt::Fdt::from_ptr(addr as *const u8) }.ok()
     }
 
+    /// The node `/chosen/stdout-path` names ("serial0:115200n8" or "/path@addr"), resolving an
+    /// alias by hand: fdt 0.1.5's `Chosen::stdout` passes "serial0:115200n8" to `find_node`,
+    /// which panics on a path without a leading '/' (seen with the Raspberry Pi 4 device tree).
+    fn stdout_node<'b, 'a>(fdt: &'b fdt::Fdt<'a>) -> Option<fdt::node::FdtNode<'b, 'a>> {
+        let spec = fdt.find_node("/chosen")?.property("stdout-path")?.as_str()?;
+        let name = spec.split(':').next()?;
+        let path = if name.starts_with('/') { name } else { fdt.aliases()?.resolve(name)? };
+        path.starts_with('/').then(|| fdt.find_node(path)).flatten()
+    }
+
     /// Brings up console and heap and gathers the boot facts.
     pub fn init(x0: usize, entry_el: u64) -> BootInfo {
         let mut info = BootInfo {
@@ -97,9 +107,7 @@ mod target {
             // The console is /chosen/stdout-path; otherwise the first enabled PL011 (QEMU's
             // secure=on DTB also lists a secure-only PL011 with status "disabled").
             let enabled = |n: &fdt::node::FdtNode| n.property("status").and_then(|p| p.as_str()).is_none_or(|s| s == "okay" || s == "ok");
-            let console_node = fdt
-                .chosen()
-                .stdout()
+            let console_node = stdout_node(fdt)
                 .filter(|n| n.compatible().is_some_and(|c| c.all().any(|c| c == "arm,pl011")))
                 .or_else(|| fdt.all_nodes().find(|n| n.compatible().is_some_and(|c| c.all().any(|c| c == "arm,pl011")) && enabled(n)));
             if let Some(uart) = console_node.and_then(|n| n.reg()).and_then(|mut r| r.next()).and_then(|r| bsp::uart_from_dtb(r.starting_address as usize)) {

@@ -51,6 +51,7 @@ pub fn start_core(core: usize, entry: SecondaryEntry, stack_top: usize, arg: u64
     if core >= cores() {
         return Err(StartError::BadCore(core));
     }
+    smp::validate(core, stack_top)?;
     let conduit = match CONDUIT.load(Ordering::Relaxed) {
         1 => Conduit::Smc,
         2 => Conduit::Hvc,

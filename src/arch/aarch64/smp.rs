@@ -58,15 +58,22 @@ impl core::fmt::Display for StartError {
     }
 }
 
-/// Fills `core`'s slot and returns the physical address the core must be started at.
-/// The slot is cleaned to the point of coherency: the new core runs with caches off.
-pub fn prepare(core: usize, entry: SecondaryEntry, stack_top: usize, arg: u64) -> Result<u64, StartError> {
+/// Checks a start request before any board mechanism is touched: `core` is a secondary with a
+/// slot, the stack top is non-zero and 16-byte aligned.
+pub fn validate(core: usize, stack_top: usize) -> Result<(), StartError> {
     if core == 0 || core >= MAX_CORES {
         return Err(StartError::BadCore(core));
     }
     if stack_top == 0 || !stack_top.is_multiple_of(16) {
         return Err(StartError::BadStack);
     }
+    Ok(())
+}
+
+/// Fills `core`'s slot and returns the physical address the core must be started at.
+/// The slot is cleaned to the point of coherency: the new core runs with caches off.
+pub fn prepare(core: usize, entry: SecondaryEntry, stack_top: usize, arg: u64) -> Result<u64, StartError> {
+    validate(core, stack_top)?;
     let slot = &cs_secondary_slots[core];
     slot.stack_top.store(stack_top as u64, Ordering::Relaxed);
     slot.entry.store(entry as usize as u64, Ordering::Relaxed);
