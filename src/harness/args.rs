@@ -189,6 +189,24 @@ pub fn take_word(cmdline: &str, word: &str) -> (String, bool) {
     (rest, found)
 }
 
+/// The words after the last `--` of `cmdline`, or all of it when there is no `--`. On a
+/// Raspberry Pi the firmware puts its own words (`coherent_pool=1M 8250.nr_uarts=1 …`) in
+/// front of cmdline.txt; a cmdline.txt of `-- only=boot` keeps them out of the harness.
+pub fn after_separator(cmdline: &str) -> &str {
+    let mut rest = cmdline;
+    let mut tail = cmdline;
+    while let Some(i) = rest.find("--") {
+        let before_ok = i == 0 || rest.as_bytes()[i - 1].is_ascii_whitespace();
+        let after = &rest[i + 2..];
+        let after_ok = after.is_empty() || after.as_bytes()[0].is_ascii_whitespace();
+        if before_ok && after_ok {
+            tail = after;
+        }
+        rest = after;
+    }
+    tail.trim()
+}
+
 /// Writes the accepted forms, one per line, each prefixed by `prefix`.
 pub fn write_usage(out: &mut dyn fmt::Write, specs: &[ArgSpec], prefix: &str) -> fmt::Result {
     for s in specs {
@@ -260,6 +278,16 @@ mod tests {
         assert_eq!(take_word("  only=boot   emulator=qemu ", "emulator=qemu"), ("only=boot".into(), true));
         assert_eq!(take_word("emulator=qemu2 x=emulator=qemu", "emulator=qemu"), ("emulator=qemu2 x=emulator=qemu".into(), false));
         assert_eq!(take_word("", "emulator=qemu"), (String::new(), false));
+    }
+
+    #[test]
+    fn separator() {
+        let pi = "coherent_pool=1M 8250.nr_uarts=1 video=HDMI-A-1:1920x1080M@60  -- only=boot skip=boot.heap";
+        assert_eq!(after_separator(pi), "only=boot skip=boot.heap");
+        assert_eq!(after_separator("only=boot"), "only=boot");
+        assert_eq!(after_separator("x=1 --"), "");
+        assert_eq!(after_separator("-- a=1 -- b=2"), "b=2");
+        assert_eq!(after_separator("a=--x --b c=1"), "a=--x --b c=1");
     }
 
     #[test]

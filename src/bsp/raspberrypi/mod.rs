@@ -10,7 +10,7 @@ use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use crate::arch::{cpu, psci, trap};
 use crate::firmware::{atags, psci::Conduit};
-use crate::harness::args::take_word;
+use crate::harness::args::{after_separator, take_word};
 
 /// The kernel argument by which scripts/qemu-run says "this is QEMU, not silicon". The board
 /// consumes it (the harness never sees it); only with it does the run end through semihosting.
@@ -62,13 +62,15 @@ pub fn probe(x0: usize, fdt: Option<&fdt::Fdt<'_>>, default_conduit: Option<Cond
     }
 }
 
-/// The kernel command line: `/chosen/bootargs` (cmdline.txt), else the ATAG command line,
-/// minus [`EMULATOR_WORD`] (which marks the run as emulated).
+/// The kernel command line: `/chosen/bootargs` (the firmware's words, then cmdline.txt), else
+/// the ATAG command line; minus [`EMULATOR_WORD`] (which marks the run as emulated), and only
+/// the words after the last `--` when there is one (scripts/mksdcard writes cmdline.txt as
+/// `-- ARGS` so that the firmware's own words stay out).
 pub fn command_line(bootargs: Option<&str>) -> String {
     let raw = bootargs.or(ATAG_CMDLINE.get().copied()).unwrap_or("");
     let (rest, emulated) = take_word(raw, EMULATOR_WORD);
     EMULATED.store(emulated, Ordering::Relaxed);
-    rest
+    String::from(after_separator(&rest))
 }
 
 /// True only when the runner said this is QEMU (see [`EMULATOR_WORD`]).
