@@ -14,15 +14,20 @@ use cachescope::harness::{Case, Ctx, KernelSpec, Suite};
 use cachescope::{bsp, diag};
 
 const STACK_BYTES: usize = 16 << 10;
-/// What each secondary core wrote: its MPIDR with bit 63 set (0 = not started yet).
-static CHECK_IN: [AtomicU64; smp::MAX_CORES] = [const { AtomicU64::new(0) }; smp::MAX_CORES];
-/// CurrentEL of each secondary once in Rust (must be EL1, like the boot core).
-static EL: [AtomicU64; smp::MAX_CORES] = [const { AtomicU64::new(0) }; smp::MAX_CORES];
+/// What a secondary core reports once it runs Rust code.
+struct CheckIn {
+    /// Its MPIDR with bit 63 set (0 = not started yet).
+    mpidr: AtomicU64,
+    /// Its CurrentEL (must be EL1, like the boot core).
+    el: AtomicU64,
+}
+
+static CHECK_IN: [CheckIn; smp::MAX_CORES] = [const { CheckIn { mpidr: AtomicU64::new(0), el: AtomicU64::new(0) } }; smp::MAX_CORES];
 
 extern "C" fn secondary(core: u64) -> ! {
-    let core = core as usize;
-    EL[core].store(cpu::current_el() as u64, Ordering::Relaxed);
-    CHECK_IN[core].store(cpu::mpidr() | 1 << 63, Ordering::Release);
+    let me = &CHECK_IN[core as usize];
+    me.el.store(cpu::current_el() as u64, Ordering::Relaxed);
+    me.mpidr.store(cpu::mpidr() | 1 << 63, Ordering::Release);
     cpu::dsb_sy();
     aarch64_cpu::asm::sev();
     cpu::park()
@@ -33,12 +38,12 @@ fn stack_top() -> usize {
     stack.as_ptr_range().end as usize
 }
 
-/// Waits up to `ms` milliseconds (generic timer) for `core` to check in.
-fn wait_check_in(core: usize, ms: u64) -> Option<u64> {
+/// Waits up to `ms` milliseconds (generic timer) for a core to check in; returns its MPIDR.
+fn wait_check_in(check_in: &CheckIn, ms: u64) -> Option<u64> {
     let f = cpu::timer_frequency().max(1);
     let t0 = cpu::counter();
     loop {
-        let v = CHECK_IN[core].load(Ordering::Acquire);
+        let v = check_in.mpidr.load(Ordering::Acquire);
         if v != 0 {
             return Some(v & !(1 << 63));
         }
@@ -56,7 +61,7 @@ fn start_all(ctx: &mut Ctx) {
         ctx.skip("a single core: nothing to start (QEMU virt needs -smp 2 or more)");
         return;
     }
-    for core in 1..n {
+    for (core, check_in) in CHECK_IN.iter().enumerate().take(n).skip(1) {
         match bsp::start_core(core, secondary, stack_top(), core as u64) {
             Ok(()) => {}
             Err(smp::StartError::NoFirmware) if core == 1 => {
@@ -69,13 +74,14 @@ fn start_all(ctx: &mut Ctx) {
                 continue;
             }
         }
-        match wait_check_in(core, 500) {
+        match wait_check_in(check_in, 500) {
             None => ctx.fail(alloc::format!("core {core} did not check in within 500 ms")),
             Some(mpidr) => {
-                diag!("core {core} running: MPIDR {mpidr:#x}, EL{}", EL[core].load(Ordering::Relaxed));
+                let el = check_in.el.load(Ordering::Relaxed);
+                diag!("core {core} running: MPIDR {mpidr:#x}, EL{el}");
                 let number = (mpidr & 0xff) | ((mpidr >> 8) & 0xff);
                 ctx.check_eq(number as usize, core, "the started core's MPIDR Aff0|Aff1 is the core asked for");
-                ctx.check_eq(EL[core].load(Ordering::Relaxed), 1, "the secondary runs at EL1");
+                ctx.check_eq(el, 1, "the secondary runs at EL1");
             }
         }
     }
