@@ -3,12 +3,12 @@
 //! and the exit status.
 
 use alloc::string::String;
-use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::arch::smp::{self, SecondaryEntry, StartError};
 use crate::arch::{cpu, semihosting};
 use crate::drivers::pl011::Pl011;
-use crate::firmware::psci::{self, Conduit};
+use crate::firmware::psci::{self, ConduitCell};
 
 /// Board name as it appears in the `boot` record.
 pub const NAME: &str = "qemu-virt";
@@ -22,8 +22,8 @@ pub const RAM_FALLBACK: (u64, u64) = (0x4000_0000, 128 << 20);
 #[link_section = ".rodata.cs_board"]
 static BOARD_TAG: [u8; 27] = *b"cachescope-board=qemu-virt\0";
 
-/// 0 = no PSCI, 1 = smc, 2 = hvc (QEMU's built-in PSCI, from the DTB's `/psci` node).
-static CONDUIT: AtomicU8 = AtomicU8::new(0);
+/// QEMU's built-in PSCI, from the DTB's `/psci` node.
+static CONDUIT: ConduitCell = ConduitCell::new();
 static CORES: AtomicUsize = AtomicUsize::new(1);
 
 /// This board is always an emulator.
@@ -34,8 +34,7 @@ pub fn emulated() -> bool {
 /// Learns the PSCI conduit and the number of cores (`-smp`) from the DTB.
 pub fn probe(_x0: usize, fdt: Option<&fdt::Fdt<'_>>) {
     if let Some(fdt) = fdt {
-        let c = psci::conduit_from_dtb(fdt);
-        CONDUIT.store(c.map_or(0, |c| if c == Conduit::Smc { 1 } else { 2 }), Ordering::Relaxed);
+        CONDUIT.set(psci::conduit_from_dtb(fdt));
         CORES.store(fdt.cpus().count().max(1), Ordering::Relaxed);
     }
 }
@@ -52,11 +51,7 @@ pub fn start_core(core: usize, entry: SecondaryEntry, stack_top: usize, arg: u64
         return Err(StartError::BadCore(core));
     }
     smp::validate(core, stack_top)?;
-    let conduit = match CONDUIT.load(Ordering::Relaxed) {
-        1 => Conduit::Smc,
-        2 => Conduit::Hvc,
-        _ => return Err(StartError::NoFirmware),
-    };
+    let conduit = CONDUIT.get().ok_or(StartError::NoFirmware)?;
     smp::start_with_psci(conduit, core, core as u64, entry, stack_top, arg)
 }
 

@@ -2,6 +2,7 @@
 //! `arch::psci`; this part is pure.
 
 use core::fmt;
+use core::sync::atomic::{AtomicU8, Ordering};
 
 /// PSCI_VERSION (SMC32).
 pub const VERSION: u32 = 0x8400_0000;
@@ -35,6 +36,43 @@ impl Conduit {
             Self::Smc => "smc",
             Self::Hvc => "hvc",
         }
+    }
+}
+
+/// A place to keep the conduit a board learned at boot (`None` = no PSCI).
+pub struct ConduitCell(AtomicU8);
+
+impl ConduitCell {
+    /// No PSCI until [`set`](Self::set).
+    pub const fn new() -> Self {
+        Self(AtomicU8::new(0))
+    }
+
+    /// Records the conduit (or its absence).
+    pub fn set(&self, c: Option<Conduit>) {
+        self.0.store(
+            match c {
+                None => 0,
+                Some(Conduit::Smc) => 1,
+                Some(Conduit::Hvc) => 2,
+            },
+            Ordering::Relaxed,
+        );
+    }
+
+    /// The recorded conduit.
+    pub fn get(&self) -> Option<Conduit> {
+        match self.0.load(Ordering::Relaxed) {
+            1 => Some(Conduit::Smc),
+            2 => Some(Conduit::Hvc),
+            _ => None,
+        }
+    }
+}
+
+impl Default for ConduitCell {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -123,6 +161,18 @@ mod tests {
         assert_eq!(decode(0xffff_fff7), Err(Error::InvalidAddress)); // -9 as a 32-bit value
         assert_eq!(decode((-42i64) as u64), Err(Error::Other(-42)));
         assert_eq!(version(0x0001_0001), (1, 1));
+    }
+
+    #[test]
+    fn conduit_cell() {
+        let c = ConduitCell::new();
+        assert_eq!(c.get(), None);
+        c.set(Some(Conduit::Hvc));
+        assert_eq!(c.get(), Some(Conduit::Hvc));
+        c.set(Some(Conduit::Smc));
+        assert_eq!(c.get(), Some(Conduit::Smc));
+        c.set(None);
+        assert_eq!(c.get(), None);
     }
 
     #[test]

@@ -7,6 +7,20 @@
 use crate::arch::trap;
 use crate::firmware::psci::{self, Conduit, Error};
 
+/// One SMCCC call through `$insn` ("smc #0" or "hvc #0"): the same registers either way.
+macro_rules! smccc {
+    ($insn:literal, $x0:ident, $a1:expr, $a2:expr, $a3:expr) => {
+        core::arch::asm!(
+            $insn,
+            inout("x0") $x0, inout("x1") $a1 => _, inout("x2") $a2 => _, inout("x3") $a3 => _,
+            out("x4") _, out("x5") _, out("x6") _, out("x7") _, out("x8") _, out("x9") _,
+            out("x10") _, out("x11") _, out("x12") _, out("x13") _, out("x14") _,
+            out("x15") _, out("x16") _, out("x17") _,
+            options(nostack)
+        )
+    };
+}
+
 fn raw_call(conduit: Conduit, fid: u32, a1: u64, a2: u64, a3: u64) -> u64 {
     let mut x0 = fid as u64;
     // SAFETY: a firmware call per SMCCC: the firmware reads x0..x3 and returns in x0; every
@@ -14,22 +28,8 @@ fn raw_call(conduit: Conduit, fid: u32, a1: u64, a2: u64, a3: u64) -> u64 {
     // (VERSION, CPU_ON, SYSTEM_OFF).
     unsafe {
         match conduit {
-            Conduit::Smc => core::arch::asm!(
-                "smc #0",
-                inout("x0") x0, inout("x1") a1 => _, inout("x2") a2 => _, inout("x3") a3 => _,
-                out("x4") _, out("x5") _, out("x6") _, out("x7") _, out("x8") _, out("x9") _,
-                out("x10") _, out("x11") _, out("x12") _, out("x13") _, out("x14") _,
-                out("x15") _, out("x16") _, out("x17") _,
-                options(nostack)
-            ),
-            Conduit::Hvc => core::arch::asm!(
-                "hvc #0",
-                inout("x0") x0, inout("x1") a1 => _, inout("x2") a2 => _, inout("x3") a3 => _,
-                out("x4") _, out("x5") _, out("x6") _, out("x7") _, out("x8") _, out("x9") _,
-                out("x10") _, out("x11") _, out("x12") _, out("x13") _, out("x14") _,
-                out("x15") _, out("x16") _, out("x17") _,
-                options(nostack)
-            ),
+            Conduit::Smc => smccc!("smc #0", x0, a1, a2, a3),
+            Conduit::Hvc => smccc!("hvc #0", x0, a1, a2, a3),
         }
     }
     x0

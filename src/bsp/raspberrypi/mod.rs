@@ -6,10 +6,11 @@
 //! debugger, so it is never executed there.
 
 use alloc::string::String;
-use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, Ordering};
 
-use crate::arch::{cpu, psci, trap};
-use crate::firmware::{atags, psci::Conduit};
+use crate::arch::{cpu, trap};
+use crate::firmware::atags;
+use crate::firmware::psci::{self, Conduit, ConduitCell};
 use crate::harness::args::{after_separator, take_word};
 
 /// The kernel argument by which scripts/qemu-run says "this is QEMU, not silicon". The board
@@ -21,36 +22,20 @@ pub const EMULATOR_WORD: &str = "emulator=qemu";
 const ATAG_WINDOW_END: usize = 0x4000;
 
 static EMULATED: AtomicBool = AtomicBool::new(false);
-/// 0 = no PSCI, 1 = smc, 2 = hvc.
-static CONDUIT: AtomicU8 = AtomicU8::new(0);
+static CONDUIT: ConduitCell = ConduitCell::new();
 /// The ATAG command line: it stays where the loader put it (below the kernel, never reused).
 static ATAG_CMDLINE: spin::Once<&'static str> = spin::Once::new();
 
-fn store_conduit(c: Option<Conduit>) {
-    CONDUIT.store(
-        match c {
-            None => 0,
-            Some(Conduit::Smc) => 1,
-            Some(Conduit::Hvc) => 2,
-        },
-        Ordering::Relaxed,
-    );
-}
-
 /// The PSCI conduit this board uses: the DTB's `/psci` method, else the board's firmware fact.
 pub fn conduit() -> Option<Conduit> {
-    match CONDUIT.load(Ordering::Relaxed) {
-        1 => Some(Conduit::Smc),
-        2 => Some(Conduit::Hvc),
-        _ => None,
-    }
+    CONDUIT.get()
 }
 
 /// Learns from the handover: the PSCI conduit (the DTB's `/psci` node, else `default_conduit`)
 /// and, when there is no DTB and x0 points at an ATAG list, the ATAG command line. Called
 /// before the console and the heap exist: it must neither print nor allocate.
 pub fn probe(x0: usize, fdt: Option<&fdt::Fdt<'_>>, default_conduit: Option<Conduit>) {
-    store_conduit(fdt.and_then(crate::firmware::psci::conduit_from_dtb).or(default_conduit));
+    CONDUIT.set(fdt.and_then(psci::conduit_from_dtb).or(default_conduit));
     if fdt.is_none() && x0 != 0 && x0 < ATAG_WINDOW_END && x0.is_multiple_of(4) {
         // SAFETY: x0 is in the first 16 KiB of RAM (below the kernel at 0x8_0000), which is
         // readable on every Pi and on QEMU and which nothing in this kernel writes: the slice
@@ -89,7 +74,7 @@ pub fn exit(code: u32) -> ! {
         crate::diag!("semihosting unavailable: cannot exit QEMU (status {code})");
     }
     if let Some(c) = conduit() {
-        let why = psci::system_off(c);
+        let why = crate::arch::psci::system_off(c);
         crate::diag!("PSCI SYSTEM_OFF via {} did not power off ({:?})", c.name(), why);
     }
     crate::diag!("run finished with status {code}; cores parked: power the board off");
