@@ -7,9 +7,10 @@
 //! non-negative integers, `min`/`max`/`mad` numbers with min ≤ median ≤ max and mad ≥ 0.
 //!
 //! **Metric key** (identity of a measurement across runs, used by `compare` and to spot
-//! duplicates): `bench/variant/attr/bytes`, then every extra field whose value is a string, a
-//! boolean or an integer (e.g. `tokens=512`, `stride=80`), sorted by name, then `[source unit]`.
-//! Excluded from the key: the statistics and flags above, `phase`, non-integer numbers (a
+//! duplicates): `bench/variant/attr/bytes`, then every extra field whose value is a string or
+//! an integer (e.g. `tokens=512`, `stride=80`), sorted by name, then `[source unit]`.
+//! Excluded from the key: the statistics and flags above, `phase`, booleans (flags or outcomes
+//! such as `"verified":true`), non-integer numbers (a
 //! derived measurement such as `"gib_per_s":1.8`), arrays/objects, and names in
 //! [`MEASUREMENT_FIELDS`] or ending in one of [`MEASUREMENT_SUFFIXES`]. A missing
 //! variant/attr/bytes prints as `-`. Example: `kv/append/wb/- stride=80 tokens=512 [cntvct ns]`.
@@ -77,7 +78,6 @@ fn is_key_extra(name: &str, v: &Value) -> Option<String> {
     }
     match v {
         Value::String(s) => Some(s.clone()),
-        Value::Bool(b) => Some(b.to_string()),
         Value::Number(n) if n.is_u64() || n.is_i64() => Some(n.to_string()),
         _ => None,
     }
@@ -346,7 +346,7 @@ mod tests {
 
     #[test]
     fn key_with_extras() {
-        let (m, issues) = metric(r#"{"record":"metric","bench":"kv","variant":"append","attr":"wb","reps":9,"min":1,"median":2,"max":3,"mad":0.1,"unit":"ns","source":"cntvct","emulated":false,"tokens":512,"stride":80,"gib_per_s":1.5,"scan_ns":12,"phase":"kv/append","layout":"aligned"}"#).unwrap();
+        let (m, issues) = metric(r#"{"record":"metric","bench":"kv","variant":"append","attr":"wb","reps":9,"min":1,"median":2,"max":3,"mad":0.1,"unit":"ns","source":"cntvct","emulated":false,"tokens":512,"stride":80,"gib_per_s":1.5,"scan_ns":12,"phase":"kv/append","layout":"aligned","verified":true}"#).unwrap();
         assert_eq!(issues, Vec::<String>::new());
         assert_eq!(
             m.key.to_string(),

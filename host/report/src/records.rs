@@ -221,17 +221,18 @@ fn check_end(r: &Record, leaves: ktap::Counts, problems: &mut Vec<Problem>) {
 /// Checks the records contract of a validated log; `ktap` is its KTAP outcome.
 pub fn check_contract(log: &Log, ktap: &ktap::Outcome) -> Vec<Problem> {
     let (records, mut problems) = extract(log);
-    if let Some(start) = ktap.start {
-        let start_no = log.lines[start].no;
-        for r in records.iter().filter(|r| r.line < start_no) {
-            problems.push(Problem::new(
-                r.line,
-                format!(
-                    "'{}' record before the 'KTAP version 1' line (line {start_no})",
-                    r.kind()
-                ),
-            ));
-        }
+    let Some(start) = ktap.start else {
+        return problems; // not a KTAP log at all: the KTAP problem says it; the contract cannot apply
+    };
+    let start_no = log.lines[start].no;
+    for r in records.iter().filter(|r| r.line < start_no) {
+        problems.push(Problem::new(
+            r.line,
+            format!(
+                "'{}' record before the 'KTAP version 1' line (line {start_no})",
+                r.kind()
+            ),
+        ));
     }
     let Some(first) = records.first() else {
         problems.push(Problem::new(0, "no '# cs:' records: a run starts with the 'boot' record and ends with the 'end' record"));

@@ -62,6 +62,8 @@ enum Block {
         svg: String,
     },
     List(Vec<String>),
+    /// A collapsible block (HTML `<details>`; also understood by GitHub Markdown).
+    Details(String, Box<Block>),
 }
 
 /// A built report: blocks plus the figures' SVG texts (for `--svg-dir`).
@@ -101,6 +103,34 @@ fn source_text(source: &str, cntfrq: Option<u64>) -> String {
         "model" => "source: model (cache-model TCG plugin: simulated caches, deterministic counts)"
             .to_string(),
         s => format!("source: {s}"),
+    }
+}
+
+/// Whether a unit is a time (or cycle) count, so that the y axis can be called a latency/cost.
+fn is_time_unit(unit: &str) -> bool {
+    let u = unit.to_ascii_lowercase();
+    let head = u.split('/').next().unwrap_or("");
+    ["ns", "us", "µs", "ms", "s", "ps", "cycles", "ticks"].contains(&head)
+}
+
+/// log10 y when every median is positive and they span more than 20×.
+fn wants_log_y(ms: &[&Metric]) -> bool {
+    let v: Vec<f64> = ms
+        .iter()
+        .filter_map(|m| m.median)
+        .filter(|v| v.is_finite())
+        .collect();
+    let (lo, hi) = v
+        .iter()
+        .fold((f64::INFINITY, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
+    !v.is_empty() && lo > 0.0 && hi / lo > 20.0
+}
+
+fn title_for(what: &str, source: &str, unit: &str) -> String {
+    if source == "model" {
+        format!("{what}: {unit} [model]")
+    } else {
+        format!("{what} [{source}]")
     }
 }
 
@@ -214,7 +244,11 @@ impl Ctx<'_> {
             subtitle: format!("{} · {}", source_text(source, self.cntfrq), self.run_name),
             warning: warning_for(ms),
             x: x.into(),
-            y: format!("{what} ({unit})"),
+            y: if is_time_unit(unit) {
+                format!("{what} ({unit})")
+            } else {
+                unit.to_string()
+            },
         }
     }
 
@@ -253,7 +287,7 @@ impl Ctx<'_> {
             );
             let plot = LinePlot {
                 labels: self.labels(
-                    format!("Latency vs working set [{source}]"),
+                    title_for("Latency vs working set", &source, &unit),
                     &source,
                     &group,
                     "working set (bytes, log2 scale; K = KiB, M = MiB); dashed: CCSIDR capacities",
@@ -261,6 +295,7 @@ impl Ctx<'_> {
                     "latency",
                 ),
                 x_scale: XScale::Log2Bytes,
+                y_log: wants_log_y(&group),
                 series,
                 markers: markers.to_vec(),
             };
@@ -288,8 +323,9 @@ impl Ctx<'_> {
                         c = format!("{c} {}", human_bytes(b as f64));
                     }
                 }
-                for (k, v) in &m.key.extras {
-                    c.push_str(&format!(" {k}={v}"));
+                for (_, v) in &m.key.extras {
+                    c.push(' ');
+                    c.push_str(v);
                 }
                 c
             };
@@ -377,7 +413,7 @@ impl Ctx<'_> {
             );
             let plot = LinePlot {
                 labels: self.labels(
-                    format!("KV-cache append cost vs tokens [{source}]"),
+                    title_for("KV-cache cost vs tokens", &source, &unit),
                     &source,
                     &group,
                     xname,
@@ -389,6 +425,7 @@ impl Ctx<'_> {
                 } else {
                     XScale::Log2Bytes
                 },
+                y_log: wants_log_y(&group),
                 series,
                 markers: vec![],
             };
@@ -497,6 +534,163 @@ fn model_matches(model: &Record, m: &Metric) -> bool {
         return mb == base;
     }
     false
+}
+
+/// Index of `v` in `order`, appending it when new (first-seen order).
+fn rank(order: &mut Vec<String>, v: &str) -> usize {
+    match order.iter().position(|x| x == v) {
+        Some(i) => i,
+        None => {
+            order.push(v.to_string());
+            order.len() - 1
+        }
+    }
+}
+
+/// Extra key fields of `ms`, in first-seen order.
+fn extra_names(ms: &[&Metric]) -> Vec<String> {
+    let mut names = Vec::new();
+    for m in ms {
+        for (k, _) in &m.key.extras {
+            rank(&mut names, k);
+        }
+    }
+    names
+}
+
+/// A point's row label without its attribute: variant, bytes, then the value of each extra.
+fn row_label(m: &Metric, extras: &[String]) -> Vec<String> {
+    let mut r = vec![
+        m.key.variant.clone().unwrap_or_default(),
+        m.key
+            .bytes
+            .map(|b| human_bytes(b as f64))
+            .unwrap_or_default(),
+    ];
+    r.extend(extras.iter().map(|e| {
+        m.key
+            .extras
+            .iter()
+            .find(|(k, _)| k == e)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    }));
+    r
+}
+
+/// Median table: one row per (variant, bytes, extras), one column per attribute, in
+/// first-seen order.
+fn pivot(ms: &[&Metric]) -> (Vec<String>, Vec<Vec<String>>) {
+    let extras = extra_names(ms);
+    let mut attrs: Vec<String> = Vec::new();
+    for m in ms {
+        rank(&mut attrs, m.key.attr.as_deref().unwrap_or("-"));
+    }
+    let mut rows: Vec<(Vec<String>, Vec<Option<f64>>)> = Vec::new();
+    for m in ms {
+        let a = rank(&mut attrs, m.key.attr.as_deref().unwrap_or("-"));
+        let label = row_label(m, &extras);
+        let i = match rows.iter().position(|(l, _)| *l == label) {
+            Some(i) => i,
+            None => {
+                rows.push((label, vec![None; attrs.len()]));
+                rows.len() - 1
+            }
+        };
+        rows[i].1[a] = m.median;
+    }
+    let mut head = vec!["variant".to_string(), "bytes".to_string()];
+    head.extend(extras.iter().cloned());
+    head.extend(attrs.iter().cloned());
+    let body = rows
+        .into_iter()
+        .map(|(mut l, v)| {
+            l.extend(
+                v.into_iter()
+                    .map(|x| x.map(|x| sig(x, 4)).unwrap_or_else(|| "–".into())),
+            );
+            l
+        })
+        .collect();
+    (head, body)
+}
+
+/// Every measurement with its statistics, and the matching cache-model records when any.
+fn detail_table(ms: &[&Metric], model_recs: &[&Record]) -> (Vec<String>, Vec<Vec<String>>) {
+    let extras = extra_names(ms);
+    let mut order: Vec<String> = Vec::new();
+    let mut sorted: Vec<(usize, usize, &Metric)> = ms
+        .iter()
+        .map(|m| {
+            let p = rank(&mut order, &row_label(m, &extras).join("/"));
+            (p, 0, *m)
+        })
+        .collect();
+    let mut attrs: Vec<String> = Vec::new();
+    for e in &mut sorted {
+        e.1 = rank(&mut attrs, e.2.key.attr.as_deref().unwrap_or("-"));
+    }
+    sorted.sort_by_key(|&(p, a, _)| (p, a));
+    let with_model = ms
+        .iter()
+        .any(|m| model_recs.iter().any(|r| model_matches(r, m)));
+    let mut head: Vec<String> = ["variant", "attr", "bytes"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    head.extend(extras.iter().cloned());
+    head.extend(
+        [
+            "reps", "min", "median", "max", "mad", "unit", "source", "emulated",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    if with_model {
+        head.push("model".into());
+    }
+    let num = |v: Option<f64>| v.map(|x| sig(x, 4)).unwrap_or_default();
+    let rows = sorted
+        .iter()
+        .map(|(_, _, m)| {
+            let mut row = vec![
+                m.key.variant.clone().unwrap_or_default(),
+                m.key.attr.clone().unwrap_or_default(),
+                m.key
+                    .bytes
+                    .map(|b| human_bytes(b as f64))
+                    .unwrap_or_default(),
+            ];
+            row.extend(extras.iter().map(|e| {
+                m.key
+                    .extras
+                    .iter()
+                    .find(|(k, _)| k == e)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default()
+            }));
+            row.extend([
+                m.reps.map(|r| r.to_string()).unwrap_or_default(),
+                num(m.min),
+                num(m.median),
+                num(m.max),
+                num(m.mad),
+                m.key.unit.clone(),
+                m.key.source.clone(),
+                m.emulated.map(|e| e.to_string()).unwrap_or_default(),
+            ]);
+            if with_model {
+                let t: Vec<String> = model_recs
+                    .iter()
+                    .filter(|r| model_matches(r, m))
+                    .map(|r| model_text(r))
+                    .collect();
+                row.push(t.join("; "));
+            }
+            row
+        })
+        .collect();
+    (head, rows)
 }
 
 /// Builds the report of `run` (plus the records of `model`, if given).
@@ -664,8 +858,15 @@ pub fn build(run: &Log, model: Option<&Log>) -> Report {
         }
     }
     for b in &others {
-        c.blocks.push(Block::Heading(2, format!("Bench {b}")));
-        c.bars(b, &format!("{b} per attribute"), &of(b));
+        let (heading, title) = match *b {
+            "dma" => (
+                "Pinned DMA-like buffer hand-off (bench dma)".to_string(),
+                "DMA-like hand-off cost per attribute".to_string(),
+            ),
+            b => (format!("Bench {b}"), format!("{b} per attribute")),
+        };
+        c.blocks.push(Block::Heading(2, heading));
+        c.bars(b, &title, &of(b));
     }
 
     // Metric tables with merged model records.
@@ -682,98 +883,38 @@ pub fn build(run: &Log, model: Option<&Log>) -> Report {
             }
         }
         for b in benches {
-            let mut ms: Vec<&Metric> = metrics.iter().filter(|m| m.key.bench == b).collect();
-            ms.sort_by(|x, y| {
-                (
-                    x.key.variant.clone(),
-                    x.key.attr.clone(),
-                    x.key.bytes,
-                    &x.key.extras,
-                    &x.key.source,
-                )
-                    .cmp(&(
-                        y.key.variant.clone(),
-                        y.key.attr.clone(),
-                        y.key.bytes,
-                        &y.key.extras,
-                        &y.key.source,
-                    ))
-            });
-            let extras: Vec<String> = ms
-                .iter()
-                .flat_map(|m| m.key.extras.iter().map(|(k, _)| k.clone()))
-                .fold(Vec::new(), |mut v, k| {
-                    if !v.contains(&k) {
-                        v.push(k);
-                    }
-                    v
-                });
-            let with_model = ms
-                .iter()
-                .any(|m| model_recs.iter().any(|r| model_matches(r, m)));
-            let mut head: Vec<String> = ["variant", "attr", "bytes"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-            head.extend(extras.iter().cloned());
-            head.extend(
-                [
-                    "reps", "min", "median", "max", "mad", "unit", "source", "emulated",
-                ]
-                .iter()
-                .map(|s| s.to_string()),
-            );
-            if with_model {
-                head.push("model".into());
-            }
-            let num = |v: Option<f64>| v.map(|x| sig(x, 4)).unwrap_or_default();
-            let rows = ms
-                .iter()
-                .map(|m| {
-                    let mut row = vec![
-                        m.key.variant.clone().unwrap_or_default(),
-                        m.key.attr.clone().unwrap_or_default(),
-                        m.key
-                            .bytes
-                            .map(|b| human_bytes(b as f64))
-                            .unwrap_or_default(),
-                    ];
-                    row.extend(extras.iter().map(|e| {
-                        m.key
-                            .extras
-                            .iter()
-                            .find(|(k, _)| k == e)
-                            .map(|(_, v)| v.clone())
-                            .unwrap_or_default()
-                    }));
-                    row.extend([
-                        m.reps.map(|r| r.to_string()).unwrap_or_default(),
-                        num(m.min),
-                        num(m.median),
-                        num(m.max),
-                        num(m.mad),
-                        m.key.unit.clone(),
-                        m.key.source.clone(),
-                        m.emulated.map(|e| e.to_string()).unwrap_or_default(),
-                    ]);
-                    if with_model {
-                        row.push(
-                            model_recs
-                                .iter()
-                                .filter(|r| model_matches(r, m))
-                                .map(|r| model_text(r))
-                                .collect::<Vec<_>>()
-                                .join("; "),
-                        );
-                    }
-                    row
-                })
-                .collect();
+            let ms: Vec<&Metric> = metrics.iter().filter(|m| m.key.bench == b).collect();
             c.blocks.push(Block::Heading(
                 3,
                 format!("{b} ({} measurements)", ms.len()),
             ));
-            c.blocks.push(Block::Table(head, rows));
+            for ((source, unit), group) in by_source_unit(&ms) {
+                c.blocks.push(Block::Para(format!(
+                    "Median in {unit}, {}{}:",
+                    source_text(&source, cntfrq),
+                    if group.iter().all(|m| m.emulated == Some(true)) {
+                        ", emulated"
+                    } else {
+                        ""
+                    }
+                )));
+                let (h, rows) = pivot(&group);
+                c.blocks.push(Block::Table(h, rows));
+            }
+            let (h, rows) = detail_table(&ms, &model_recs);
+            let with_model = h.last().is_some_and(|x| x == "model");
+            c.blocks.push(Block::Details(
+                format!(
+                    "All {} {b} measurements: reps, min, median, max, MAD{}",
+                    ms.len(),
+                    if with_model {
+                        ", cache-model counts of the same phase"
+                    } else {
+                        ""
+                    }
+                ),
+                Box::new(Block::Table(h, rows)),
+            ));
         }
     }
 
@@ -867,39 +1008,7 @@ impl Report {
     fn markdown(&self) -> String {
         let mut s = String::new();
         for b in &self.blocks {
-            match b {
-                Block::Heading(n, t) => {
-                    s.push_str(&format!("{} {}\n\n", "#".repeat(*n as usize), md_esc(t)))
-                }
-                Block::Para(t) => s.push_str(&format!("{}\n\n", md_inline(t))),
-                Block::Warn(t) => s.push_str(&format!("> **Note:** {}\n\n", md_inline(t))),
-                Block::Table(h, rows) => {
-                    s.push_str(&format!(
-                        "| {} |\n",
-                        h.iter().map(|c| md_esc(c)).collect::<Vec<_>>().join(" | ")
-                    ));
-                    s.push_str(&format!("|{}\n", "---|".repeat(h.len())));
-                    for r in rows {
-                        s.push_str(&format!(
-                            "| {} |\n",
-                            r.iter().map(|c| md_esc(c)).collect::<Vec<_>>().join(" | ")
-                        ));
-                    }
-                    s.push('\n');
-                }
-                Block::Figure { n, caption, svg } => {
-                    s.push_str(&format!(
-                        "<div>\n{svg}\n</div>\n\n*Figure {n}: {}*\n\n",
-                        md_esc(caption)
-                    ));
-                }
-                Block::List(items) => {
-                    for i in items {
-                        s.push_str(&format!("- {}\n", md_esc(i)));
-                    }
-                    s.push('\n');
-                }
-            }
+            md_block(&mut s, b);
         }
         s
     }
@@ -917,47 +1026,104 @@ impl Report {
             })
             .unwrap_or_else(|| "cachescope report".into());
         let mut s = format!(
-            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n<style>body{{font-family:DejaVu Sans,Arial,sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}}table{{border-collapse:collapse;margin:0.5em 0 1.2em;font-size:13px}}td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left}}th{{background:#f2f2f2}}.warn{{border-left:4px solid #b00020;background:#fff3f3;padding:0.5em 1em}}figure{{margin:1em 0}}figcaption{{font-size:13px;color:#444;max-width:860px}}code{{background:#f4f4f4;padding:0 3px}}</style></head><body>\n",
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n<style>{CSS}</style></head><body>\n",
             esc(&title)
         );
         for b in &self.blocks {
-            match b {
-                Block::Heading(n, t) => s.push_str(&format!("<h{n}>{}</h{n}>\n", esc(t))),
-                Block::Para(t) => s.push_str(&format!("<p>{}</p>\n", html_inline(t))),
-                Block::Warn(t) => s.push_str(&format!(
-                    "<p class=\"warn\"><strong>Note:</strong> {}</p>\n",
-                    html_inline(t)
-                )),
-                Block::Table(h, rows) => {
-                    s.push_str("<table><thead><tr>");
-                    for c in h {
-                        s.push_str(&format!("<th>{}</th>", esc(c)));
-                    }
-                    s.push_str("</tr></thead><tbody>\n");
-                    for r in rows {
-                        s.push_str("<tr>");
-                        for c in r {
-                            s.push_str(&format!("<td>{}</td>", esc(c)));
-                        }
-                        s.push_str("</tr>\n");
-                    }
-                    s.push_str("</tbody></table>\n");
-                }
-                Block::Figure { n, caption, svg } => s.push_str(&format!(
-                    "<figure>{svg}<figcaption>Figure {n}: {}</figcaption></figure>\n",
-                    esc(caption)
-                )),
-                Block::List(items) => {
-                    s.push_str("<ul>\n");
-                    for i in items {
-                        s.push_str(&format!("<li>{}</li>\n", esc(i)));
-                    }
-                    s.push_str("</ul>\n");
-                }
-            }
+            html_block(&mut s, b);
         }
         s.push_str("</body></html>\n");
         s
+    }
+}
+
+const CSS: &str = "body{font-family:DejaVu Sans,Arial,sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}\
+table{border-collapse:collapse;margin:0.5em 0 1.2em;font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}\
+th{background:#f2f2f2}.warn{border-left:4px solid #b00020;background:#fff3f3;padding:0.5em 1em}figure{margin:1em 0}\
+figcaption{font-size:13px;color:#444;max-width:900px}code{background:#f4f4f4;padding:0 3px}summary{cursor:pointer;margin:0.3em 0 0.8em}";
+
+fn md_block(s: &mut String, b: &Block) {
+    match b {
+        Block::Heading(n, t) => {
+            s.push_str(&format!("{} {}\n\n", "#".repeat(*n as usize), md_esc(t)))
+        }
+        Block::Para(t) => s.push_str(&format!("{}\n\n", md_inline(t))),
+        Block::Warn(t) => s.push_str(&format!("> **Note:** {}\n\n", md_inline(t))),
+        Block::Table(h, rows) => {
+            let line = |cells: &[String]| {
+                format!(
+                    "| {} |\n",
+                    cells
+                        .iter()
+                        .map(|c| md_esc(c))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                )
+            };
+            s.push_str(&line(h));
+            s.push_str(&format!("|{}\n", "---|".repeat(h.len())));
+            for r in rows {
+                s.push_str(&line(r));
+            }
+            s.push('\n');
+        }
+        Block::Figure { n, caption, svg } => s.push_str(&format!(
+            "<div>\n{svg}\n</div>\n\n*Figure {n}: {}*\n\n",
+            md_esc(caption)
+        )),
+        Block::List(items) => {
+            for i in items {
+                s.push_str(&format!("- {}\n", md_esc(i)));
+            }
+            s.push('\n');
+        }
+        Block::Details(summary, inner) => {
+            s.push_str(&format!("<details><summary>{}</summary>\n\n", esc(summary)));
+            md_block(s, inner);
+            s.push_str("</details>\n\n");
+        }
+    }
+}
+
+fn html_block(s: &mut String, b: &Block) {
+    match b {
+        Block::Heading(n, t) => s.push_str(&format!("<h{n}>{}</h{n}>\n", esc(t))),
+        Block::Para(t) => s.push_str(&format!("<p>{}</p>\n", html_inline(t))),
+        Block::Warn(t) => s.push_str(&format!(
+            "<p class=\"warn\"><strong>Note:</strong> {}</p>\n",
+            html_inline(t)
+        )),
+        Block::Table(h, rows) => {
+            s.push_str("<table><thead><tr>");
+            for c in h {
+                s.push_str(&format!("<th>{}</th>", esc(c)));
+            }
+            s.push_str("</tr></thead><tbody>\n");
+            for r in rows {
+                s.push_str("<tr>");
+                for c in r {
+                    s.push_str(&format!("<td>{}</td>", esc(c)));
+                }
+                s.push_str("</tr>\n");
+            }
+            s.push_str("</tbody></table>\n");
+        }
+        Block::Figure { n, caption, svg } => s.push_str(&format!(
+            "<figure>{svg}<figcaption>Figure {n}: {}</figcaption></figure>\n",
+            esc(caption)
+        )),
+        Block::List(items) => {
+            s.push_str("<ul>\n");
+            for i in items {
+                s.push_str(&format!("<li>{}</li>\n", esc(i)));
+            }
+            s.push_str("</ul>\n");
+        }
+        Block::Details(summary, inner) => {
+            s.push_str(&format!("<details><summary>{}</summary>\n", esc(summary)));
+            html_block(s, inner);
+            s.push_str("</details>\n");
+        }
     }
 }
 
