@@ -470,22 +470,8 @@ pub fn compare(
         } else {
             -delta
         };
-        if allowed == 0.0 {
-            if measured != e.median {
-                out.findings.push((
-                    key.clone(),
-                    Finding::Regression {
-                        base: e.median,
-                        measured,
-                        tolerance,
-                        better: e.better,
-                        exact_change: worse < 0.0,
-                    },
-                ));
-            } else {
-                out.within += 1;
-            }
-        } else if worse > allowed {
+        let exact = allowed == 0.0;
+        if (exact && measured != e.median) || (!exact && worse > allowed) {
             out.findings.push((
                 key.clone(),
                 Finding::Regression {
@@ -493,10 +479,10 @@ pub fn compare(
                     measured,
                     tolerance,
                     better: e.better,
-                    exact_change: false,
+                    exact_change: exact && worse < 0.0,
                 },
             ));
-        } else if -worse > allowed {
+        } else if !exact && -worse > allowed {
             out.findings.push((
                 key.clone(),
                 Finding::Improved {

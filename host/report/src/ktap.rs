@@ -712,6 +712,19 @@ mod tests {
         check(text).problems.iter().map(|p| p.to_string()).collect()
     }
 
+    fn assert_valid_with_leaves(text: &str, (passed, failed, skipped): (u64, u64, u64)) {
+        let o = check(text);
+        assert_eq!(o.problems, vec![]);
+        assert_eq!(
+            o.leaves,
+            Counts {
+                passed,
+                failed,
+                skipped
+            }
+        );
+    }
+
     fn assert_one(text: &str, line: usize, needle: &str) {
         let p = problems(text);
         assert!(
@@ -764,16 +777,7 @@ ok 2 leaf # a note\r
     #[test]
     fn three_levels() {
         let text = "KTAP version 1\n1..1\n  # Subtest: a\n  KTAP version 1\n  1..1\n    # Subtest: b\n    KTAP version 1\n    1..2\n    ok 1 x\n    ok 2 y # SKIP r\n  ok 1 b\nok 1 a\n";
-        let o = check(text);
-        assert_eq!(o.problems, vec![]);
-        assert_eq!(
-            o.leaves,
-            Counts {
-                passed: 1,
-                failed: 0,
-                skipped: 1
-            }
-        );
+        assert_valid_with_leaves(text, (1, 0, 1));
     }
 
     #[test]
@@ -895,15 +899,9 @@ ok 2 leaf # a note\r
 
     #[test]
     fn skip_counts_whatever_ok() {
-        let o = check("KTAP version 1\n1..2\nnot ok 1 a # SKIP r\nnot ok 2 b # TODO r\n");
-        assert_eq!(o.problems, vec![]);
-        assert_eq!(
-            o.leaves,
-            Counts {
-                passed: 1,
-                failed: 0,
-                skipped: 1
-            }
+        assert_valid_with_leaves(
+            "KTAP version 1\n1..2\nnot ok 1 a # SKIP r\nnot ok 2 b # TODO r\n",
+            (1, 0, 1),
         );
     }
 

@@ -113,63 +113,61 @@ pub fn extract_strict(log: &Log) -> crate::input::Result<Vec<Record>> {
     }
 }
 
+/// Field `key` of a `kind` record converted by `conv`; a missing or mistyped field is a problem
+/// (`what` names the expected type).
+fn want<'a, T>(
+    obj: &'a Object,
+    key: &str,
+    (line, kind): (usize, &str),
+    problems: &mut Vec<Problem>,
+    what: &str,
+    conv: impl Fn(&'a Value) -> Option<T>,
+) -> Option<T> {
+    let Some(v) = obj.get(key) else {
+        problems.push(Problem::new(
+            line,
+            format!("'{kind}' record has no \"{key}\" field"),
+        ));
+        return None;
+    };
+    let got = conv(v);
+    if got.is_none() {
+        problems.push(Problem::new(
+            line,
+            format!("'{kind}' record: \"{key}\" must be {what}, found {v}"),
+        ));
+    }
+    got
+}
+
 fn want_uint(
     obj: &Object,
     key: &str,
-    line: usize,
-    kind: &str,
+    at: (usize, &str),
     problems: &mut Vec<Problem>,
 ) -> Option<u64> {
-    match obj.get(key) {
-        None => {
-            problems.push(Problem::new(
-                line,
-                format!("'{kind}' record has no \"{key}\" field"),
-            ));
-            None
-        }
-        Some(v) => match v.as_u64() {
-            Some(n) => Some(n),
-            None => {
-                problems.push(Problem::new(
-                    line,
-                    format!("'{kind}' record: \"{key}\" must be a non-negative integer, found {v}"),
-                ));
-                None
-            }
-        },
-    }
+    want(
+        obj,
+        key,
+        at,
+        problems,
+        "a non-negative integer",
+        Value::as_u64,
+    )
 }
 
 fn want_str<'a>(
     obj: &'a Object,
     key: &str,
-    line: usize,
-    kind: &str,
+    at: (usize, &str),
     problems: &mut Vec<Problem>,
 ) -> Option<&'a str> {
-    match obj.get(key) {
-        None => {
-            problems.push(Problem::new(
-                line,
-                format!("'{kind}' record has no \"{key}\" field"),
-            ));
-            None
-        }
-        Some(Value::String(s)) => Some(s),
-        Some(v) => {
-            problems.push(Problem::new(
-                line,
-                format!("'{kind}' record: \"{key}\" must be a string, found {v}"),
-            ));
-            None
-        }
-    }
+    want(obj, key, at, problems, "a string", Value::as_str)
 }
 
 fn check_boot(r: &Record, problems: &mut Vec<Problem>) {
     let (o, l) = (&r.obj, r.line);
-    if let Some(s) = want_uint(o, "schema", l, "boot", problems) {
+    if let Some(s) = want_uint(o, "schema", (l, "boot"), problems) {
         if s != SCHEMA {
             problems.push(Problem::new(
                 l,
@@ -177,7 +175,7 @@ fn check_boot(r: &Record, problems: &mut Vec<Problem>) {
             ));
         }
     }
-    if let Some(el) = want_uint(o, "el", l, "boot", problems) {
+    if let Some(el) = want_uint(o, "el", (l, "boot"), problems) {
         if el > 3 {
             problems.push(Problem::new(
                 l,
@@ -185,9 +183,9 @@ fn check_boot(r: &Record, problems: &mut Vec<Problem>) {
             ));
         }
     }
-    want_str(o, "board", l, "boot", problems);
-    want_str(o, "cpu", l, "boot", problems);
-    if let Some(m) = want_str(o, "midr", l, "boot", problems) {
+    want_str(o, "board", (l, "boot"), problems);
+    want_str(o, "cpu", (l, "boot"), problems);
+    if let Some(m) = want_str(o, "midr", (l, "boot"), problems) {
         if !m
             .strip_prefix("0x")
             .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()))
@@ -198,16 +196,16 @@ fn check_boot(r: &Record, problems: &mut Vec<Problem>) {
             ));
         }
     }
-    if want_uint(o, "cntfrq", l, "boot", problems) == Some(0) {
+    if want_uint(o, "cntfrq", (l, "boot"), problems) == Some(0) {
         problems.push(Problem::new(l, "boot record: \"cntfrq\" is 0"));
     }
 }
 
 fn check_end(r: &Record, leaves: ktap::Counts, problems: &mut Vec<Problem>) {
     let (o, l) = (&r.obj, r.line);
-    let p = want_uint(o, "passed", l, "end", problems);
-    let f = want_uint(o, "failed", l, "end", problems);
-    let s = want_uint(o, "skipped", l, "end", problems);
+    let p = want_uint(o, "passed", (l, "end"), problems);
+    let f = want_uint(o, "failed", (l, "end"), problems);
+    let s = want_uint(o, "skipped", (l, "end"), problems);
     if let (Some(p), Some(f), Some(s)) = (p, f, s) {
         if (p, f, s) != (leaves.passed, leaves.failed, leaves.skipped) {
             problems.push(Problem::new(

@@ -653,22 +653,8 @@ fn detail_table(ms: &[&Metric], model_recs: &[&Record]) -> (Vec<String>, Vec<Vec
     let rows = sorted
         .iter()
         .map(|(_, _, m)| {
-            let mut row = vec![
-                m.key.variant.clone().unwrap_or_default(),
-                m.key.attr.clone().unwrap_or_default(),
-                m.key
-                    .bytes
-                    .map(|b| human_bytes(b as f64))
-                    .unwrap_or_default(),
-            ];
-            row.extend(extras.iter().map(|e| {
-                m.key
-                    .extras
-                    .iter()
-                    .find(|(k, _)| k == e)
-                    .map(|(_, v)| v.clone())
-                    .unwrap_or_default()
-            }));
+            let mut row = row_label(m, &extras);
+            row.insert(1, m.key.attr.clone().unwrap_or_default());
             row.extend([
                 m.reps.map(|r| r.to_string()).unwrap_or_default(),
                 num(m.min),
