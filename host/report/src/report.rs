@@ -22,7 +22,7 @@ use crate::metrics::{human_bytes, sig, Metric};
 use crate::records::{self, Record};
 use crate::svg::{esc, BarChart, Labels, LinePlot, Marker, Point, Series, XScale};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,22 +152,6 @@ fn warning_for(ms: &[&Metric]) -> Option<String> {
     }
 }
 
-fn series_name(m: &Metric, with_variant: bool, skip_extra: &str) -> String {
-    let mut parts = Vec::new();
-    if with_variant {
-        if let Some(v) = &m.key.variant {
-            parts.push(v.clone());
-        }
-    }
-    parts.push(m.key.attr.clone().unwrap_or_else(|| "-".into()));
-    for (k, v) in &m.key.extras {
-        if k != skip_extra {
-            parts.push(format!("{k}={v}"));
-        }
-    }
-    parts.join(" ")
-}
-
 /// Groups metrics by (source, unit), keeping first-seen order.
 fn by_source_unit<'a>(ms: &[&'a Metric]) -> Vec<((String, String), Vec<&'a Metric>)> {
     let mut out: Vec<((String, String), Vec<&Metric>)> = Vec::new();
@@ -212,6 +196,26 @@ fn cache_markers(records: &[Record]) -> Vec<Marker> {
         .map(|(size, labels)| Marker {
             x: size as f64,
             label: format!("{} {} (CCSIDR)", labels.join("/"), human_bytes(size as f64)),
+            knee: false,
+        })
+        .collect()
+}
+
+/// Inferred capacities (`knee` records with a `capacity`) measured with `source`.
+fn knee_markers(records: &[Record], source: &str) -> Vec<Marker> {
+    records
+        .iter()
+        .filter(|r| r.kind() == "knee" && str_field(r, "source").is_none_or(|s| s == source))
+        .filter_map(|r| {
+            let cap = r.obj.get("capacity").and_then(Value::as_u64)?;
+            let attr = str_field(r, "attr")
+                .map(|a| format!(" ({a})"))
+                .unwrap_or_default();
+            Some(Marker {
+                x: cap as f64,
+                label: format!("knee {}{attr}", human_bytes(cap as f64)),
+                knee: true,
+            })
         })
         .collect()
 }
@@ -254,7 +258,7 @@ impl Ctx<'_> {
 
     fn caption(&self, what: &str, source: &str, unit: &str, ms: &[&Metric]) -> String {
         let mut c = format!(
-            "{what}; median of each point with min–max whiskers; unit {unit}; {}.",
+            "{what}; median of each point, min–max whiskers (clipped at the plot edge); unit {unit}; {}.",
             source_text(source, self.cntfrq)
         );
         if let Some(w) = warning_for(ms) {
@@ -265,7 +269,8 @@ impl Ctx<'_> {
         c
     }
 
-    fn latency(&mut self, ms: &[&Metric], markers: &[Marker]) {
+    fn latency(&mut self, ms: &[&Metric], records: &[Record]) {
+        let markers = cache_markers(records);
         self.blocks
             .push(Block::Heading(2, "Latency vs working set".into()));
         if ms.is_empty() {
@@ -280,24 +285,20 @@ impl Ctx<'_> {
                 .collect::<std::collections::BTreeSet<_>>()
                 .len()
                 > 1;
-            let series = make_series(
-                &group,
-                |m| series_name(m, variants, ""),
-                |m| m.key.bytes.map(|b| b as f64),
-            );
+            let series = make_series(&group, variants, "bytes", |m| m.key.bytes.map(|b| b as f64));
             let plot = LinePlot {
                 labels: self.labels(
                     title_for("Latency vs working set", &source, &unit),
                     &source,
                     &group,
-                    "working set (bytes, log2 scale; K = KiB, M = MiB); dashed: CCSIDR capacities",
+                    "working set (bytes, log2 scale; K = KiB, M = MiB); dashed: CCSIDR capacities, dotted: inferred knees",
                     &unit,
                     "latency",
                 ),
                 x_scale: XScale::Log2Bytes,
                 y_log: wants_log_y(&group),
                 series,
-                markers: markers.to_vec(),
+                markers: markers.iter().cloned().chain(knee_markers(records, &source)).collect(),
             };
             let cap = self.caption("Latency vs working set (bench latency), one line per attribute, dashed lines at the data/unified cache capacities from CCSIDR", &source, &unit, &group);
             self.figure(format!("latency-{source}"), cap, plot.render());
@@ -316,6 +317,16 @@ impl Ctx<'_> {
                 }
                 seen.values().any(|s| s.len() > 1)
             };
+            let shown = distinguishing_extras(
+                &group,
+                |m| {
+                    Some(format!(
+                        "{:?}/{:?}/{:?}",
+                        m.key.variant, m.key.attr, m.key.bytes
+                    ))
+                },
+                "",
+            );
             let cat_of = |m: &Metric| {
                 let mut c = m.key.variant.clone().unwrap_or_else(|| "-".into());
                 if multi_bytes {
@@ -323,9 +334,13 @@ impl Ctx<'_> {
                         c = format!("{c} {}", human_bytes(b as f64));
                     }
                 }
-                for (_, v) in &m.key.extras {
-                    c.push(' ');
-                    c.push_str(v);
+                for (k, v) in m.key.extras.iter().filter(|(k, _)| shown.contains(k)) {
+                    // Strings read well alone ("to-device"); numbers need their name.
+                    if v.parse::<i64>().is_ok() {
+                        c.push_str(&format!(" {k}={v}"));
+                    } else {
+                        c.push_str(&format!(" {v}"));
+                    }
                 }
                 c
             };
@@ -396,21 +411,17 @@ impl Ctx<'_> {
         for ((source, unit), group) in by_source_unit(ms) {
             let with_tokens = group.iter().all(|m| m.num("tokens").is_some());
             let (xname, skip) = if with_tokens {
-                ("cached tokens (log2 scale)", "tokens")
+                ("tokens (log2 scale)", "tokens")
             } else {
-                ("bytes (log2 scale)", "")
+                ("bytes (log2 scale)", "bytes")
             };
-            let series = make_series(
-                &group,
-                |m| series_name(m, true, skip),
-                |m| {
-                    if with_tokens {
-                        m.num("tokens")
-                    } else {
-                        m.key.bytes.map(|b| b as f64)
-                    }
-                },
-            );
+            let series = make_series(&group, true, skip, |m| {
+                if with_tokens {
+                    m.num("tokens")
+                } else {
+                    m.key.bytes.map(|b| b as f64)
+                }
+            });
             let plot = LinePlot {
                 labels: self.labels(
                     title_for("KV-cache cost vs tokens", &source, &unit),
@@ -435,17 +446,74 @@ impl Ctx<'_> {
     }
 }
 
+/// The extra fields (other than `except`) that differ between metrics of the same `slot`: the
+/// ones a figure must show to tell its points apart. Metrics without a slot are ignored.
+fn distinguishing_extras(
+    ms: &[&Metric],
+    slot: impl Fn(&Metric) -> Option<String>,
+    except: &str,
+) -> Vec<String> {
+    let mut at: HashMap<String, Vec<&Metric>> = HashMap::new();
+    for m in ms {
+        if let Some(k) = slot(m) {
+            at.entry(k).or_default().push(m);
+        }
+    }
+    let value = |m: &Metric, k: &str| {
+        m.key
+            .extras
+            .iter()
+            .find(|(km, _)| km == k)
+            .map(|(_, v)| v.clone())
+    };
+    let mut out: Vec<String> = Vec::new();
+    for same in at.values().filter(|v| v.len() > 1) {
+        for m in same {
+            for (k, v) in &m.key.extras {
+                if k != except
+                    && !out.contains(k)
+                    && same.iter().any(|o| value(o, k).as_ref() != Some(v))
+                {
+                    out.push(k.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Line-plot series: one per [variant +] attribute, split further only by the extra fields that
+/// take several values at one x (so fields that move with x, such as `cached` or `wrapped` of
+/// the KV ring, do not explode the series).
 fn make_series(
     ms: &[&Metric],
-    name: impl Fn(&Metric) -> String,
+    with_variant: bool,
+    x_field: &str,
     x: impl Fn(&Metric) -> Option<f64>,
 ) -> Vec<Series> {
+    let base = |m: &Metric| {
+        let mut parts = Vec::new();
+        if with_variant {
+            parts.extend(m.key.variant.clone());
+        }
+        parts.push(m.key.attr.clone().unwrap_or_else(|| "-".into()));
+        parts.join(" ")
+    };
+    // Metrics that share a series base and an x: the extras that differ among them split series.
+    let split = distinguishing_extras(
+        ms,
+        |m| x(m).map(|xv| format!("{}@{}", base(m), xv.to_bits())),
+        x_field,
+    );
     let mut out: Vec<Series> = Vec::new();
     for m in ms {
         let (Some(x), Some(y)) = (x(m), m.median) else {
             continue;
         };
-        let n = name(m);
+        let mut n = base(m);
+        for (k, v) in m.key.extras.iter().filter(|(k, _)| split.contains(k)) {
+            n.push_str(&format!(" {k}={v}"));
+        }
         let p = Point {
             x,
             y,
@@ -816,14 +884,13 @@ pub fn build(run: &Log, model: Option<&Log>) -> Report {
         c.blocks.push(Block::Table(h, rows));
     }
 
-    let markers = cache_markers(&recs);
     let of = |b: &str| {
         metrics
             .iter()
             .filter(|m| m.key.bench == b)
             .collect::<Vec<_>>()
     };
-    c.latency(&of("latency"), &markers);
+    c.latency(&of("latency"), &recs);
     c.blocks.push(Block::Heading(
         2,
         "Streaming bandwidth per attribute".into(),
@@ -845,8 +912,8 @@ pub fn build(run: &Log, model: Option<&Log>) -> Report {
     }
     for b in &others {
         let (heading, title) = match *b {
-            "dma" => (
-                "Pinned DMA-like buffer hand-off (bench dma)".to_string(),
+            "handoff" | "dma" => (
+                format!("Pinned DMA-like buffer hand-off (bench {b})"),
                 "DMA-like hand-off cost per attribute".to_string(),
             ),
             b => (format!("Bench {b}"), format!("{b} per attribute")),
@@ -1125,7 +1192,7 @@ mod tests {
         "  # cs: {\"record\":\"cache\",\"level\":1,\"type\":\"instruction\",\"size\":49152}\n",
         "  # cs: {\"record\":\"metric\",\"bench\":\"latency\",\"variant\":\"chase\",\"attr\":\"wb\",\"bytes\":4096,\"reps\":5,\"min\":1,\"median\":2,\"max\":3,\"mad\":0.5,\"unit\":\"ns\",\"source\":\"cntvct\",\"emulated\":true,\"phase\":\"lat-wb-4k\"}\n",
         "  # cs: {\"record\":\"metric\",\"bench\":\"latency\",\"variant\":\"chase\",\"attr\":\"wb\",\"bytes\":65536,\"reps\":5,\"min\":4,\"median\":5,\"max\":6,\"mad\":0.5,\"unit\":\"ns\",\"source\":\"cntvct\",\"emulated\":true}\n",
-        "  # cs: {\"record\":\"metric\",\"bench\":\"dma\",\"variant\":\"nc\",\"attr\":\"nc\",\"bytes\":65536,\"median\":7,\"unit\":\"ns/MiB\",\"source\":\"cntvct\",\"emulated\":true}\n",
+        "  # cs: {\"record\":\"metric\",\"bench\":\"handoff\",\"variant\":\"nc\",\"attr\":\"nc\",\"bytes\":65536,\"median\":7,\"unit\":\"ns/MiB\",\"source\":\"cntvct\",\"emulated\":true}\n",
         "  ok 1 lat\nok 1 bench\n",
         "# cs: {\"record\":\"end\",\"passed\":1,\"failed\":0,\"skipped\":0}\n",
     );
@@ -1136,7 +1203,7 @@ mod tests {
         let run = Log::from_bytes("run.log", RUN.as_bytes());
         let model = Log::from_bytes("model.log", MODEL.as_bytes());
         let r = build(&run, Some(&model));
-        assert_eq!(r.figures.len(), 2, "latency + dma");
+        assert_eq!(r.figures.len(), 2, "latency + handoff");
         let md = r.render(Format::Markdown);
         for needle in [
             "# cachescope report: run.log",

@@ -63,6 +63,9 @@ pub struct Marker {
     pub x: f64,
     /// Label drawn along the line.
     pub label: String,
+    /// An inferred knee (dotted, orange, label from the bottom) rather than a capacity from the
+    /// ID registers (dashed, grey, label from the top).
+    pub knee: bool,
 }
 
 /// How the x axis is scaled and labelled.
@@ -427,12 +430,9 @@ impl LinePlot {
             (xlo, xhi) = (xlo - pad, xhi + pad);
         }
         let usable = |y: &f64| y.is_finite() && (!ylog || *y > 0.0);
-        let ys: Vec<f64> = pts
-            .iter()
-            .flat_map(|p| [Some(p.y), p.lo, p.hi])
-            .flatten()
-            .filter(usable)
-            .collect();
+        // The y range follows the medians: one outlier's max must not flatten every curve.
+        // Whiskers are clipped to the plot area.
+        let ys: Vec<f64> = pts.iter().map(|p| p.y).filter(usable).collect();
         let ymin = ys.iter().cloned().fold(f64::INFINITY, f64::min);
         let ymax = ys.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let (yticks, ylo, yhi, ty): (Vec<f64>, f64, f64, YMap) = if ylog {
@@ -510,9 +510,14 @@ impl LinePlot {
         y_axis(&mut s, &f, &yticks, &ymap);
         for m in &markers {
             let x = xmap(m.x);
+            let (color, dash) = if m.knee {
+                ("#d95f02", "2 3")
+            } else {
+                ("#555", "5 4")
+            };
             let _ = write!(
                 s,
-                r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="#555" stroke-width="1.2" stroke-dasharray="5 4"><title>{}</title></line>"##,
+                r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="{color}" stroke-width="1.4" stroke-dasharray="{dash}"><title>{}</title></line>"##,
                 f.y0,
                 f.y1,
                 esc(&m.label)
@@ -529,8 +534,8 @@ impl LinePlot {
                         let _ = write!(
                             s,
                             r#"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="{c}" stroke-opacity="0.45" stroke-width="3"/>"#,
-                            ymap(lo),
-                            ymap(hi)
+                            ymap(lo).clamp(f.y0, f.y1),
+                            ymap(hi).clamp(f.y0, f.y1)
                         );
                     }
                 }
@@ -557,13 +562,22 @@ impl LinePlot {
                 marker_shape(&mut s, i, xmap(q.x), ymap(q.y), c, &tip);
             }
         }
-        // Marker labels last, with a halo, so data never hides them.
+        // Marker labels last, with a halo, so data never hides them: capacities read down from
+        // the top, knees end at the bottom.
         for m in &markers {
-            let attrs = format!(
-                r##"transform="translate({:.1},{:.1}) rotate(90)" fill="#333" font-size="11""##,
-                xmap(m.x) + 4.0,
-                f.y0 + 6.0
-            );
+            let attrs = if m.knee {
+                format!(
+                    r##"transform="translate({:.1},{:.1}) rotate(90)" text-anchor="end" fill="#a04000" font-size="11""##,
+                    xmap(m.x) + 4.0,
+                    f.y1 - 6.0
+                )
+            } else {
+                format!(
+                    r##"transform="translate({:.1},{:.1}) rotate(90)" fill="#333" font-size="11""##,
+                    xmap(m.x) + 4.0,
+                    f.y0 + 6.0
+                )
+            };
             halo_text(&mut s, &attrs, &m.label);
         }
         frame_and_axis_labels(&mut s, &self.labels, &f);
@@ -746,10 +760,18 @@ mod tests {
                     pt(0.0, 1.0),
                 ],
             }],
-            markers: vec![Marker {
-                x: 32768.0,
-                label: "L1D 32 KiB".into(),
-            }],
+            markers: vec![
+                Marker {
+                    x: 32768.0,
+                    label: "L1D 32 KiB".into(),
+                    knee: false,
+                },
+                Marker {
+                    x: 40960.0,
+                    label: "knee 40 KiB (wb)".into(),
+                    knee: true,
+                },
+            ],
         };
         let svg = p.render();
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
@@ -760,6 +782,8 @@ mod tests {
             ">1K<",
             ">1M<",
             "L1D 32 KiB",
+            "knee 40 KiB (wb)",
+            "stroke-dasharray=\"2 3\"",
             "wb &amp; co",
             "<polyline",
             "stroke-dasharray=\"5 4\"",

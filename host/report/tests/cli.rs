@@ -71,6 +71,49 @@ fn check_accepts_the_fixtures() {
 }
 
 #[test]
+fn real_kernel_log_checks_reports_and_compares() {
+    // Real output of the main job, plain and under -icount (see fixtures/README.md).
+    let icount = fixture("qemu-icount-real.log");
+    let plain = fixture("qemu-real.log");
+    for l in [&icount, &plain] {
+        let o = run(&["check", l]);
+        assert_code(&o, 0, &["ok: KTAP v1, 3 top-level results, 17 leaf results (15 passed, 0 failed, 2 skipped)"]);
+    }
+    let t = Scratch::new("real_kernel_log_checks_reports_and_compares");
+    let html = t.path("real.html");
+    assert_code(
+        &run(&["report", &plain, "--out", html.to_str().unwrap()]),
+        0,
+        &["(4 figures)"],
+    );
+    let h = std::fs::read_to_string(&html).unwrap();
+    for needle in [
+        "knee 32 KiB (mmu-off)",
+        "L1D 32 KiB (CCSIDR)",
+        "EMULATED (QEMU)",
+    ] {
+        assert!(h.contains(needle), "{needle}");
+    }
+    let baseline = fixture("qemu-icount-real.baseline.json");
+    let o = run(&["compare", &icount, "--baseline", &baseline]);
+    assert_code(
+        &o,
+        0,
+        &["compare: 104 within tolerance, 0 regressed/changed, 0 missing"],
+    );
+    // Without -icount the emulator's timings move: the exact baseline catches it.
+    let o = run(&["compare", &plain, "--baseline", &baseline]);
+    assert_code(
+        &o,
+        1,
+        &[
+            "CHANGED    latency/chase/mmu-off/1024 line=64 [cntvct ns]",
+            "FAIL",
+        ],
+    );
+}
+
+#[test]
 fn check_reads_stdin() {
     let mut child = bin()
         .args(["check", "-"])
@@ -153,8 +196,19 @@ fn bad_input_gives_clear_errors_never_a_panic() {
     );
     // Truncated JSON in a record: check reports it, extract refuses with file:line.
     let tj = t.path("truncated-json.log");
-    let mut s = std::fs::read_to_string(fixture("bench-qemu.log")).unwrap();
-    s = s.replacen("\"median\":6.4,\"max\":6.509,\"mad\":0.022,\"unit\":\"ns\",\"source\":\"cntvct\",\"emulated\":true,\"phase\":\"latency/chase/wb/1024\"}", "\"median\":6.4,\"max\":6.5", 1);
+    // Cut line 26 (a metric record) in the middle of its JSON.
+    let s: String = std::fs::read_to_string(fixture("bench-qemu.log"))
+        .unwrap()
+        .split_inclusive('\n')
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 25 {
+                format!("{}\r\n", &l[..l.len() / 2])
+            } else {
+                l.to_string()
+            }
+        })
+        .collect();
     std::fs::write(&tj, &s).unwrap();
     let tn = tj.display().to_string();
     assert_code(
@@ -244,13 +298,13 @@ fn extract_writes_json_and_csv_per_kind() {
     let metric = std::fs::read_to_string(dir.join("metric.csv")).unwrap();
     let mut lines = metric.lines();
     assert!(lines.next().unwrap().starts_with(
-        "line,record,bench,variant,attr,bytes,reps,min,median,max,mad,unit,source,emulated,phase"
+        "line,record,bench,variant,attr,bytes,reps,min,median,max,mad,unit,source,emulated,line,phase"
     ));
     assert_eq!(
         metric.lines().count(),
         1 + arr.iter().filter(|r| r["record"] == "metric").count()
     );
-    for kind in ["boot", "cache", "end", "kv-config", "knee", "timer"] {
+    for kind in ["boot", "cache", "end", "kv-shape", "knee", "timer"] {
         assert!(dir.join(format!("{kind}.csv")).exists(), "{kind}.csv");
     }
 }
@@ -338,18 +392,18 @@ fn perturbed_baseline_fails_naming_the_metric() {
     let t = Scratch::new("perturbed_baseline_fails_naming_the_metric");
     let b = write_baseline(&t, "perturbed.json", "0");
     let text = std::fs::read_to_string(&b).unwrap();
-    let key = "\"latency/chase/wb/4096 [cntvct ns]\": {\"median\":6.4,";
+    let key = "\"latency/chase/wb/4096 line=64 [cntvct ns]\": {\"median\":6.4,";
     assert!(text.contains(key), "{text}");
     std::fs::write(
         &b,
         text.replace(
             key,
-            "\"latency/chase/wb/4096 [cntvct ns]\": {\"median\":6.3,",
+            "\"latency/chase/wb/4096 line=64 [cntvct ns]\": {\"median\":6.3,",
         ),
     )
     .unwrap();
     let o = run(&["compare", &fixture("bench-qemu.log"), "--baseline", &b]);
-    assert_code(&o, 1, &["REGRESSION latency/chase/wb/4096 [cntvct ns]: baseline 6.3, measured 6.4 (+1.59%), tolerance exact (lower is better)", "160 within tolerance, 1 regressed/changed", "FAIL"]);
+    assert_code(&o, 1, &["REGRESSION latency/chase/wb/4096 line=64 [cntvct ns]: baseline 6.3, measured 6.4 (+1.59%), tolerance exact (lower is better)", "160 within tolerance, 1 regressed/changed", "FAIL"]);
     // With a 5% tolerance the same change passes.
     let o = run(&[
         "compare",
@@ -379,7 +433,7 @@ fn missing_metric_is_reported() {
         "--baseline",
         &fixture("bench-qemu.baseline.json"),
     ]);
-    assert_code(&o, 1, &["MISSING    stream/copy/nc/8388608 [cntvct MB/s]: baseline 1069.5, not measured in this run", "1 missing"]);
+    assert_code(&o, 1, &["MISSING    stream/copy/nc/8388608 prefetch_distance=0 [cntvct MB/s]: baseline 1069.5, not measured in this run", "1 missing"]);
 }
 
 #[test]
