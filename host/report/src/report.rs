@@ -201,21 +201,28 @@ fn cache_markers(records: &[Record]) -> Vec<Marker> {
         .collect()
 }
 
-/// Inferred capacities (`knee` records with a `capacity`) measured with `source`.
+/// Inferred capacities (`knee` records with a `capacity`) measured with `source`; knees of
+/// several attributes at one capacity share a marker.
 fn knee_markers(records: &[Record], source: &str) -> Vec<Marker> {
-    records
+    let mut by_cap: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
+    for r in records
         .iter()
         .filter(|r| r.kind() == "knee" && str_field(r, "source").is_none_or(|s| s == source))
-        .filter_map(|r| {
-            let cap = r.obj.get("capacity").and_then(Value::as_u64)?;
-            let attr = str_field(r, "attr")
-                .map(|a| format!(" ({a})"))
-                .unwrap_or_default();
-            Some(Marker {
-                x: cap as f64,
-                label: format!("knee {}{attr}", human_bytes(cap as f64)),
-                knee: true,
-            })
+    {
+        if let Some(cap) = r.obj.get("capacity").and_then(Value::as_u64) {
+            let attrs = by_cap.entry(cap).or_default();
+            let a = str_field(r, "attr").unwrap_or("-");
+            if !attrs.contains(&a) {
+                attrs.push(a);
+            }
+        }
+    }
+    by_cap
+        .into_iter()
+        .map(|(cap, attrs)| Marker {
+            x: cap as f64,
+            label: format!("knee {} ({})", human_bytes(cap as f64), attrs.join(", ")),
+            knee: true,
         })
         .collect()
 }
@@ -604,26 +611,34 @@ fn model_matches(model: &Record, m: &Metric) -> bool {
     false
 }
 
-/// Index of `v` in `order`, appending it when new (first-seen order).
-fn rank(order: &mut Vec<String>, v: &str) -> usize {
-    match order.iter().position(|x| x == v) {
-        Some(i) => i,
-        None => {
-            order.push(v.to_string());
-            order.len() - 1
+/// Names in first-seen order, each with its index (hashed: tables can have 10^5 rows).
+#[derive(Default)]
+struct FirstSeen {
+    names: Vec<String>,
+    index: HashMap<String, usize>,
+}
+
+impl FirstSeen {
+    /// The index of `v`, appending it when new.
+    fn id(&mut self, v: &str) -> usize {
+        if let Some(&i) = self.index.get(v) {
+            return i;
         }
+        self.names.push(v.to_string());
+        self.index.insert(v.to_string(), self.names.len() - 1);
+        self.names.len() - 1
     }
 }
 
 /// Extra key fields of `ms`, in first-seen order.
 fn extra_names(ms: &[&Metric]) -> Vec<String> {
-    let mut names = Vec::new();
+    let mut names = FirstSeen::default();
     for m in ms {
         for (k, _) in &m.key.extras {
-            rank(&mut names, k);
+            names.id(k);
         }
     }
-    names
+    names.names
 }
 
 /// A point's row label without its attribute: variant, bytes, then the value of each extra.
@@ -650,26 +665,24 @@ fn row_label(m: &Metric, extras: &[String]) -> Vec<String> {
 /// first-seen order.
 fn pivot(ms: &[&Metric]) -> (Vec<String>, Vec<Vec<String>>) {
     let extras = extra_names(ms);
-    let mut attrs: Vec<String> = Vec::new();
+    let mut attrs = FirstSeen::default();
     for m in ms {
-        rank(&mut attrs, m.key.attr.as_deref().unwrap_or("-"));
+        attrs.id(m.key.attr.as_deref().unwrap_or("-"));
     }
+    let mut labels = FirstSeen::default();
     let mut rows: Vec<(Vec<String>, Vec<Option<f64>>)> = Vec::new();
     for m in ms {
-        let a = rank(&mut attrs, m.key.attr.as_deref().unwrap_or("-"));
+        let a = attrs.id(m.key.attr.as_deref().unwrap_or("-"));
         let label = row_label(m, &extras);
-        let i = match rows.iter().position(|(l, _)| *l == label) {
-            Some(i) => i,
-            None => {
-                rows.push((label, vec![None; attrs.len()]));
-                rows.len() - 1
-            }
-        };
+        let i = labels.id(&label.join("\u{1f}"));
+        if i == rows.len() {
+            rows.push((label, vec![None; attrs.names.len()]));
+        }
         rows[i].1[a] = m.median;
     }
     let mut head = vec!["variant".to_string(), "bytes".to_string()];
     head.extend(extras.iter().cloned());
-    head.extend(attrs.iter().cloned());
+    head.extend(attrs.names.iter().cloned());
     let body = rows
         .into_iter()
         .map(|(mut l, v)| {
@@ -686,18 +699,15 @@ fn pivot(ms: &[&Metric]) -> (Vec<String>, Vec<Vec<String>>) {
 /// Every measurement with its statistics, and the matching cache-model records when any.
 fn detail_table(ms: &[&Metric], model_recs: &[&Record]) -> (Vec<String>, Vec<Vec<String>>) {
     let extras = extra_names(ms);
-    let mut order: Vec<String> = Vec::new();
+    let mut order = FirstSeen::default();
+    let mut attrs = FirstSeen::default();
     let mut sorted: Vec<(usize, usize, &Metric)> = ms
         .iter()
         .map(|m| {
-            let p = rank(&mut order, &row_label(m, &extras).join("/"));
-            (p, 0, *m)
+            let p = order.id(&row_label(m, &extras).join("\u{1f}"));
+            (p, attrs.id(m.key.attr.as_deref().unwrap_or("-")), *m)
         })
         .collect();
-    let mut attrs: Vec<String> = Vec::new();
-    for e in &mut sorted {
-        e.1 = rank(&mut attrs, e.2.key.attr.as_deref().unwrap_or("-"));
-    }
     sorted.sort_by_key(|&(p, a, _)| (p, a));
     let with_model = ms
         .iter()
