@@ -221,7 +221,11 @@ fn knee_markers(records: &[Record], source: &str) -> Vec<Marker> {
         .into_iter()
         .map(|(cap, attrs)| Marker {
             x: cap as f64,
-            label: format!("knee {} ({})", human_bytes(cap as f64), attrs.join(", ")),
+            label: match attrs.as_slice() {
+                [a] => format!("knee {} ({a})", human_bytes(cap as f64)),
+                [a, more @ ..] => format!("knee {} ({a} +{})", human_bytes(cap as f64), more.len()),
+                [] => format!("knee {}", human_bytes(cap as f64)),
+            },
             knee: true,
         })
         .collect()
@@ -265,7 +269,7 @@ impl Ctx<'_> {
 
     fn caption(&self, what: &str, source: &str, unit: &str, ms: &[&Metric]) -> String {
         let mut c = format!(
-            "{what}; median of each point, min–max whiskers (clipped at the plot edge); unit {unit}; {}.",
+            "{what}; median of each point, whiskers median ± MAD (min and max are in the tables); unit {unit}; {}.",
             source_text(source, self.cntfrq)
         );
         if let Some(w) = warning_for(ms) {
@@ -415,41 +419,88 @@ impl Ctx<'_> {
                 .push(Block::Para("No `kv` metrics in this log.".into()));
             return;
         }
-        for ((source, unit), group) in by_source_unit(ms) {
-            let with_tokens = group.iter().all(|m| m.num("tokens").is_some());
-            let (xname, skip) = if with_tokens {
-                ("tokens (log2 scale)", "tokens")
+        for ((source, unit), all) in by_source_unit(ms) {
+            // One figure per variant when one figure would hold too many lines to read.
+            let mut variants = FirstSeen::default();
+            for m in &all {
+                variants.id(m.key.variant.as_deref().unwrap_or("-"));
+            }
+            let attrs = all
+                .iter()
+                .map(|m| m.key.attr.as_deref().unwrap_or("-"))
+                .collect::<std::collections::BTreeSet<_>>()
+                .len();
+            let split = variants.names.len() > 1 && variants.names.len() * attrs > 8;
+            let parts: Vec<(Option<&str>, Vec<&Metric>)> = if split {
+                variants
+                    .names
+                    .iter()
+                    .map(|v| {
+                        (
+                            Some(v.as_str()),
+                            all.iter()
+                                .copied()
+                                .filter(|m| m.key.variant.as_deref().unwrap_or("-") == v)
+                                .collect(),
+                        )
+                    })
+                    .collect()
             } else {
-                ("bytes (log2 scale)", "bytes")
+                vec![(None, all.clone())]
             };
-            let series = make_series(&group, true, skip, |m| {
-                if with_tokens {
-                    m.num("tokens")
-                } else {
-                    m.key.bytes.map(|b| b as f64)
-                }
-            });
-            let plot = LinePlot {
-                labels: self.labels(
-                    title_for("KV-cache cost vs tokens", &source, &unit),
-                    &source,
-                    &group,
-                    xname,
-                    &unit,
-                    "cost",
-                ),
-                x_scale: if with_tokens {
-                    XScale::Log2
-                } else {
-                    XScale::Log2Bytes
-                },
-                y_log: wants_log_y(&group),
-                series,
-                markers: vec![],
-            };
-            let cap = self.caption("KV-cache ring append/scan cost as the cache grows (bench kv), one line per variant and attribute", &source, &unit, &group);
-            self.figure(format!("kv-{source}"), cap, plot.render());
+            for (variant, group) in parts {
+                self.kv_figure(&source, &unit, variant, &group);
+            }
         }
+    }
+
+    fn kv_figure(&mut self, source: &str, unit: &str, variant: Option<&str>, group: &[&Metric]) {
+        let with_tokens = group.iter().all(|m| m.num("tokens").is_some());
+        let (xname, skip) = if with_tokens {
+            ("tokens (log2 scale)", "tokens")
+        } else {
+            ("bytes (log2 scale)", "bytes")
+        };
+        let series = make_series(group, variant.is_none(), skip, |m| {
+            if with_tokens {
+                m.num("tokens")
+            } else {
+                m.key.bytes.map(|b| b as f64)
+            }
+        });
+        let what = match variant {
+            Some(v) => format!("KV-cache {v} vs tokens"),
+            None => "KV-cache cost vs tokens".to_string(),
+        };
+        let plot = LinePlot {
+            labels: self.labels(
+                title_for(&what, source, unit),
+                source,
+                group,
+                xname,
+                unit,
+                "cost",
+            ),
+            x_scale: if with_tokens {
+                XScale::Log2
+            } else {
+                XScale::Log2Bytes
+            },
+            y_log: wants_log_y(group),
+            series,
+            markers: vec![],
+        };
+        let lines = if variant.is_some() {
+            "one line per attribute"
+        } else {
+            "one line per variant and attribute"
+        };
+        let cap = self.caption(&format!("{what}: KV-cache ring append cost / scan bandwidth as the cache grows (bench kv), {lines}"), source, unit, group);
+        self.figure(
+            format!("kv-{}-{source}", variant.unwrap_or("all")),
+            cap,
+            plot.render(),
+        );
     }
 }
 
@@ -524,8 +575,8 @@ fn make_series(
         let p = Point {
             x,
             y,
-            lo: m.min,
-            hi: m.max,
+            lo: m.mad.map(|d| y - d),
+            hi: m.mad.map(|d| y + d),
         };
         match out.iter_mut().find(|s| s.name == n) {
             Some(s) => s.points.push(p),

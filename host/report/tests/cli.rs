@@ -77,18 +77,20 @@ fn real_kernel_log_checks_reports_and_compares() {
     let plain = fixture("qemu-real.log");
     for l in [&icount, &plain] {
         let o = run(&["check", l]);
-        assert_code(&o, 0, &["ok: KTAP v1, 3 top-level results, 17 leaf results (15 passed, 0 failed, 2 skipped)"]);
+        assert_code(&o, 0, &["ok: KTAP v1, 4 top-level results, 31 leaf results (28 passed, 0 failed, 3 skipped)"]);
     }
     let t = Scratch::new("real_kernel_log_checks_reports_and_compares");
     let html = t.path("real.html");
     assert_code(
         &run(&["report", &plain, "--out", html.to_str().unwrap()]),
         0,
-        &["(4 figures)"],
+        &["(7 figures)"],
     );
     let h = std::fs::read_to_string(&html).unwrap();
     for needle in [
-        "knee 32 KiB (mmu-off)",
+        "knee 1 MiB (normal-wb +3)",
+        "KV-cache append-misaligned vs tokens",
+        "DMA-like hand-off cost per attribute",
         "L1D 32 KiB (CCSIDR)",
         "EMULATED (QEMU)",
     ] {
@@ -99,7 +101,7 @@ fn real_kernel_log_checks_reports_and_compares() {
     assert_code(
         &o,
         0,
-        &["compare: 104 within tolerance, 0 regressed/changed, 0 missing"],
+        &["compare: 736 within tolerance, 0 regressed/changed, 0 missing"],
     );
     // Without -icount the emulator's timings move: the exact baseline catches it.
     let o = run(&["compare", &plain, "--baseline", &baseline]);
@@ -107,7 +109,7 @@ fn real_kernel_log_checks_reports_and_compares() {
         &o,
         1,
         &[
-            "CHANGED    latency/chase/mmu-off/1024 line=64 [cntvct ns]",
+            "CHANGED    latency/chase/normal-wb/1024 line=64 [cntvct ns]",
             "FAIL",
         ],
     );
