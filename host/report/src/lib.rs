@@ -1,0 +1,20 @@
+//! cachescope-report: the host-side tool for cachescope UART logs.
+//!
+//! A log is what the kernel prints on its PL011: KTAP version 1 results plus `# cs: {json}`
+//! records (README "Records", schema 1), possibly after emulator noise and with CRLF line
+//! endings. The tool validates it strictly ([`ktap`], [`records`]), extracts the records
+//! ([`extract`]), renders a Markdown/HTML report with SVG plots ([`report`], [`svg`]), compares
+//! metrics against a baseline ([`compare`]) and captures logs from a serial device
+//! ([`capture`]). The command line is in `main.rs`; `cachescope-report help` prints it.
+
+#![deny(missing_docs)]
+
+pub mod capture;
+pub mod compare;
+pub mod extract;
+pub mod input;
+pub mod ktap;
+pub mod metrics;
+pub mod records;
+pub mod report;
+pub mod svg;

@@ -1,0 +1,1309 @@
+//! `report`: a Markdown or HTML document with inline SVG figures and tables.
+//!
+//! Contents: the run (boot facts, suite results, validation status), a plain statement when
+//! figures are emulated, the caches (`cache` records), then the figures — latency vs working
+//! set (bench `latency`, log2 x axis, CCSIDR capacities of data/unified caches as dashed
+//! lines), bandwidth per attribute (bench `stream`, grouped bars), KV append cost vs tokens
+//! (bench `kv`, x = `tokens`), and a bar chart for any other bench — one figure per
+//! (bench, source, unit), each labelled with its source and, when emulated, a red line saying
+//! the figure measures the emulator. Then one metric table per bench, model records, and every
+//! other record kind as a table.
+//!
+//! **Model records** (`"source":"model"`, from the run log or `--model LOG`) that are not
+//! `metric` records are merged into the metric tables' "model" column: a model record matches
+//! a timing metric when its `phase` equals the metric's `phase` field or the metric's point
+//! (`bench/variant/attr/bytes[ extras]`), or when its own bench/variant/attr/bytes equal the
+//! metric's. Model `metric` records are ordinary metrics with source `model`: they get their
+//! own figures and sit next to the timing rows of the same point in the tables.
+
+use crate::input::{Error, Log, Result};
+use crate::ktap;
+use crate::metrics::{human_bytes, sig, Metric};
+use crate::records::{self, Record};
+use crate::svg::{esc, BarChart, Labels, LinePlot, Marker, Point, Series, XScale};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Markdown with inline SVG (raw HTML blocks).
+    Markdown,
+    /// A self-contained HTML page.
+    Html,
+}
+
+impl Format {
+    /// The format implied by an output path's extension.
+    pub fn from_path(path: &str) -> Result<Format> {
+        let lower = path.to_ascii_lowercase();
+        if lower.ends_with(".md") || lower.ends_with(".markdown") {
+            Ok(Format::Markdown)
+        } else if lower.ends_with(".html") || lower.ends_with(".htm") {
+            Ok(Format::Html)
+        } else {
+            Err(Error(format!(
+                "--out {path}: the name must end in .md or .html (it selects the format)"
+            )))
+        }
+    }
+}
+
+/// A document block.
+#[derive(Debug, Clone)]
+enum Block {
+    Heading(u8, String),
+    Para(String),
+    Warn(String),
+    Table(Vec<String>, Vec<Vec<String>>),
+    Figure {
+        n: usize,
+        caption: String,
+        svg: String,
+    },
+    List(Vec<String>),
+    /// A collapsible block (HTML `<details>`; also understood by GitHub Markdown).
+    Details(String, Box<Block>),
+}
+
+/// A built report: blocks plus the figures' SVG texts (for `--svg-dir`).
+pub struct Report {
+    blocks: Vec<Block>,
+    /// (file stem, SVG) of each figure in order.
+    pub figures: Vec<(String, String)>,
+}
+
+fn str_field<'a>(r: &'a Record, k: &str) -> Option<&'a str> {
+    r.obj.get(k).and_then(Value::as_str)
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if !(n.is_u64() || n.is_i64()) => sig(f, 5),
+            _ => n.to_string(),
+        },
+        v => v.to_string(),
+    }
+}
+
+fn source_text(source: &str, cntfrq: Option<u64>) -> String {
+    match source {
+        "cntvct" => match cntfrq {
+            Some(f) if f > 0 => format!(
+                "source: cntvct (CNTVCT_EL0 generic timer, {} MHz, one tick = {} ns)",
+                sig(f as f64 / 1e6, 4),
+                sig(1e9 / f as f64, 4)
+            ),
+            _ => "source: cntvct (CNTVCT_EL0 generic timer)".to_string(),
+        },
+        "pmccntr" => "source: pmccntr (PMCCNTR_EL0 cycle counter)".to_string(),
+        "model" => "source: model (cache-model TCG plugin: simulated caches, deterministic counts)"
+            .to_string(),
+        s => format!("source: {s}"),
+    }
+}
+
+/// Whether a unit is a time (or cycle) count, so that the y axis can be called a latency/cost.
+fn is_time_unit(unit: &str) -> bool {
+    let u = unit.to_ascii_lowercase();
+    let head = u.split('/').next().unwrap_or("");
+    ["ns", "us", "µs", "ms", "s", "ps", "cycles", "ticks"].contains(&head)
+}
+
+/// log10 y when every median is positive and they span more than 20×.
+fn wants_log_y(ms: &[&Metric]) -> bool {
+    let v: Vec<f64> = ms
+        .iter()
+        .filter_map(|m| m.median)
+        .filter(|v| v.is_finite())
+        .collect();
+    let (lo, hi) = v
+        .iter()
+        .fold((f64::INFINITY, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
+    !v.is_empty() && lo > 0.0 && hi / lo > 20.0
+}
+
+fn title_for(what: &str, source: &str, unit: &str) -> String {
+    if source == "model" {
+        format!("{what}: {unit} [model]")
+    } else {
+        format!("{what} [{source}]")
+    }
+}
+
+/// What a figure's red line says, from the emulated flags and sources of its metrics.
+fn warning_for(ms: &[&Metric]) -> Option<String> {
+    let emulated = ms.iter().filter(|m| m.emulated == Some(true)).count();
+    let model = ms.iter().any(|m| m.key.source == "model");
+    if model {
+        Some("SIMULATED by the cache model under QEMU: modelled cache behaviour, not a hardware measurement".into())
+    } else if emulated == ms.len() && emulated > 0 {
+        Some("EMULATED (QEMU): these figures measure the emulator, not caches".into())
+    } else if emulated > 0 {
+        Some(format!(
+            "{emulated} of {} points EMULATED (QEMU): those measure the emulator, not caches",
+            ms.len()
+        ))
+    } else {
+        None
+    }
+}
+
+/// Groups metrics by (source, unit), keeping first-seen order.
+fn by_source_unit<'a>(ms: &[&'a Metric]) -> Vec<((String, String), Vec<&'a Metric>)> {
+    let mut out: Vec<((String, String), Vec<&Metric>)> = Vec::new();
+    for m in ms {
+        let k = (m.key.source.clone(), m.key.unit.clone());
+        match out.iter_mut().find(|(kk, _)| *kk == k) {
+            Some((_, v)) => v.push(m),
+            None => out.push((k, vec![m])),
+        }
+    }
+    out
+}
+
+fn cache_markers(records: &[Record]) -> Vec<Marker> {
+    let mut by_size: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    for r in records.iter().filter(|r| r.kind() == "cache") {
+        let Some(size) = r.obj.get("size").and_then(Value::as_u64) else {
+            continue;
+        };
+        let ty = str_field(r, "type").unwrap_or("").to_ascii_lowercase();
+        if ty.starts_with('i') {
+            continue; // instruction caches do not bound a data working set
+        }
+        let letter = match ty.chars().next() {
+            Some('d') => "D",
+            Some('u') => "",
+            _ => "",
+        };
+        let level = r
+            .obj
+            .get("level")
+            .map(value_text)
+            .unwrap_or_else(|| "?".into());
+        let label = format!("L{level}{letter}");
+        let e = by_size.entry(size).or_default();
+        if !e.contains(&label) {
+            e.push(label);
+        }
+    }
+    by_size
+        .into_iter()
+        .map(|(size, labels)| Marker {
+            x: size as f64,
+            label: format!("{} {} (CCSIDR)", labels.join("/"), human_bytes(size as f64)),
+            knee: false,
+        })
+        .collect()
+}
+
+/// Inferred capacities (`knee` records with a `capacity`) measured with `source`; knees of
+/// several attributes at one capacity share a marker.
+fn knee_markers(records: &[Record], source: &str) -> Vec<Marker> {
+    let mut by_cap: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
+    for r in records
+        .iter()
+        .filter(|r| r.kind() == "knee" && str_field(r, "source").is_none_or(|s| s == source))
+    {
+        if let Some(cap) = r.obj.get("capacity").and_then(Value::as_u64) {
+            let attrs = by_cap.entry(cap).or_default();
+            let a = str_field(r, "attr").unwrap_or("-");
+            if !attrs.contains(&a) {
+                attrs.push(a);
+            }
+        }
+    }
+    by_cap
+        .into_iter()
+        .map(|(cap, attrs)| Marker {
+            x: cap as f64,
+            label: match attrs.as_slice() {
+                [a] => format!("knee {} ({a})", human_bytes(cap as f64)),
+                [a, more @ ..] => format!("knee {} ({a} +{})", human_bytes(cap as f64), more.len()),
+                [] => format!("knee {}", human_bytes(cap as f64)),
+            },
+            knee: true,
+        })
+        .collect()
+}
+
+struct Ctx<'a> {
+    run_name: &'a str,
+    cntfrq: Option<u64>,
+    blocks: Vec<Block>,
+    figures: Vec<(String, String)>,
+}
+
+impl Ctx<'_> {
+    fn figure(&mut self, stem: String, caption: String, svg: String) {
+        let n = self.figures.len() + 1;
+        self.figures.push((format!("fig{n}-{stem}"), svg.clone()));
+        self.blocks.push(Block::Figure { n, caption, svg });
+    }
+
+    fn labels(
+        &self,
+        title: String,
+        source: &str,
+        ms: &[&Metric],
+        x: &str,
+        unit: &str,
+        what: &str,
+    ) -> Labels {
+        Labels {
+            title,
+            subtitle: format!("{} · {}", source_text(source, self.cntfrq), self.run_name),
+            warning: warning_for(ms),
+            x: x.into(),
+            y: if is_time_unit(unit) {
+                format!("{what} ({unit})")
+            } else {
+                unit.to_string()
+            },
+        }
+    }
+
+    fn caption(&self, what: &str, source: &str, unit: &str, ms: &[&Metric]) -> String {
+        let mut c = format!(
+            "{what}; median of each point, whiskers median ± MAD (min and max are in the tables); unit {unit}; {}.",
+            source_text(source, self.cntfrq)
+        );
+        if let Some(w) = warning_for(ms) {
+            c.push(' ');
+            c.push_str(&w);
+            c.push('.');
+        }
+        c
+    }
+
+    fn latency(&mut self, ms: &[&Metric], records: &[Record]) {
+        let markers = cache_markers(records);
+        self.blocks
+            .push(Block::Heading(2, "Latency vs working set".into()));
+        if ms.is_empty() {
+            self.blocks
+                .push(Block::Para("No `latency` metrics in this log.".into()));
+            return;
+        }
+        for ((source, unit), group) in by_source_unit(ms) {
+            let variants = group
+                .iter()
+                .filter_map(|m| m.key.variant.as_deref())
+                .collect::<std::collections::BTreeSet<_>>()
+                .len()
+                > 1;
+            let series = make_series(&group, variants, "bytes", |m| m.key.bytes.map(|b| b as f64));
+            let plot = LinePlot {
+                labels: self.labels(
+                    title_for("Latency vs working set", &source, &unit),
+                    &source,
+                    &group,
+                    "working set (bytes, log2 scale; K = KiB, M = MiB); dashed: CCSIDR capacities, dotted: inferred knees",
+                    &unit,
+                    "latency",
+                ),
+                x_scale: XScale::Log2Bytes,
+                y_log: wants_log_y(&group),
+                series,
+                markers: markers.iter().cloned().chain(knee_markers(records, &source)).collect(),
+            };
+            let cap = self.caption("Latency vs working set (bench latency), one line per attribute, dashed lines at the data/unified cache capacities from CCSIDR", &source, &unit, &group);
+            self.figure(format!("latency-{source}"), cap, plot.render());
+        }
+    }
+
+    fn bars(&mut self, bench: &str, title: &str, ms: &[&Metric]) {
+        for ((source, unit), group) in by_source_unit(ms) {
+            let multi_bytes = {
+                let mut seen: BTreeMap<String, std::collections::BTreeSet<Option<u64>>> =
+                    BTreeMap::new();
+                for m in &group {
+                    seen.entry(m.key.variant.clone().unwrap_or_default())
+                        .or_default()
+                        .insert(m.key.bytes);
+                }
+                seen.values().any(|s| s.len() > 1)
+            };
+            let shown = distinguishing_extras(
+                &group,
+                |m| {
+                    Some(format!(
+                        "{:?}/{:?}/{:?}",
+                        m.key.variant, m.key.attr, m.key.bytes
+                    ))
+                },
+                "",
+            );
+            let cat_of = |m: &Metric| {
+                let mut c = m.key.variant.clone().unwrap_or_else(|| "-".into());
+                if multi_bytes {
+                    if let Some(b) = m.key.bytes {
+                        c = format!("{c} {}", human_bytes(b as f64));
+                    }
+                }
+                for (k, v) in m.key.extras.iter().filter(|(k, _)| shown.contains(k)) {
+                    // Strings read well alone ("to-device"); numbers need their name.
+                    if v.parse::<i64>().is_ok() {
+                        c.push_str(&format!(" {k}={v}"));
+                    } else {
+                        c.push_str(&format!(" {v}"));
+                    }
+                }
+                c
+            };
+            let mut cats: Vec<String> = Vec::new();
+            let mut attrs: Vec<String> = Vec::new();
+            for m in &group {
+                let c = cat_of(m);
+                if !cats.contains(&c) {
+                    cats.push(c);
+                }
+                let a = m.key.attr.clone().unwrap_or_else(|| "-".into());
+                if !attrs.contains(&a) {
+                    attrs.push(a);
+                }
+            }
+            let series = attrs
+                .iter()
+                .map(|a| {
+                    let vals = cats
+                        .iter()
+                        .map(|c| {
+                            group
+                                .iter()
+                                .find(|m| {
+                                    m.key.attr.as_deref().unwrap_or("-") == a && &cat_of(m) == c
+                                })
+                                .and_then(|m| m.median)
+                        })
+                        .collect();
+                    (a.clone(), vals)
+                })
+                .collect();
+            let chart = BarChart {
+                labels: self.labels(
+                    format!("{title} [{source}]"),
+                    &source,
+                    &group,
+                    "variant",
+                    &unit,
+                    "median",
+                ),
+                categories: cats,
+                series,
+            };
+            let cap = self
+                .caption(
+                    &format!("{title} (bench {bench}), one bar per attribute"),
+                    &source,
+                    &unit,
+                    &group,
+                )
+                .replace(
+                    "median of each point with min–max whiskers",
+                    "median of each measurement",
+                );
+            self.figure(format!("{bench}-{source}"), cap, chart.render());
+        }
+    }
+
+    fn kv(&mut self, ms: &[&Metric]) {
+        self.blocks
+            .push(Block::Heading(2, "KV-cache append cost vs tokens".into()));
+        if ms.is_empty() {
+            self.blocks
+                .push(Block::Para("No `kv` metrics in this log.".into()));
+            return;
+        }
+        for ((source, unit), all) in by_source_unit(ms) {
+            // One figure per variant when one figure would hold too many lines to read.
+            let mut variants = FirstSeen::default();
+            for m in &all {
+                variants.id(m.key.variant.as_deref().unwrap_or("-"));
+            }
+            let attrs = all
+                .iter()
+                .map(|m| m.key.attr.as_deref().unwrap_or("-"))
+                .collect::<std::collections::BTreeSet<_>>()
+                .len();
+            let split = variants.names.len() > 1 && variants.names.len() * attrs > 8;
+            let parts: Vec<(Option<&str>, Vec<&Metric>)> = if split {
+                variants
+                    .names
+                    .iter()
+                    .map(|v| {
+                        (
+                            Some(v.as_str()),
+                            all.iter()
+                                .copied()
+                                .filter(|m| m.key.variant.as_deref().unwrap_or("-") == v)
+                                .collect(),
+                        )
+                    })
+                    .collect()
+            } else {
+                vec![(None, all.clone())]
+            };
+            for (variant, group) in parts {
+                self.kv_figure(&source, &unit, variant, &group);
+            }
+        }
+    }
+
+    fn kv_figure(&mut self, source: &str, unit: &str, variant: Option<&str>, group: &[&Metric]) {
+        let with_tokens = group.iter().all(|m| m.num("tokens").is_some());
+        let (xname, skip) = if with_tokens {
+            ("tokens (log2 scale)", "tokens")
+        } else {
+            ("bytes (log2 scale)", "bytes")
+        };
+        let series = make_series(group, variant.is_none(), skip, |m| {
+            if with_tokens {
+                m.num("tokens")
+            } else {
+                m.key.bytes.map(|b| b as f64)
+            }
+        });
+        let what = match variant {
+            Some(v) => format!("KV-cache {v} vs tokens"),
+            None => "KV-cache cost vs tokens".to_string(),
+        };
+        let plot = LinePlot {
+            labels: self.labels(
+                title_for(&what, source, unit),
+                source,
+                group,
+                xname,
+                unit,
+                "cost",
+            ),
+            x_scale: if with_tokens {
+                XScale::Log2
+            } else {
+                XScale::Log2Bytes
+            },
+            y_log: wants_log_y(group),
+            series,
+            markers: vec![],
+        };
+        let lines = if variant.is_some() {
+            "one line per attribute"
+        } else {
+            "one line per variant and attribute"
+        };
+        let cap = self.caption(&format!("{what}: KV-cache ring append cost / scan bandwidth as the cache grows (bench kv), {lines}"), source, unit, group);
+        self.figure(
+            format!("kv-{}-{source}", variant.unwrap_or("all")),
+            cap,
+            plot.render(),
+        );
+    }
+}
+
+/// The extra fields (other than `except`) that differ between metrics of the same `slot`: the
+/// ones a figure must show to tell its points apart. Metrics without a slot are ignored.
+fn distinguishing_extras(
+    ms: &[&Metric],
+    slot: impl Fn(&Metric) -> Option<String>,
+    except: &str,
+) -> Vec<String> {
+    let mut at: HashMap<String, Vec<&Metric>> = HashMap::new();
+    for m in ms {
+        if let Some(k) = slot(m) {
+            at.entry(k).or_default().push(m);
+        }
+    }
+    let value = |m: &Metric, k: &str| {
+        m.key
+            .extras
+            .iter()
+            .find(|(km, _)| km == k)
+            .map(|(_, v)| v.clone())
+    };
+    let mut out: Vec<String> = Vec::new();
+    for same in at.values().filter(|v| v.len() > 1) {
+        for m in same {
+            for (k, v) in &m.key.extras {
+                if k != except
+                    && !out.contains(k)
+                    && same.iter().any(|o| value(o, k).as_ref() != Some(v))
+                {
+                    out.push(k.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Line-plot series: one per [variant +] attribute, split further only by the extra fields that
+/// take several values at one x (so fields that move with x, such as `cached` or `wrapped` of
+/// the KV ring, do not explode the series).
+fn make_series(
+    ms: &[&Metric],
+    with_variant: bool,
+    x_field: &str,
+    x: impl Fn(&Metric) -> Option<f64>,
+) -> Vec<Series> {
+    let base = |m: &Metric| {
+        let mut parts = Vec::new();
+        if with_variant {
+            parts.extend(m.key.variant.clone());
+        }
+        parts.push(m.key.attr.clone().unwrap_or_else(|| "-".into()));
+        parts.join(" ")
+    };
+    // Metrics that share a series base and an x: the extras that differ among them split series.
+    let split = distinguishing_extras(
+        ms,
+        |m| x(m).map(|xv| format!("{}@{}", base(m), xv.to_bits())),
+        x_field,
+    );
+    let mut out: Vec<Series> = Vec::new();
+    for m in ms {
+        let (Some(x), Some(y)) = (x(m), m.median) else {
+            continue;
+        };
+        let mut n = base(m);
+        for (k, v) in m.key.extras.iter().filter(|(k, _)| split.contains(k)) {
+            n.push_str(&format!(" {k}={v}"));
+        }
+        let p = Point {
+            x,
+            y,
+            lo: m.mad.map(|d| y - d),
+            hi: m.mad.map(|d| y + d),
+        };
+        match out.iter_mut().find(|s| s.name == n) {
+            Some(s) => s.points.push(p),
+            None => out.push(Series {
+                name: n,
+                points: vec![p],
+            }),
+        }
+    }
+    out
+}
+
+fn table_of(records: &[&Record], limit: usize) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut cols: Vec<String> = vec!["line".into()];
+    for r in records {
+        for k in r.obj.keys() {
+            if k != "record" && !cols.contains(k) {
+                cols.push(k.clone());
+            }
+        }
+    }
+    let rows = records
+        .iter()
+        .take(limit)
+        .map(|r| {
+            cols.iter()
+                .map(|c| {
+                    if c == "line" {
+                        r.line.to_string()
+                    } else {
+                        r.obj.get(c).map(value_text).unwrap_or_default()
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    (cols, rows)
+}
+
+fn model_text(r: &Record) -> String {
+    const SKIP: [&str; 8] = [
+        "record", "phase", "source", "bench", "variant", "attr", "bytes", "emulated",
+    ];
+    let mut parts = Vec::new();
+    if let Some(l) = r.obj.get("level") {
+        parts.push(format!("L{}", value_text(l)));
+    }
+    for (k, v) in &r.obj {
+        if !SKIP.contains(&k.as_str()) && k != "level" {
+            parts.push(format!("{k}={}", value_text(v)));
+        }
+    }
+    parts.join(" ")
+}
+
+fn model_matches(model: &Record, m: &Metric) -> bool {
+    let base = format!(
+        "{}/{}/{}/{}",
+        m.key.bench,
+        m.key.variant.as_deref().unwrap_or("-"),
+        m.key.attr.as_deref().unwrap_or("-"),
+        m.key.bytes.map_or("-".into(), |b| b.to_string())
+    );
+    if let Some(p) = str_field(model, "phase") {
+        if m.obj.get("phase").and_then(Value::as_str) == Some(p) || p == m.key.point() || p == base
+        {
+            return true;
+        }
+    }
+    if let Some(b) = str_field(model, "bench") {
+        let mb = format!(
+            "{b}/{}/{}/{}",
+            str_field(model, "variant").unwrap_or("-"),
+            str_field(model, "attr").unwrap_or("-"),
+            model
+                .obj
+                .get("bytes")
+                .and_then(Value::as_u64)
+                .map_or("-".into(), |b| b.to_string())
+        );
+        return mb == base;
+    }
+    false
+}
+
+/// Names in first-seen order, each with its index (hashed: tables can have 10^5 rows).
+#[derive(Default)]
+struct FirstSeen {
+    names: Vec<String>,
+    index: HashMap<String, usize>,
+}
+
+impl FirstSeen {
+    /// The index of `v`, appending it when new.
+    fn id(&mut self, v: &str) -> usize {
+        if let Some(&i) = self.index.get(v) {
+            return i;
+        }
+        self.names.push(v.to_string());
+        self.index.insert(v.to_string(), self.names.len() - 1);
+        self.names.len() - 1
+    }
+}
+
+/// Extra key fields of `ms`, in first-seen order.
+fn extra_names(ms: &[&Metric]) -> Vec<String> {
+    let mut names = FirstSeen::default();
+    for m in ms {
+        for (k, _) in &m.key.extras {
+            names.id(k);
+        }
+    }
+    names.names
+}
+
+/// A point's row label without its attribute: variant, bytes, then the value of each extra.
+fn row_label(m: &Metric, extras: &[String]) -> Vec<String> {
+    let mut r = vec![
+        m.key.variant.clone().unwrap_or_default(),
+        m.key
+            .bytes
+            .map(|b| human_bytes(b as f64))
+            .unwrap_or_default(),
+    ];
+    r.extend(extras.iter().map(|e| {
+        m.key
+            .extras
+            .iter()
+            .find(|(k, _)| k == e)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    }));
+    r
+}
+
+/// Median table: one row per (variant, bytes, extras), one column per attribute, in
+/// first-seen order.
+fn pivot(ms: &[&Metric]) -> (Vec<String>, Vec<Vec<String>>) {
+    let extras = extra_names(ms);
+    let mut attrs = FirstSeen::default();
+    for m in ms {
+        attrs.id(m.key.attr.as_deref().unwrap_or("-"));
+    }
+    let mut labels = FirstSeen::default();
+    let mut rows: Vec<(Vec<String>, Vec<Option<f64>>)> = Vec::new();
+    for m in ms {
+        let a = attrs.id(m.key.attr.as_deref().unwrap_or("-"));
+        let label = row_label(m, &extras);
+        let i = labels.id(&label.join("\u{1f}"));
+        if i == rows.len() {
+            rows.push((label, vec![None; attrs.names.len()]));
+        }
+        rows[i].1[a] = m.median;
+    }
+    let mut head = vec!["variant".to_string(), "bytes".to_string()];
+    head.extend(extras.iter().cloned());
+    head.extend(attrs.names.iter().cloned());
+    let body = rows
+        .into_iter()
+        .map(|(mut l, v)| {
+            l.extend(
+                v.into_iter()
+                    .map(|x| x.map(|x| sig(x, 4)).unwrap_or_else(|| "–".into())),
+            );
+            l
+        })
+        .collect();
+    (head, body)
+}
+
+/// Every measurement with its statistics, and the matching cache-model records when any.
+fn detail_table(ms: &[&Metric], model_recs: &[&Record]) -> (Vec<String>, Vec<Vec<String>>) {
+    let extras = extra_names(ms);
+    let mut order = FirstSeen::default();
+    let mut attrs = FirstSeen::default();
+    let mut sorted: Vec<(usize, usize, &Metric)> = ms
+        .iter()
+        .map(|m| {
+            let p = order.id(&row_label(m, &extras).join("\u{1f}"));
+            (p, attrs.id(m.key.attr.as_deref().unwrap_or("-")), *m)
+        })
+        .collect();
+    sorted.sort_by_key(|&(p, a, _)| (p, a));
+    let with_model = ms
+        .iter()
+        .any(|m| model_recs.iter().any(|r| model_matches(r, m)));
+    let mut head: Vec<String> = ["variant", "attr", "bytes"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    head.extend(extras.iter().cloned());
+    head.extend(
+        [
+            "reps", "min", "median", "max", "mad", "unit", "source", "emulated",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    if with_model {
+        head.push("model".into());
+    }
+    let num = |v: Option<f64>| v.map(|x| sig(x, 4)).unwrap_or_default();
+    let rows = sorted
+        .iter()
+        .map(|(_, _, m)| {
+            let mut row = row_label(m, &extras);
+            row.insert(1, m.key.attr.clone().unwrap_or_default());
+            row.extend([
+                m.reps.map(|r| r.to_string()).unwrap_or_default(),
+                num(m.min),
+                num(m.median),
+                num(m.max),
+                num(m.mad),
+                m.key.unit.clone(),
+                m.key.source.clone(),
+                m.emulated.map(|e| e.to_string()).unwrap_or_default(),
+            ]);
+            if with_model {
+                let t: Vec<String> = model_recs
+                    .iter()
+                    .filter(|r| model_matches(r, m))
+                    .map(|r| model_text(r))
+                    .collect();
+                row.push(t.join("; "));
+            }
+            row
+        })
+        .collect();
+    (head, rows)
+}
+
+/// Builds the report of `run` (plus the records of `model`, if given).
+pub fn build(run: &Log, model: Option<&Log>) -> Report {
+    let k = ktap::validate(run, ktap::Options::default());
+    let mut problems: Vec<String> = k
+        .problems
+        .iter()
+        .chain(records::check_contract(run, &k).iter())
+        .map(|p| format!("{}:{}", run.name, p))
+        .collect();
+    problems.sort();
+    problems.dedup();
+    let (mut recs, _) = records::extract(run);
+    let run_records = recs.len();
+    if let Some(m) = model {
+        let (mrecs, mprob) = records::extract(m);
+        problems.extend(mprob.iter().map(|p| format!("{}:{}", m.name, p)));
+        recs.extend(mrecs);
+    }
+    let (metrics, skipped) = Metric::collect(&recs);
+    problems.extend(skipped.iter().map(|s| format!("(records): {s}")));
+    let boot = recs.iter().find(|r| r.kind() == "boot");
+    let end = recs[..run_records].iter().rev().find(|r| r.kind() == "end");
+    let cntfrq = boot
+        .and_then(|b| b.obj.get("cntfrq"))
+        .and_then(Value::as_u64);
+    let mut c = Ctx {
+        run_name: &run.name,
+        cntfrq,
+        blocks: Vec::new(),
+        figures: Vec::new(),
+    };
+
+    c.blocks.push(Block::Heading(
+        1,
+        format!("cachescope report: {}", run.name),
+    ));
+    let mut facts = Vec::new();
+    if let Some(b) = boot {
+        for k in [
+            "board", "cpu", "midr", "el", "cntfrq", "ram_size", "emulated",
+        ] {
+            if let Some(v) = b.obj.get(k) {
+                facts.push(vec![k.to_string(), value_text(v)]);
+            }
+        }
+    } else {
+        facts.push(vec!["boot".into(), "no boot record".into()]);
+    }
+    if let Some(e) = end {
+        facts.push(vec![
+            "results".into(),
+            format!(
+                "{} passed, {} failed, {} skipped (end record)",
+                e.obj.get("passed").map(value_text).unwrap_or_default(),
+                e.obj.get("failed").map(value_text).unwrap_or_default(),
+                e.obj.get("skipped").map(value_text).unwrap_or_default()
+            ),
+        ]);
+    } else {
+        facts.push(vec![
+            "results".into(),
+            "no end record (truncated run?)".into(),
+        ]);
+    }
+    facts.push(vec![
+        "validation".into(),
+        if problems.is_empty() {
+            "KTAP v1 and records contract: valid".into()
+        } else {
+            format!("{} problems (listed at the end)", problems.len())
+        },
+    ]);
+    facts.push(vec![
+        "records".into(),
+        format!(
+            "{} in the run log{}; {} metrics",
+            run_records,
+            model
+                .map(|m| format!(", {} in {}", recs.len() - run_records, m.name))
+                .unwrap_or_default(),
+            metrics.len()
+        ),
+    ]);
+    c.blocks
+        .push(Block::Table(vec!["fact".into(), "value".into()], facts));
+
+    let emulated = boot
+        .and_then(|b| b.obj.get("emulated"))
+        .and_then(Value::as_bool)
+        == Some(true)
+        || metrics.iter().any(|m| m.emulated == Some(true));
+    if emulated {
+        c.blocks.push(Block::Warn(
+            "This run is emulated (`\"emulated\": true`). QEMU models no caches: timing figures measured under it (sources cntvct and pmccntr) measure the emulator — under `-icount` they count instructions — not cache behaviour. Only figures with source `model` (the cache-model plugin) simulate caches, and they are a model, not hardware.".into(),
+        ));
+    }
+
+    // Suites (top-level KTAP results).
+    if let Some(start) = k.start {
+        let rows: Vec<Vec<String>> = run.lines[start + 1..]
+            .iter()
+            .filter(|l| l.defect.is_none() && !l.text.starts_with(' '))
+            .filter_map(|l| {
+                ktap::parse_result(&l.text).and_then(|r| r.ok()).map(|r| {
+                    vec![
+                        r.number.to_string(),
+                        r.description.to_string(),
+                        if r.directive == Some(ktap::Directive::Skip) {
+                            format!("skip: {}", r.reason)
+                        } else if r.ok {
+                            "ok".into()
+                        } else {
+                            "not ok".into()
+                        },
+                    ]
+                })
+            })
+            .collect();
+        if !rows.is_empty() {
+            c.blocks.push(Block::Heading(2, "Suites".into()));
+            c.blocks.push(Block::Table(
+                vec!["#".into(), "suite".into(), "result".into()],
+                rows,
+            ));
+        }
+    }
+
+    let caches: Vec<&Record> = recs.iter().filter(|r| r.kind() == "cache").collect();
+    c.blocks.push(Block::Heading(2, "Caches (CCSIDR)".into()));
+    if caches.is_empty() {
+        c.blocks
+            .push(Block::Para("No `cache` records in this log.".into()));
+    } else {
+        let (h, rows) = table_of(&caches, usize::MAX);
+        c.blocks.push(Block::Table(h, rows));
+    }
+
+    let of = |b: &str| {
+        metrics
+            .iter()
+            .filter(|m| m.key.bench == b)
+            .collect::<Vec<_>>()
+    };
+    c.latency(&of("latency"), &recs);
+    c.blocks.push(Block::Heading(
+        2,
+        "Streaming bandwidth per attribute".into(),
+    ));
+    let stream = of("stream");
+    if stream.is_empty() {
+        c.blocks
+            .push(Block::Para("No `stream` metrics in this log.".into()));
+    } else {
+        c.bars("stream", "Bandwidth per attribute", &stream);
+    }
+    c.kv(&of("kv"));
+    let mut others: Vec<&str> = Vec::new();
+    for m in &metrics {
+        let b = m.key.bench.as_str();
+        if !["latency", "stream", "kv"].contains(&b) && !others.contains(&b) {
+            others.push(b);
+        }
+    }
+    for b in &others {
+        let (heading, title) = match *b {
+            "handoff" | "dma" => (
+                format!("Pinned DMA-like buffer hand-off (bench {b})"),
+                "DMA-like hand-off cost per attribute".to_string(),
+            ),
+            b => (format!("Bench {b}"), format!("{b} per attribute")),
+        };
+        c.blocks.push(Block::Heading(2, heading));
+        c.bars(b, &title, &of(b));
+    }
+
+    // Metric tables with merged model records.
+    let model_recs: Vec<&Record> = recs
+        .iter()
+        .filter(|r| r.kind() != "metric" && str_field(r, "source") == Some("model"))
+        .collect();
+    if !metrics.is_empty() {
+        c.blocks.push(Block::Heading(2, "Metric tables".into()));
+        let mut benches: Vec<&str> = Vec::new();
+        for m in &metrics {
+            if !benches.contains(&m.key.bench.as_str()) {
+                benches.push(&m.key.bench);
+            }
+        }
+        for b in benches {
+            let ms: Vec<&Metric> = metrics.iter().filter(|m| m.key.bench == b).collect();
+            c.blocks.push(Block::Heading(
+                3,
+                format!("{b} ({} measurements)", ms.len()),
+            ));
+            for ((source, unit), group) in by_source_unit(&ms) {
+                c.blocks.push(Block::Para(format!(
+                    "Median in {unit}, {}{}:",
+                    source_text(&source, cntfrq),
+                    if group.iter().all(|m| m.emulated == Some(true)) {
+                        ", emulated"
+                    } else {
+                        ""
+                    }
+                )));
+                let (h, rows) = pivot(&group);
+                c.blocks.push(Block::Table(h, rows));
+            }
+            let (h, rows) = detail_table(&ms, &model_recs);
+            let with_model = h.last().is_some_and(|x| x == "model");
+            c.blocks.push(Block::Details(
+                format!(
+                    "All {} {b} measurements: reps, min, median, max, MAD{}",
+                    ms.len(),
+                    if with_model {
+                        ", cache-model counts of the same phase"
+                    } else {
+                        ""
+                    }
+                ),
+                Box::new(Block::Table(h, rows)),
+            ));
+        }
+    }
+
+    // Every other record kind.
+    let mut kinds: Vec<&str> = Vec::new();
+    for r in &recs {
+        if !["boot", "end", "metric", "cache"].contains(&r.kind()) && !kinds.contains(&r.kind()) {
+            kinds.push(r.kind());
+        }
+    }
+    if !kinds.is_empty() {
+        c.blocks.push(Block::Heading(2, "Other records".into()));
+        for kind in kinds {
+            let rs: Vec<&Record> = recs.iter().filter(|r| r.kind() == kind).collect();
+            let (h, rows) = table_of(&rs, 500);
+            let origin = if rs.iter().any(|r| str_field(r, "source") == Some("model")) {
+                ", from the cache model"
+            } else {
+                ""
+            };
+            c.blocks.push(Block::Heading(
+                3,
+                format!("{kind} ({} records{origin})", rs.len()),
+            ));
+            c.blocks.push(Block::Table(h, rows));
+            if rs.len() > 500 {
+                c.blocks.push(Block::Para(format!(
+                    "… {} more (see `extract`).",
+                    rs.len() - 500
+                )));
+            }
+        }
+    }
+
+    if !problems.is_empty() {
+        c.blocks
+            .push(Block::Heading(2, "Validation problems".into()));
+        let n = problems.len();
+        let mut list: Vec<String> = problems.into_iter().take(50).collect();
+        if n > 50 {
+            list.push(format!("… and {} more (run `check`)", n - 50));
+        }
+        c.blocks.push(Block::List(list));
+    }
+    Report {
+        blocks: c.blocks,
+        figures: c.figures,
+    }
+}
+
+fn md_esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        if matches!(ch, '\\' | '|' | '*' | '_' | '<' | '>' | '[' | ']') {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// Inline `code` spans in our own prose are kept; data-derived text goes through the escapers.
+fn md_inline(s: &str) -> String {
+    s.to_string()
+}
+
+fn html_inline(s: &str) -> String {
+    // Our prose marks code with backticks; turn pairs into <code>.
+    let mut out = String::new();
+    for (i, part) in esc(s).split('`').enumerate() {
+        if i % 2 == 1 {
+            out.push_str("<code>");
+            out.push_str(part);
+            out.push_str("</code>");
+        } else {
+            out.push_str(part);
+        }
+    }
+    out
+}
+
+impl Report {
+    /// Renders the report.
+    pub fn render(&self, format: Format) -> String {
+        match format {
+            Format::Markdown => self.markdown(),
+            Format::Html => self.html(),
+        }
+    }
+
+    fn markdown(&self) -> String {
+        let mut s = String::new();
+        for b in &self.blocks {
+            md_block(&mut s, b);
+        }
+        s
+    }
+
+    fn html(&self) -> String {
+        let title = self
+            .blocks
+            .iter()
+            .find_map(|b| {
+                if let Block::Heading(1, t) = b {
+                    Some(t.clone())
+                } else {
+                    None
+                }
+            })
+            .unwrap_or_else(|| "cachescope report".into());
+        let mut s = format!(
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n<style>{CSS}</style></head><body>\n",
+            esc(&title)
+        );
+        for b in &self.blocks {
+            html_block(&mut s, b);
+        }
+        s.push_str("</body></html>\n");
+        s
+    }
+}
+
+const CSS: &str = "body{font-family:DejaVu Sans,Arial,sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}\
+table{border-collapse:collapse;margin:0.5em 0 1.2em;font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}\
+th{background:#f2f2f2}.warn{border-left:4px solid #b00020;background:#fff3f3;padding:0.5em 1em}figure{margin:1em 0}\
+figcaption{font-size:13px;color:#444;max-width:900px}code{background:#f4f4f4;padding:0 3px}summary{cursor:pointer;margin:0.3em 0 0.8em}";
+
+fn md_block(s: &mut String, b: &Block) {
+    match b {
+        Block::Heading(n, t) => {
+            s.push_str(&format!("{} {}\n\n", "#".repeat(*n as usize), md_esc(t)))
+        }
+        Block::Para(t) => s.push_str(&format!("{}\n\n", md_inline(t))),
+        Block::Warn(t) => s.push_str(&format!("> **Note:** {}\n\n", md_inline(t))),
+        Block::Table(h, rows) => {
+            let line = |cells: &[String]| {
+                format!(
+                    "| {} |\n",
+                    cells
+                        .iter()
+                        .map(|c| md_esc(c))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                )
+            };
+            s.push_str(&line(h));
+            s.push_str(&format!("|{}\n", "---|".repeat(h.len())));
+            for r in rows {
+                s.push_str(&line(r));
+            }
+            s.push('\n');
+        }
+        Block::Figure { n, caption, svg } => s.push_str(&format!(
+            "<div>\n{svg}\n</div>\n\n*Figure {n}: {}*\n\n",
+            md_esc(caption)
+        )),
+        Block::List(items) => {
+            for i in items {
+                s.push_str(&format!("- {}\n", md_esc(i)));
+            }
+            s.push('\n');
+        }
+        Block::Details(summary, inner) => {
+            s.push_str(&format!("<details><summary>{}</summary>\n\n", esc(summary)));
+            md_block(s, inner);
+            s.push_str("</details>\n\n");
+        }
+    }
+}
+
+fn html_block(s: &mut String, b: &Block) {
+    match b {
+        Block::Heading(n, t) => s.push_str(&format!("<h{n}>{}</h{n}>\n", esc(t))),
+        Block::Para(t) => s.push_str(&format!("<p>{}</p>\n", html_inline(t))),
+        Block::Warn(t) => s.push_str(&format!(
+            "<p class=\"warn\"><strong>Note:</strong> {}</p>\n",
+            html_inline(t)
+        )),
+        Block::Table(h, rows) => {
+            s.push_str("<table><thead><tr>");
+            for c in h {
+                s.push_str(&format!("<th>{}</th>", esc(c)));
+            }
+            s.push_str("</tr></thead><tbody>\n");
+            for r in rows {
+                s.push_str("<tr>");
+                for c in r {
+                    s.push_str(&format!("<td>{}</td>", esc(c)));
+                }
+                s.push_str("</tr>\n");
+            }
+            s.push_str("</tbody></table>\n");
+        }
+        Block::Figure { n, caption, svg } => s.push_str(&format!(
+            "<figure>{svg}<figcaption>Figure {n}: {}</figcaption></figure>\n",
+            esc(caption)
+        )),
+        Block::List(items) => {
+            s.push_str("<ul>\n");
+            for i in items {
+                s.push_str(&format!("<li>{}</li>\n", esc(i)));
+            }
+            s.push_str("</ul>\n");
+        }
+        Block::Details(summary, inner) => {
+            s.push_str(&format!("<details><summary>{}</summary>\n", esc(summary)));
+            html_block(s, inner);
+            s.push_str("</details>\n");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RUN: &str = concat!(
+        "KTAP version 1\n1..1\n",
+        "# cs: {\"record\":\"boot\",\"schema\":1,\"el\":1,\"board\":\"qemu-virt\",\"midr\":\"0x410fd083\",\"cpu\":\"Cortex-A72\",\"cntfrq\":62500000,\"emulated\":true}\n",
+        "  # Subtest: bench\n  KTAP version 1\n  1..1\n",
+        "  # cs: {\"record\":\"cache\",\"level\":1,\"type\":\"data\",\"size\":32768}\n",
+        "  # cs: {\"record\":\"cache\",\"level\":1,\"type\":\"instruction\",\"size\":49152}\n",
+        "  # cs: {\"record\":\"metric\",\"bench\":\"latency\",\"variant\":\"chase\",\"attr\":\"wb\",\"bytes\":4096,\"reps\":5,\"min\":1,\"median\":2,\"max\":3,\"mad\":0.5,\"unit\":\"ns\",\"source\":\"cntvct\",\"emulated\":true,\"phase\":\"lat-wb-4k\"}\n",
+        "  # cs: {\"record\":\"metric\",\"bench\":\"latency\",\"variant\":\"chase\",\"attr\":\"wb\",\"bytes\":65536,\"reps\":5,\"min\":4,\"median\":5,\"max\":6,\"mad\":0.5,\"unit\":\"ns\",\"source\":\"cntvct\",\"emulated\":true}\n",
+        "  # cs: {\"record\":\"metric\",\"bench\":\"handoff\",\"variant\":\"nc\",\"attr\":\"nc\",\"bytes\":65536,\"median\":7,\"unit\":\"ns/MiB\",\"source\":\"cntvct\",\"emulated\":true}\n",
+        "  ok 1 lat\nok 1 bench\n",
+        "# cs: {\"record\":\"end\",\"passed\":1,\"failed\":0,\"skipped\":0}\n",
+    );
+    const MODEL: &str = "# cs: {\"record\":\"model-phase\",\"source\":\"model\",\"phase\":\"lat-wb-4k\",\"level\":1,\"accesses\":4096,\"misses\":64}\n";
+
+    #[test]
+    fn report_has_figures_labels_tables_and_model_merge() {
+        let run = Log::from_bytes("run.log", RUN.as_bytes());
+        let model = Log::from_bytes("model.log", MODEL.as_bytes());
+        let r = build(&run, Some(&model));
+        assert_eq!(r.figures.len(), 2, "latency + handoff");
+        let md = r.render(Format::Markdown);
+        for needle in [
+            "# cachescope report: run.log",
+            "KTAP v1 and records contract: valid",
+            "This run is emulated",
+            "L1D 32 KiB (CCSIDR)",
+            "EMULATED (QEMU): these figures measure the emulator, not caches",
+            "source: cntvct (CNTVCT\\_EL0 generic timer, 62.5 MHz, one tick = 16 ns)",
+            "No `stream` metrics in this log.",
+            "No `kv` metrics in this log.",
+            "| chase | wb | 4 KiB | 5 | 1 | 2 | 3 | 0.5 | ns | cntvct | true | L1 accesses=4096 misses=64 |",
+            "### model-phase (1 records, from the cache model)",
+        ] {
+            assert!(md.contains(needle), "missing {needle:?} in\n{md}");
+        }
+        assert!(!md.contains("L1I"), "instruction caches are not marked");
+        let html = r.render(Format::Html);
+        assert!(
+            html.starts_with("<!DOCTYPE html>")
+                && html.contains("<figure><svg")
+                && html.contains("<code>stream</code>")
+        );
+    }
+
+    #[test]
+    fn problems_are_listed() {
+        let run = Log::from_bytes("bad.log", b"KTAP version 1\n1..2\nok 1 a\n");
+        let md = build(&run, None).render(Format::Markdown);
+        assert!(md.contains("## Validation problems"), "{md}");
+        assert!(md.contains("bad.log:3: the top-level plan is 1..2"), "{md}");
+    }
+
+    #[test]
+    fn format_from_path() {
+        assert_eq!(Format::from_path("r.md").unwrap(), Format::Markdown);
+        assert_eq!(Format::from_path("R.HTML").unwrap(), Format::Html);
+        assert!(Format::from_path("r.pdf")
+            .unwrap_err()
+            .0
+            .contains("must end in .md or .html"));
+    }
+}

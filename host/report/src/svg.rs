@@ -1,0 +1,845 @@
+//! Hand-written SVG plots: a line plot (linear or log2 x axis, linear or log10 y axis, min–max
+//! whiskers, vertical capacity markers) and a grouped bar chart. Both carry a title, a subtitle
+//! naming the data source, an optional red warning line (emulated figures), axis labels and a
+//! legend. Every point and bar has a `<title>` tooltip with its exact value.
+
+use crate::metrics::sig;
+use std::fmt::Write;
+
+const W: f64 = 900.0;
+const H: f64 = 470.0;
+const LEFT: f64 = 84.0;
+const RIGHT: f64 = 232.0;
+const BOTTOM: f64 = 64.0;
+/// Longest legend entry, in characters, that fits the right margin.
+const LEGEND_CHARS: usize = 27;
+const PALETTE: [&str; 10] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+    "#7f7f7f", "#bcbd22",
+];
+
+/// Escapes text for SVG/HTML.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// One point of a series.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    /// X value.
+    pub x: f64,
+    /// Y value (the median).
+    pub y: f64,
+    /// Lower whisker (min), if any.
+    pub lo: Option<f64>,
+    /// Upper whisker (max), if any.
+    pub hi: Option<f64>,
+}
+
+/// A named series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// Legend text.
+    pub name: String,
+    /// Points (sorted by x when drawn).
+    pub points: Vec<Point>,
+}
+
+/// A vertical marker line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Marker {
+    /// Position on the x axis.
+    pub x: f64,
+    /// Label drawn along the line.
+    pub label: String,
+    /// An inferred knee (dotted, orange, label from the bottom) rather than a capacity from the
+    /// ID registers (dashed, grey, label from the top).
+    pub knee: bool,
+}
+
+/// How the x axis is scaled and labelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XScale {
+    /// log2, ticks labelled as byte sizes (`4K`, `1M`).
+    Log2Bytes,
+    /// log2, ticks labelled as plain numbers.
+    Log2,
+    /// Linear.
+    Linear,
+}
+
+/// Texts around a plot.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Labels {
+    /// Title.
+    pub title: String,
+    /// Subtitle (the data source).
+    pub subtitle: String,
+    /// A warning shown in red under the subtitle (emulated figures).
+    pub warning: Option<String>,
+    /// X axis label.
+    pub x: String,
+    /// Y axis label.
+    pub y: String,
+}
+
+/// A line plot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinePlot {
+    /// Texts.
+    pub labels: Labels,
+    /// X scale.
+    pub x_scale: XScale,
+    /// log10 y axis (points ≤ 0 are left out).
+    pub y_log: bool,
+    /// Series.
+    pub series: Vec<Series>,
+    /// Vertical markers.
+    pub markers: Vec<Marker>,
+}
+
+/// A grouped bar chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BarChart {
+    /// Texts (`x` names the categories).
+    pub labels: Labels,
+    /// Category names along the x axis.
+    pub categories: Vec<String>,
+    /// (series name, one value per category; `None` = the series has no bar there).
+    pub series: Vec<(String, Vec<Option<f64>>)>,
+}
+
+/// The plot area and canvas size.
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    h: f64,
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+}
+
+impl Frame {
+    fn new(l: &Labels, extra_bottom: f64) -> Frame {
+        let top = if l.warning.is_some() { 86.0 } else { 66.0 };
+        let h = H + extra_bottom;
+        Frame {
+            h,
+            x0: LEFT,
+            x1: W - RIGHT,
+            y0: top,
+            y1: h - BOTTOM - extra_bottom,
+        }
+    }
+}
+
+/// Maps a y value to axis units (identity or log10).
+type YMap = fn(f64) -> f64;
+
+/// "Nice" linear ticks covering [lo, hi].
+fn nice_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let (lo, hi) = if hi > lo {
+        (lo, hi)
+    } else {
+        (lo - 1.0, lo + 1.0)
+    };
+    let raw = (hi - lo) / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    let start = (lo / step).floor() * step;
+    let mut t = Vec::new();
+    let mut v = start;
+    while v < hi + step * 0.999 && t.len() < 20 {
+        t.push(if v.abs() < step * 1e-9 { 0.0 } else { v });
+        v += step;
+    }
+    t
+}
+
+/// log10 ticks covering [lo, hi] (both > 0): 1-2-5 steps when the range is short, decades
+/// otherwise. Returns (ticks, log10 of the axis ends).
+fn log_ticks(lo: f64, hi: f64) -> (Vec<f64>, f64, f64) {
+    let (a, b) = (
+        lo.log10().floor(),
+        hi.log10().ceil().max(lo.log10().floor() + 1.0),
+    );
+    let mults: &[f64] = if b - a <= 3.0 {
+        &[1.0, 2.0, 5.0]
+    } else {
+        &[1.0]
+    };
+    let mut t = Vec::new();
+    let mut e = a;
+    while e <= b {
+        for m in mults {
+            let v = m * 10f64.powf(e);
+            if v <= 10f64.powf(b) * 1.0001 {
+                t.push(v);
+            }
+        }
+        e += 1.0;
+    }
+    (t, a, b)
+}
+
+/// Compact byte label: 512, 1K, 48K, 1M, 1.5M, 2G.
+pub fn short_bytes(b: f64) -> String {
+    let units = [("G", 1073741824.0), ("M", 1048576.0), ("K", 1024.0)];
+    for (u, s) in units {
+        if b >= s {
+            return format!("{}{u}", sig(b / s, 3));
+        }
+    }
+    sig(b, 3)
+}
+
+/// Text with a white halo, readable over grid lines and data.
+fn halo_text(s: &mut String, attrs: &str, text: &str) {
+    let _ = write!(
+        s,
+        r##"<text {attrs} stroke="#ffffff" stroke-width="3" paint-order="stroke">{}</text>"##,
+        esc(text)
+    );
+}
+
+fn header(s: &mut String, l: &Labels, f: &Frame) {
+    let h = f.h;
+    let _ = write!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" font-family="DejaVu Sans, Arial, Helvetica, sans-serif" font-size="12">"#
+    );
+    let _ = write!(s, r##"<rect width="{W}" height="{h}" fill="#ffffff"/>"##);
+    let _ = write!(
+        s,
+        r#"<text x="{LEFT}" y="24" font-size="16" font-weight="bold">{}</text>"#,
+        esc(&l.title)
+    );
+    let _ = write!(
+        s,
+        r##"<text x="{LEFT}" y="44" fill="#444">{}</text>"##,
+        esc(&l.subtitle)
+    );
+    if let Some(w) = &l.warning {
+        let _ = write!(
+            s,
+            r##"<text x="{LEFT}" y="64" fill="#b00020" font-weight="bold">{}</text>"##,
+            esc(w)
+        );
+    }
+}
+
+fn frame_and_axis_labels(s: &mut String, l: &Labels, f: &Frame) {
+    let _ = write!(
+        s,
+        r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#333"/>"##,
+        f.x0,
+        f.y0,
+        f.x1 - f.x0,
+        f.y1 - f.y0
+    );
+    let _ = write!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
+        (f.x0 + f.x1) / 2.0,
+        f.h - 14.0,
+        esc(&l.x)
+    );
+    let _ = write!(
+        s,
+        r#"<text transform="translate(18,{}) rotate(-90)" text-anchor="middle">{}</text>"#,
+        (f.y0 + f.y1) / 2.0,
+        esc(&l.y)
+    );
+}
+
+fn y_axis(s: &mut String, f: &Frame, ticks: &[f64], ymap: &dyn Fn(f64) -> f64) {
+    for &t in ticks {
+        let y = ymap(t);
+        if !(f.y0 - 0.5..=f.y1 + 0.5).contains(&y) {
+            continue;
+        }
+        let _ = write!(
+            s,
+            r##"<line x1="{}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#e4e4e4"/><line x1="{}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#333"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
+            f.x0,
+            f.x1,
+            f.x0 - 5.0,
+            f.x0,
+            f.x0 - 8.0,
+            y + 4.0,
+            esc(&sig(t, 4))
+        );
+    }
+}
+
+/// Draws series marker `i` (shape by i % 4, hollow for odd i so overlapping series stay visible).
+fn marker_shape(s: &mut String, i: usize, x: f64, y: f64, color: &str, tip: &str) {
+    let paint = if i % 2 == 1 {
+        format!(r##"fill="#ffffff" stroke="{color}" stroke-width="1.6""##)
+    } else {
+        format!(r#"fill="{color}""#)
+    };
+    let tip = format!("<title>{}</title>", esc(tip));
+    let _ = match i % 4 {
+        0 => write!(
+            s,
+            r#"<circle cx="{x:.1}" cy="{y:.1}" r="3.5" {paint}>{tip}</circle>"#
+        ),
+        1 => write!(
+            s,
+            r#"<rect x="{:.1}" y="{:.1}" width="7" height="7" {paint}>{tip}</rect>"#,
+            x - 3.5,
+            y - 3.5
+        ),
+        2 => write!(
+            s,
+            r#"<path d="M{x:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} Z" {paint}>{tip}</path>"#,
+            y - 4.5,
+            x + 4.5,
+            y + 3.5,
+            x - 4.5,
+            y + 3.5
+        ),
+        _ => write!(
+            s,
+            r#"<path d="M{x:.1},{:.1} L{:.1},{y:.1} L{x:.1},{:.1} L{:.1},{y:.1} Z" {paint}>{tip}</path>"#,
+            y - 4.5,
+            x + 4.5,
+            y + 4.5,
+            x - 4.5
+        ),
+    };
+}
+
+fn dash(i: usize) -> &'static str {
+    if i < PALETTE.len() {
+        ""
+    } else {
+        r#" stroke-dasharray="6 3""#
+    }
+}
+
+fn legend(s: &mut String, names: &[String], f: &Frame, bars: bool) {
+    let x = f.x1 + 14.0;
+    let max = (((f.y1 - f.y0) / 17.0) as usize).max(1);
+    for (i, n) in names.iter().enumerate().take(max) {
+        let y = f.y0 + 8.0 + i as f64 * 17.0;
+        let c = PALETTE[i % PALETTE.len()];
+        if bars {
+            let _ = write!(
+                s,
+                r#"<rect x="{x}" y="{:.1}" width="16" height="10" fill="{c}"/>"#,
+                y - 5.0
+            );
+        } else {
+            let _ = write!(
+                s,
+                r#"<line x1="{x}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{c}" stroke-width="2"{}/>"#,
+                x + 20.0,
+                dash(i)
+            );
+            marker_shape(s, i, x + 10.0, y, c, n);
+        }
+        let mut label: String = n.chars().take(LEGEND_CHARS).collect();
+        if label.len() < n.len() {
+            label.pop();
+            label.push('…');
+        }
+        let _ = write!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}"><title>{}</title>{}</text>"#,
+            x + 26.0,
+            y + 4.0,
+            esc(n),
+            esc(&label)
+        );
+    }
+    if names.len() > max {
+        let _ = write!(
+            s,
+            r#"<text x="{x}" y="{:.1}">… {} more series</text>"#,
+            f.y0 + 8.0 + max as f64 * 17.0,
+            names.len() - max
+        );
+    }
+}
+
+fn no_data(s: &mut String, f: &Frame) {
+    let _ = write!(
+        s,
+        r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#888">no data</text>"##,
+        (f.x0 + f.x1) / 2.0,
+        (f.y0 + f.y1) / 2.0
+    );
+}
+
+impl LinePlot {
+    /// Renders the plot. Points with a non-finite value, a non-positive x on a log2 axis or a
+    /// non-positive y on a log10 axis are left out.
+    pub fn render(&self) -> String {
+        let xlog = self.x_scale != XScale::Linear;
+        let ylog = self.y_log;
+        let ok = |p: &Point| {
+            p.y.is_finite() && p.x.is_finite() && (!xlog || p.x > 0.0) && (!ylog || p.y > 0.0)
+        };
+        let pts: Vec<&Point> = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter())
+            .filter(|p| ok(p))
+            .collect();
+        let tx = |x: f64| if xlog { x.log2() } else { x };
+        let markers: Vec<&Marker> = self
+            .markers
+            .iter()
+            .filter(|m| m.x.is_finite() && (!xlog || m.x > 0.0))
+            .collect();
+        let xs = pts
+            .iter()
+            .map(|p| tx(p.x))
+            .chain(markers.iter().map(|m| tx(m.x)));
+        let (mut xlo, mut xhi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+            (a.min(x), b.max(x))
+        });
+        if !xlo.is_finite() {
+            (xlo, xhi) = (0.0, 1.0);
+        }
+        if xlog {
+            (xlo, xhi) = (xlo.floor(), xhi.ceil());
+        }
+        if xhi <= xlo {
+            xhi = xlo + 1.0;
+        }
+        if !xlog {
+            let pad = (xhi - xlo) * 0.03;
+            (xlo, xhi) = (xlo - pad, xhi + pad);
+        }
+        let usable = |y: &f64| y.is_finite() && (!ylog || *y > 0.0);
+        // The y range follows the medians: one outlier's max must not flatten every curve.
+        // Whiskers are clipped to the plot area.
+        let ys: Vec<f64> = pts.iter().map(|p| p.y).filter(usable).collect();
+        let ymin = ys.iter().cloned().fold(f64::INFINITY, f64::min);
+        let ymax = ys.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let (yticks, ylo, yhi, ty): (Vec<f64>, f64, f64, YMap) = if ylog {
+            let (lo, hi) = if ymin.is_finite() {
+                (ymin, ymax)
+            } else {
+                (1.0, 10.0)
+            };
+            let (t, a, b) = log_ticks(lo, hi);
+            (t, a, b, f64::log10)
+        } else {
+            let (lo, hi) = if ymin.is_finite() {
+                (ymin.min(0.0), ymax)
+            } else {
+                (0.0, 1.0)
+            };
+            let t = nice_ticks(lo, hi * 1.05);
+            let (a, b) = (t[0].min(lo), *t.last().unwrap_or(&1.0));
+            (t, a, b, |y| y)
+        };
+        let f = Frame::new(&self.labels, 0.0);
+        let xmap = |x: f64| f.x0 + (tx(x) - xlo) / (xhi - xlo) * (f.x1 - f.x0);
+        let ymap =
+            |y: f64| f.y1 - (ty(y) - ylo) / (yhi - ylo).max(f64::MIN_POSITIVE) * (f.y1 - f.y0);
+
+        let mut s = String::new();
+        header(&mut s, &self.labels, &f);
+        if xlog {
+            let span = (xhi - xlo) as usize;
+            let every = span.div_ceil(12).max(1);
+            let mut e = xlo as i64;
+            while e as f64 <= xhi {
+                let v = 2f64.powi(e as i32);
+                let x = xmap(v);
+                let _ = write!(
+                    s,
+                    r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="#ececec"/>"##,
+                    f.y0, f.y1
+                );
+                if ((e - xlo as i64) as usize).is_multiple_of(every) {
+                    let lab = if self.x_scale == XScale::Log2Bytes {
+                        short_bytes(v)
+                    } else {
+                        sig(v, 4)
+                    };
+                    let _ = write!(
+                        s,
+                        r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="#333"/><text x="{x:.1}" y="{}" text-anchor="middle">{}</text>"##,
+                        f.y1,
+                        f.y1 + 5.0,
+                        f.y1 + 18.0,
+                        esc(&lab)
+                    );
+                }
+                e += 1;
+            }
+        } else {
+            for t in nice_ticks(xlo, xhi)
+                .into_iter()
+                .filter(|t| (xlo..=xhi).contains(t))
+            {
+                let x = xmap(t);
+                let _ = write!(
+                    s,
+                    r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="#ececec"/><line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="#333"/><text x="{x:.1}" y="{}" text-anchor="middle">{}</text>"##,
+                    f.y0,
+                    f.y1,
+                    f.y1,
+                    f.y1 + 5.0,
+                    f.y1 + 18.0,
+                    esc(&sig(t, 4))
+                );
+            }
+        }
+        y_axis(&mut s, &f, &yticks, &ymap);
+        for m in &markers {
+            let x = xmap(m.x);
+            let (color, dash) = if m.knee {
+                ("#d95f02", "2 3")
+            } else {
+                ("#555", "5 4")
+            };
+            let _ = write!(
+                s,
+                r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="{color}" stroke-width="1.4" stroke-dasharray="{dash}"><title>{}</title></line>"##,
+                f.y0,
+                f.y1,
+                esc(&m.label)
+            );
+        }
+        for (i, ser) in self.series.iter().enumerate() {
+            let c = PALETTE[i % PALETTE.len()];
+            let mut p: Vec<&Point> = ser.points.iter().filter(|p| ok(p)).collect();
+            p.sort_by(|a, b| a.x.total_cmp(&b.x));
+            for q in &p {
+                if let (Some(lo), Some(hi)) = (q.lo, q.hi) {
+                    if usable(&lo) && usable(&hi) && hi > lo {
+                        let x = xmap(q.x);
+                        let _ = write!(
+                            s,
+                            r#"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="{c}" stroke-opacity="0.45" stroke-width="3"/>"#,
+                            ymap(lo).clamp(f.y0, f.y1),
+                            ymap(hi).clamp(f.y0, f.y1)
+                        );
+                    }
+                }
+            }
+            if p.len() > 1 {
+                let d: Vec<String> = p
+                    .iter()
+                    .map(|q| format!("{:.1},{:.1}", xmap(q.x), ymap(q.y)))
+                    .collect();
+                let _ = write!(
+                    s,
+                    r#"<polyline points="{}" fill="none" stroke="{c}" stroke-width="1.8"{}/>"#,
+                    d.join(" "),
+                    dash(i)
+                );
+            }
+            for q in &p {
+                let xl = if self.x_scale == XScale::Log2Bytes {
+                    crate::metrics::human_bytes(q.x)
+                } else {
+                    sig(q.x, 6)
+                };
+                let tip = format!("{}: {xl} → {}", ser.name, sig(q.y, 5));
+                marker_shape(&mut s, i, xmap(q.x), ymap(q.y), c, &tip);
+            }
+        }
+        // Marker labels last, with a halo, so data never hides them: capacities read down from
+        // the top, knees end at the bottom.
+        for m in &markers {
+            let attrs = if m.knee {
+                format!(
+                    r##"transform="translate({:.1},{:.1}) rotate(90)" text-anchor="end" fill="#a04000" font-size="11""##,
+                    xmap(m.x) + 4.0,
+                    f.y1 - 6.0
+                )
+            } else {
+                format!(
+                    r##"transform="translate({:.1},{:.1}) rotate(90)" fill="#333" font-size="11""##,
+                    xmap(m.x) + 4.0,
+                    f.y0 + 6.0
+                )
+            };
+            halo_text(&mut s, &attrs, &m.label);
+        }
+        frame_and_axis_labels(&mut s, &self.labels, &f);
+        let names: Vec<String> = self.series.iter().map(|s| s.name.clone()).collect();
+        legend(&mut s, &names, &f, false);
+        if pts.is_empty() {
+            no_data(&mut s, &f);
+        }
+        s.push_str("</svg>");
+        s
+    }
+}
+
+impl BarChart {
+    /// Renders the chart. Each category shows bars only for the series that have a value
+    /// there (`None` = no bar); a non-finite value is drawn as "n/a".
+    pub fn render(&self) -> String {
+        let vals: Vec<f64> = self
+            .series
+            .iter()
+            .flat_map(|(_, v)| v.iter().flatten().cloned())
+            .filter(|v| v.is_finite())
+            .collect();
+        let ymin = vals.iter().cloned().fold(0.0f64, f64::min);
+        let ymax = vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let ymax = if ymax.is_finite() { ymax } else { 1.0 };
+        let yticks = nice_ticks(ymin, ymax * 1.08);
+        let (ylo, yhi) = (yticks[0].min(ymin), *yticks.last().unwrap_or(&1.0));
+        let n = self.categories.len().max(1) as f64;
+        let group = (W - RIGHT - LEFT) / n;
+        let longest = self
+            .categories
+            .iter()
+            .map(|c| c.chars().count())
+            .max()
+            .unwrap_or(0);
+        let rotate = longest as f64 * 6.8 > group;
+        // Rotated labels (30°) need room below the axis: about 3.4 px per character.
+        let extra = if rotate {
+            (longest.min(40) as f64 * 3.4 - 10.0).max(0.0)
+        } else {
+            0.0
+        };
+        let f = Frame::new(&self.labels, extra);
+        let ymap = |y: f64| f.y1 - (y - ylo) / (yhi - ylo).max(f64::MIN_POSITIVE) * (f.y1 - f.y0);
+        let mut s = String::new();
+        header(&mut s, &self.labels, &f);
+        y_axis(&mut s, &f, &yticks, &ymap);
+        let most = (0..self.categories.len())
+            .map(|ci| {
+                self.series
+                    .iter()
+                    .filter(|(_, v)| v.get(ci).is_some_and(|x| x.is_some()))
+                    .count()
+            })
+            .max()
+            .unwrap_or(1)
+            .max(1) as f64;
+        let bw = group * 0.8 / most;
+        for (ci, cat) in self.categories.iter().enumerate() {
+            let present: Vec<(usize, &str, f64)> = self
+                .series
+                .iter()
+                .enumerate()
+                .filter_map(|(si, (name, v))| {
+                    v.get(ci).cloned().flatten().map(|x| (si, name.as_str(), x))
+                })
+                .collect();
+            let cx = f.x0 + group * (ci as f64 + 0.5);
+            let start = cx - bw * present.len() as f64 / 2.0;
+            for (k, (si, name, val)) in present.iter().enumerate() {
+                let x = start + bw * k as f64;
+                if val.is_finite() {
+                    let (ya, yb) = (ymap(val.max(ylo)), ymap(0f64.max(ylo)));
+                    let _ = write!(
+                        s,
+                        r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{}</title></rect>"#,
+                        ya.min(yb),
+                        (bw - 1.0).max(1.0),
+                        (yb - ya).abs(),
+                        PALETTE[si % PALETTE.len()],
+                        esc(&format!("{cat} / {name}: {}", sig(*val, 5)))
+                    );
+                } else {
+                    let _ = write!(
+                        s,
+                        r##"<text x="{:.1}" y="{:.1}" font-size="9" fill="#888" text-anchor="middle">n/a</text>"##,
+                        x + bw / 2.0,
+                        f.y1 - 4.0
+                    );
+                }
+            }
+            if rotate {
+                let _ = write!(
+                    s,
+                    r#"<text transform="translate({cx:.1},{:.1}) rotate(-30)" text-anchor="end" font-size="11">{}</text>"#,
+                    f.y1 + 14.0,
+                    esc(cat)
+                );
+            } else {
+                let _ = write!(
+                    s,
+                    r#"<text x="{cx:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+                    f.y1 + 18.0,
+                    esc(cat)
+                );
+            }
+        }
+        frame_and_axis_labels(&mut s, &self.labels, &f);
+        let names: Vec<String> = self.series.iter().map(|(n, _)| n.clone()).collect();
+        legend(&mut s, &names, &f, true);
+        if vals.is_empty() {
+            no_data(&mut s, &f);
+        }
+        s.push_str("</svg>");
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels() -> Labels {
+        Labels {
+            title: "T <1>".into(),
+            subtitle: "source: cntvct".into(),
+            warning: Some("EMULATED".into()),
+            x: "x".into(),
+            y: "y".into(),
+        }
+    }
+
+    fn pt(x: f64, y: f64) -> Point {
+        Point {
+            x,
+            y,
+            lo: None,
+            hi: None,
+        }
+    }
+
+    #[test]
+    fn ticks_are_nice() {
+        assert_eq!(nice_ticks(0.0, 10.0), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        assert_eq!(nice_ticks(5.0, 5.0), vec![4.0, 4.5, 5.0, 5.5, 6.0]);
+        assert_eq!(
+            log_ticks(1.5, 130.0),
+            (
+                vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0],
+                0.0,
+                3.0
+            )
+        );
+        assert_eq!(
+            log_ticks(0.01, 1e4).0,
+            vec![0.01, 0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0]
+        );
+        assert_eq!(short_bytes(1024.0), "1K");
+        assert_eq!(short_bytes(1.5 * 1048576.0), "1.5M");
+        assert_eq!(short_bytes(512.0), "512");
+    }
+
+    #[test]
+    fn line_plot_has_axes_markers_legend_and_escapes() {
+        let p = LinePlot {
+            labels: labels(),
+            x_scale: XScale::Log2Bytes,
+            y_log: false,
+            series: vec![Series {
+                name: "wb & co".into(),
+                points: vec![
+                    Point {
+                        x: 1024.0,
+                        y: 2.0,
+                        lo: Some(1.0),
+                        hi: Some(3.0),
+                    },
+                    pt(1048576.0, 9.0),
+                    pt(0.0, 1.0),
+                ],
+            }],
+            markers: vec![
+                Marker {
+                    x: 32768.0,
+                    label: "L1D 32 KiB".into(),
+                    knee: false,
+                },
+                Marker {
+                    x: 40960.0,
+                    label: "knee 40 KiB (wb)".into(),
+                    knee: true,
+                },
+            ],
+        };
+        let svg = p.render();
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+        for needle in [
+            "T &lt;1&gt;",
+            "source: cntvct",
+            "EMULATED",
+            ">1K<",
+            ">1M<",
+            "L1D 32 KiB",
+            "knee 40 KiB (wb)",
+            "stroke-dasharray=\"2 3\"",
+            "wb &amp; co",
+            "<polyline",
+            "stroke-dasharray=\"5 4\"",
+        ] {
+            assert!(svg.contains(needle), "{needle}");
+        }
+        assert!(!svg.contains("NaN") && !svg.contains("inf"));
+    }
+
+    #[test]
+    fn log_y_drops_non_positive_points() {
+        let p = LinePlot {
+            labels: labels(),
+            x_scale: XScale::Log2,
+            y_log: true,
+            series: vec![Series {
+                name: "s".into(),
+                points: vec![pt(16.0, 1.5), pt(32.0, 0.0), pt(64.0, 120.0)],
+            }],
+            markers: vec![],
+        };
+        let svg = p.render();
+        assert_eq!(
+            svg.matches("<circle").count(),
+            3,
+            "2 points + the legend sample"
+        );
+        assert!(svg.contains(">1000<") && svg.contains(">1<") && !svg.contains("NaN"));
+    }
+
+    #[test]
+    fn bar_chart_and_empty_plots() {
+        let b = BarChart {
+            labels: labels(),
+            categories: vec!["read".into(), "write".into()],
+            series: vec![
+                ("wb".into(), vec![Some(5.0), None]),
+                ("nc".into(), vec![Some(1.0), Some(f64::NAN)]),
+            ],
+        };
+        let svg = b.render();
+        assert!(svg.contains(">read<") && svg.contains("read / wb: 5"));
+        assert_eq!(
+            svg.matches(">n/a<").count(),
+            1,
+            "NaN is n/a; an absent series is no bar"
+        );
+        assert!(!svg.contains("NaN"));
+        let empty = LinePlot {
+            labels: labels(),
+            x_scale: XScale::Log2,
+            y_log: false,
+            series: vec![],
+            markers: vec![],
+        }
+        .render();
+        assert!(empty.contains("no data") && !empty.contains("NaN") && !empty.contains("inf"));
+    }
+}
