@@ -7,6 +7,7 @@ fn panic(info: &PanicInfo) -> ! {
     crate::console::set_depth(0);
     // A panic before the console exists (e.g. while parsing the DTB) must still be seen: bring up
     // the board's default UART.
+    crate::console::release_after_trap(); // a panic inside print! must not deadlock on the lock
     if crate::console::uart_base().is_none() {
         crate::console::install(crate::bsp::console(crate::bsp::UART_FALLBACK));
     }
