@@ -1,0 +1,287 @@
+//! Plugin arguments (`-plugin libcachescope_cache_model.so,arg1=…,arg2=…`) and how they combine
+//! with the geometry the guest reports.
+//!
+//! | argument | values | default |
+//! |----------|--------|---------|
+//! | `profile` | `guest`, `rpi4`, `rpi5` | `guest`: the geometry markers the kernel sends at boot |
+//! | `l1i`, `l1d`, `l2`, `l3` | `SIZE:WAYS[:LINE]` (e.g. `32K:2:64`); `l3=none` drops L3 | from the profile / guest |
+//! | `l2share`, `l3share` | `shared`, `private` | profile's; `shared` for the guest's |
+//! | `policy` | `lru`, `fifo`, `random` | `lru` |
+//! | `seed` | integer (random policy) | `1` |
+//! | `zva` | DC ZVA block in bytes | `64` |
+//! | `out` | file for the records | standard error |
+//! | `fast` | `on`, `off`: the same-line/same-block shortcut (off = every access simulated) | `on` |
+//!
+//! With `profile=guest` and no geometry markers from the kernel, the `rpi4` geometry is used and
+//! the `model-geometry` record says `"origin":"fallback"`.
+
+use std::collections::BTreeMap;
+
+use crate::cache::Policy;
+use crate::geometry::{Geometry, Hierarchy, LowerLevel, Sharing};
+use crate::protocol::Kind;
+
+/// Accepted argument keys (for the error message).
+pub const KEYS: &[&str] = &["profile", "l1i", "l1d", "l2", "l3", "l2share", "l3share", "policy", "seed", "zva", "out", "fast"];
+
+/// Parsed plugin arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// `None` = the guest's geometry.
+    pub profile: Option<String>,
+    /// Explicit per-level geometries (`l3` may be `None` = no L3).
+    pub l1i: Option<Geometry>,
+    /// See `l1i`.
+    pub l1d: Option<Geometry>,
+    /// See `l1i`.
+    pub l2: Option<Geometry>,
+    /// `Some(None)` = `l3=none`.
+    pub l3: Option<Option<Geometry>>,
+    /// Sharing overrides.
+    pub l2share: Option<Sharing>,
+    /// See `l2share`.
+    pub l3share: Option<Sharing>,
+    /// Replacement policy.
+    pub policy: Policy,
+    /// Random-policy seed.
+    pub seed: u64,
+    /// DC ZVA block size.
+    pub zva: u32,
+    /// Output file.
+    pub out: Option<String>,
+    /// Fast path on.
+    pub fast: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self { profile: None, l1i: None, l1d: None, l2: None, l3: None, l2share: None, l3share: None, policy: Policy::Lru, seed: 1, zva: 64, out: None, fast: true }
+    }
+}
+
+fn sharing(key: &str, v: &str) -> Result<Sharing, String> {
+    match v {
+        "shared" => Ok(Sharing::Shared),
+        "private" => Ok(Sharing::Private),
+        _ => Err(format!("bad value '{v}' for '{key}': expected shared or private")),
+    }
+}
+
+fn geometry(key: &str, v: &str) -> Result<Geometry, String> {
+    Geometry::parse(v).map_err(|e| format!("bad value for '{key}': {e}"))
+}
+
+impl Settings {
+    /// Parses `key=value` words.
+    pub fn parse<S: AsRef<str>>(words: &[S]) -> Result<Self, String> {
+        let mut s = Settings::default();
+        let mut seen = Vec::new();
+        for w in words {
+            let w = w.as_ref();
+            let (k, v) = w.split_once('=').ok_or_else(|| format!("malformed argument '{w}': expected key=value"))?;
+            if seen.contains(&k) {
+                return Err(format!("argument '{k}' given twice"));
+            }
+            seen.push(k);
+            match k {
+                "profile" => {
+                    if v != "guest" && Hierarchy::profile(v).is_none() {
+                        return Err(format!("bad value '{v}' for 'profile': expected guest, {}", Hierarchy::PROFILES.join(", ")));
+                    }
+                    s.profile = (v != "guest").then(|| v.to_string());
+                }
+                "l1i" => s.l1i = Some(geometry(k, v)?),
+                "l1d" => s.l1d = Some(geometry(k, v)?),
+                "l2" => s.l2 = Some(geometry(k, v)?),
+                "l3" => s.l3 = Some(if v == "none" { None } else { Some(geometry(k, v)?) }),
+                "l2share" => s.l2share = Some(sharing(k, v)?),
+                "l3share" => s.l3share = Some(sharing(k, v)?),
+                "policy" => s.policy = Policy::parse(v).ok_or_else(|| format!("bad value '{v}' for 'policy': expected lru, fifo or random"))?,
+                "seed" => s.seed = v.parse().map_err(|_| format!("bad value '{v}' for 'seed': expected an unsigned integer"))?,
+                "zva" => {
+                    s.zva = v.parse().ok().filter(|z: &u32| z.is_power_of_two() && (4..=2048).contains(z)).ok_or_else(|| format!("bad value '{v}' for 'zva': expected a power of two in 4..=2048"))?
+                }
+                "out" => {
+                    if v.is_empty() {
+                        return Err("bad value '' for 'out': expected a file name".into());
+                    }
+                    s.out = Some(v.to_string())
+                }
+                "fast" => {
+                    s.fast = match v {
+                        "on" => true,
+                        "off" => false,
+                        _ => return Err(format!("bad value '{v}' for 'fast': expected on or off")),
+                    }
+                }
+                _ => return Err(format!("unknown argument '{k}'; accepted: {}", KEYS.join(", "))),
+            }
+        }
+        Ok(s)
+    }
+
+    /// Whether the geometry waits for the guest's markers (no profile and not every level given).
+    pub fn wants_guest_geometry(&self) -> bool {
+        self.profile.is_none() && (self.l1i.is_none() || self.l1d.is_none() || self.l2.is_none())
+    }
+
+    /// The hierarchy to model: the base (profile, else the guest's report, else the `rpi4`
+    /// fallback) with the explicit levels and options applied. Returns it with its origin
+    /// (`"profile rpi4"`, `"guest"`, `"fallback"`, `"arguments"`; `"+arguments"` when some
+    /// levels were overridden).
+    pub fn resolve(&self, guest: &GuestGeometry) -> Result<(Hierarchy, String), String> {
+        let (mut h, mut origin) = match &self.profile {
+            Some(p) => (Hierarchy::profile(p).expect("checked by parse"), format!("profile {p}")),
+            None => match guest.hierarchy() {
+                Some(h) => (h, "guest".to_string()),
+                None => (Hierarchy::profile("rpi4").expect("built in"), "fallback".to_string()),
+            },
+        };
+        let explicit = self.l1i.is_some() || self.l1d.is_some() || self.l2.is_some() || self.l3.is_some() || self.l2share.is_some() || self.l3share.is_some();
+        if let Some(g) = self.l1i {
+            h.l1i = g;
+        }
+        if let Some(g) = self.l1d {
+            h.l1d = g;
+        }
+        if let Some(g) = self.l2 {
+            match h.lower.first_mut() {
+                Some(l) => l.geometry = g,
+                None => h.lower.push(LowerLevel { geometry: g, sharing: Sharing::Shared }),
+            }
+        }
+        match self.l3 {
+            Some(None) => h.lower.truncate(1),
+            Some(Some(g)) => {
+                if h.lower.is_empty() {
+                    return Err("l3 given but there is no L2".into());
+                }
+                h.lower.truncate(1);
+                h.lower.push(LowerLevel { geometry: g, sharing: Sharing::Shared });
+            }
+            None => {}
+        }
+        if let Some(sh) = self.l2share {
+            h.lower.first_mut().ok_or("l2share given but there is no L2")?.sharing = sh;
+        }
+        if let Some(sh) = self.l3share {
+            h.lower.get_mut(1).ok_or("l3share given but there is no L3")?.sharing = sh;
+        }
+        h.policy = self.policy;
+        h.seed = self.seed;
+        h.zva_bytes = self.zva;
+        if explicit {
+            origin = if self.wants_guest_geometry() || self.profile.is_some() { format!("{origin}+arguments") } else { "arguments".into() };
+        }
+        h.validate()?;
+        Ok((h, origin))
+    }
+}
+
+/// The geometry markers received from the guest.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GuestGeometry {
+    /// (level, kind) → (line, sets, ways), the last report wins.
+    pub caches: BTreeMap<(u32, u8), (u32, u64, u64)>,
+}
+
+impl GuestGeometry {
+    /// Records one marker.
+    pub fn report(&mut self, level: u32, kind: Kind, line: u32, sets: u64, ways: u64) {
+        let k = match kind {
+            Kind::Instruction => 1,
+            Kind::Data => 2,
+            Kind::Unified => 3,
+        };
+        self.caches.insert((level, k), (line, sets, ways));
+    }
+
+    /// The guest's (line, sets, ways) of the data or unified cache at `level` (set/way decoding).
+    pub fn data_level(&self, level: u32) -> Option<(u32, u64, u64)> {
+        self.caches.get(&(level, 2)).or_else(|| self.caches.get(&(level, 3))).copied()
+    }
+
+    fn geometry(&self, level: u32, kinds: &[u8]) -> Option<Geometry> {
+        let &(line, sets, ways) = kinds.iter().find_map(|k| self.caches.get(&(level, *k)))?;
+        Geometry::new(line, u32::try_from(sets).ok()?, u32::try_from(ways).ok()?).ok()
+    }
+
+    /// A hierarchy from the reports: L1 I and D (a unified L1 serves both), L2 and L3 unified and
+    /// shared. `None` without a usable L1 D report.
+    pub fn hierarchy(&self) -> Option<Hierarchy> {
+        let l1d = self.geometry(1, &[2, 3])?;
+        let l1i = self.geometry(1, &[1, 3]).unwrap_or(l1d);
+        let mut lower = Vec::new();
+        for level in 2..=3 {
+            match self.geometry(level, &[3, 2]) {
+                Some(g) => lower.push(LowerLevel { geometry: g, sharing: Sharing::Shared }),
+                None => break,
+            }
+        }
+        let h = Hierarchy { l1i, l1d, lower, policy: Policy::Lru, seed: 1, zva_bytes: 64 };
+        h.validate().ok()?;
+        Some(h)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn qemu_a72() -> GuestGeometry {
+        let mut g = GuestGeometry::default();
+        g.report(1, Kind::Instruction, 64, 256, 3);
+        g.report(1, Kind::Data, 64, 128, 4);
+        g.report(2, Kind::Unified, 64, 1024, 16);
+        g
+    }
+
+    #[test]
+    fn defaults_follow_the_guest() {
+        let s = Settings::parse::<&str>(&[]).unwrap();
+        assert!(s.wants_guest_geometry());
+        let (h, origin) = s.resolve(&qemu_a72()).unwrap();
+        assert_eq!(origin, "guest");
+        assert_eq!(h.l1d, Geometry::new(64, 128, 4).unwrap());
+        assert_eq!(h.lower.len(), 1);
+        let (h, origin) = s.resolve(&GuestGeometry::default()).unwrap();
+        assert_eq!(origin, "fallback");
+        assert_eq!(h, Hierarchy::profile("rpi4").unwrap());
+    }
+
+    #[test]
+    fn profiles_and_overrides() {
+        let s = Settings::parse(&["profile=rpi4"]).unwrap();
+        let (h, origin) = s.resolve(&qemu_a72()).unwrap();
+        assert_eq!((h.l1d.sets, h.l1d.ways, origin.as_str()), (256, 2, "profile rpi4"));
+        let s = Settings::parse(&["profile=rpi5", "l3=none", "policy=fifo", "seed=9"]).unwrap();
+        let (h, origin) = s.resolve(&qemu_a72()).unwrap();
+        assert_eq!((h.lower.len(), h.policy, h.seed, origin.as_str()), (1, Policy::Fifo, 9, "profile rpi5+arguments"));
+        let s = Settings::parse(&["l1d=16K:4:64", "l3=4M:16:64", "l3share=private"]).unwrap();
+        let (h, _) = s.resolve(&qemu_a72()).unwrap();
+        assert_eq!(h.l1d.size(), 16 << 10);
+        assert_eq!(h.lower[1].sharing, Sharing::Private);
+        let s = Settings::parse(&["l1i=32K:2", "l1d=32K:2", "l2=256K:8"]).unwrap();
+        assert!(!s.wants_guest_geometry());
+        assert_eq!(s.resolve(&GuestGeometry::default()).unwrap().1, "arguments");
+    }
+
+    #[test]
+    fn bad_arguments_are_named() {
+        for (args, want) in [
+            (&["bogus=1"][..], "unknown argument 'bogus'"),
+            (&["profile=rpi3"], "bad value 'rpi3' for 'profile'"),
+            (&["l1d=32K:3:64"], "bad value for 'l1d'"),
+            (&["policy=plru"], "bad value 'plru' for 'policy'"),
+            (&["zva=48"], "bad value '48' for 'zva'"),
+            (&["fast=maybe"], "bad value 'maybe' for 'fast'"),
+            (&["policy=lru", "policy=fifo"], "given twice"),
+            (&["out"], "malformed argument 'out'"),
+        ] {
+            let e = Settings::parse(args).unwrap_err();
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
+        let s = Settings::parse(&["l2=1M:16:32"]).unwrap();
+        assert!(s.resolve(&qemu_a72()).unwrap_err().contains("shorter"));
+    }
+}

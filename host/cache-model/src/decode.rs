@@ -1,0 +1,220 @@
+//! AArch64 instruction decoding for the plugin: the cache-model marker, the cache-maintenance
+//! SYS instructions, TLBI, and writes to SCTLR_EL1; plus the DC ISW/CSW/CISW operand.
+//!
+//! Encodings (Arm ARM C5.3, C6.2): `SYS #op1, Cn, Cm, #op2, Xt` is
+//! `1101 0101 0000 1 op1 CRn CRm op2 Rt`; `MSR <sysreg>, Xt` is `1101 0101 0001 o0 op1 CRn CRm op2 Rt`
+//! with op0 = 2 + o0.
+
+use crate::model::{MaintOp, Point};
+
+/// Encoding of the marker `hint #0x7f` (see the kernel's `src/arch/aarch64/model.rs`).
+pub const MARKER: u32 = 0xd503_2fff;
+
+/// An instruction the plugin acts on. `rt` is the operand register number (31 = XZR).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Insn {
+    /// The cache-model marker (arguments in x9..x12).
+    Marker,
+    /// DC by virtual address: IVAC, CVAC, CIVAC (to PoC), CVAU (to PoU).
+    DcVa {
+        /// Clean, invalidate or both.
+        op: MaintOp,
+        /// How far.
+        point: Point,
+        /// Operand register.
+        rt: u8,
+    },
+    /// DC by set/way: ISW, CSW, CISW.
+    DcSetWay {
+        /// Clean, invalidate or both.
+        op: MaintOp,
+        /// Operand register.
+        rt: u8,
+    },
+    /// DC ZVA.
+    DcZva {
+        /// Operand register.
+        rt: u8,
+    },
+    /// IC IALLU (`broadcast` false) or IC IALLUIS (true).
+    IcIallu {
+        /// Inner Shareable: every vCPU.
+        broadcast: bool,
+    },
+    /// IC IVAU.
+    IcIvau {
+        /// Operand register.
+        rt: u8,
+    },
+    /// Any TLBI: learned translations are dropped.
+    Tlbi,
+    /// MSR SCTLR_EL1, Xt.
+    MsrSctlr {
+        /// Operand register.
+        rt: u8,
+    },
+}
+
+/// Decodes one instruction word; `None` for everything the plugin ignores.
+pub fn decode(word: u32) -> Option<Insn> {
+    if word == MARKER {
+        return Some(Insn::Marker);
+    }
+    let rt = (word & 31) as u8;
+    let op2 = (word >> 5) & 7;
+    let crm = (word >> 8) & 15;
+    let crn = (word >> 12) & 15;
+    let op1 = (word >> 16) & 7;
+    if word & 0xfff8_0000 == 0xd508_0000 {
+        // SYS (op0 = 1).
+        use MaintOp::*;
+        return match (op1, crn, crm, op2) {
+            (0, 7, 6, 1) => Some(Insn::DcVa { op: Invalidate, point: Point::Coherency, rt }),
+            (0, 7, 6, 2) => Some(Insn::DcSetWay { op: Invalidate, rt }),
+            (0, 7, 10, 2) => Some(Insn::DcSetWay { op: Clean, rt }),
+            (0, 7, 14, 2) => Some(Insn::DcSetWay { op: CleanInvalidate, rt }),
+            (3, 7, 4, 1) => Some(Insn::DcZva { rt }),
+            // CVAC, and CVAP/CVADP (persistence/deep persistence) which clean at least to PoC.
+            (3, 7, 10 | 12 | 13, 1) => Some(Insn::DcVa { op: Clean, point: Point::Coherency, rt }),
+            (3, 7, 11, 1) => Some(Insn::DcVa { op: Clean, point: Point::Unification, rt }),
+            (3, 7, 14, 1) => Some(Insn::DcVa { op: CleanInvalidate, point: Point::Coherency, rt }),
+            (0, 7, 1, 0) => Some(Insn::IcIallu { broadcast: true }),
+            (0, 7, 5, 0) => Some(Insn::IcIallu { broadcast: false }),
+            (3, 7, 5, 1) => Some(Insn::IcIvau { rt }),
+            (_, 8, _, _) => Some(Insn::Tlbi),
+            _ => None,
+        };
+    }
+    // MSR SCTLR_EL1, Xt: op0 = 3 (o0 = 1), op1 = 0, CRn = 1, CRm = 0, op2 = 0.
+    if word & 0xffff_ffe0 == 0xd518_1000 {
+        return Some(Insn::MsrSctlr { rt });
+    }
+    None
+}
+
+/// A decoded DC ISW/CSW/CISW operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SetWay {
+    /// Cache level, 1-based (the operand's Level field + 1).
+    pub level: u32,
+    /// Set index.
+    pub set: u32,
+    /// Way index.
+    pub way: u32,
+}
+
+/// ceil(log2(n)) for n ≥ 1 (the architecture's A for `ways`).
+pub fn ceil_log2(n: u32) -> u32 {
+    if n <= 1 {
+        0
+    } else {
+        32 - (n - 1).leading_zeros()
+    }
+}
+
+/// Decodes a set/way operand `level << 1 | set << log2(line) | way << (32 - A)` (A = ceil(log2(ways)))
+/// against the geometry of the cache at that level. Bits above 31 and the RES0 bits between the
+/// set and way fields are ignored, as the architecture ignores them.
+pub fn decode_set_way(operand: u64, line: u32, sets: u32, ways: u32) -> SetWay {
+    let level = ((operand >> 1) & 7) as u32 + 1;
+    let l = line.trailing_zeros();
+    let a = ceil_log2(ways);
+    let set = ((operand >> l) as u32) & (sets - 1);
+    let way = if a == 0 { 0 } else { ((operand & 0xffff_ffff) >> (32 - a)) as u32 };
+    SetWay { level, set, way }
+}
+
+/// Encodes a set/way operand (the inverse of [`decode_set_way`]; tests and the test kernel's
+/// expectations).
+pub fn encode_set_way(level: u32, set: u32, way: u32, line: u32, ways: u32) -> u64 {
+    let a = ceil_log2(ways);
+    let w = if a == 0 { 0 } else { u64::from(way) << (32 - a) };
+    u64::from(level - 1) << 1 | u64::from(set) << line.trailing_zeros() | w
+}
+
+/// The model slots (as `way * model_sets + set` indices) that one guest set/way operation covers,
+/// when the guest's geometry of that level (`guest_sets × guest_ways`) differs from the model's
+/// (`model_sets × model_ways`). Guest index `g = way * guest_sets + set` of `G` lines covers model
+/// indices `[g·M/G, (g+1)·M/G)` of `M` lines: a complete walk by the guest covers every model slot
+/// exactly once. With identical geometries this is exactly (set, way).
+pub fn guest_to_model_slots(set: u32, way: u32, guest_sets: u32, guest_ways: u32, model_sets: u32, model_ways: u32) -> std::ops::Range<u64> {
+    let g_total = u64::from(guest_sets) * u64::from(guest_ways);
+    let m_total = u64::from(model_sets) * u64::from(model_ways);
+    let g = u64::from(way) * u64::from(guest_sets) + u64::from(set);
+    if g >= g_total {
+        return 0..0;
+    }
+    (g * m_total / g_total)..((g + 1) * m_total / g_total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Words as LLVM assembles them (rustc global_asm! for aarch64-unknown-none, then llvm-objdump -d).
+    #[test]
+    fn decodes_maintenance_instructions() {
+        use MaintOp::*;
+        assert_eq!(decode(0xd503_2fff), Some(Insn::Marker));
+        assert_eq!(decode(0xd50b_7e20), Some(Insn::DcVa { op: CleanInvalidate, point: Point::Coherency, rt: 0 })); // dc civac, x0
+        assert_eq!(decode(0xd50b_7a21), Some(Insn::DcVa { op: Clean, point: Point::Coherency, rt: 1 })); // dc cvac, x1
+        assert_eq!(decode(0xd508_7622), Some(Insn::DcVa { op: Invalidate, point: Point::Coherency, rt: 2 })); // dc ivac, x2
+        assert_eq!(decode(0xd50b_7b23), Some(Insn::DcVa { op: Clean, point: Point::Unification, rt: 3 })); // dc cvau, x3
+        assert_eq!(decode(0xd508_7644), Some(Insn::DcSetWay { op: Invalidate, rt: 4 })); // dc isw, x4
+        assert_eq!(decode(0xd508_7a45), Some(Insn::DcSetWay { op: Clean, rt: 5 })); // dc csw, x5
+        assert_eq!(decode(0xd508_7e46), Some(Insn::DcSetWay { op: CleanInvalidate, rt: 6 })); // dc cisw, x6
+        assert_eq!(decode(0xd50b_7427), Some(Insn::DcZva { rt: 7 })); // dc zva, x7
+        assert_eq!(decode(0xd508_751f), Some(Insn::IcIallu { broadcast: false })); // ic iallu
+        assert_eq!(decode(0xd508_711f), Some(Insn::IcIallu { broadcast: true })); // ic ialluis
+        assert_eq!(decode(0xd50b_7528), Some(Insn::IcIvau { rt: 8 })); // ic ivau, x8
+        assert_eq!(decode(0xd508_871f), Some(Insn::Tlbi)); // tlbi vmalle1
+        assert_eq!(decode(0xd508_8320), Some(Insn::Tlbi)); // tlbi vae1is, x0
+        assert_eq!(decode(0xd518_1009), Some(Insn::MsrSctlr { rt: 9 })); // msr sctlr_el1, x9
+        assert_eq!(decode(0xd538_1009), None); // mrs x9, sctlr_el1
+        assert_eq!(decode(0xd503_201f), None); // nop
+        assert_eq!(decode(0xd503_3f9f), None); // dsb sy
+        assert_eq!(decode(0xf940_0000), None); // ldr x0, [x0]
+    }
+
+    #[test]
+    fn set_way_operand_round_trips() {
+        // Pi 4 L1D: 64 B lines, 256 sets, 2 ways: way in bit 31, set in bits 13:6.
+        let op = encode_set_way(1, 255, 1, 64, 2);
+        assert_eq!(op, 1 << 31 | 255 << 6);
+        assert_eq!(decode_set_way(op, 64, 256, 2), SetWay { level: 1, set: 255, way: 1 });
+        // 3 ways: A = 2, way in bits 31:30.
+        let op = encode_set_way(1, 3, 2, 64, 3);
+        assert_eq!(op, 2 << 30 | 3 << 6);
+        assert_eq!(decode_set_way(op, 64, 256, 3), SetWay { level: 1, set: 3, way: 2 });
+        // L2 (level field 1), 16 ways: way in bits 31:28, 1024 sets in bits 15:6.
+        let op = encode_set_way(2, 1023, 15, 64, 16);
+        assert_eq!(op, 0xf000_0000 | 1023 << 6 | 2);
+        assert_eq!(decode_set_way(op, 64, 1024, 16), SetWay { level: 2, set: 1023, way: 15 });
+        // Direct-mapped: A = 0, no way field.
+        assert_eq!(decode_set_way(5 << 6, 64, 256, 1), SetWay { level: 1, set: 5, way: 0 });
+        // Upper bits and RES0 bits are ignored.
+        assert_eq!(decode_set_way(0xffff_ffff_0000_0000 | 7 << 6, 64, 256, 2), SetWay { level: 1, set: 7, way: 0 });
+        assert_eq!(ceil_log2(1), 0);
+        assert_eq!(ceil_log2(3), 2);
+        assert_eq!(ceil_log2(16), 4);
+        assert_eq!(ceil_log2(17), 5);
+    }
+
+    #[test]
+    fn guest_walk_covers_model_exactly_once() {
+        for &(gs, gw, ms, mw) in &[(128u32, 4u32, 256u32, 2u32), (256, 2, 128, 4), (512, 16, 1024, 16), (64, 3, 256, 2), (256, 2, 256, 2)] {
+            let mut seen = vec![0u32; (ms * mw) as usize];
+            for w in 0..gw {
+                for s in 0..gs {
+                    for m in guest_to_model_slots(s, w, gs, gw, ms, mw) {
+                        seen[m as usize] += 1;
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&n| n == 1), "{gs}x{gw} over {ms}x{mw}");
+        }
+        // Identical geometry: exactly the named slot.
+        assert_eq!(guest_to_model_slots(5, 1, 256, 2, 256, 2), 261..262);
+        assert_eq!(guest_to_model_slots(0, 9, 256, 2, 256, 2), 0..0);
+    }
+}

@@ -1,0 +1,239 @@
+//! Cache geometry: one cache's size, associativity and line size, a hierarchy of them, the
+//! built-in profiles (`rpi4`, `rpi5`) and the `SIZE:WAYS:LINE` argument syntax.
+
+use std::fmt;
+
+use crate::cache::Policy;
+
+/// One cache's shape. `sets = size / (ways * line)`; line and sets are powers of two.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    /// Line size in bytes.
+    pub line: u32,
+    /// Number of sets.
+    pub sets: u32,
+    /// Associativity.
+    pub ways: u32,
+}
+
+impl Geometry {
+    /// A geometry from sets and ways; `Err` names what is wrong.
+    pub fn new(line: u32, sets: u32, ways: u32) -> Result<Self, String> {
+        if !line.is_power_of_two() || !(4..=4096).contains(&line) {
+            return Err(format!("line size {line} is not a power of two in 4..=4096"));
+        }
+        if !sets.is_power_of_two() || sets > 1 << 24 {
+            return Err(format!("number of sets {sets} is not a power of two up to 2^24"));
+        }
+        if ways == 0 || ways > 256 {
+            return Err(format!("associativity {ways} is not in 1..=256"));
+        }
+        Ok(Self { line, sets, ways })
+    }
+
+    /// A geometry from a total size; the size must divide into a power-of-two number of sets.
+    pub fn from_size(size: u64, ways: u32, line: u32) -> Result<Self, String> {
+        let per_set = u64::from(ways) * u64::from(line);
+        if ways == 0 || per_set == 0 || size == 0 || !size.is_multiple_of(per_set) {
+            return Err(format!("size {size} is not a multiple of ways × line ({ways} × {line})"));
+        }
+        let sets = size / per_set;
+        Self::new(line, u32::try_from(sets).map_err(|_| format!("size {size} gives too many sets"))?, ways)
+    }
+
+    /// Total capacity in bytes.
+    pub fn size(&self) -> u64 {
+        u64::from(self.line) * u64::from(self.sets) * u64::from(self.ways)
+    }
+
+    /// log2(line size).
+    pub fn line_shift(&self) -> u32 {
+        self.line.trailing_zeros()
+    }
+
+    /// Parses `SIZE:WAYS:LINE`, e.g. `32K:2:64` or `1M:16:64` (K/M/G = ×1024ⁿ; LINE defaults to 64).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut parts = text.split(':');
+        let size = parse_size(parts.next().unwrap_or(""))?;
+        let ways = parts.next().ok_or_else(|| format!("'{text}': expected SIZE:WAYS[:LINE]"))?;
+        let ways: u32 = ways.parse().map_err(|_| format!("'{text}': bad associativity '{ways}'"))?;
+        let line = match parts.next() {
+            Some(l) => l.parse().map_err(|_| format!("'{text}': bad line size '{l}'"))?,
+            None => 64,
+        };
+        if parts.next().is_some() {
+            return Err(format!("'{text}': expected SIZE:WAYS[:LINE]"));
+        }
+        Self::from_size(size, ways, line).map_err(|e| format!("'{text}': {e}"))
+    }
+}
+
+impl fmt::Display for Geometry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let size = self.size();
+        if size.is_multiple_of(1 << 20) {
+            write!(f, "{}M:{}:{}", size >> 20, self.ways, self.line)
+        } else if size.is_multiple_of(1 << 10) {
+            write!(f, "{}K:{}:{}", size >> 10, self.ways, self.line)
+        } else {
+            write!(f, "{}:{}:{}", size, self.ways, self.line)
+        }
+    }
+}
+
+/// Parses a byte count with an optional K/M/G (binary) suffix.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (digits, shift) = match t.as_bytes().last() {
+        Some(b'K' | b'k') => (&t[..t.len() - 1], 10),
+        Some(b'M' | b'm') => (&t[..t.len() - 1], 20),
+        Some(b'G' | b'g') => (&t[..t.len() - 1], 30),
+        _ => (t, 0),
+    };
+    let n: u64 = digits.parse().map_err(|_| format!("bad size '{text}'"))?;
+    n.checked_mul(1 << shift).ok_or_else(|| format!("size '{text}' overflows"))
+}
+
+/// Whether a level below L1 has one cache per vCPU or one for all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sharing {
+    /// One cache shared by every vCPU.
+    Shared,
+    /// One cache per vCPU.
+    Private,
+}
+
+impl Sharing {
+    /// `"shared"` or `"private"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Shared => "shared",
+            Self::Private => "private",
+        }
+    }
+}
+
+/// A level below L1 (L2 or L3): always a unified cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LowerLevel {
+    /// Its geometry.
+    pub geometry: Geometry,
+    /// Shared or per vCPU.
+    pub sharing: Sharing,
+}
+
+/// The whole modelled hierarchy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hierarchy {
+    /// Per-vCPU L1 instruction cache.
+    pub l1i: Geometry,
+    /// Per-vCPU L1 data cache.
+    pub l1d: Geometry,
+    /// Unified levels below L1 in order (L2, then L3); at most two.
+    pub lower: Vec<LowerLevel>,
+    /// Replacement policy of every cache.
+    pub policy: Policy,
+    /// Seed of the random policy (each cache derives its own stream from it).
+    pub seed: u64,
+    /// DC ZVA block size in bytes (DCZID_EL0: 64 on the QEMU Cortex models).
+    pub zva_bytes: u32,
+}
+
+impl Hierarchy {
+    /// Checks the constraints the model relies on: a lower level's line is at least as long as
+    /// the level above it (one upper-level miss is one lower-level line), at most L3, and a
+    /// power-of-two ZVA block of at least one L1D line.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.lower.len() > 2 {
+            return Err("at most two levels below L1 (L2, L3) are modelled".into());
+        }
+        let mut above = self.l1i.line.max(self.l1d.line);
+        for (i, l) in self.lower.iter().enumerate() {
+            if l.geometry.line < above {
+                return Err(format!("L{} line size {} is shorter than the level above ({above})", i + 2, l.geometry.line));
+            }
+            above = l.geometry.line;
+        }
+        if !self.zva_bytes.is_power_of_two() || self.zva_bytes > 2048 {
+            return Err(format!("DC ZVA block {} is not a power of two up to 2048", self.zva_bytes));
+        }
+        Ok(())
+    }
+
+    /// A built-in profile by name: `rpi4` (Cortex-A72 in the Pi 4) or `rpi5` (Cortex-A76 in the Pi 5).
+    pub fn profile(name: &str) -> Option<Self> {
+        let g = |s: &str| Geometry::parse(s).expect("built-in profile geometry");
+        match name {
+            // BCM2711: L1I 48 KiB 3-way, L1D 32 KiB 2-way, L2 1 MiB 16-way shared by the 4 cores.
+            "rpi4" => Some(Self {
+                l1i: g("48K:3:64"),
+                l1d: g("32K:2:64"),
+                lower: vec![LowerLevel { geometry: g("1M:16:64"), sharing: Sharing::Shared }],
+                policy: Policy::Lru,
+                seed: 1,
+                zva_bytes: 64,
+            }),
+            // BCM2712: L1I/L1D 64 KiB 4-way, L2 512 KiB 8-way per core, L3 2 MiB 16-way shared.
+            "rpi5" => Some(Self {
+                l1i: g("64K:4:64"),
+                l1d: g("64K:4:64"),
+                lower: vec![
+                    LowerLevel { geometry: g("512K:8:64"), sharing: Sharing::Private },
+                    LowerLevel { geometry: g("2M:16:64"), sharing: Sharing::Shared },
+                ],
+                policy: Policy::Lru,
+                seed: 1,
+                zva_bytes: 64,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Names of the built-in profiles.
+    pub const PROFILES: &'static [&'static str] = &["rpi4", "rpi5"];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sizes_and_geometries() {
+        assert_eq!(parse_size("32K"), Ok(32 << 10));
+        assert_eq!(parse_size("2M"), Ok(2 << 20));
+        assert_eq!(parse_size("100"), Ok(100));
+        assert!(parse_size("x").is_err());
+        let g = Geometry::parse("32K:2:64").unwrap();
+        assert_eq!((g.line, g.sets, g.ways), (64, 256, 2));
+        let g = Geometry::parse("48K:3").unwrap();
+        assert_eq!((g.line, g.sets, g.ways), (64, 256, 3));
+        assert_eq!(g.to_string(), "48K:3:64");
+        assert!(Geometry::parse("32K:3:64").is_err(), "32 KiB / (3 × 64) is not a whole number of sets");
+        assert!(Geometry::parse("24K:2:64").is_err(), "192 sets is not a power of two");
+        assert!(Geometry::parse("32K:2:48").is_err());
+        assert!(Geometry::parse("32K").is_err());
+        assert!(Geometry::parse("32K:2:64:1").is_err());
+    }
+
+    #[test]
+    fn profiles_are_valid() {
+        for p in Hierarchy::PROFILES {
+            let h = Hierarchy::profile(p).unwrap();
+            h.validate().unwrap();
+        }
+        let h = Hierarchy::profile("rpi4").unwrap();
+        assert_eq!(h.l1d.sets, 256);
+        assert_eq!(h.lower[0].geometry.size(), 1 << 20);
+        let h = Hierarchy::profile("rpi5").unwrap();
+        assert_eq!(h.lower.len(), 2);
+        assert_eq!(h.lower[0].sharing, Sharing::Private);
+        assert!(Hierarchy::profile("rpi3").is_none());
+    }
+
+    #[test]
+    fn validation_refuses_shrinking_lines() {
+        let mut h = Hierarchy::profile("rpi4").unwrap();
+        h.lower[0].geometry = Geometry::parse("1M:16:32").unwrap();
+        assert!(h.validate().is_err());
+    }
+}

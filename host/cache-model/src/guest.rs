@@ -1,0 +1,226 @@
+//! What the plugin knows about the guest: SCTLR_EL1, the attribute windows the kernel declared,
+//! and virtual-to-physical translations learned from the guest's own accesses.
+//!
+//! # Attributes
+//! Data accesses: SCTLR.M = 0 → Device; M = 1, C = 0 → Non-cacheable (Device stays Device);
+//! M = 1, C = 1 → the attribute of the most recently declared window containing the VA, else
+//! Normal write-back. Instruction fetches: SCTLR.I = 0 → Non-cacheable; I = 1 with M = 0 →
+//! cacheable (write-through, as the architecture makes them); I = 1 with M = 1 → the window's
+//! attribute, else write-back. The plugin starts with SCTLR = 0 (everything bypasses) until the
+//! kernel reports SCTLR (marker) or writes it (`MSR SCTLR_EL1` is decoded too).
+//!
+//! # Translating a VA operand (DC … VAC/VAU, DC ZVA, IC IVAU)
+//! Plugin API v4 cannot translate a VA, so the plugin learns translations: every memory access
+//! reports both its VA and its PA. In order:
+//! 1. **learned page**: a direct-mapped table of 4 KiB pages filled by accesses (like a TLB; any
+//!    TLBI empties it);
+//! 2. **window**: the VA lies in a declared window whose VA→PA offset was learned from an access
+//!    anywhere in that window (the kernel's alias windows map one contiguous physical arena);
+//! 3. **identity**: PA = VA (the kernel runs identity-mapped outside its windows). Counted
+//!    separately in the `model-run` record so a wrong guess cannot hide.
+
+use crate::model::Attr;
+
+const SCTLR_M: u64 = 1 << 0;
+const SCTLR_C: u64 = 1 << 2;
+const SCTLR_I: u64 = 1 << 12;
+const PAGE_SHIFT: u32 = 12;
+const RTLB_ENTRIES: usize = 1 << 16;
+
+/// A declared window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// First VA.
+    pub va: u64,
+    /// Length in bytes (> 0).
+    pub len: u64,
+    /// Attribute of the window.
+    pub attr: Attr,
+    /// PA − VA, once learned from an access inside the window.
+    pub offset: Option<u64>,
+}
+
+impl Window {
+    fn contains(&self, va: u64) -> bool {
+        va.wrapping_sub(self.va) < self.len
+    }
+}
+
+/// How a VA was translated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Translation {
+    /// From a learned page.
+    Learned,
+    /// From a window's learned offset.
+    Window,
+    /// Guessed PA = VA.
+    Identity,
+}
+
+/// Guest state the attribute and translation decisions need.
+#[derive(Clone, Debug)]
+pub struct Guest {
+    sctlr: u64,
+    /// In declaration order; the last containing window wins.
+    windows: Vec<Window>,
+    /// (VA page + 1, PA page); 0 = empty.
+    rtlb: Vec<(u64, u64)>,
+}
+
+impl Default for Guest {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Guest {
+    /// MMU and caches off, no windows, nothing learned.
+    pub fn new() -> Self {
+        Self { sctlr: 0, windows: Vec::new(), rtlb: vec![(0, 0); RTLB_ENTRIES] }
+    }
+
+    /// Records a new SCTLR_EL1 value.
+    pub fn set_sctlr(&mut self, v: u64) {
+        self.sctlr = v;
+    }
+
+    /// The last SCTLR_EL1 value seen.
+    pub fn sctlr(&self) -> u64 {
+        self.sctlr
+    }
+
+    /// Declares, replaces (same start) or removes (`len` 0) a window.
+    pub fn window(&mut self, va: u64, len: u64, attr: Attr) {
+        self.windows.retain(|w| w.va != va);
+        if len > 0 {
+            self.windows.push(Window { va, len, attr, offset: None });
+        }
+    }
+
+    /// The declared windows.
+    pub fn windows(&self) -> &[Window] {
+        &self.windows
+    }
+
+    fn window_at(&self, va: u64) -> Option<&Window> {
+        self.windows.iter().rev().find(|w| w.contains(va))
+    }
+
+    /// Attribute of a data access at `va`.
+    pub fn data_attr(&self, va: u64) -> Attr {
+        if self.sctlr & SCTLR_M == 0 {
+            return Attr::Device;
+        }
+        let mapped = self.window_at(va).map_or(Attr::WriteBack, |w| w.attr);
+        if self.sctlr & SCTLR_C == 0 && mapped != Attr::Device {
+            return Attr::NonCacheable;
+        }
+        mapped
+    }
+
+    /// Attribute of an instruction fetch at `va`.
+    pub fn fetch_attr(&self, va: u64) -> Attr {
+        if self.sctlr & SCTLR_I == 0 {
+            return Attr::NonCacheable;
+        }
+        if self.sctlr & SCTLR_M == 0 {
+            return Attr::WriteThrough;
+        }
+        self.window_at(va).map_or(Attr::WriteBack, |w| w.attr)
+    }
+
+    /// Whether every byte of the 4 KiB page holding `va` has the same attribute (no window
+    /// starts or ends inside it), so the plugin may cache the attribute per page.
+    pub fn page_uniform(&self, va: u64) -> bool {
+        let start = va & !((1 << PAGE_SHIFT) - 1);
+        let end = start + (1 << PAGE_SHIFT);
+        self.windows.iter().all(|w| {
+            let w_end = w.va.wrapping_add(w.len);
+            !(w.va > start && w.va < end) && !(w_end > start && w_end < end)
+        })
+    }
+
+    /// Learns a translation from an access that went to `pa` through `va`.
+    pub fn learn(&mut self, va: u64, pa: u64) {
+        let vpn = va >> PAGE_SHIFT;
+        self.rtlb[(vpn as usize) & (RTLB_ENTRIES - 1)] = (vpn + 1, pa >> PAGE_SHIFT);
+        if let Some(w) = self.windows.iter_mut().rev().find(|w| w.contains(va)) {
+            if w.offset.is_none() {
+                w.offset = Some(pa.wrapping_sub(va));
+            }
+        }
+    }
+
+    /// Forgets learned pages (TLBI). Window offsets stay: a window is re-declared when remapped.
+    pub fn forget_pages(&mut self) {
+        self.rtlb.fill((0, 0));
+    }
+
+    /// Translates an operand VA (see the module documentation for the order).
+    pub fn translate(&self, va: u64) -> (u64, Translation) {
+        let vpn = va >> PAGE_SHIFT;
+        let (tag, ppn) = self.rtlb[(vpn as usize) & (RTLB_ENTRIES - 1)];
+        if tag == vpn + 1 {
+            return (ppn << PAGE_SHIFT | (va & ((1 << PAGE_SHIFT) - 1)), Translation::Learned);
+        }
+        if let Some(off) = self.window_at(va).and_then(|w| w.offset) {
+            return (va.wrapping_add(off), Translation::Window);
+        }
+        (va, Translation::Identity)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ON: u64 = SCTLR_M | SCTLR_C | SCTLR_I;
+
+    #[test]
+    fn attributes_follow_sctlr_and_windows() {
+        let mut g = Guest::new();
+        assert_eq!(g.data_attr(0x4000_0000), Attr::Device, "MMU off");
+        assert_eq!(g.fetch_attr(0x4000_0000), Attr::NonCacheable, "I off");
+        g.set_sctlr(SCTLR_I);
+        assert_eq!(g.fetch_attr(0x4000_0000), Attr::WriteThrough);
+        g.set_sctlr(SCTLR_M);
+        assert_eq!(g.data_attr(0x4000_0000), Attr::NonCacheable, "C off");
+        g.set_sctlr(ON);
+        assert_eq!(g.data_attr(0x4000_0000), Attr::WriteBack);
+        g.window(0x1_0000_0000, 0x10_0000, Attr::NonCacheable);
+        g.window(0x1_0008_0000, 0x1000, Attr::WriteThrough);
+        assert_eq!(g.data_attr(0x1_0000_0040), Attr::NonCacheable);
+        assert_eq!(g.data_attr(0x1_0008_0040), Attr::WriteThrough, "later window wins");
+        assert_eq!(g.data_attr(0x1_0010_0000), Attr::WriteBack, "past the end");
+        g.window(0x1_0000_0000, 0, Attr::WriteBack);
+        assert_eq!(g.data_attr(0x1_0000_0040), Attr::WriteBack, "removed");
+        g.set_sctlr(SCTLR_M);
+        g.window(0x900_0000, 0x1000, Attr::Device);
+        assert_eq!(g.data_attr(0x900_0000), Attr::Device);
+    }
+
+    #[test]
+    fn page_uniformity() {
+        let mut g = Guest::new();
+        g.window(0x1_0000_0000, 0x2000, Attr::NonCacheable);
+        assert!(g.page_uniform(0x1_0000_0000));
+        assert!(g.page_uniform(0x1_0000_1fff));
+        g.window(0x1_0000_0800, 0x100, Attr::WriteThrough);
+        assert!(!g.page_uniform(0x1_0000_0000));
+        assert!(g.page_uniform(0x1_0000_1000));
+    }
+
+    #[test]
+    fn translation_order() {
+        let mut g = Guest::new();
+        assert_eq!(g.translate(0x4000_1234), (0x4000_1234, Translation::Identity));
+        g.window(0x2_0000_0000, 0x10_0000, Attr::NonCacheable);
+        g.learn(0x2_0000_0040, 0x5000_0040);
+        assert_eq!(g.translate(0x2_0000_0080), (0x5000_0080, Translation::Learned));
+        assert_eq!(g.translate(0x2_0005_0080), (0x5005_0080, Translation::Window));
+        g.forget_pages();
+        assert_eq!(g.translate(0x2_0000_0080), (0x5000_0080, Translation::Window));
+        g.window(0x2_0000_0000, 0x10_0000, Attr::NonCacheable);
+        assert_eq!(g.translate(0x2_0000_0080), (0x2_0000_0080, Translation::Identity), "re-declared: offset unknown");
+    }
+}

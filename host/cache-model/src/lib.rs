@@ -1,0 +1,33 @@
+//! cachescope's cache model for QEMU: a TCG plugin (this crate's cdylib) around a pure,
+//! deterministic cache simulator.
+//!
+//! - [`model`]: the hierarchy and its rules (the core; no QEMU needed).
+//! - [`cache`]: one set-associative tag array and the replacement policies.
+//! - [`geometry`]: cache shapes, profiles and the `SIZE:WAYS:LINE` syntax.
+//! - [`decode`]: AArch64 decoding of the marker and the maintenance instructions.
+//! - [`protocol`]: marker protocol v1 (shared with the kernel's `src/model.rs`).
+//! - [`guest`]: SCTLR, attribute windows and learned VA→PA translations.
+//! - [`config`]: plugin arguments.
+//! - [`report`]: output records and phases.
+//! - `plugin` (not in test builds): the QEMU glue.
+//!
+//! Licence: GPL-2.0-or-later, because the plugin links the `qemu-plugin` crate (see LICENSE).
+
+#![deny(missing_docs)]
+
+pub mod cache;
+pub mod config;
+pub mod decode;
+pub mod geometry;
+pub mod guest;
+pub mod model;
+pub mod protocol;
+pub mod report;
+
+#[cfg(not(test))]
+mod plugin;
+
+#[cfg(test)]
+mod reference;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,333 @@
+//! An independent, deliberately naive reference simulator of the rules in `model.rs`, used only
+//! by the tests: lines are `Option<RefLine>` with explicit timestamps, levels are walked with
+//! plain loops over a path list, and write-backs travel down through a work list. It shares no
+//! cache code with the model; only the random policy's generator (a specified input) is reused.
+
+use std::collections::VecDeque;
+
+use crate::cache::{cache_seed, xorshift64star, Policy};
+use crate::geometry::{Geometry, Hierarchy, Sharing};
+use crate::model::{Attr, MaintOp, Point, Totals};
+
+#[derive(Clone, Copy, Debug)]
+struct RefLine {
+    addr: u64, // first byte address of the line
+    dirty: bool,
+    used: u64,
+    filled: u64,
+}
+
+#[derive(Clone, Debug)]
+struct RefCache {
+    geo: Geometry,
+    sets: Vec<Vec<Option<RefLine>>>,
+    policy: Policy,
+    rng: u64,
+}
+
+impl RefCache {
+    fn new(geo: Geometry, policy: Policy, seed: u64) -> Self {
+        Self { geo, sets: vec![vec![None; geo.ways as usize]; geo.sets as usize], policy, rng: seed }
+    }
+    fn base(&self, addr: u64) -> u64 {
+        addr / u64::from(self.geo.line) * u64::from(self.geo.line)
+    }
+    fn set_index(&self, addr: u64) -> usize {
+        ((addr / u64::from(self.geo.line)) % u64::from(self.geo.sets)) as usize
+    }
+    fn find(&self, addr: u64) -> Option<usize> {
+        let b = self.base(addr);
+        let s = &self.sets[self.set_index(addr)];
+        (0..s.len()).find(|&w| matches!(s[w], Some(l) if l.addr == b))
+    }
+    /// Returns the evicted line if it was valid.
+    fn put(&mut self, addr: u64, dirty: bool, now: u64) -> Option<RefLine> {
+        let b = self.base(addr);
+        let si = self.set_index(addr);
+        let ways = self.sets[si].len();
+        let mut victim = None;
+        for w in 0..ways {
+            if self.sets[si][w].is_none() {
+                victim = Some(w);
+                break;
+            }
+        }
+        let w = match victim {
+            Some(w) => w,
+            None => match self.policy {
+                Policy::Lru => (0..ways).min_by_key(|&w| self.sets[si][w].unwrap().used).unwrap(),
+                Policy::Fifo => (0..ways).min_by_key(|&w| self.sets[si][w].unwrap().filled).unwrap(),
+                Policy::Random => (xorshift64star(&mut self.rng) % ways as u64) as usize,
+            },
+        };
+        let old = self.sets[si][w];
+        self.sets[si][w] = Some(RefLine { addr: b, dirty, used: now, filled: now });
+        old
+    }
+}
+
+/// The reference hierarchy.
+pub struct RefModel {
+    l1i: Vec<RefCache>,
+    l1d: Vec<RefCache>,
+    lower: Vec<(Sharing, Vec<RefCache>)>,
+    now: u64,
+    /// Same layout as the model's counters.
+    pub totals: Totals,
+}
+
+const I: usize = 0;
+const D: usize = 1;
+
+impl RefModel {
+    /// Builds the same hierarchy as `Model::new(h, vcpus)` (same random seeds per cache).
+    pub fn new(h: &Hierarchy, vcpus: usize) -> Self {
+        let mut id = 0;
+        let mut next = || {
+            id += 1;
+            cache_seed(h.seed, id)
+        };
+        let l1i = (0..vcpus).map(|_| RefCache::new(h.l1i, h.policy, next())).collect();
+        let l1d = (0..vcpus).map(|_| RefCache::new(h.l1d, h.policy, next())).collect();
+        let mut lower = Vec::new();
+        for l in &h.lower {
+            let n = if l.sharing == Sharing::Shared { 1 } else { vcpus };
+            let v = (0..n).map(|_| RefCache::new(l.geometry, h.policy, next())).collect();
+            lower.push((l.sharing, v));
+        }
+        Self { l1i, l1d, lower, now: 0, totals: Totals::default() }
+    }
+
+    fn tick(&mut self) -> u64 {
+        self.now += 1;
+        self.now
+    }
+
+    /// (counter index, cache) of path position `p` (0 = L1) for `cpu` on side `side`.
+    fn at(&mut self, cpu: usize, side: usize, p: usize) -> (usize, &mut RefCache) {
+        if p == 0 {
+            if side == I {
+                (0, &mut self.l1i[cpu])
+            } else {
+                (1, &mut self.l1d[cpu])
+            }
+        } else {
+            let (sh, v) = &mut self.lower[p - 1];
+            let k = if *sh == Sharing::Shared { 0 } else { cpu };
+            (p + 1, &mut v[k])
+        }
+    }
+
+    fn depth(&self) -> usize {
+        1 + self.lower.len()
+    }
+
+    /// Puts a line at path position p and pushes dirty victims down until they settle.
+    /// `fresh` = a fill (always allocates); otherwise a write-back arriving from above.
+    fn place(&mut self, cpu: usize, side: usize, p: usize, addr: u64, dirty: bool, fresh: bool) {
+        let mut work = VecDeque::new();
+        work.push_back((p, addr, dirty, fresh));
+        while let Some((p, addr, dirty, fresh)) = work.pop_front() {
+            if p >= self.depth() {
+                continue; // memory
+            }
+            let now = self.tick();
+            let (ci, c) = self.at(cpu, side, p);
+            if !fresh {
+                // a write-back arriving: mark dirty if present
+                if let Some(w) = c.find(addr) {
+                    let si = c.set_index(addr);
+                    c.sets[si][w].as_mut().unwrap().dirty = true;
+                    continue;
+                }
+            }
+            if let Some(old) = c.put(addr, dirty, now) {
+                if old.dirty {
+                    self.totals.levels[ci].writebacks += 1;
+                    work.push_back((p + 1, old.addr, true, false));
+                }
+            }
+        }
+    }
+
+    fn lookup(&mut self, cpu: usize, side: usize, p: usize, addr: u64) -> bool {
+        let now = self.tick();
+        let (ci, c) = self.at(cpu, side, p);
+        let policy = c.policy;
+        let hit = match c.find(addr) {
+            Some(w) => {
+                let si = c.set_index(addr);
+                if policy == Policy::Lru {
+                    c.sets[si][w].as_mut().unwrap().used = now;
+                }
+                true
+            }
+            None => false,
+        };
+        self.totals.levels[ci].accesses += 1;
+        if hit {
+            self.totals.levels[ci].hits += 1;
+        } else {
+            self.totals.levels[ci].misses += 1;
+        }
+        hit
+    }
+
+    fn demand(&mut self, cpu: usize, side: usize, addr: u64, dirty: bool) {
+        let depth = self.depth();
+        let mut hit_at = depth;
+        for p in 0..depth {
+            if self.lookup(cpu, side, p, addr) {
+                hit_at = p;
+                break;
+            }
+        }
+        if hit_at == 0 {
+            if dirty {
+                let (_, c) = self.at(cpu, side, 0);
+                let w = c.find(addr).unwrap();
+                let si = c.set_index(addr);
+                c.sets[si][w].as_mut().unwrap().dirty = true;
+            }
+            return;
+        }
+        for p in (0..hit_at).rev() {
+            self.place(cpu, side, p, addr, dirty && p == 0, true);
+        }
+    }
+
+    /// Data access (every byte range split at L1D line boundaries).
+    pub fn data(&mut self, cpu: usize, pa: u64, size: u32, write: bool, attr: Attr) {
+        let line = u64::from(self.l1d[cpu].geo.line);
+        let mut a = pa / line * line;
+        while a <= pa + u64::from(size.max(1)) - 1 {
+            match attr {
+                Attr::NonCacheable | Attr::Device => self.totals.levels[D].bypass += 1,
+                Attr::WriteThrough if write => {
+                    for p in 0..self.depth() {
+                        self.lookup(cpu, D, p, a);
+                    }
+                }
+                _ => self.demand(cpu, D, a, write),
+            }
+            a += line;
+        }
+    }
+
+    /// Instruction fetch of one line.
+    pub fn fetch(&mut self, cpu: usize, pa: u64, attr: Attr) {
+        if attr.cacheable() {
+            self.demand(cpu, I, pa, false);
+        } else {
+            self.totals.levels[I].bypass += 1;
+        }
+    }
+
+    /// DC by PA.
+    pub fn dc_by_pa(&mut self, op: MaintOp, point: Point, pa: u64) {
+        let levels = if point == Point::Coherency { self.depth() } else { 1 };
+        for p in 0..levels {
+            let ci = p + 1; // L1D = 1, L2 = 2, L3 = 3
+            self.totals.levels[ci].maint += 1;
+            let n = if p == 0 { self.l1d.len() } else { self.lower[p - 1].1.len() };
+            for k in 0..n {
+                let c = if p == 0 { &mut self.l1d[k] } else { &mut self.lower[p - 1].1[k] };
+                let Some(w) = c.find(pa) else { continue };
+                let si = c.set_index(pa);
+                let was_dirty = c.sets[si][w].unwrap().dirty;
+                if op != MaintOp::Invalidate && was_dirty {
+                    c.sets[si][w].as_mut().unwrap().dirty = false;
+                    self.totals.levels[ci].writebacks += 1;
+                    if point == Point::Unification {
+                        self.place(k, D, 1, pa, true, false);
+                    }
+                }
+                let c = if p == 0 { &mut self.l1d[k] } else { &mut self.lower[p - 1].1[k] };
+                if op != MaintOp::Clean {
+                    c.sets[si][w] = None;
+                }
+            }
+        }
+    }
+
+    /// DC by set/way at `level` (1-based).
+    pub fn dc_set_way(&mut self, cpu: usize, op: MaintOp, level: u32, set: usize, way: usize) {
+        let p = level as usize - 1;
+        if p >= self.depth() {
+            return;
+        }
+        self.totals.levels[p + 1].maint += 1;
+        let (ci, c) = self.at(cpu, D, p);
+        if set >= c.sets.len() || way >= c.sets[set].len() {
+            return;
+        }
+        let Some(l) = c.sets[set][way] else { return };
+        if op != MaintOp::Clean {
+            c.sets[set][way] = None;
+        } else if let Some(x) = c.sets[set][way].as_mut() {
+            x.dirty = false;
+        }
+        if op != MaintOp::Invalidate && l.dirty {
+            self.totals.levels[ci].writebacks += 1;
+            self.place(cpu, D, p + 1, l.addr, true, false);
+        }
+    }
+
+    /// DC ZVA.
+    pub fn dc_zva(&mut self, cpu: usize, pa: u64, attr: Attr, block: u64) {
+        self.totals.levels[D].maint += 1;
+        let start = pa / block * block;
+        let line = u64::from(self.l1d[cpu].geo.line);
+        match attr {
+            Attr::NonCacheable | Attr::Device => self.totals.levels[D].bypass += 1,
+            Attr::WriteThrough => {
+                for a in (start..start + block).step_by(line as usize) {
+                    for p in 0..self.depth() {
+                        self.lookup(cpu, D, p, a);
+                    }
+                }
+            }
+            Attr::WriteBack => {
+                for a in (start..start + block).step_by(line as usize) {
+                    let now = self.tick();
+                    let c = &mut self.l1d[cpu];
+                    match c.find(a) {
+                        Some(w) => {
+                            let si = c.set_index(a);
+                            let policy = c.policy;
+                            let l = c.sets[si][w].as_mut().unwrap();
+                            l.dirty = true;
+                            if policy == Policy::Lru {
+                                l.used = now;
+                            }
+                        }
+                        None => self.place(cpu, D, 0, a, true, true),
+                    }
+                }
+            }
+        }
+    }
+
+    /// IC IALLU / IALLUIS.
+    pub fn ic_invalidate_all(&mut self, cpu: usize, all: bool) {
+        self.totals.levels[I].maint += 1;
+        for k in 0..self.l1i.len() {
+            if all || k == cpu {
+                for s in &mut self.l1i[k].sets {
+                    s.fill(None);
+                }
+            }
+        }
+    }
+
+    /// IC IVAU.
+    pub fn ic_invalidate_pa(&mut self, pa: u64) {
+        self.totals.levels[I].maint += 1;
+        for c in &mut self.l1i {
+            if let Some(w) = c.find(pa) {
+                let si = c.set_index(pa);
+                c.sets[si][w] = None;
+            }
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! The plugin's output: `# cs: {json}` lines in the kernel's record format, and named phases.
+//!
+//! | record | when | fields (after `"record"`) |
+//! |--------|------|---------------------------|
+//! | `model-geometry` | when a geometry becomes active, one per level | `level`, `size`, `line`, `sets`, `ways`, `sharing`, `policy`, `origin`, `vcpus` |
+//! | `model` | at each phase end, one per level | `phase`, `phase_id`, `level`, `accesses`, `hits`, `misses`, `writebacks`, `maint`, `bypass` |
+//! | `model-total` | at exit, one per level | `level`, `accesses`, `hits`, `misses`, `writebacks`, `maint`, `bypass` |
+//! | `model-run` | at exit | `protocol`, `markers`, `phases`, `va_learned`, `va_window`, `va_identity`, `setway_ops`, `warnings`, `fast` |
+//! | `model-warning` | on a malformed marker or phase mismatch | `what` |
+//!
+//! Every record ends with `"source":"model"`. Levels: `L1I`, `L1D`, `L2`, `L3` (only those
+//! modelled). Counters of private caches are summed over vCPUs.
+
+use std::fmt::Write;
+
+use crate::model::{Counts, Level, Totals};
+
+/// A record under construction (field order = insertion order).
+#[must_use]
+pub struct Record {
+    buf: String,
+}
+
+fn push_json_str(buf: &mut String, s: &str) {
+    buf.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => buf.push_str("\\\""),
+            '\\' => buf.push_str("\\\\"),
+            '\n' => buf.push_str("\\n"),
+            '\r' => buf.push_str("\\r"),
+            '\t' => buf.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(buf, "\\u{:04x}", c as u32);
+            }
+            c => buf.push(c),
+        }
+    }
+    buf.push('"');
+}
+
+impl Record {
+    /// Starts a record of the given kind.
+    pub fn new(kind: &str) -> Self {
+        let mut buf = String::with_capacity(160);
+        buf.push_str("{\"record\":");
+        push_json_str(&mut buf, kind);
+        Self { buf }
+    }
+
+    fn key(&mut self, k: &str) {
+        self.buf.push(',');
+        push_json_str(&mut self.buf, k);
+        self.buf.push(':');
+    }
+
+    /// Adds a string field.
+    pub fn str(mut self, k: &str, v: &str) -> Self {
+        self.key(k);
+        push_json_str(&mut self.buf, v);
+        self
+    }
+
+    /// Adds an unsigned integer field.
+    pub fn u64(mut self, k: &str, v: u64) -> Self {
+        self.key(k);
+        let _ = write!(self.buf, "{v}");
+        self
+    }
+
+    /// Adds a boolean field.
+    pub fn bool(mut self, k: &str, v: bool) -> Self {
+        self.key(k);
+        self.buf.push_str(if v { "true" } else { "false" });
+        self
+    }
+
+    /// Adds the six counters of a level.
+    pub fn counts(self, c: &Counts) -> Self {
+        self.u64("accesses", c.accesses)
+            .u64("hits", c.hits)
+            .u64("misses", c.misses)
+            .u64("writebacks", c.writebacks)
+            .u64("maint", c.maint)
+            .u64("bypass", c.bypass)
+    }
+
+    /// Finishes the record as one output line (with `"source":"model"` and a newline).
+    pub fn line(self) -> String {
+        let mut r = self.str("source", "model");
+        r.buf.push('}');
+        format!("# cs: {}\n", r.buf)
+    }
+}
+
+/// The levels a hierarchy with `lower` levels below L1 has.
+pub fn levels(lower: usize) -> impl Iterator<Item = Level> {
+    Level::ALL.into_iter().take(2 + lower)
+}
+
+/// One `model` record per level for a finished phase.
+pub fn phase_lines(name: &str, id: u64, counts: &Totals, lower: usize) -> String {
+    levels(lower)
+        .map(|l| Record::new("model").str("phase", name).u64("phase_id", id).str("level", l.name()).counts(counts.get(l)).line())
+        .collect()
+}
+
+/// One `model-total` record per level.
+pub fn total_lines(counts: &Totals, lower: usize) -> String {
+    levels(lower).map(|l| Record::new("model-total").str("level", l.name()).counts(counts.get(l)).line()).collect()
+}
+
+/// An open phase.
+#[derive(Clone, Debug)]
+struct Open {
+    id: u64,
+    name: String,
+    start: Totals,
+}
+
+/// A phase that ended: its name, id and the counts inside it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finished {
+    /// Name from the marker.
+    pub name: String,
+    /// Id from the marker.
+    pub id: u64,
+    /// Counts between begin and end.
+    pub counts: Totals,
+}
+
+/// Open phases (they may nest).
+#[derive(Clone, Debug, Default)]
+pub struct Phases {
+    open: Vec<Open>,
+    finished: u64,
+}
+
+impl Phases {
+    /// Starts phase `id` at counter state `now`.
+    pub fn begin(&mut self, id: u64, name: String, now: Totals) {
+        self.open.push(Open { id, name, start: now });
+    }
+
+    /// Ends phase `id` at `now`. Phases opened inside it and still open end with it (innermost
+    /// first). An id that is not open is an error (no phase ends).
+    pub fn end(&mut self, id: u64, now: Totals) -> Result<Vec<Finished>, String> {
+        let pos = self.open.iter().rposition(|p| p.id == id).ok_or_else(|| format!("phase end {id} without a matching begin"))?;
+        let done: Vec<Finished> = self.open.drain(pos..).rev().map(|p| Finished { name: p.name, id: p.id, counts: now - p.start }).collect();
+        self.finished += done.len() as u64;
+        Ok(done)
+    }
+
+    /// Number of phases that have ended.
+    pub fn finished(&self) -> u64 {
+        self.finished
+    }
+
+    /// Names of the phases still open.
+    pub fn still_open(&self) -> Vec<String> {
+        self.open.iter().map(|p| p.name.clone()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_format() {
+        let c = Counts { accesses: 5, hits: 3, misses: 2, writebacks: 1, maint: 0, bypass: 4 };
+        let line = Record::new("model").str("phase", "a\"b").u64("phase_id", 7).str("level", "L1D").counts(&c).line();
+        assert_eq!(
+            line,
+            "# cs: {\"record\":\"model\",\"phase\":\"a\\\"b\",\"phase_id\":7,\"level\":\"L1D\",\"accesses\":5,\"hits\":3,\"misses\":2,\"writebacks\":1,\"maint\":0,\"bypass\":4,\"source\":\"model\"}\n"
+        );
+        assert_eq!(total_lines(&Totals::default(), 0).lines().count(), 2);
+        assert_eq!(phase_lines("x", 1, &Totals::default(), 2).lines().count(), 4);
+    }
+
+    #[test]
+    fn phases_nest_and_diff() {
+        let mut p = Phases::default();
+        let mut t = Totals::default();
+        p.begin(1, "outer".into(), t);
+        t.levels[1].accesses = 10;
+        p.begin(2, "inner".into(), t);
+        t.levels[1].accesses = 15;
+        let done = p.end(2, t).unwrap();
+        assert_eq!(done.len(), 1);
+        assert_eq!(done[0].counts.levels[1].accesses, 5);
+        assert!(p.end(9, t).is_err());
+        p.begin(3, "unclosed".into(), t);
+        t.levels[1].accesses = 20;
+        let done = p.end(1, t).unwrap();
+        assert_eq!(done.iter().map(|f| (f.name.as_str(), f.counts.levels[1].accesses)).collect::<Vec<_>>(), [("unclosed", 5), ("outer", 20)]);
+        assert_eq!(p.finished(), 3);
+        assert!(p.still_open().is_empty());
+    }
+}
