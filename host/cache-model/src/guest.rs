@@ -136,7 +136,8 @@ impl Guest {
         let end = start + (1 << PAGE_SHIFT);
         self.windows.iter().all(|w| {
             let w_end = w.va.wrapping_add(w.len);
-            !(w.va > start && w.va < end) && !(w_end > start && w_end < end)
+            let inside = |x: u64| x > start && x < end;
+            !inside(w.va) && !inside(w_end)
         })
     }
 

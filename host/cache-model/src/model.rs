@@ -434,29 +434,40 @@ impl Model {
     /// Rule 8: a set/way operation on the cache `cpu` sees at `level` (1-based), slot (set, way).
     /// A level, set or way the model does not have counts the operation and does nothing.
     pub fn dc_set_way(&mut self, cpu: usize, op: MaintOp, level: u32, set: usize, way: usize) {
+        let Some(sets) = self.data_level_geometry(level).map(|g| g.sets as usize) else { return };
+        let index = if set < sets { (way as u64) * sets as u64 + set as u64 } else { u64::MAX };
+        self.dc_set_way_slots(cpu, op, level, index..index.saturating_add(1));
+    }
+
+    /// Rule 8 for one guest set/way operation that covers several model slots (as
+    /// `way * sets + set` indices; see `decode::guest_to_model_slots`): one `maint`, every slot.
+    pub fn dc_set_way_slots(&mut self, cpu: usize, op: MaintOp, level: u32, slots: std::ops::Range<u64>) {
         let (lvl, i) = match level {
             1 => (Level::L1D, None),
             n if (n as usize) >= 2 && (n as usize) - 2 < self.lower.len() => (Level::lower(n as usize - 2), Some(n as usize - 2)),
             _ => return,
         };
         self.totals.at(lvl).maint += 1;
-        let c = match i {
-            None => &mut self.l1d[cpu],
-            Some(i) => self.lower_mut(i, cpu),
-        };
-        if set >= c.sets() || way >= c.ways() {
-            return;
-        }
-        let slot = c.slot_of(set, way);
-        let shift = c.line_shift();
-        let Some(held) = c.slot(slot) else { return };
-        let dirty = op != MaintOp::Invalidate && c.clean_slot(slot);
-        if op != MaintOp::Clean {
-            c.invalidate_slot(slot);
-        }
-        if dirty {
-            self.totals.at(lvl).writebacks += 1;
-            self.writeback_into(cpu, i.map_or(0, |i| i + 1), held.line << shift);
+        for index in slots {
+            let c = match i {
+                None => &mut self.l1d[cpu],
+                Some(i) => self.lower_mut(i, cpu),
+            };
+            let (sets, ways) = (c.sets() as u64, c.ways() as u64);
+            if index >= sets * ways {
+                return;
+            }
+            let slot = c.slot_of((index % sets) as usize, (index / sets) as usize);
+            let shift = c.line_shift();
+            let Some(held) = c.slot(slot) else { continue };
+            let dirty = op != MaintOp::Invalidate && c.clean_slot(slot);
+            if op != MaintOp::Clean {
+                c.invalidate_slot(slot);
+            }
+            if dirty {
+                self.totals.at(lvl).writebacks += 1;
+                self.writeback_into(cpu, i.map_or(0, |i| i + 1), held.line << shift);
+            }
         }
     }
 

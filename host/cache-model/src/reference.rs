@@ -200,7 +200,7 @@ impl RefModel {
     pub fn data(&mut self, cpu: usize, pa: u64, size: u32, write: bool, attr: Attr) {
         let line = u64::from(self.l1d[cpu].geo.line);
         let mut a = pa / line * line;
-        while a <= pa + u64::from(size.max(1)) - 1 {
+        while a < pa + u64::from(size.max(1)) {
             match attr {
                 Attr::NonCacheable | Attr::Device => self.totals.levels[D].bypass += 1,
                 Attr::WriteThrough if write => {

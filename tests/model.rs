@@ -1,0 +1,219 @@
+//! Test kernel for the emulator's cache model (host/cache-model): named phases whose counts the
+//! plugin reports, checked by the `model-*` rows of tests/catalogue (run with QEMU_CACHE_MODEL).
+//!
+//! The kernel runs with the MMU off and tells the model, through the SCTLR marker, to treat its
+//! memory as Normal write-back with the caches on (a test of the plugin, not of the MMU: on
+//! QEMU the MMU state does not change what the model sees, only the reported attribute does).
+//! Every measured loop is one `asm!` block so the phase contains exactly the accesses named.
+//!
+//! Until the cache-topology work is merged, the geometry markers and the set/way walk use the
+//! small CLIDR/CCSIDR reader below; it is to be replaced by `cachescope::cache`.
+
+#![no_std]
+#![no_main]
+
+use core::arch::asm;
+
+use cachescope::harness::{Case, Ctx, KernelSpec, Suite};
+use cachescope::model::{self, ModelAttr};
+
+cachescope::kernel_main!(KernelSpec { suites: &[SUITE], args: &[] });
+
+const SUITE: Suite = Suite {
+    name: "model",
+    report: None,
+    cases: &[
+        Case { name: "announce", run: announce },
+        Case { name: "scan-twice", run: scan_twice },
+        Case { name: "cisw-then-miss", run: cisw_then_miss },
+        Case { name: "nc-bypass", run: nc_bypass },
+        Case { name: "wb-vs-wt", run: wb_vs_wt },
+        Case { name: "civac-then-miss", run: civac_then_miss },
+        Case { name: "zva", run: zva },
+        Case { name: "ic-iallu", run: ic_iallu },
+    ],
+    on_request: false,
+};
+
+/// Lines per test buffer (16 KiB: fits every modelled L1D).
+const LINES: usize = 256;
+const LINE: usize = 64;
+const BUF: usize = LINES * LINE;
+
+/// Test buffer `k` in the arena (1 MiB apart, so they never share L1/L2 sets in a way that
+/// matters for 16 KiB).
+fn buffer(ctx: &Ctx, k: usize) -> usize {
+    (ctx.boot.arena.0 + (1 << 20) - 1) / (1 << 20) * (1 << 20) + k * (1 << 20)
+}
+
+/// Reads one u64 from every line of `[base, base + BUF)`.
+fn read_lines(base: usize) {
+    // SAFETY: the arena is free RAM owned by this kernel; only loads.
+    unsafe {
+        asm!("1: ldr {t}, [{p}], #64", "subs {n}, {n}, #1", "b.ne 1b",
+             p = inout(reg) base => _, n = inout(reg) LINES => _, t = out(reg) _, options(nostack, readonly));
+    }
+}
+
+/// Writes one u64 to every line of `[base, base + BUF)`.
+fn write_lines(base: usize) {
+    // SAFETY: the arena is free RAM owned by this kernel.
+    unsafe {
+        asm!("1: str {n}, [{p}], #64", "subs {n}, {n}, #1", "b.ne 1b",
+             p = inout(reg) base => _, n = inout(reg) LINES => _, options(nostack));
+    }
+}
+
+/// DC CIVAC / CVAC on every line of `[base, base + BUF)`.
+fn dc_lines(base: usize, clean_only: bool) {
+    // SAFETY: cleaning (and invalidating after cleaning) loses no data.
+    unsafe {
+        if clean_only {
+            asm!("1: dc cvac, {p}", "add {p}, {p}, #64", "subs {n}, {n}, #1", "b.ne 1b", "dsb sy",
+                 p = inout(reg) base => _, n = inout(reg) LINES => _, options(nostack));
+        } else {
+            asm!("1: dc civac, {p}", "add {p}, {p}, #64", "subs {n}, {n}, #1", "b.ne 1b", "dsb sy",
+                 p = inout(reg) base => _, n = inout(reg) LINES => _, options(nostack));
+        }
+    }
+}
+
+/// (line bytes, sets, ways) of the data or unified cache at `level` (1-based), from CCSIDR_EL1.
+fn ccsidr(level: u32) -> (u32, u32, u32) {
+    let v: u64;
+    // SAFETY: CSSELR/CCSIDR are plain ID-register accesses at EL1.
+    unsafe { asm!("msr csselr_el1, {s}", "isb", "mrs {v}, ccsidr_el1", s = in(reg) u64::from(level - 1) << 1, v = out(reg) v, options(nostack)) };
+    (16 << (v & 7), ((v >> 13) & 0x7fff) as u32 + 1, ((v >> 3) & 0x3ff) as u32 + 1)
+}
+
+/// Data/unified cache levels from CLIDR_EL1 (Ctype ≥ 2), up to LoC.
+fn data_levels() -> u32 {
+    let clidr: u64;
+    // SAFETY: an ID-register read.
+    unsafe { asm!("mrs {v}, clidr_el1", v = out(reg) clidr, options(nostack, nomem)) };
+    let loc = ((clidr >> 24) & 7) as u32;
+    (0..loc).take_while(|l| (clidr >> (3 * l)) & 7 >= 2).count() as u32
+}
+
+fn announce(ctx: &mut Ctx) {
+    model::hello();
+    let clidr: u64;
+    // SAFETY: an ID-register read.
+    unsafe { asm!("mrs {v}, clidr_el1", v = out(reg) clidr, options(nostack, nomem)) };
+    for level in 1..=data_levels() {
+        let ctype = (clidr >> (3 * (level - 1))) & 7;
+        let (line, sets, ways) = ccsidr(level);
+        if ctype == 3 {
+            // Separate I and D: report the D side from CSSELR.InD=0 and the I side from InD=1.
+            model::geometry(level as u8, 2, line, sets.into(), ways.into());
+            let v: u64;
+            // SAFETY: as in ccsidr(), with InD = 1 (instruction cache).
+            unsafe { asm!("msr csselr_el1, {s}", "isb", "mrs {v}, ccsidr_el1", s = in(reg) (u64::from(level - 1) << 1) | 1, v = out(reg) v, options(nostack)) };
+            model::geometry(level as u8, 1, 16 << (v & 7), ((v >> 13) & 0x7fff) + 1, ((v >> 3) & 0x3ff) + 1);
+        } else {
+            model::geometry(level as u8, if ctype == 4 { 3 } else { 2 }, line, sets.into(), ways.into());
+        }
+    }
+    // The model's view: MMU, data and instruction caches on (M | C | I); see the module docs.
+    model::sctlr(1 | 1 << 2 | 1 << 12);
+    ctx.check(data_levels() >= 1, "CLIDR reports at least one data cache level");
+}
+
+fn scan_twice(ctx: &mut Ctx) {
+    let b = buffer(ctx, 0);
+    model::phase(c"scan-cold", 1, || read_lines(b));
+    model::phase(c"scan-warm", 2, || read_lines(b));
+}
+
+/// DC CISW over every set and way of every data level, as a set/way walker issues them.
+fn cisw_all() -> u64 {
+    let mut n = 0;
+    for level in 1..=data_levels() {
+        let (line, sets, ways) = ccsidr(level);
+        let a = if ways <= 1 { 0 } else { 32 - (ways - 1).leading_zeros() };
+        for way in 0..ways {
+            for set in 0..sets {
+                let op = u64::from(level - 1) << 1 | u64::from(set) << line.trailing_zeros() | if a == 0 { 0 } else { u64::from(way) << (32 - a) };
+                // SAFETY: clean+invalidate loses no data.
+                unsafe { asm!("dc cisw, {0}", in(reg) op, options(nostack)) };
+                n += 1;
+            }
+        }
+    }
+    // SAFETY: a barrier.
+    unsafe { asm!("dsb sy", options(nostack)) };
+    n
+}
+
+fn cisw_then_miss(ctx: &mut Ctx) {
+    let b = buffer(ctx, 0);
+    let n = model::phase(c"cisw-all", 3, cisw_all);
+    model::phase(c"after-cisw", 4, || read_lines(b));
+    ctx.check(n > 0, "set/way operations issued");
+}
+
+fn nc_bypass(ctx: &mut Ctx) {
+    let b = buffer(ctx, 1);
+    model::window(b, BUF, ModelAttr::NormalNonCacheable);
+    model::phase(c"nc-scan", 5, || read_lines(b));
+    model::window(b, 0, ModelAttr::NormalNonCacheable);
+    model::phase(c"wb-scan", 6, || read_lines(b));
+    ctx.check(true, "windows declared");
+}
+
+fn wb_vs_wt(ctx: &mut Ctx) {
+    let wb = buffer(ctx, 2);
+    let wt = buffer(ctx, 3);
+    read_lines(wb);
+    model::phase(c"wb-write-clean", 7, || {
+        write_lines(wb);
+        dc_lines(wb, true);
+    });
+    model::window(wt, BUF, ModelAttr::NormalWriteThrough);
+    read_lines(wt);
+    model::phase(c"wt-write-clean", 8, || {
+        write_lines(wt);
+        dc_lines(wt, true);
+    });
+    model::window(wt, 0, ModelAttr::NormalWriteThrough);
+    ctx.check(true, "phases ran");
+}
+
+fn civac_then_miss(ctx: &mut Ctx) {
+    let b = buffer(ctx, 4);
+    read_lines(b);
+    model::phase(c"civac", 9, || dc_lines(b, false));
+    model::phase(c"after-civac", 10, || read_lines(b));
+}
+
+fn zva(ctx: &mut Ctx) {
+    let b = buffer(ctx, 5);
+    write_lines(b); // non-zero contents
+    dc_lines(b, false);
+    let dczid: u64;
+    // SAFETY: an ID-register read.
+    unsafe { asm!("mrs {v}, dczid_el0", v = out(reg) dczid, options(nostack, nomem)) };
+    let block = 4usize << (dczid & 15);
+    if dczid & 16 != 0 || block != LINE {
+        return ctx.skip("DC ZVA is prohibited or its block is not one 64-byte line");
+    }
+    model::phase(c"zva", 11, || {
+        // SAFETY: zeroes the test buffer this kernel owns.
+        unsafe {
+            asm!("1: dc zva, {p}", "add {p}, {p}, #64", "subs {n}, {n}, #1", "b.ne 1b",
+                 p = inout(reg) b => _, n = inout(reg) LINES => _, options(nostack));
+        }
+    });
+    model::phase(c"after-zva", 12, || read_lines(b));
+    // SAFETY: reading the buffer just zeroed.
+    let all_zero = (0..BUF / 8).all(|i| unsafe { core::ptr::read_volatile((b as *const u64).add(i)) } == 0);
+    ctx.check(all_zero, "DC ZVA zeroed the buffer");
+}
+
+fn ic_iallu(ctx: &mut Ctx) {
+    model::phase(c"ic-iallu", 13, || {
+        // SAFETY: invalidating the instruction cache loses nothing.
+        unsafe { asm!("ic iallu", "dsb sy", "isb", options(nostack)) };
+    });
+    ctx.check(true, "IC IALLU issued");
+}
