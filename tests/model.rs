@@ -12,12 +12,21 @@
 #![no_std]
 #![no_main]
 
+extern crate alloc;
+
 use core::arch::asm;
 
-use cachescope::harness::{Case, Ctx, KernelSpec, Suite};
+use cachescope::harness::{ArgKind, ArgSpec, Case, Ctx, KernelSpec, Record, Suite};
 use cachescope::model::{self, ModelAttr};
 
-cachescope::kernel_main!(KernelSpec { suites: &[SUITE], args: &[] });
+cachescope::kernel_main!(KernelSpec {
+    suites: &[SUITE, BENCH],
+    args: &[
+        ArgSpec { key: "accesses", kind: ArgKind::Number { min: 1 << 10, max: 1 << 40 }, help: "bench: number of loads (default 100M)" },
+        ArgSpec { key: "pattern", kind: ArgKind::OneOf(&["seq", "chase"]), help: "bench: sequential 8-byte loads, or a dependent random pointer chase" },
+        ArgSpec { key: "bytes", kind: ArgKind::Number { min: 1 << 12, max: 256 << 20 }, help: "bench: working set in bytes (default 8M)" },
+    ],
+});
 
 const SUITE: Suite = Suite {
     name: "model",
@@ -34,6 +43,10 @@ const SUITE: Suite = Suite {
     ],
     on_request: false,
 };
+
+/// The speed benchmark of scripts/bench-model (`only=bench`): one memory-bound loop, timed by
+/// the generic timer (which follows host time under TCG), reported as a `bench-model` record.
+const BENCH: Suite = Suite { name: "bench", report: None, cases: &[Case { name: "loop", run: bench_loop }], on_request: true };
 
 /// Lines per test buffer (16 KiB: fits every modelled L1D).
 const LINES: usize = 256;
@@ -216,4 +229,70 @@ fn ic_iallu(ctx: &mut Ctx) {
         unsafe { asm!("ic iallu", "dsb sy", "isb", options(nostack)) };
     });
     ctx.check(true, "IC IALLU issued");
+}
+
+/// Sequential: eight 8-byte loads per 64-byte line over `bytes`, repeated. Chase: one dependent
+/// load per 64-byte node of a random cyclic permutation of `bytes`.
+fn bench_loop(ctx: &mut Ctx) {
+    announce(ctx);
+    let accesses = ctx.args.number("accesses", 100_000_000);
+    let bytes = ctx.args.number("bytes", 8 << 20) as usize / 64 * 64;
+    let chase = ctx.args.get("pattern") == Some("chase");
+    let base = buffer(ctx, 0);
+    if !ctx.check(base + bytes <= ctx.boot.arena.0 + ctx.boot.arena.1, "working set fits the arena") {
+        return;
+    }
+    let nodes = bytes / 64;
+    if chase {
+        // A random cyclic permutation (Sattolo), xorshift-driven so every run is the same.
+        let mut order: alloc::vec::Vec<u32> = (0..nodes as u32).collect();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for i in (1..nodes).rev() {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            order.swap(i, (x % i as u64) as usize);
+        }
+        for i in 0..nodes {
+            let next = base + order[(i + 1) % nodes] as usize * 64;
+            // SAFETY: writes pointers into the arena this kernel owns.
+            unsafe { core::ptr::write_volatile((base + order[i] as usize * 64) as *mut usize, next) };
+        }
+    }
+    let freq = ctx.boot.cntfrq.max(1);
+    let t0 = counter();
+    let mut done = 0u64;
+    while done < accesses {
+        if chase {
+            let n = (accesses - done).min(nodes as u64);
+            // SAFETY: follows the pointer chain built above; loads only.
+            unsafe { asm!("1: ldr {p}, [{p}]", "subs {n}, {n}, #1", "b.ne 1b", p = inout(reg) base => _, n = inout(reg) n => _, options(nostack, readonly)) };
+            done += n;
+        } else {
+            // SAFETY: loads from the arena this kernel owns.
+            unsafe {
+                asm!("1: ldr {t}, [{p}]", "ldr {t}, [{p}, #8]", "ldr {t}, [{p}, #16]", "ldr {t}, [{p}, #24]",
+                     "ldr {t}, [{p}, #32]", "ldr {t}, [{p}, #40]", "ldr {t}, [{p}, #48]", "ldr {t}, [{p}, #56]",
+                     "add {p}, {p}, #64", "subs {n}, {n}, #1", "b.ne 1b",
+                     p = inout(reg) base => _, n = inout(reg) nodes => _, t = out(reg) _, options(nostack, readonly));
+            }
+            done += nodes as u64 * 8;
+        }
+    }
+    let ticks = counter() - t0;
+    Record::new("bench-model")
+        .str("pattern", if chase { "chase" } else { "seq" })
+        .u64("bytes", bytes as u64)
+        .u64("accesses", done)
+        .u64("ticks", ticks)
+        .u64("cntfrq", freq)
+        .u64("ms", ticks * 1000 / freq)
+        .emit();
+}
+
+fn counter() -> u64 {
+    let v: u64;
+    // SAFETY: reads the virtual counter after an ISB.
+    unsafe { asm!("isb", "mrs {v}, cntvct_el0", v = out(reg) v, options(nostack, nomem)) };
+    v
 }
