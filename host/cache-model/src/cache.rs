@@ -70,16 +70,21 @@ pub struct Evicted {
 }
 
 /// The tag array of one cache.
+///
+/// Tags and replacement stamps are separate arrays, one set contiguous in each: a lookup reads
+/// only the tags (16 ways = two host cache lines), a victim search only the 32-bit stamps.
+/// Stamp 0 marks an invalid way, so the first minimum of a set's stamps is its lowest invalid
+/// way, else its least recent (LRU) or oldest (FIFO) line.
 #[derive(Clone, Debug)]
 pub struct Cache {
     line_shift: u32,
     set_mask: u64,
     ways: usize,
     tags: Box<[u64]>,
+    /// LRU: clock of the last use; FIFO: clock of the fill; 0 when invalid.
+    stamps: Box<[u32]>,
     dirty: Box<[bool]>,
-    /// LRU: clock of the last use; FIFO: clock of the fill.
-    stamp: Box<[u64]>,
-    clock: u64,
+    clock: u32,
     policy: Policy,
     rng: u64,
 }
@@ -93,8 +98,8 @@ impl Cache {
             set_mask: u64::from(sets) - 1,
             ways: ways as usize,
             tags: vec![INVALID; n].into_boxed_slice(),
+            stamps: vec![0; n].into_boxed_slice(),
             dirty: vec![false; n].into_boxed_slice(),
-            stamp: vec![0; n].into_boxed_slice(),
             clock: 0,
             policy,
             rng: seed,
@@ -128,6 +133,28 @@ impl Cache {
         (line & self.set_mask) as usize * self.ways
     }
 
+    /// The next stamp. When the 32-bit clock is exhausted, every set's stamps are replaced by
+    /// their ranks (same order, so the same future victims) and the clock restarts above them.
+    #[inline]
+    fn tick(&mut self) -> u32 {
+        if self.clock == u32::MAX {
+            self.renumber();
+        }
+        self.clock += 1;
+        self.clock
+    }
+
+    fn renumber(&mut self) {
+        for set in self.stamps.chunks_mut(self.ways) {
+            let mut order: Vec<usize> = (0..set.len()).filter(|&w| set[w] != 0).collect();
+            order.sort_by_key(|&w| set[w]);
+            for (rank, w) in order.into_iter().enumerate() {
+                set[w] = rank as u32 + 1;
+            }
+        }
+        self.clock = self.ways as u32;
+    }
+
     /// The slot holding `line`, without touching replacement state.
     #[inline]
     pub fn probe(&self, line: u64) -> Option<usize> {
@@ -140,33 +167,68 @@ impl Cache {
     pub fn lookup(&mut self, line: u64) -> Option<usize> {
         let slot = self.probe(line)?;
         if self.policy == Policy::Lru {
-            self.clock += 1;
-            self.stamp[slot] = self.clock;
+            self.stamps[slot] = self.tick();
         }
         Some(slot)
     }
 
-    /// Allocates `line` (which must not be present) and returns the victim it replaced, if the
-    /// victim way was valid.
+    /// Allocates `line` (which must not be present) and returns its slot and the victim it
+    /// replaced, if the victim way was valid.
+    #[inline]
     pub fn insert(&mut self, line: u64, dirty: bool) -> (usize, Option<Evicted>) {
         debug_assert!(self.probe(line).is_none());
         let base = self.base(line);
-        let way = match self.tags[base..base + self.ways].iter().position(|&t| t == INVALID) {
-            Some(w) => w,
-            None => match self.policy {
-                Policy::Lru | Policy::Fifo => {
-                    let stamps = &self.stamp[base..base + self.ways];
-                    (0..self.ways).min_by_key(|&w| stamps[w]).unwrap_or(0)
-                }
-                Policy::Random => (xorshift64star(&mut self.rng) % self.ways as u64) as usize,
-            },
-        };
-        let slot = base + way;
-        let victim = (self.tags[slot] != INVALID).then(|| Evicted { line: self.tags[slot], dirty: self.dirty[slot] });
+        let pick = self.victim(base);
+        self.fill(base + pick, line, dirty)
+    }
+
+    /// The way to fill in the set at `base`: the lowest invalid way, else the policy's choice.
+    #[inline]
+    fn victim(&mut self, base: usize) -> usize {
+        let set = &self.stamps[base..base + self.ways];
+        if self.policy == Policy::Random {
+            return match set.iter().position(|&s| s == 0) {
+                Some(w) => w,
+                None => (xorshift64star(&mut self.rng) % self.ways as u64) as usize,
+            };
+        }
+        // First minimum of the stamps, written as selects (no unpredictable branches).
+        let (mut best, mut pick) = (u32::MAX, 0);
+        for (w, &stamp) in set.iter().enumerate() {
+            let better = stamp < best;
+            best = if better { stamp } else { best };
+            pick = if better { w } else { pick };
+        }
+        pick
+    }
+
+    /// A demand access in one pass: a hit makes the line most recent (LRU), sets its dirty bit
+    /// if asked, and returns `Ok(slot)`; a miss allocates the line exactly as [`Cache::insert`]
+    /// and returns `Err((slot, victim))`.
+    #[inline]
+    pub fn access(&mut self, line: u64, dirty: bool) -> Result<usize, (usize, Option<Evicted>)> {
+        let base = self.base(line);
+        if let Some(w) = self.tags[base..base + self.ways].iter().position(|&t| t == line) {
+            let slot = base + w;
+            if self.policy == Policy::Lru {
+                self.stamps[slot] = self.tick();
+            }
+            if dirty {
+                self.dirty[slot] = true;
+            }
+            return Ok(slot);
+        }
+        let pick = self.victim(base);
+        Err(self.fill(base + pick, line, dirty))
+    }
+
+    #[inline]
+    fn fill(&mut self, slot: usize, line: u64, dirty: bool) -> (usize, Option<Evicted>) {
+        let victim = (self.stamps[slot] != 0).then(|| Evicted { line: self.tags[slot], dirty: self.dirty[slot] });
+        let stamp = self.tick();
         self.tags[slot] = line;
+        self.stamps[slot] = stamp;
         self.dirty[slot] = dirty;
-        self.clock += 1;
-        self.stamp[slot] = self.clock;
         (slot, victim)
     }
 
@@ -178,7 +240,7 @@ impl Cache {
 
     /// The line in a slot and its dirty bit, if valid.
     pub fn slot(&self, slot: usize) -> Option<Evicted> {
-        (self.tags[slot] != INVALID).then(|| Evicted { line: self.tags[slot], dirty: self.dirty[slot] })
+        (self.stamps[slot] != 0).then(|| Evicted { line: self.tags[slot], dirty: self.dirty[slot] })
     }
 
     /// Clears a slot's dirty bit; returns whether it was dirty.
@@ -190,16 +252,16 @@ impl Cache {
     pub fn invalidate_slot(&mut self, slot: usize) -> Option<Evicted> {
         let held = self.slot(slot);
         self.tags[slot] = INVALID;
+        self.stamps[slot] = 0;
         self.dirty[slot] = false;
-        self.stamp[slot] = 0;
         held
     }
 
     /// Empties every slot (dirty data is discarded).
     pub fn invalidate_all(&mut self) {
         self.tags.fill(INVALID);
+        self.stamps.fill(0);
         self.dirty.fill(false);
-        self.stamp.fill(0);
     }
 
     /// Slot of (set, way).
@@ -209,7 +271,13 @@ impl Cache {
 
     /// Number of valid lines (tests and diagnostics).
     pub fn occupancy(&self) -> usize {
-        self.tags.iter().filter(|&&t| t != INVALID).count()
+        self.stamps.iter().filter(|&&s| s != 0).count()
+    }
+
+    /// Sets the replacement clock (tests of the renumbering).
+    #[cfg(test)]
+    fn set_clock(&mut self, c: u32) {
+        self.clock = c;
     }
 }
 
@@ -247,6 +315,22 @@ mod tests {
         };
         assert_eq!(run(7), run(7));
         assert_ne!(run(7), run(8));
+    }
+
+    #[test]
+    fn clock_wrap_keeps_the_order() {
+        let mut c = Cache::new(6, 1, 4, Policy::Lru, 1);
+        for l in 0..4 {
+            c.insert(l, false);
+        }
+        c.lookup(0);
+        c.set_clock(u32::MAX - 1);
+        c.lookup(2); // stamp u32::MAX
+        c.lookup(1); // renumbers, then stamps above the ranks
+        // Recency now (oldest first): 3, 0, 2, 1.
+        assert_eq!(c.insert(10, false).1.map(|e| e.line), Some(3));
+        assert_eq!(c.insert(11, false).1.map(|e| e.line), Some(0));
+        assert_eq!(c.insert(12, false).1.map(|e| e.line), Some(2));
     }
 
     #[test]

@@ -92,6 +92,107 @@ pub fn decode(word: u32) -> Option<Insn> {
     None
 }
 
+/// A single-register load or store with an immediate offset and no base write-back
+/// (`LDR/STR Rt, [Xn, #imm]` and `LDUR/STUR`, general-purpose or FP/SIMD). The plugin's
+/// batching groups consecutive ones with the same base register.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemImm {
+    /// Base register (31 = SP).
+    pub base: u8,
+    /// Byte offset from the base.
+    pub offset: i64,
+    /// Access size in bytes (1..=16).
+    pub size: u32,
+    /// A store (else a load).
+    pub store: bool,
+    /// A load that overwrites its own base register (it ends a group).
+    pub clobbers_base: bool,
+}
+
+/// Decodes an unsigned-offset or unscaled-offset single-register load/store (C4.1.66 "Load/store
+/// register (unsigned immediate)" and "(unscaled immediate)"); prefetches and unallocated
+/// encodings give `None`.
+pub fn decode_mem_imm(word: u32) -> Option<MemImm> {
+    if (word >> 27) & 7 != 7 {
+        return None;
+    }
+    let size = word >> 30;
+    let simd = (word >> 26) & 1 == 1;
+    let opc = (word >> 22) & 3;
+    let rn = ((word >> 5) & 31) as u8;
+    let rt = (word & 31) as u8;
+    let unsigned = (word >> 24) & 3 == 1;
+    let unscaled = (word >> 24) & 3 == 0 && (word >> 21) & 1 == 0 && (word >> 10) & 3 == 0;
+    if !unsigned && !unscaled {
+        return None;
+    }
+    let (bytes, store) = if simd {
+        match opc {
+            0 | 1 => (1u32 << size, opc == 0),
+            _ if size == 0 => (16, opc == 2),
+            _ => return None,
+        }
+    } else {
+        match (opc, size) {
+            (0, _) => (1 << size, true),
+            (1, _) => (1 << size, false),
+            (2, 3) | (3, 2) | (3, 3) => return None, // PRFM, unallocated
+            _ => (1 << size, false),                 // LDRS*
+        }
+    };
+    let offset = if unsigned {
+        i64::from((word >> 10) & 0xfff) * i64::from(bytes)
+    } else {
+        i64::from(((word >> 12) & 0x1ff) as i32) << 55 >> 55
+    };
+    Some(MemImm { base: rn, offset, size: bytes, store, clobbers_base: !store && !simd && rt == rn && rn != 31 })
+}
+
+/// What the plugin registers for one instruction of a translation block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Its own memory callback (anything that is not a groupable load/store, or a group of one).
+    Single,
+    /// The first of a run of consecutive immediate-offset loads/stores on the same base register:
+    /// its callback also simulates the members, as (offset from its own address, size, store).
+    Leader(Vec<(i64, u32, bool)>),
+    /// Simulated by its leader's callback: no callback of its own.
+    Member,
+}
+
+/// Groups consecutive loads/stores that share a base register no member changes, so that one
+/// memory callback (the first one's) covers the run: `mems[i]` is instruction i decoded with
+/// [`decode_mem_imm`]. A load that overwrites the base ends its group (it is still a member).
+pub fn plan_groups(mems: &[Option<MemImm>]) -> Vec<Role> {
+    let mut roles = vec![Role::Single; mems.len()];
+    let mut i = 0;
+    while i < mems.len() {
+        let Some(lead) = mems[i] else {
+            i += 1;
+            continue;
+        };
+        let mut members = Vec::new();
+        let mut j = i + 1;
+        let mut open = !lead.clobbers_base;
+        while open && j < mems.len() {
+            match mems[j] {
+                Some(m) if m.base == lead.base => {
+                    members.push((m.offset - lead.offset, m.size, m.store));
+                    roles[j] = Role::Member;
+                    open = !m.clobbers_base;
+                    j += 1;
+                }
+                _ => break,
+            }
+        }
+        if !members.is_empty() {
+            roles[i] = Role::Leader(members);
+        }
+        i = j;
+    }
+    roles
+}
+
 /// A decoded DC ISW/CSW/CISW operand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SetWay {
@@ -174,6 +275,46 @@ mod tests {
         assert_eq!(decode(0xd503_201f), None); // nop
         assert_eq!(decode(0xd503_3f9f), None); // dsb sy
         assert_eq!(decode(0xf940_0000), None); // ldr x0, [x0]
+    }
+
+    #[test]
+    fn decodes_immediate_loads_and_stores() {
+        let m = |base, offset, size, store, clobbers_base| Some(MemImm { base, offset, size, store, clobbers_base });
+        assert_eq!(decode_mem_imm(0xf940_0401), m(0, 8, 8, false, false)); // ldr x1, [x0, #8]
+        assert_eq!(decode_mem_imm(0x3940_0c01), m(0, 3, 1, false, false)); // ldrb w1, [x0, #3]
+        assert_eq!(decode_mem_imm(0xf85f_8001), m(0, -8, 8, false, false)); // ldur x1, [x0, #-8]
+        assert_eq!(decode_mem_imm(0x3d80_0800), m(0, 32, 16, true, false)); // str q0, [x0, #32]
+        assert_eq!(decode_mem_imm(0x3dc0_0401), m(0, 16, 16, false, false)); // ldr q1, [x0, #16]
+        assert_eq!(decode_mem_imm(0xb980_0401), m(0, 4, 4, false, false)); // ldrsw x1, [x0, #4]
+        assert_eq!(decode_mem_imm(0x7900_0441), m(2, 2, 2, true, false)); // strh w1, [x2, #2]
+        assert_eq!(decode_mem_imm(0xf940_0400), m(0, 8, 8, false, true)); // ldr x0, [x0, #8]
+        assert_eq!(decode_mem_imm(0xf940_0be1), m(31, 16, 8, false, false)); // ldr x1, [sp, #16]
+        assert_eq!(decode_mem_imm(0x3cdf_0083), m(4, -16, 16, false, false)); // ldur q3, [x4, #-16]
+        assert_eq!(decode_mem_imm(0xf980_0000), None); // prfm pldl1keep, [x0]
+        assert_eq!(decode_mem_imm(0xf840_8401), None); // ldr x1, [x0], #8 (post-index)
+        assert_eq!(decode_mem_imm(0xf840_8c01), None); // ldr x1, [x0, #8]! (pre-index)
+        assert_eq!(decode_mem_imm(0xa940_0801), None); // ldp x1, x2, [x0]
+        assert_eq!(decode_mem_imm(0xd503_201f), None); // nop
+    }
+
+    #[test]
+    fn groups_runs_on_one_base() {
+        let m = |base, offset, store, clobbers_base| Some(MemImm { base, offset, size: 8, store, clobbers_base });
+        let roles = plan_groups(&[m(0, 0, false, false), m(0, 8, true, false), m(0, 16, false, true), m(0, 24, false, false), None, m(1, 0, false, false), m(2, 0, false, false), m(2, -8, false, false)]);
+        assert_eq!(
+            roles,
+            [
+                Role::Leader(vec![(8, 8, true), (16, 8, false)]),
+                Role::Member,
+                Role::Member, // overwrites x0: the group ends here
+                Role::Single,
+                Role::Single,
+                Role::Single,
+                Role::Leader(vec![(-8, 8, false)]),
+                Role::Member,
+            ]
+        );
+        assert_eq!(plan_groups(&[m(0, 0, false, true), m(0, 8, false, false)]), [Role::Single, Role::Single]);
     }
 
     #[test]

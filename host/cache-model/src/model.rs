@@ -307,29 +307,34 @@ impl Model {
         }
     }
 
-    /// Rule 1 at L1; returns the slot now holding the line.
+    /// Rule 1 at L1; returns the slot now holding the line. A miss allocates in one pass with
+    /// the lookup ([`Cache::access`]): the lower levels are other caches, so filling L1 before
+    /// or after them picks the same victim.
     fn demand_l1(&mut self, cpu: usize, instr: bool, addr: u64, dirty: bool) -> usize {
         let level = if instr { Level::L1I } else { Level::L1D };
         let c = if instr { &mut self.l1i[cpu] } else { &mut self.l1d[cpu] };
         let line = c.line_of(addr);
-        self.totals.at(level).accesses += 1;
-        if let Some(slot) = c.lookup(line) {
-            self.totals.at(level).hits += 1;
-            if dirty {
-                c.set_dirty(slot);
-            }
-            return slot;
-        }
-        self.totals.at(level).misses += 1;
-        self.demand_lower(cpu, 0, addr);
-        let c = if instr { &mut self.l1i[cpu] } else { &mut self.l1d[cpu] };
         let shift = c.line_shift();
-        let (slot, victim) = c.insert(line, dirty);
-        if let Some(v) = victim.filter(|v| v.dirty) {
-            self.totals.at(level).writebacks += 1;
-            self.writeback_into(cpu, 0, v.line << shift);
+        let r = c.access(line, dirty);
+        let t = self.totals.at(level);
+        t.accesses += 1;
+        match r {
+            Ok(slot) => {
+                t.hits += 1;
+                slot
+            }
+            Err((slot, victim)) => {
+                t.misses += 1;
+                // The lower levels are looked up (and filled) first, then the L1 victim is
+                // written back: the order of rules 1 and 2.
+                self.demand_lower(cpu, 0, addr);
+                if let Some(v) = victim.filter(|v| v.dirty) {
+                    self.totals.at(level).writebacks += 1;
+                    self.writeback_into(cpu, 0, v.line << shift);
+                }
+                slot
+            }
         }
-        slot
     }
 
     /// Rule 1 below L1.
@@ -338,16 +343,22 @@ impl Model {
             return;
         }
         let level = Level::lower(i);
-        self.totals.at(level).accesses += 1;
         let c = self.lower_mut(i, cpu);
-        let line = c.line_of(addr);
-        if c.lookup(line).is_some() {
-            self.totals.at(level).hits += 1;
-            return;
+        let shift = c.line_shift();
+        let r = c.access(c.line_of(addr), false);
+        let t = self.totals.at(level);
+        t.accesses += 1;
+        match r {
+            Ok(_) => t.hits += 1,
+            Err((_, victim)) => {
+                t.misses += 1;
+                self.demand_lower(cpu, i + 1, addr);
+                if let Some(v) = victim.filter(|v| v.dirty) {
+                    self.totals.at(level).writebacks += 1;
+                    self.writeback_into(cpu, i + 1, v.line << shift);
+                }
+            }
         }
-        self.totals.at(level).misses += 1;
-        self.demand_lower(cpu, i + 1, addr);
-        self.allocate_lower(cpu, i, line, false);
     }
 
     /// Rule 2 below L1.

@@ -14,17 +14,20 @@
 //! checks this).
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::{Acquire, Relaxed, Release}};
+use std::cell::UnsafeCell;
+use std::ops::{Deref, DerefMut};
+use std::sync::{Arc, OnceLock};
 
 use qemu_plugin::install::{Args, Info};
 use qemu_plugin::{
-    qemu_plugin_get_registers, qemu_plugin_register_atexit_cb, register, CallbackFlags, HasCallbacks, MemRW, MemoryInfo, PluginId,
+    qemu_plugin_get_registers, qemu_plugin_register_atexit_cb, qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu, qemu_plugin_u64_get,
+    qemu_plugin_u64_set, register, CallbackFlags, HasCallbacks, MemRW, MemoryInfo, PluginCondition, PluginId, PluginOp, PluginU64,
     RegisterDescriptor, Register, TranslationBlock, VCPUIndex,
 };
 
 use crate::config::{GuestGeometry, Settings};
-use crate::decode::{decode, decode_set_way, guest_to_model_slots, Insn};
+use crate::decode::{decode, decode_mem_imm, decode_set_way, guest_to_model_slots, plan_groups, Insn, Role};
 use crate::guest::{Guest, Translation};
 use crate::model::{Attr, Level, MaintOp, Model, Totals};
 use crate::protocol::{self, Marker};
@@ -51,9 +54,10 @@ struct Fast {
     /// VA page of the previous translated access and its PA page | io flag (bit 63).
     p_vpn: AtomicU64,
     p_ppn: AtomicU64,
-    /// TB key of the previous fetch (NONE = no shortcut), its line count and mode (1 hit, 3 bypass).
-    i_key: AtomicU64,
+    /// Line count and mode (1 hit, 3 bypass) of the last TB fetched through the model, and the
+    /// value of the board's execution counter already accounted for.
     i_lines: AtomicU64,
+    i_acc: AtomicU64,
     i_mode: AtomicU64,
     i_hits: AtomicU64,
     i_bypass: AtomicU64,
@@ -66,7 +70,6 @@ impl Fast {
         let f = Self::default();
         f.d_line.store(NONE, Relaxed);
         f.p_vpn.store(NONE, Relaxed);
-        f.i_key.store(NONE, Relaxed);
         f.d_shift.store(6, Relaxed);
         f
     }
@@ -78,7 +81,6 @@ impl Fast {
     fn drop_all(&self) {
         self.d_line.store(NONE, Relaxed);
         self.p_vpn.store(NONE, Relaxed);
-        self.i_key.store(NONE, Relaxed);
     }
 
     fn totals(&self) -> Totals {
@@ -95,6 +97,25 @@ impl Fast {
     }
 }
 
+/// A leader's members and their span relative to the leader's address.
+struct Group {
+    members: Vec<(i64, u32, bool)>,
+    /// Lowest member offset and highest member end (offset + size).
+    lo: i64,
+    hi: i64,
+    /// Any member is a store.
+    stores: bool,
+}
+
+impl Group {
+    fn new(members: Vec<(i64, u32, bool)>) -> Self {
+        let lo = members.iter().map(|m| m.0).min().unwrap_or(0);
+        let hi = members.iter().map(|m| m.0 + i64::from(m.1)).max().unwrap_or(0);
+        let stores = members.iter().any(|m| m.2);
+        Self { members, lo, hi, stores }
+    }
+}
+
 /// Run statistics for the `model-run` record.
 #[derive(Default)]
 struct Stats {
@@ -102,6 +123,59 @@ struct Stats {
     va: [u64; 3],
     setway_ops: u64,
     warnings: u64,
+}
+
+/// A spin lock: uncontended (one vCPU) it costs one compare-and-swap and one plain store,
+/// about half of a `Mutex`; a waiting vCPU yields its host thread after a short spin.
+struct SpinLock<T> {
+    held: AtomicBool,
+    value: UnsafeCell<T>,
+}
+
+// SAFETY: the value is reached only through a guard, and a guard exists only while `held` is
+// true and owned by the thread that set it (acquire/release ordering).
+unsafe impl<T: Send> Sync for SpinLock<T> {}
+
+struct Guard<'a, T>(&'a SpinLock<T>);
+
+impl<T> SpinLock<T> {
+    fn new(value: T) -> Self {
+        Self { held: AtomicBool::new(false), value: UnsafeCell::new(value) }
+    }
+
+    fn lock(&self) -> Guard<'_, T> {
+        let mut spins = 0u32;
+        while self.held.compare_exchange_weak(false, true, Acquire, Relaxed).is_err() {
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        Guard(self)
+    }
+}
+
+impl<T> Deref for Guard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: this guard holds the lock, so no other reference to the value exists.
+        unsafe { &*self.0.value.get() }
+    }
+}
+
+impl<T> DerefMut for Guard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in deref; `&mut self` makes this the only use of the guard.
+        unsafe { &mut *self.0.value.get() }
+    }
+}
+
+impl<T> Drop for Guard<'_, T> {
+    fn drop(&mut self) {
+        self.0.held.store(false, Release);
+    }
 }
 
 /// Everything behind the lock.
@@ -117,12 +191,30 @@ struct Core {
     out: Box<dyn Write + Send>,
 }
 
+/// Per-vCPU scoreboard entries of the fetch shortcut: a TB executed right after itself is a
+/// repeat whose L1I lines all hit (see the module docs). Each TB, in this order: a conditional
+/// callback when `last != key` (the model), an inline `execs += 1`, an inline `last = key`.
+/// Repeats therefore cost no callback; they are credited from `execs` when anything reads or
+/// changes the model.
+struct Board {
+    last: PluginU64,
+    execs: PluginU64,
+}
+
+// SAFETY: the entries are handles to a scoreboard QEMU owns for the plugin's lifetime; QEMU's
+// scoreboard API may be called from any thread.
+unsafe impl Send for Board {}
+// SAFETY: as for Send; the handles are never mutated.
+unsafe impl Sync for Board {}
+
 struct State {
     settings: Settings,
+    board: Option<Board>,
+    fetch_warned: AtomicBool,
     vcpus: usize,
     fast_on: bool,
     fast: Box<[Fast]>,
-    core: Mutex<Core>,
+    core: SpinLock<Core>,
     regs: OnceLock<Vec<RegisterDescriptor<'static>>>,
     next_tb: AtomicU64,
 }
@@ -145,14 +237,28 @@ impl Core {
 }
 
 impl State {
-    fn lock(&self) -> MutexGuard<'_, Core> {
-        // A panic cannot happen while the lock is held (no callback panics); if one did, the
-        // counts are still the best there is.
-        self.core.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> Guard<'_, Core> {
+        self.core.lock()
     }
 
     fn fast_totals(&self) -> Totals {
+        for cpu in 0..self.vcpus {
+            self.credit_fetch(cpu);
+        }
         self.fast.iter().fold(Totals::default(), |t, f| t + f.totals())
+    }
+
+    /// Credits the TB repeats counted inline since the last look to the last fetched TB.
+    fn credit_fetch(&self, cpu: usize) {
+        let Some(b) = &self.board else { return };
+        let f = &self.fast[cpu];
+        let execs = qemu_plugin_u64_get(b.execs, cpu as VCPUIndex);
+        let new = execs.wrapping_sub(f.i_acc.load(Relaxed));
+        if new != 0 && new < 1 << 62 {
+            let lines = f.i_lines.load(Relaxed) * new;
+            add(if f.i_mode.load(Relaxed) == 3 { &f.i_bypass } else { &f.i_hits }, lines);
+        }
+        f.i_acc.store(execs, Relaxed);
     }
 
     fn now(&self, core: &Core) -> Totals {
@@ -171,7 +277,10 @@ impl State {
                 f.drop_all();
             } else {
                 f.drop_data();
-                f.i_key.store(NONE, Relaxed);
+            }
+            self.credit_fetch(cpu);
+            if let Some(b) = &self.board {
+                qemu_plugin_u64_set(b.last, cpu as VCPUIndex, 0);
             }
         }
     }
@@ -223,14 +332,42 @@ impl State {
 
     // ---- data accesses --------------------------------------------------------------------
 
-    fn mem(&self, vcpu: VCPUIndex, info: &MemoryInfo, vaddr: u64, write: bool) {
+    /// A leader's callback: its own access, then its group's members (see `decode::plan_groups`).
+    /// When the leader left its line in the shortcut and every member falls in that line, the
+    /// members are hits of that line: counted in one step.
+    fn mem_group(&self, vcpu: VCPUIndex, info: &MemoryInfo, vaddr: u64, write: bool, g: &Group) {
+        self.mem(vcpu, info, vaddr, write, None);
+        let f = &self.fast[vcpu as usize];
+        let shift = f.d_shift.load(Relaxed);
+        let off = (vaddr & ((1 << shift) - 1)) as i64;
+        if f.d_line.load(Relaxed) == vaddr >> shift && off + g.lo >= 0 && off + g.hi <= 1 << shift {
+            match f.d_mode.load(Relaxed) {
+                3 => return add(&f.d_bypass, g.members.len() as u64),
+                2 => {
+                    if g.stores {
+                        f.d_dirty.store(true, Relaxed);
+                    }
+                    return add(&f.d_hits, g.members.len() as u64);
+                }
+                _ if !g.stores => return add(&f.d_hits, g.members.len() as u64),
+                _ => {}
+            }
+        }
+        for &(delta, size, store) in &g.members {
+            self.mem(vcpu, info, vaddr.wrapping_add(delta as u64), store, Some(size));
+        }
+    }
+
+    /// One data access; `size` is `None` for the callback's own access (QEMU knows it).
+    fn mem(&self, vcpu: VCPUIndex, info: &MemoryInfo, vaddr: u64, write: bool, size: Option<u32>) {
         let cpu = vcpu as usize;
         let f = &self.fast[cpu];
+        let size_of = || size.unwrap_or_else(|| 1 << info.size_shift());
         if self.fast_on {
             let shift = f.d_shift.load(Relaxed);
             let off = vaddr & ((1 << shift) - 1);
             // Accesses are at most 16 bytes: only those near the line's end need their size.
-            if vaddr >> shift == f.d_line.load(Relaxed) && (off + 16 <= 1 << shift || off + (1u64 << info.size_shift()) <= 1 << shift) {
+            if vaddr >> shift == f.d_line.load(Relaxed) && (off + 16 <= 1 << shift || off + u64::from(size_of()) <= 1 << shift) {
                 match f.d_mode.load(Relaxed) {
                     3 => return add(&f.d_bypass, 1),
                     2 => {
@@ -244,19 +381,18 @@ impl State {
                 }
             }
         }
-        let size = 1u32 << info.size_shift();
+        let size = size_of();
         let vpn = vaddr >> PAGE_SHIFT;
-        let (pa, io, learned) = if self.fast_on && f.p_vpn.load(Relaxed) == vpn {
+        let known = if self.fast_on && f.p_vpn.load(Relaxed) == vpn {
             let p = f.p_ppn.load(Relaxed);
-            ((p & !(1 << 63)) << PAGE_SHIFT | (vaddr & ((1 << PAGE_SHIFT) - 1)), p >> 63 == 1, false)
+            Some(((p & !(1 << 63)) << PAGE_SHIFT | (vaddr & ((1 << PAGE_SHIFT) - 1)), p >> 63 == 1, false))
         } else {
-            match info.hwaddr(vaddr) {
-                Some(h) => (h.hwaddr(), h.is_io(), true),
-                None => (vaddr, false, false),
-            }
+            info.hwaddr(vaddr).map(|h| (h.hwaddr(), h.is_io(), true))
         };
         let mut core = self.lock();
         self.settle_own(&mut core, cpu);
+        // Not in QEMU's TLB (a group member in another page): the learned translation.
+        let (pa, io, learned) = known.unwrap_or_else(|| (core.guest.translate(vaddr).0, false, false));
         if learned {
             core.guest.learn(vaddr, pa);
             if self.fast_on {
@@ -304,7 +440,9 @@ impl State {
     /// Before this vCPU's own model call: apply its deferred dirty bit.
     fn settle_own(&self, core: &mut Core, cpu: usize) {
         let f = &self.fast[cpu];
-        if f.d_dirty.swap(false, Relaxed) {
+        // Only this vCPU's thread sets its flag: a plain load and store suffice.
+        if f.d_dirty.load(Relaxed) {
+            f.d_dirty.store(false, Relaxed);
             if let Some(m) = core.model.as_mut() {
                 m.mark_l1d_dirty(cpu, f.d_slot.load(Relaxed) as usize, f.d_l1line.load(Relaxed));
             }
@@ -313,46 +451,39 @@ impl State {
 
     // ---- instruction fetches --------------------------------------------------------------
 
-    fn fetch(&self, vcpu: VCPUIndex, key: u64, va: u64, bytes: u64) {
+    /// A TB's instruction fetches through the model (its first execution after anything else).
+    fn fetch(&self, vcpu: VCPUIndex, va: u64, bytes: u64) {
         let cpu = vcpu as usize;
         let f = &self.fast[cpu];
-        if self.fast_on && f.i_key.load(Relaxed) == key {
-            let n = f.i_lines.load(Relaxed);
-            return add(if f.i_mode.load(Relaxed) == 3 { &f.i_bypass } else { &f.i_hits }, n);
-        }
         let mut core = self.lock();
         self.settle_own(&mut core, cpu);
+        self.credit_fetch(cpu);
         let attr = core.guest.fetch_attr(va);
-        let uniform = core.guest.page_uniform(va) && core.guest.page_uniform(va + bytes - 1);
-        if !attr.cacheable() {
+        let (n, mode) = if !attr.cacheable() {
             let shift = core.model.as_ref().map_or(6, |m| m.config().l1i.line_shift());
             let n = ((va + bytes - 1) >> shift) - (va >> shift) + 1;
             match core.model.as_mut() {
                 Some(m) => (0..n).for_each(|k| m.fetch(cpu, ((va >> shift) + k) << shift, attr)),
                 None => core.early.levels[Level::L1I as usize].bypass += n,
             }
-            return self.remember_fetch(f, key, n, 3, uniform);
-        }
-        let lines: Vec<u64> = {
+            (n, 3)
+        } else {
             let shift = self.model(&mut core).config().l1i.line_shift();
-            ((va >> shift)..=((va + bytes - 1) >> shift)).map(|l| l << shift).collect()
+            let pas: Vec<u64> = ((va >> shift)..=((va + bytes - 1) >> shift)).map(|l| core.guest.translate(l << shift).0).collect();
+            let m = self.model(&mut core);
+            for &pa in &pas {
+                m.fetch(cpu, pa, attr);
+            }
+            if self.board.is_some() && !pas.iter().all(|&pa| m.l1i_holds(cpu, pa)) && !self.fetch_warned.swap(true, Relaxed) {
+                core.warn("a translation block does not fit the L1I at once (L1I way smaller than a page): repeats are counted as hits; use fast=off for exact counts");
+            }
+            (pas.len() as u64, 1)
         };
-        let pas: Vec<u64> = lines.iter().map(|&l| core.guest.translate(l).0).collect();
-        let m = self.model(&mut core);
-        for &pa in &pas {
-            m.fetch(cpu, pa, attr);
-        }
-        let resident = pas.iter().all(|&pa| m.l1i_holds(cpu, pa));
-        self.remember_fetch(f, key, pas.len() as u64, 1, uniform && resident);
-    }
-
-    fn remember_fetch(&self, f: &Fast, key: u64, n: u64, mode: u64, ok: bool) {
-        if self.fast_on && ok {
+        if let Some(b) = &self.board {
             f.i_lines.store(n, Relaxed);
             f.i_mode.store(mode, Relaxed);
-            f.i_key.store(key, Relaxed);
-        } else {
-            f.i_key.store(NONE, Relaxed);
+            // The inline counter is bumped right after this callback for this very execution.
+            f.i_acc.store(qemu_plugin_u64_get(b.execs, vcpu).wrapping_add(1), Relaxed);
         }
     }
 
@@ -570,14 +701,23 @@ impl Register for CacheModel {
             settings.resolve(&GuestGeometry::default()).unwrap_or_else(|e| fail(&e));
         }
         let fast_on = settings.fast && vcpus == 1;
+        let board = fast_on.then(|| {
+            // SAFETY: a scoreboard of two u64 per vCPU, owned by QEMU for the plugin's lifetime.
+            let score = unsafe { qemu_plugin::sys::qemu_plugin_scoreboard_new(16) };
+            let entry = |offset| PluginU64 { score, offset };
+            // `last` starts at 0, which no TB key equals (keys start at 1).
+            Board { last: entry(0), execs: entry(8) }
+        });
         let state = Arc::new(State {
             settings,
+            board,
+            fetch_warned: AtomicBool::new(false),
             vcpus,
             fast_on,
             fast: (0..vcpus).map(|_| Fast::new()).collect(),
-            core: Mutex::new(core),
+            core: SpinLock::new(core),
             regs: OnceLock::new(),
-            next_tb: AtomicU64::new(0),
+            next_tb: AtomicU64::new(1),
         });
         if !state.settings.wants_guest_geometry() {
             let mut c = state.lock();
@@ -609,24 +749,49 @@ impl HasCallbacks for CacheModel {
         let Some(state) = &self.state else { return Ok(()) };
         let start = tb.vaddr();
         let mut end = start;
-        for insn in tb.instructions() {
-            end = insn.vaddr() + insn.size() as u64;
-            let mut word = [0u8; 4];
-            if insn.read_data(&mut word) == 4 {
-                if let Some(d) = decode(u32::from_le_bytes(word)) {
+        let words: Vec<Option<u32>> = tb
+            .instructions()
+            .map(|insn| {
+                end = insn.vaddr() + insn.size() as u64;
+                let mut word = [0u8; 4];
+                (insn.read_data(&mut word) == 4).then(|| u32::from_le_bytes(word))
+            })
+            .collect();
+        // Batching (part of the shortcut): one callback per run of loads/stores on one base.
+        let roles = if state.fast_on { plan_groups(&words.iter().map(|w| w.and_then(decode_mem_imm)).collect::<Vec<_>>()) } else { vec![Role::Single; words.len()] };
+        for ((insn, word), role) in tb.instructions().zip(&words).zip(roles) {
+            if let Some(d) = word.and_then(decode) {
+                let s = state.clone();
+                insn.register_execute_callback_flags(move |vcpu| s.special(vcpu, d), CallbackFlags::QEMU_PLUGIN_CB_R_REGS);
+            }
+            let no_regs = CallbackFlags::QEMU_PLUGIN_CB_NO_REGS;
+            match role {
+                Role::Member => {}
+                Role::Leader(members) => {
+                    let members = Group::new(members);
                     let s = state.clone();
-                    insn.register_execute_callback_flags(move |vcpu| s.special(vcpu, d), CallbackFlags::QEMU_PLUGIN_CB_R_REGS);
+                    insn.register_memory_access_callback_flags(move |vcpu, info, vaddr| s.mem_group(vcpu, &info, vaddr, info.is_store(), &members), MemRW::QEMU_PLUGIN_MEM_RW, no_regs);
+                }
+                Role::Single => {
+                    let s = state.clone();
+                    insn.register_memory_access_callback_flags(move |vcpu, info, vaddr| s.mem(vcpu, &info, vaddr, false, None), MemRW::QEMU_PLUGIN_MEM_R, no_regs);
+                    let s = state.clone();
+                    insn.register_memory_access_callback_flags(move |vcpu, info, vaddr| s.mem(vcpu, &info, vaddr, true, None), MemRW::QEMU_PLUGIN_MEM_W, no_regs);
                 }
             }
-            let s = state.clone();
-            insn.register_memory_access_callback_flags(move |vcpu, info, vaddr| s.mem(vcpu, &info, vaddr, false), MemRW::QEMU_PLUGIN_MEM_R, CallbackFlags::QEMU_PLUGIN_CB_NO_REGS);
-            let s = state.clone();
-            insn.register_memory_access_callback_flags(move |vcpu, info, vaddr| s.mem(vcpu, &info, vaddr, true), MemRW::QEMU_PLUGIN_MEM_W, CallbackFlags::QEMU_PLUGIN_CB_NO_REGS);
         }
         if end > start {
-            let key = state.next_tb.fetch_add(1, Relaxed);
             let s = state.clone();
-            tb.register_execute_callback_flags(move |vcpu| s.fetch(vcpu, key, start, end - start), CallbackFlags::QEMU_PLUGIN_CB_NO_REGS);
+            let fetch = move |vcpu| s.fetch(vcpu, start, end - start);
+            match &state.board {
+                Some(b) => {
+                    let key = state.next_tb.fetch_add(1, Relaxed);
+                    tb.register_conditional_execute_callback_flags(fetch, CallbackFlags::QEMU_PLUGIN_CB_NO_REGS, PluginCondition::QEMU_PLUGIN_COND_NE, b.last, key);
+                    qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb.clone(), PluginOp::QEMU_PLUGIN_INLINE_ADD_U64, b.execs, 1);
+                    qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb, PluginOp::QEMU_PLUGIN_INLINE_STORE_U64, b.last, key);
+                }
+                None => tb.register_execute_callback_flags(fetch, CallbackFlags::QEMU_PLUGIN_CB_NO_REGS),
+            }
         }
         Ok(())
     }

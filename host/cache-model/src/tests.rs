@@ -377,3 +377,19 @@ fn agrees_with_reference_on_structured_traces() {
         check_agreement(&h, 1, ops.into_iter());
     }
 }
+
+/// Speed of the core alone (not a test: `cargo test --release -- --ignored core_speed --nocapture`).
+#[test]
+#[ignore]
+fn core_speed() {
+    let mut m = Model::new(&rpi4(), 1);
+    let t = std::time::Instant::now();
+    let n = 8u64 << 20;
+    for _ in 0..12 {
+        for a in (0..n).step_by(64) {
+            m.data(0, BASE + a, 8, false, WB);
+        }
+    }
+    let lines = 12 * n / 64;
+    eprintln!("{lines} line misses: {:.1} ns per line", t.elapsed().as_nanos() as f64 / lines as f64);
+}
