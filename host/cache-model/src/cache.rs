@@ -59,6 +59,10 @@ pub fn cache_seed(seed: u64, cache_id: u64) -> u64 {
 
 /// Tag value of an empty way.
 const INVALID: u64 = u64::MAX;
+/// Dirty bit of a way's state.
+const DIRTY: u32 = 1 << 31;
+/// Stamp bits of a way's state.
+const STAMP: u32 = DIRTY - 1;
 
 /// A line pushed out by an allocation or removed by maintenance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,19 +75,19 @@ pub struct Evicted {
 
 /// The tag array of one cache.
 ///
-/// Tags and replacement stamps are separate arrays, one set contiguous in each: a lookup reads
-/// only the tags (16 ways = two host cache lines), a victim search only the 32-bit stamps.
-/// Stamp 0 marks an invalid way, so the first minimum of a set's stamps is its lowest invalid
-/// way, else its least recent (LRU) or oldest (FIFO) line.
+/// Tags and states are separate arrays, one set contiguous in each: a lookup reads only the
+/// tags (16 ways = two host cache lines), a victim search only the 32-bit states. A state is
+/// the dirty bit (bit 31) and a 31-bit replacement stamp; stamp 0 marks an invalid way, so the
+/// first minimum of a set's stamps is its lowest invalid way, else its least recent (LRU) or
+/// oldest (FIFO) line.
 #[derive(Clone, Debug)]
 pub struct Cache {
     line_shift: u32,
     set_mask: u64,
     ways: usize,
     tags: Box<[u64]>,
-    /// LRU: clock of the last use; FIFO: clock of the fill; 0 when invalid.
+    /// Dirty bit | stamp (LRU: clock of the last use; FIFO: clock of the fill; 0 when invalid).
     stamps: Box<[u32]>,
-    dirty: Box<[bool]>,
     clock: u32,
     policy: Policy,
     rng: u64,
@@ -99,7 +103,6 @@ impl Cache {
             ways: ways as usize,
             tags: vec![INVALID; n].into_boxed_slice(),
             stamps: vec![0; n].into_boxed_slice(),
-            dirty: vec![false; n].into_boxed_slice(),
             clock: 0,
             policy,
             rng: seed,
@@ -137,7 +140,7 @@ impl Cache {
     /// their ranks (same order, so the same future victims) and the clock restarts above them.
     #[inline]
     fn tick(&mut self) -> u32 {
-        if self.clock == u32::MAX {
+        if self.clock == STAMP {
             self.renumber();
         }
         self.clock += 1;
@@ -146,10 +149,10 @@ impl Cache {
 
     fn renumber(&mut self) {
         for set in self.stamps.chunks_mut(self.ways) {
-            let mut order: Vec<usize> = (0..set.len()).filter(|&w| set[w] != 0).collect();
-            order.sort_by_key(|&w| set[w]);
+            let mut order: Vec<usize> = (0..set.len()).filter(|&w| set[w] & STAMP != 0).collect();
+            order.sort_by_key(|&w| set[w] & STAMP);
             for (rank, w) in order.into_iter().enumerate() {
-                set[w] = rank as u32 + 1;
+                set[w] = (set[w] & DIRTY) | (rank as u32 + 1);
             }
         }
         self.clock = self.ways as u32;
@@ -167,7 +170,7 @@ impl Cache {
     pub fn lookup(&mut self, line: u64) -> Option<usize> {
         let slot = self.probe(line)?;
         if self.policy == Policy::Lru {
-            self.stamps[slot] = self.tick();
+            self.touch(slot);
         }
         Some(slot)
     }
@@ -187,14 +190,15 @@ impl Cache {
     fn victim(&mut self, base: usize) -> usize {
         let set = &self.stamps[base..base + self.ways];
         if self.policy == Policy::Random {
-            return match set.iter().position(|&s| s == 0) {
+            return match set.iter().position(|&s| s & STAMP == 0) {
                 Some(w) => w,
                 None => (xorshift64star(&mut self.rng) % self.ways as u64) as usize,
             };
         }
         // First minimum of the stamps, written as selects (no unpredictable branches).
         let (mut best, mut pick) = (u32::MAX, 0);
-        for (w, &stamp) in set.iter().enumerate() {
+        for (w, &state) in set.iter().enumerate() {
+            let stamp = state & STAMP;
             let better = stamp < best;
             best = if better { stamp } else { best };
             pick = if better { w } else { pick };
@@ -211,41 +215,72 @@ impl Cache {
         if let Some(w) = self.tags[base..base + self.ways].iter().position(|&t| t == line) {
             let slot = base + w;
             if self.policy == Policy::Lru {
-                self.stamps[slot] = self.tick();
+                self.touch(slot);
             }
             if dirty {
-                self.dirty[slot] = true;
+                self.stamps[slot] |= DIRTY;
             }
             return Ok(slot);
         }
         let pick = self.victim(base);
-        Err(self.fill(base + pick, line, dirty))
+        let r = self.fill(base + pick, line, dirty);
+        self.prefetch_set(line + 1);
+        Err(r)
+    }
+
+    /// Streams miss set after set: start loading the next set's tags and stamps into the host
+    /// cache while the guest runs on.
+    #[inline]
+    fn prefetch_set(&self, line: u64) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            let base = self.base(line);
+            // SAFETY: prefetches are hints without architectural effect; both pointers are
+            // inside their arrays (base < len).
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(self.tags.as_ptr().add(base).cast());
+                _mm_prefetch::<_MM_HINT_T0>(self.tags.as_ptr().add(base + self.ways - 1).cast());
+                _mm_prefetch::<_MM_HINT_T0>(self.stamps.as_ptr().add(base).cast());
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = line;
+    }
+
+    #[inline]
+    fn touch(&mut self, slot: usize) {
+        let stamp = self.tick();
+        self.stamps[slot] = (self.stamps[slot] & DIRTY) | stamp;
     }
 
     #[inline]
     fn fill(&mut self, slot: usize, line: u64, dirty: bool) -> (usize, Option<Evicted>) {
-        let victim = (self.stamps[slot] != 0).then(|| Evicted { line: self.tags[slot], dirty: self.dirty[slot] });
+        let old = self.stamps[slot];
+        let victim = (old & STAMP != 0).then(|| Evicted { line: self.tags[slot], dirty: old & DIRTY != 0 });
         let stamp = self.tick();
         self.tags[slot] = line;
-        self.stamps[slot] = stamp;
-        self.dirty[slot] = dirty;
+        self.stamps[slot] = if dirty { DIRTY | stamp } else { stamp };
         (slot, victim)
     }
 
     /// Marks a slot dirty.
     #[inline]
     pub fn set_dirty(&mut self, slot: usize) {
-        self.dirty[slot] = true;
+        self.stamps[slot] |= DIRTY;
     }
 
     /// The line in a slot and its dirty bit, if valid.
     pub fn slot(&self, slot: usize) -> Option<Evicted> {
-        (self.stamps[slot] != 0).then(|| Evicted { line: self.tags[slot], dirty: self.dirty[slot] })
+        let s = self.stamps[slot];
+        (s & STAMP != 0).then(|| Evicted { line: self.tags[slot], dirty: s & DIRTY != 0 })
     }
 
     /// Clears a slot's dirty bit; returns whether it was dirty.
     pub fn clean_slot(&mut self, slot: usize) -> bool {
-        std::mem::replace(&mut self.dirty[slot], false)
+        let was = self.stamps[slot] & DIRTY != 0;
+        self.stamps[slot] &= STAMP;
+        was
     }
 
     /// Empties a slot; returns what it held.
@@ -253,7 +288,6 @@ impl Cache {
         let held = self.slot(slot);
         self.tags[slot] = INVALID;
         self.stamps[slot] = 0;
-        self.dirty[slot] = false;
         held
     }
 
@@ -261,7 +295,6 @@ impl Cache {
     pub fn invalidate_all(&mut self) {
         self.tags.fill(INVALID);
         self.stamps.fill(0);
-        self.dirty.fill(false);
     }
 
     /// Slot of (set, way).
@@ -271,7 +304,7 @@ impl Cache {
 
     /// Number of valid lines (tests and diagnostics).
     pub fn occupancy(&self) -> usize {
-        self.stamps.iter().filter(|&&s| s != 0).count()
+        self.stamps.iter().filter(|&&s| s & STAMP != 0).count()
     }
 
     /// Sets the replacement clock (tests of the renumbering).
@@ -324,13 +357,15 @@ mod tests {
             c.insert(l, false);
         }
         c.lookup(0);
-        c.set_clock(u32::MAX - 1);
-        c.lookup(2); // stamp u32::MAX
+        c.set_clock(STAMP - 1);
+        c.set_dirty(c.probe(1).unwrap());
+        c.lookup(2); // stamp STAMP
         c.lookup(1); // renumbers, then stamps above the ranks
         // Recency now (oldest first): 3, 0, 2, 1.
         assert_eq!(c.insert(10, false).1.map(|e| e.line), Some(3));
         assert_eq!(c.insert(11, false).1.map(|e| e.line), Some(0));
         assert_eq!(c.insert(12, false).1.map(|e| e.line), Some(2));
+        assert_eq!(c.insert(13, false).1, Some(Evicted { line: 1, dirty: true }), "dirty bit kept");
     }
 
     #[test]

@@ -99,6 +99,8 @@ impl Fast {
 
 /// A leader's members and their span relative to the leader's address.
 struct Group {
+    /// The leader's own access size.
+    size: u32,
     members: Vec<(i64, u32, bool)>,
     /// Lowest member offset and highest member end (offset + size).
     lo: i64,
@@ -108,11 +110,11 @@ struct Group {
 }
 
 impl Group {
-    fn new(members: Vec<(i64, u32, bool)>) -> Self {
+    fn new(size: u32, members: Vec<(i64, u32, bool)>) -> Self {
         let lo = members.iter().map(|m| m.0).min().unwrap_or(0);
         let hi = members.iter().map(|m| m.0 + i64::from(m.1)).max().unwrap_or(0);
         let stores = members.iter().any(|m| m.2);
-        Self { members, lo, hi, stores }
+        Self { size, members, lo, hi, stores }
     }
 }
 
@@ -336,7 +338,7 @@ impl State {
     /// When the leader left its line in the shortcut and every member falls in that line, the
     /// members are hits of that line: counted in one step.
     fn mem_group(&self, vcpu: VCPUIndex, info: &MemoryInfo, vaddr: u64, write: bool, g: &Group) {
-        self.mem(vcpu, info, vaddr, write, None);
+        self.mem(vcpu, info, vaddr, write, Some(g.size));
         let f = &self.fast[vcpu as usize];
         let shift = f.d_shift.load(Relaxed);
         let off = (vaddr & ((1 << shift) - 1)) as i64;
@@ -758,8 +760,9 @@ impl HasCallbacks for CacheModel {
             })
             .collect();
         // Batching (part of the shortcut): one callback per run of loads/stores on one base.
-        let roles = if state.fast_on { plan_groups(&words.iter().map(|w| w.and_then(decode_mem_imm)).collect::<Vec<_>>()) } else { vec![Role::Single; words.len()] };
-        for ((insn, word), role) in tb.instructions().zip(&words).zip(roles) {
+        let mems: Vec<_> = words.iter().map(|w| w.and_then(decode_mem_imm)).collect();
+        let roles = if state.fast_on { plan_groups(&mems) } else { vec![Role::Single; words.len()] };
+        for (((insn, word), role), mem) in tb.instructions().zip(&words).zip(roles).zip(mems) {
             if let Some(d) = word.and_then(decode) {
                 let s = state.clone();
                 insn.register_execute_callback_flags(move |vcpu| s.special(vcpu, d), CallbackFlags::QEMU_PLUGIN_CB_R_REGS);
@@ -768,7 +771,7 @@ impl HasCallbacks for CacheModel {
             match role {
                 Role::Member => {}
                 Role::Leader(members) => {
-                    let members = Group::new(members);
+                    let members = Group::new(mem.map_or(8, |m| m.size), members);
                     let s = state.clone();
                     insn.register_memory_access_callback_flags(move |vcpu, info, vaddr| s.mem_group(vcpu, &info, vaddr, info.is_store(), &members), MemRW::QEMU_PLUGIN_MEM_RW, no_regs);
                 }
