@@ -56,7 +56,7 @@ const BUF: usize = LINES * LINE;
 /// Test buffer `k` in the arena (1 MiB apart, so they never share L1/L2 sets in a way that
 /// matters for 16 KiB).
 fn buffer(ctx: &Ctx, k: usize) -> usize {
-    (ctx.boot.arena.0 + (1 << 20) - 1) / (1 << 20) * (1 << 20) + k * (1 << 20)
+    ctx.boot.arena.0.div_ceil(1 << 20) * (1 << 20) + k * (1 << 20)
 }
 
 /// Reads one u64 from every line of `[base, base + BUF)`.
