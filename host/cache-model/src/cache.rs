@@ -361,7 +361,7 @@ mod tests {
         c.set_dirty(c.probe(1).unwrap());
         c.lookup(2); // stamp STAMP
         c.lookup(1); // renumbers, then stamps above the ranks
-        // Recency now (oldest first): 3, 0, 2, 1.
+                     // Recency now (oldest first): 3, 0, 2, 1.
         assert_eq!(c.insert(10, false).1.map(|e| e.line), Some(3));
         assert_eq!(c.insert(11, false).1.map(|e| e.line), Some(0));
         assert_eq!(c.insert(12, false).1.map(|e| e.line), Some(2));

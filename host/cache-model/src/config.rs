@@ -55,7 +55,20 @@ pub struct Settings {
 
 impl Default for Settings {
     fn default() -> Self {
-        Self { profile: None, l1i: None, l1d: None, l2: None, l3: None, l2share: None, l3share: None, policy: Policy::Lru, seed: 1, zva: 64, out: None, fast: true }
+        Self {
+            profile: None,
+            l1i: None,
+            l1d: None,
+            l2: None,
+            l3: None,
+            l2share: None,
+            l3share: None,
+            policy: Policy::Lru,
+            seed: 1,
+            zva: 64,
+            out: None,
+            fast: true,
+        }
     }
 }
 
@@ -96,10 +109,16 @@ impl Settings {
                 "l3" => s.l3 = Some(if v == "none" { None } else { Some(geometry(k, v)?) }),
                 "l2share" => s.l2share = Some(sharing(k, v)?),
                 "l3share" => s.l3share = Some(sharing(k, v)?),
-                "policy" => s.policy = Policy::parse(v).ok_or_else(|| format!("bad value '{v}' for 'policy': expected lru, fifo or random"))?,
+                "policy" => {
+                    s.policy = Policy::parse(v).ok_or_else(|| format!("bad value '{v}' for 'policy': expected lru, fifo or random"))?
+                }
                 "seed" => s.seed = v.parse().map_err(|_| format!("bad value '{v}' for 'seed': expected an unsigned integer"))?,
                 "zva" => {
-                    s.zva = v.parse().ok().filter(|z: &u32| z.is_power_of_two() && (4..=2048).contains(z)).ok_or_else(|| format!("bad value '{v}' for 'zva': expected a power of two in 4..=2048"))?
+                    s.zva = v
+                        .parse()
+                        .ok()
+                        .filter(|z: &u32| z.is_power_of_two() && (4..=2048).contains(z))
+                        .ok_or_else(|| format!("bad value '{v}' for 'zva': expected a power of two in 4..=2048"))?
                 }
                 "out" => {
                     if v.is_empty() {
@@ -137,7 +156,12 @@ impl Settings {
                 None => (Hierarchy::profile("rpi4").expect("built in"), "fallback".to_string()),
             },
         };
-        let explicit = self.l1i.is_some() || self.l1d.is_some() || self.l2.is_some() || self.l3.is_some() || self.l2share.is_some() || self.l3share.is_some();
+        let explicit = self.l1i.is_some()
+            || self.l1d.is_some()
+            || self.l2.is_some()
+            || self.l3.is_some()
+            || self.l2share.is_some()
+            || self.l3share.is_some();
         if let Some(g) = self.l1i {
             h.l1i = g;
         }

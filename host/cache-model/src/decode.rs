@@ -140,11 +140,8 @@ pub fn decode_mem_imm(word: u32) -> Option<MemImm> {
             _ => (1 << size, false),                 // LDRS*
         }
     };
-    let offset = if unsigned {
-        i64::from((word >> 10) & 0xfff) * i64::from(bytes)
-    } else {
-        i64::from(((word >> 12) & 0x1ff) as i32) << 55 >> 55
-    };
+    let offset =
+        if unsigned { i64::from((word >> 10) & 0xfff) * i64::from(bytes) } else { i64::from(((word >> 12) & 0x1ff) as i32) << 55 >> 55 };
     Some(MemImm { base: rn, offset, size: bytes, store, clobbers_base: !store && !simd && rt == rn && rn != 31 })
 }
 
@@ -238,7 +235,14 @@ pub fn encode_set_way(level: u32, set: u32, way: u32, line: u32, ways: u32) -> u
 /// (`model_sets × model_ways`). Guest index `g = way * guest_sets + set` of `G` lines covers model
 /// indices `[g·M/G, (g+1)·M/G)` of `M` lines: a complete walk by the guest covers every model slot
 /// exactly once. With identical geometries this is exactly (set, way).
-pub fn guest_to_model_slots(set: u32, way: u32, guest_sets: u32, guest_ways: u32, model_sets: u32, model_ways: u32) -> std::ops::Range<u64> {
+pub fn guest_to_model_slots(
+    set: u32,
+    way: u32,
+    guest_sets: u32,
+    guest_ways: u32,
+    model_sets: u32,
+    model_ways: u32,
+) -> std::ops::Range<u64> {
     let g_total = u64::from(guest_sets) * u64::from(guest_ways);
     let m_total = u64::from(model_sets) * u64::from(model_ways);
     let g = u64::from(way) * u64::from(guest_sets) + u64::from(set);
@@ -300,7 +304,16 @@ mod tests {
     #[test]
     fn groups_runs_on_one_base() {
         let m = |base, offset, store, clobbers_base| Some(MemImm { base, offset, size: 8, store, clobbers_base });
-        let roles = plan_groups(&[m(0, 0, false, false), m(0, 8, true, false), m(0, 16, false, true), m(0, 24, false, false), None, m(1, 0, false, false), m(2, 0, false, false), m(2, -8, false, false)]);
+        let roles = plan_groups(&[
+            m(0, 0, false, false),
+            m(0, 8, true, false),
+            m(0, 16, false, true),
+            m(0, 24, false, false),
+            None,
+            m(1, 0, false, false),
+            m(2, 0, false, false),
+            m(2, -8, false, false),
+        ]);
         assert_eq!(
             roles,
             [

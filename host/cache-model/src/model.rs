@@ -223,7 +223,15 @@ impl Model {
                 (0..n).map(|_| mk(&l.geometry)).collect()
             })
             .collect();
-        Self { config: config.clone(), vcpus, l1i, l1d, lower, sharing: config.lower.iter().map(|l| l.sharing).collect(), totals: Totals::default() }
+        Self {
+            config: config.clone(),
+            vcpus,
+            l1i,
+            l1d,
+            lower,
+            sharing: config.lower.iter().map(|l| l.sharing).collect(),
+            totals: Totals::default(),
+        }
     }
 
     /// The configuration.

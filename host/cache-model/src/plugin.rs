@@ -13,17 +13,20 @@
 //! shortcut. `fast=off` disables it; the counts are identical either way (the end-to-end test
 //! checks this).
 
-use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::{Acquire, Relaxed, Release}};
 use std::cell::UnsafeCell;
+use std::io::Write;
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{
+    AtomicBool, AtomicU64,
+    Ordering::{Acquire, Relaxed, Release},
+};
 use std::sync::{Arc, OnceLock};
 
 use qemu_plugin::install::{Args, Info};
 use qemu_plugin::{
     qemu_plugin_get_registers, qemu_plugin_register_atexit_cb, qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu, qemu_plugin_u64_get,
     qemu_plugin_u64_set, register, CallbackFlags, HasCallbacks, MemRW, MemoryInfo, PluginCondition, PluginId, PluginOp, PluginU64,
-    RegisterDescriptor, Register, TranslationBlock, VCPUIndex,
+    Register, RegisterDescriptor, TranslationBlock, VCPUIndex,
 };
 
 use crate::config::{GuestGeometry, Settings};
@@ -297,7 +300,8 @@ impl State {
                     core.warn(&format!("guest geometry unusable ({e}); using the rpi4 profile"));
                     let mut s = self.settings.clone();
                     s.profile = Some("rpi4".into());
-                    s.resolve(&GuestGeometry::default()).unwrap_or_else(|_| (crate::geometry::Hierarchy::profile("rpi4").expect("built in"), "fallback".into()))
+                    s.resolve(&GuestGeometry::default())
+                        .unwrap_or_else(|_| (crate::geometry::Hierarchy::profile("rpi4").expect("built in"), "fallback".into()))
                 }
             };
             let carried = core.model.as_ref().map(|m| m.totals()).unwrap_or_default();
@@ -496,7 +500,9 @@ impl State {
             return 0; // XZR
         }
         let Some(regs) = self.regs.get() else { return 0 };
-        regs.get(n as usize).and_then(|r| r.read().ok()).map_or(0, |bytes| bytes.iter().take(8).rev().fold(0, |v, &b| v << 8 | u64::from(b)))
+        regs.get(n as usize)
+            .and_then(|r| r.read().ok())
+            .map_or(0, |bytes| bytes.iter().take(8).rev().fold(0, |v, &b| v << 8 | u64::from(b)))
     }
 
     fn special(&self, vcpu: VCPUIndex, insn: Insn) {
@@ -504,7 +510,9 @@ impl State {
         // Registers are read before the lock: reading them needs no model state.
         let (a, b, c, d) = match insn {
             Insn::Marker => (self.reg(9), self.reg(10), self.reg(11), self.reg(12)),
-            Insn::DcVa { rt, .. } | Insn::DcSetWay { rt, .. } | Insn::DcZva { rt } | Insn::IcIvau { rt } | Insn::MsrSctlr { rt } => (self.reg(rt), 0, 0, 0),
+            Insn::DcVa { rt, .. } | Insn::DcSetWay { rt, .. } | Insn::DcZva { rt } | Insn::IcIvau { rt } | Insn::MsrSctlr { rt } => {
+                (self.reg(rt), 0, 0, 0)
+            }
             Insn::IcIallu { .. } | Insn::Tlbi => (0, 0, 0, 0),
         };
         let mut core = self.lock();
@@ -737,7 +745,8 @@ impl HasCallbacks for CacheModel {
         if let Some(state) = &self.state {
             if state.regs.get().is_none() {
                 let all = qemu_plugin_get_registers()?;
-                let xs: Vec<RegisterDescriptor<'static>> = (0..31).filter_map(|n| all.iter().find(|r| r.name == format!("x{n}")).cloned()).collect();
+                let xs: Vec<RegisterDescriptor<'static>> =
+                    (0..31).filter_map(|n| all.iter().find(|r| r.name == format!("x{n}")).cloned()).collect();
                 if xs.len() != 31 {
                     fail("the guest CPU does not expose registers x0..x30 to plugins");
                 }
@@ -773,13 +782,25 @@ impl HasCallbacks for CacheModel {
                 Role::Leader(members) => {
                     let members = Group::new(mem.map_or(8, |m| m.size), members);
                     let s = state.clone();
-                    insn.register_memory_access_callback_flags(move |vcpu, info, vaddr| s.mem_group(vcpu, &info, vaddr, info.is_store(), &members), MemRW::QEMU_PLUGIN_MEM_RW, no_regs);
+                    insn.register_memory_access_callback_flags(
+                        move |vcpu, info, vaddr| s.mem_group(vcpu, &info, vaddr, info.is_store(), &members),
+                        MemRW::QEMU_PLUGIN_MEM_RW,
+                        no_regs,
+                    );
                 }
                 Role::Single => {
                     let s = state.clone();
-                    insn.register_memory_access_callback_flags(move |vcpu, info, vaddr| s.mem(vcpu, &info, vaddr, false, None), MemRW::QEMU_PLUGIN_MEM_R, no_regs);
+                    insn.register_memory_access_callback_flags(
+                        move |vcpu, info, vaddr| s.mem(vcpu, &info, vaddr, false, None),
+                        MemRW::QEMU_PLUGIN_MEM_R,
+                        no_regs,
+                    );
                     let s = state.clone();
-                    insn.register_memory_access_callback_flags(move |vcpu, info, vaddr| s.mem(vcpu, &info, vaddr, true, None), MemRW::QEMU_PLUGIN_MEM_W, no_regs);
+                    insn.register_memory_access_callback_flags(
+                        move |vcpu, info, vaddr| s.mem(vcpu, &info, vaddr, true, None),
+                        MemRW::QEMU_PLUGIN_MEM_W,
+                        no_regs,
+                    );
                 }
             }
         }
@@ -789,7 +810,13 @@ impl HasCallbacks for CacheModel {
             match &state.board {
                 Some(b) => {
                     let key = state.next_tb.fetch_add(1, Relaxed);
-                    tb.register_conditional_execute_callback_flags(fetch, CallbackFlags::QEMU_PLUGIN_CB_NO_REGS, PluginCondition::QEMU_PLUGIN_COND_NE, b.last, key);
+                    tb.register_conditional_execute_callback_flags(
+                        fetch,
+                        CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+                        PluginCondition::QEMU_PLUGIN_COND_NE,
+                        b.last,
+                        key,
+                    );
                     qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb.clone(), PluginOp::QEMU_PLUGIN_INLINE_ADD_U64, b.execs, 1);
                     qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb, PluginOp::QEMU_PLUGIN_INLINE_STORE_U64, b.last, key);
                 }

@@ -146,7 +146,8 @@ impl Phases {
     /// first). An id that is not open is an error (no phase ends).
     pub fn end(&mut self, id: u64, now: Totals) -> Result<Vec<Finished>, String> {
         let pos = self.open.iter().rposition(|p| p.id == id).ok_or_else(|| format!("phase end {id} without a matching begin"))?;
-        let done: Vec<Finished> = self.open.drain(pos..).rev().map(|p| Finished { name: p.name, id: p.id, counts: now - p.start }).collect();
+        let done: Vec<Finished> =
+            self.open.drain(pos..).rev().map(|p| Finished { name: p.name, id: p.id, counts: now - p.start }).collect();
         self.finished += done.len() as u64;
         Ok(done)
     }
@@ -193,7 +194,10 @@ mod tests {
         p.begin(3, "unclosed".into(), t);
         t.levels[1].accesses = 20;
         let done = p.end(1, t).unwrap();
-        assert_eq!(done.iter().map(|f| (f.name.as_str(), f.counts.levels[1].accesses)).collect::<Vec<_>>(), [("unclosed", 5), ("outer", 20)]);
+        assert_eq!(
+            done.iter().map(|f| (f.name.as_str(), f.counts.levels[1].accesses)).collect::<Vec<_>>(),
+            [("unclosed", 5), ("outer", 20)]
+        );
         assert_eq!(p.finished(), 3);
         assert!(p.still_open().is_empty());
     }

@@ -310,7 +310,9 @@ fn random_op(rng: &mut u64, vcpus: usize, span: u64, mixed: bool) -> Op {
         70..=84 => Op::Fetch { cpu, pa },
         _ if !mixed => Op::Data { cpu, pa, size: 8, write: false, attr: WB },
         85..=89 => Op::DcPa { op: ops[(r() % 3) as usize], point: if r() % 4 == 0 { Point::Unification } else { Point::Coherency }, pa },
-        90..=93 => Op::SetWay { cpu, op: ops[(r() % 3) as usize], level: 1 + (r() % 3) as u32, set: (r() % 40) as usize, way: (r() % 9) as usize },
+        90..=93 => {
+            Op::SetWay { cpu, op: ops[(r() % 3) as usize], level: 1 + (r() % 3) as u32, set: (r() % 40) as usize, way: (r() % 9) as usize }
+        }
         94..=96 => Op::Zva { cpu, pa, attr },
         97 => Op::IcAll { cpu, all: r() % 2 == 0 },
         _ => Op::IcPa { pa },
@@ -353,7 +355,9 @@ fn agrees_with_reference_on_structured_traces() {
         let h = Hierarchy { policy, ..rpi4() };
         // Strided scans at the capacity knees, read then write, then set/way and by-address maintenance.
         let mut ops = Vec::new();
-        for &(bytes, stride) in &[(16u64 << 10, 64u64), (32 << 10, 64), (48 << 10, 64), (1 << 20, 64), (1536 << 10, 64), (64 << 10, 4096 + 64)] {
+        for &(bytes, stride) in
+            &[(16u64 << 10, 64u64), (32 << 10, 64), (48 << 10, 64), (1 << 20, 64), (1536 << 10, 64), (64 << 10, 4096 + 64)]
+        {
             for pass in 0..3 {
                 for a in (0..bytes).step_by(stride as usize) {
                     ops.push(Op::Data { cpu: 0, pa: BASE + a % (8 << 20), size: 8, write: pass == 1, attr: WB });
