@@ -139,13 +139,13 @@ impl Sub for Totals {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Attr {
     /// Normal, write-back, read/write-allocate.
-    WriteBack,
+    WriteBack = 0,
     /// Normal, write-through (read-allocate, no write-allocate, never dirty).
-    WriteThrough,
+    WriteThrough = 1,
     /// Normal, non-cacheable.
-    NonCacheable,
+    NonCacheable = 2,
     /// Any Device type.
-    Device,
+    Device = 3,
 }
 
 impl Attr {

@@ -57,6 +57,8 @@ struct Fast {
     /// VA page of the previous translated access and its PA page | io flag (bit 63).
     p_vpn: AtomicU64,
     p_ppn: AtomicU64,
+    /// Attribute code of that page (`NONE` = not uniform across the page: look it up).
+    p_attr: AtomicU64,
     /// Line count and mode (1 hit, 3 bypass) of the last TB fetched through the model, and the
     /// value of the board's execution counter already accounted for.
     i_lines: AtomicU64,
@@ -253,9 +255,10 @@ impl State {
         self.fast.iter().fold(Totals::default(), |t, f| t + f.totals())
     }
 
-    /// Credits the TB repeats counted inline since the last look to the last fetched TB.
-    fn credit_fetch(&self, cpu: usize) {
-        let Some(b) = &self.board else { return };
+    /// Credits the TB repeats counted inline since the last look to the last fetched TB;
+    /// returns the execution counter's value.
+    fn credit_fetch(&self, cpu: usize) -> u64 {
+        let Some(b) = &self.board else { return 0 };
         let f = &self.fast[cpu];
         let execs = qemu_plugin_u64_get(b.execs, cpu as VCPUIndex);
         let new = execs.wrapping_sub(f.i_acc.load(Relaxed));
@@ -264,6 +267,7 @@ impl State {
             add(if f.i_mode.load(Relaxed) == 3 { &f.i_bypass } else { &f.i_hits }, lines);
         }
         f.i_acc.store(execs, Relaxed);
+        execs
     }
 
     fn now(&self, core: &Core) -> Totals {
@@ -389,7 +393,8 @@ impl State {
         }
         let size = size_of();
         let vpn = vaddr >> PAGE_SHIFT;
-        let known = if self.fast_on && f.p_vpn.load(Relaxed) == vpn {
+        let same_page = self.fast_on && f.p_vpn.load(Relaxed) == vpn;
+        let known = if same_page {
             let p = f.p_ppn.load(Relaxed);
             Some(((p & !(1 << 63)) << PAGE_SHIFT | (vaddr & ((1 << PAGE_SHIFT) - 1)), p >> 63 == 1, false))
         } else {
@@ -404,9 +409,20 @@ impl State {
             if self.fast_on {
                 f.p_vpn.store(vpn, Relaxed);
                 f.p_ppn.store(pa >> PAGE_SHIFT | u64::from(io) << 63, Relaxed);
+                f.p_attr.store(NONE, Relaxed);
             }
         }
-        let attr = if io { Attr::Device } else { core.guest.data_attr(vaddr) };
+        let cached = if same_page { Attr::from_code(f.p_attr.load(Relaxed)) } else { None };
+        let attr = match cached {
+            Some(a) => a,
+            None => {
+                let a = if io { Attr::Device } else { core.guest.data_attr(vaddr) };
+                if self.fast_on && f.p_vpn.load(Relaxed) == vpn && core.guest.page_uniform(vaddr) {
+                    f.p_attr.store(a as u64, Relaxed);
+                }
+                a
+            }
+        };
         let shift = f.d_shift.load(Relaxed);
         let single = (vaddr & ((1 << shift) - 1)) + u64::from(size) <= 1 << shift;
         if !attr.cacheable() {
@@ -463,7 +479,7 @@ impl State {
         let f = &self.fast[cpu];
         let mut core = self.lock();
         self.settle_own(&mut core, cpu);
-        self.credit_fetch(cpu);
+        let execs = self.credit_fetch(cpu);
         let attr = core.guest.fetch_attr(va);
         let (n, mode) = if !attr.cacheable() {
             let shift = core.model.as_ref().map_or(6, |m| m.config().l1i.line_shift());
@@ -475,21 +491,34 @@ impl State {
             (n, 3)
         } else {
             let shift = self.model(&mut core).config().l1i.line_shift();
-            let pas: Vec<u64> = ((va >> shift)..=((va + bytes - 1) >> shift)).map(|l| core.guest.translate(l << shift).0).collect();
-            let m = self.model(&mut core);
-            for &pa in &pas {
-                m.fetch(cpu, pa, attr);
+            let lines = (va >> shift)..=((va + bytes - 1) >> shift);
+            let Core { model, guest, .. } = &mut *core;
+            let m = model.as_mut().expect("built above");
+            // A TB lies in one page (AArch64 instructions never straddle one): translate its
+            // page once.
+            let page = va & !((1 << PAGE_SHIFT) - 1);
+            let pa_page = guest.translate(page).0;
+            let pa_of = |l: u64| -> u64 {
+                let a = l << shift;
+                if a & !((1 << PAGE_SHIFT) - 1) == page {
+                    pa_page + (a - page)
+                } else {
+                    guest.translate(a).0
+                }
+            };
+            for l in lines.clone() {
+                m.fetch(cpu, pa_of(l), attr);
             }
-            if self.board.is_some() && !pas.iter().all(|&pa| m.l1i_holds(cpu, pa)) && !self.fetch_warned.swap(true, Relaxed) {
+            if self.board.is_some() && !lines.clone().all(|l| m.l1i_holds(cpu, pa_of(l))) && !self.fetch_warned.swap(true, Relaxed) {
                 core.warn("a translation block does not fit the L1I at once (L1I way smaller than a page): repeats are counted as hits; use fast=off for exact counts");
             }
-            (pas.len() as u64, 1)
+            (lines.count() as u64, 1)
         };
-        if let Some(b) = &self.board {
+        if self.board.is_some() {
             f.i_lines.store(n, Relaxed);
             f.i_mode.store(mode, Relaxed);
             // The inline counter is bumped right after this callback for this very execution.
-            f.i_acc.store(qemu_plugin_u64_get(b.execs, vcpu).wrapping_add(1), Relaxed);
+            f.i_acc.store(execs.wrapping_add(1), Relaxed);
         }
     }
 
