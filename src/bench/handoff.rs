@@ -18,7 +18,7 @@
 
 use alloc::vec::Vec;
 
-use super::{stats, Env, Metric, Region, Unit};
+use super::{stats, Env, Metric, Of, Region, Unit};
 use crate::cache::{maintenance, setway};
 
 /// How the CPU side handles the buffer.
@@ -117,9 +117,12 @@ pub fn run(env: &Env, method: Method, cpu: &Region, device: &Region, bytes: usiz
     let bytes = bytes.min(cpu.len).min(device.len) & !63;
     let mut out = Outcome { handoffs: 0, bad_words: 0 };
     let mut seed = 1u64;
+    // Each direction, warm-up included, is one cache-model phase (both sides' accesses).
+    let name = |dir: &str| alloc::format!("{dir}-{}", method.name());
+    let (to_name, from_name) = (name("to-device"), name("from-device"));
     // CPU → device: produce + maintenance is the CPU's cost; the device then checks every word.
     let mut to_dev: Vec<u64> = Vec::new();
-    for rep in 0..env.warmup + env.reps {
+    super::phase(Of("handoff", &to_name, cpu.attr, bytes as u64), || for rep in 0..env.warmup + env.reps {
         seed += 1;
         let s = seed;
         let t = env.timer.window(&mut || {
@@ -131,10 +134,10 @@ pub fn run(env: &Env, method: Method, cpu: &Region, device: &Region, bytes: usiz
         if rep >= env.warmup {
             to_dev.push(t);
         }
-    }
+    });
     // Device → CPU: prepare (before the device writes) + invalidate + consume is the CPU's cost.
     let mut from_dev: Vec<u64> = Vec::new();
-    for rep in 0..env.warmup + env.reps {
+    super::phase(Of("handoff", &from_name, cpu.attr, bytes as u64), || for rep in 0..env.warmup + env.reps {
         seed += 1;
         let s = seed;
         let t_pre = env.timer.window(&mut || maintain(Step::BeforeDeviceWrites, method, cpu, bytes));
@@ -149,11 +152,10 @@ pub fn run(env: &Env, method: Method, cpu: &Region, device: &Region, bytes: usiz
         if rep >= env.warmup {
             from_dev.push(t_pre + t_post);
         }
-    }
-    for (dir, samples) in [("to-device", &mut to_dev), ("from-device", &mut from_dev)] {
+    });
+    for (variant, samples) in [(&to_name, &mut to_dev), (&from_name, &mut from_dev)] {
         let Some(summary) = stats::summarize(samples) else { continue };
-        let variant = alloc::format!("{dir}-{}", method.name());
-        Metric { bench: "handoff", variant: &variant, attr: cpu.attr, bytes: bytes as u64, summary, work: bytes as u64, unit: Unit::TimePerMiB, extra: &[] }
+        Metric { bench: "handoff", variant, attr: cpu.attr, bytes: bytes as u64, summary, work: bytes as u64, unit: Unit::TimePerMiB, extra: &[] }
             .emit(env);
     }
     out

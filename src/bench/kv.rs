@@ -5,7 +5,7 @@
 
 use alloc::vec::Vec;
 
-use super::{measure, Env, Metric, Region, Unit};
+use super::{measure, Env, Metric, Of, Region, Unit};
 
 /// Shape of the KV cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,14 +123,14 @@ pub fn run(env: &Env, region: &Region, shape: KvShape, line: usize) {
             }
             // Measure appending token t (re-appending the same slot for each repeat).
             let tok = t;
-            let append = measure(env, || ring.append(tok));
+            let cached = (t + 1).min(shape.capacity);
+            let scanned = (cached * 2 * shape.record_bytes()) as u64;
+            let append = measure(env, Of("kv", append_name, region.attr, scanned), || ring.append(tok));
             t += 1;
-            let cached = t.min(shape.capacity);
             let layer = tok % shape.layers;
-            let scan = measure(env, || {
+            let scan = measure(env, Of("kv", scan_name, region.attr, scanned), || {
                 core::hint::black_box(ring.scan(layer, cached));
             });
-            let scanned = (cached * 2 * shape.record_bytes()) as u64;
             let extra = [("tokens", t as u64), ("cached", cached as u64), ("stride", stride as u64), ("wrapped", (t > shape.capacity) as u64)];
             Metric { bench: "kv", variant: append_name, attr: region.attr, bytes: scanned, summary: append, work: 1, unit: Unit::TimePerOp, extra: &extra }.emit(env);
             Metric { bench: "kv", variant: scan_name, attr: region.attr, bytes: scanned, summary: scan, work: scanned, unit: Unit::Rate, extra: &extra }.emit(env);

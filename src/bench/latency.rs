@@ -5,7 +5,7 @@
 use alloc::vec::Vec;
 
 use super::plan::{chase_order, Rng};
-use super::{measure, Env, Metric, Region, Unit};
+use super::{measure, Env, Metric, Of, Region, Unit};
 
 /// Page size used for grouping (one TLB entry at the 4 KiB granule).
 pub const GROUP_BYTES: usize = 4096;
@@ -53,7 +53,7 @@ pub fn sweep(env: &Env, region: &Region, sizes: &[u64], line: usize) -> Vec<(u64
         let start = build_chain(region, size, line, 0x5eed ^ size as u64);
         let lines = (size / line).max(1);
         let steps = (2 * lines).max(4096);
-        let summary = measure(env, || {
+        let summary = measure(env, Of("latency", "chase", region.attr, size as u64), || {
             core::hint::black_box(chase(start, steps));
         });
         let m = Metric {

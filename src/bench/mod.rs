@@ -37,6 +37,7 @@ pub enum Unit {
 mod target {
     use super::{stats::Summary, timer::Timer, Unit};
     use crate::harness::Record;
+    use core::fmt::Write;
 
     /// One memory region a benchmark runs over: an alias window of the test arena (or the arena
     /// itself with the MMU off).
@@ -145,9 +146,48 @@ mod target {
         }
     }
 
-    /// Measures `f` `env.reps` times after `env.warmup` runs and summarises the windows.
-    pub fn measure(env: &Env, f: impl FnMut()) -> Summary {
-        let mut samples = env.timer.measure(env.reps, env.warmup, f);
+    /// What a measurement is of: its `metric` record's bench, variant, attr and bytes. It also
+    /// names the cache-model phase of the measured windows: `bench/variant/attr/bytes`.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Of<'a>(pub &'a str, pub &'a str, pub &'a str, pub u64);
+
+    static PHASE_ID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
+
+    /// Measures `f` `env.reps` times after `env.warmup` runs and summarises the windows. The
+    /// measured windows (not the warm-up runs) are one cache-model phase named after `of`
+    /// (truncated to 63 bytes; ids count up from 1), so the model's counts pair with the metric.
+    pub fn measure(env: &Env, of: Of, mut f: impl FnMut()) -> Summary {
+        for _ in 0..env.warmup {
+            f();
+        }
+        let mut samples = phase(of, || env.timer.measure(env.reps, 0, f));
         super::stats::summarize(&mut samples).expect("reps >= 1")
+    }
+
+    /// Runs `f` as the cache-model phase `bench/variant/attr/bytes` (see [`measure`]).
+    pub fn phase<R>(of: Of, f: impl FnOnce() -> R) -> R {
+        let mut name = PhaseName { buf: [0; 64], len: 0 };
+        let _ = write!(name, "{}/{}/{}/{}", of.0, of.1, of.2, of.3);
+        let id = PHASE_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+        let name = core::ffi::CStr::from_bytes_until_nul(&name.buf).unwrap_or(c"bench");
+        crate::model::phase(name, id, f)
+    }
+
+    /// A NUL-terminated phase name of at most 63 bytes (longer text is cut).
+    struct PhaseName {
+        buf: [u8; 64],
+        len: usize,
+    }
+
+    impl core::fmt::Write for PhaseName {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            for &b in s.as_bytes() {
+                if self.len < self.buf.len() - 1 {
+                    self.buf[self.len] = b;
+                    self.len += 1;
+                }
+            }
+            Ok(())
+        }
     }
 }

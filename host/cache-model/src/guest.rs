@@ -25,7 +25,7 @@ const SCTLR_M: u64 = 1 << 0;
 const SCTLR_C: u64 = 1 << 2;
 const SCTLR_I: u64 = 1 << 12;
 const PAGE_SHIFT: u32 = 12;
-const RTLB_ENTRIES: usize = 1 << 16;
+const RTLB_ENTRIES: usize = 1 << 12;
 
 /// A declared window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
