@@ -65,6 +65,16 @@ mod target {
         marker(Command::Hello as u64, PROTOCOL_VERSION, 0, 0);
     }
 
+    /// Announces the protocol and this CPU's cache geometry (from CCSIDR_EL1): sent once at
+    /// boot by the harness, so the model knows the guest's caches whatever suites run.
+    pub fn announce() {
+        hello();
+        for c in crate::cache::topology::this_cpu().caches {
+            let g = &c.ccsidr;
+            geometry(c.level, c.kind.model_code(), g.line(), g.sets as u64, g.ways as u64);
+        }
+    }
+
     /// Reports one cache (level 1..7; kind 1 = I, 2 = D, 3 = unified).
     pub fn geometry(level: u8, kind: u8, line: u32, sets: u64, ways: u64) {
         marker(Command::Geometry as u64, level as u64 | (kind as u64) << 8 | (line as u64) << 16, sets, ways);

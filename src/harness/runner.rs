@@ -49,6 +49,7 @@ pub fn run_kernel(boot: &BootInfo, spec: &KernelSpec) -> ! {
     let _ = ktap::header(&mut line, 0, None, selection.len());
     println!("{line}");
     crate::boot_info::emit_boot_record(boot);
+    crate::model::announce();
 
     let mut totals = Totals::default();
     for (n, (si, cases)) in selection.iter().enumerate() {

@@ -87,7 +87,6 @@ fn report(ctx: &mut Ctx) {
             .u64("size", g.size())
             .str("source", "ccsidr")
             .emit();
-        crate::model::geometry(c.level, c.kind.model_code(), g.line(), g.sets as u64, g.ways as u64);
     }
     if t.caches.iter().any(|c| silicon::lookup(midr, c.level, c.kind).is_some_and(|p| !p.agrees(&c.ccsidr))) {
         diag!("CCSIDR is only guaranteed to be right for set/way maintenance, not to describe the");

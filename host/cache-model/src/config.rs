@@ -210,14 +210,14 @@ pub struct GuestGeometry {
 }
 
 impl GuestGeometry {
-    /// Records one marker.
-    pub fn report(&mut self, level: u32, kind: Kind, line: u32, sets: u64, ways: u64) {
+    /// Records one marker; returns whether it changed what was known (a repeated report does not).
+    pub fn report(&mut self, level: u32, kind: Kind, line: u32, sets: u64, ways: u64) -> bool {
         let k = match kind {
             Kind::Instruction => 1,
             Kind::Data => 2,
             Kind::Unified => 3,
         };
-        self.caches.insert((level, k), (line, sets, ways));
+        self.caches.insert((level, k), (line, sets, ways)) != Some((line, sets, ways))
     }
 
     /// The guest's (line, sets, ways) of the data or unified cache at `level` (set/way decoding).
@@ -254,9 +254,10 @@ mod tests {
 
     fn qemu_a72() -> GuestGeometry {
         let mut g = GuestGeometry::default();
-        g.report(1, Kind::Instruction, 64, 256, 3);
-        g.report(1, Kind::Data, 64, 128, 4);
-        g.report(2, Kind::Unified, 64, 1024, 16);
+        assert!(g.report(1, Kind::Instruction, 64, 256, 3));
+        assert!(g.report(1, Kind::Data, 64, 128, 4));
+        assert!(g.report(2, Kind::Unified, 64, 1024, 16));
+        assert!(!g.report(2, Kind::Unified, 64, 1024, 16), "a repeated report changes nothing");
         g
     }
 

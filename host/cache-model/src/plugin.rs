@@ -627,8 +627,9 @@ impl State {
                 }
             }
             Marker::Geometry { level, kind, line, sets, ways } => {
-                core.guest_geo.report(level, kind, line, sets, ways);
-                core.geometry_changed = true;
+                if core.guest_geo.report(level, kind, line, sets, ways) {
+                    core.geometry_changed = true;
+                }
             }
             Marker::Window { va, len, attr } => core.guest.window(va, len, attr),
             Marker::Sctlr(v) => core.guest.set_sctlr(v),
