@@ -234,8 +234,8 @@ impl Core {
 
     fn warn(&mut self, what: &str) {
         self.stats.warnings += 1;
-        let line = Record::new("model-warning").str("what", what).line();
-        self.emit(&line);
+        let text = report::line(Record::new("model-warning").str("what", what));
+        self.emit(&text);
     }
 
     fn lower_levels(&self) -> usize {
@@ -322,17 +322,18 @@ impl State {
             let lower = h.lower.iter().enumerate().map(|(i, l)| ([Level::L2, Level::L3][i], l.geometry));
             for (k, (level, g)) in l1.into_iter().chain(lower).enumerate() {
                 let sharing = if k < 2 { "private" } else { h.lower[k - 2].sharing.name() };
-                text += &Record::new("model-geometry")
-                    .str("level", level.name())
-                    .u64("size", g.size())
-                    .u64("line", u64::from(g.line))
-                    .u64("sets", u64::from(g.sets))
-                    .u64("ways", u64::from(g.ways))
-                    .str("sharing", sharing)
-                    .str("policy", h.policy.name())
-                    .str("origin", &origin)
-                    .u64("vcpus", self.vcpus as u64)
-                    .line();
+                text += &report::line(
+                    Record::new("model-geometry")
+                        .str("level", level.name())
+                        .u64("size", g.size())
+                        .u64("line", u64::from(g.line))
+                        .u64("sets", u64::from(g.sets))
+                        .u64("ways", u64::from(g.ways))
+                        .str("sharing", sharing)
+                        .str("policy", h.policy.name())
+                        .str("origin", &origin)
+                        .u64("vcpus", self.vcpus as u64),
+                );
             }
             core.emit(&text);
             core.model = Some(m);
@@ -661,17 +662,18 @@ impl State {
         let now = self.now(&core);
         let lower = core.lower_levels();
         let mut text = report::total_lines(&now, lower);
-        text += &Record::new("model-run")
-            .u64("protocol", protocol::VERSION)
-            .u64("markers", core.stats.markers)
-            .u64("phases", core.phases.finished())
-            .u64("va_learned", core.stats.va[0])
-            .u64("va_window", core.stats.va[1])
-            .u64("va_identity", core.stats.va[2])
-            .u64("setway_ops", core.stats.setway_ops)
-            .u64("warnings", core.stats.warnings)
-            .bool("fast", self.fast_on)
-            .line();
+        text += &report::line(
+            Record::new("model-run")
+                .u64("protocol", protocol::VERSION)
+                .u64("markers", core.stats.markers)
+                .u64("phases", core.phases.finished())
+                .u64("va_learned", core.stats.va[0])
+                .u64("va_window", core.stats.va[1])
+                .u64("va_identity", core.stats.va[2])
+                .u64("setway_ops", core.stats.setway_ops)
+                .u64("warnings", core.stats.warnings)
+                .bool("fast", self.fast_on),
+        );
         core.emit(&text);
     }
 }

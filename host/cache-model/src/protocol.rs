@@ -1,10 +1,34 @@
 //! Marker protocol v1, the plugin's side (the kernel's side and the table are in the kernel's
 //! `src/model.rs`): x9 = command, x10..x12 = arguments of `hint #0x7f`.
 
+use cachescope::model::{Command, ModelAttr, PROTOCOL_VERSION};
+
 use crate::model::Attr;
 
-/// Protocol version this plugin speaks.
-pub const VERSION: u64 = 1;
+/// Protocol version this plugin speaks (the kernel's `model::PROTOCOL_VERSION`).
+pub const VERSION: u64 = PROTOCOL_VERSION;
+
+const HELLO: u64 = Command::Hello as u64;
+const GEOMETRY: u64 = Command::Geometry as u64;
+const WINDOW: u64 = Command::Window as u64;
+const SCTLR: u64 = Command::Sctlr as u64;
+const PHASE_BEGIN: u64 = Command::PhaseBegin as u64;
+const PHASE_END: u64 = Command::PhaseEnd as u64;
+
+/// The model's attribute for a window marker's attribute code.
+fn attr(code: u64) -> Option<Attr> {
+    const WB: u64 = ModelAttr::NormalWriteBack as u64;
+    const WT: u64 = ModelAttr::NormalWriteThrough as u64;
+    const NC: u64 = ModelAttr::NormalNonCacheable as u64;
+    const DEV: u64 = ModelAttr::Device as u64;
+    match code {
+        WB => Some(Attr::WriteBack),
+        WT => Some(Attr::WriteThrough),
+        NC => Some(Attr::NonCacheable),
+        DEV => Some(Attr::Device),
+        _ => None,
+    }
+}
 
 /// Cache kind of a geometry marker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,8 +94,8 @@ pub struct BadMarker(pub String);
 /// Decodes a marker from x9..x12.
 pub fn parse(x9: u64, x10: u64, x11: u64, x12: u64) -> Result<Marker, BadMarker> {
     match x9 {
-        1 => Ok(Marker::Hello { version: x10 }),
-        2 => {
+        HELLO => Ok(Marker::Hello { version: x10 }),
+        GEOMETRY => {
             let level = (x10 & 0xff) as u32;
             let kind = match (x10 >> 8) & 0xff {
                 1 => Kind::Instruction,
@@ -85,13 +109,13 @@ pub fn parse(x9: u64, x10: u64, x11: u64, x12: u64) -> Result<Marker, BadMarker>
             }
             Ok(Marker::Geometry { level, kind, line, sets: x11, ways: x12 })
         }
-        3 => {
-            let attr = Attr::from_code(x12).ok_or_else(|| BadMarker(format!("window: unknown attribute {x12}")))?;
+        WINDOW => {
+            let attr = attr(x12).ok_or_else(|| BadMarker(format!("window: unknown attribute {x12}")))?;
             Ok(Marker::Window { va: x10, len: x11, attr })
         }
-        4 => Ok(Marker::Sctlr(x10)),
-        5 => Ok(Marker::PhaseBegin { name_va: x10, id: x11 }),
-        6 => Ok(Marker::PhaseEnd { id: x11 }),
+        SCTLR => Ok(Marker::Sctlr(x10)),
+        PHASE_BEGIN => Ok(Marker::PhaseBegin { name_va: x10, id: x11 }),
+        PHASE_END => Ok(Marker::PhaseEnd { id: x11 }),
         c => Err(BadMarker(format!("unknown command {c}"))),
     }
 }

@@ -11,86 +11,23 @@
 //! Every record ends with `"source":"model"`. Levels: `L1I`, `L1D`, `L2`, `L3` (only those
 //! modelled). Counters of private caches are summed over vCPUs.
 
-use std::fmt::Write;
+pub use cachescope::harness::Record;
 
 use crate::model::{Counts, Level, Totals};
 
-/// A record under construction (field order = insertion order).
-#[must_use]
-pub struct Record {
-    buf: String,
+/// Adds the six counters of a level to a record.
+pub fn with_counts(r: Record, c: &Counts) -> Record {
+    r.u64("accesses", c.accesses)
+        .u64("hits", c.hits)
+        .u64("misses", c.misses)
+        .u64("writebacks", c.writebacks)
+        .u64("maint", c.maint)
+        .u64("bypass", c.bypass)
 }
 
-fn push_json_str(buf: &mut String, s: &str) {
-    buf.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => buf.push_str("\\\""),
-            '\\' => buf.push_str("\\\\"),
-            '\n' => buf.push_str("\\n"),
-            '\r' => buf.push_str("\\r"),
-            '\t' => buf.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(buf, "\\u{:04x}", c as u32);
-            }
-            c => buf.push(c),
-        }
-    }
-    buf.push('"');
-}
-
-impl Record {
-    /// Starts a record of the given kind.
-    pub fn new(kind: &str) -> Self {
-        let mut buf = String::with_capacity(160);
-        buf.push_str("{\"record\":");
-        push_json_str(&mut buf, kind);
-        Self { buf }
-    }
-
-    fn key(&mut self, k: &str) {
-        self.buf.push(',');
-        push_json_str(&mut self.buf, k);
-        self.buf.push(':');
-    }
-
-    /// Adds a string field.
-    pub fn str(mut self, k: &str, v: &str) -> Self {
-        self.key(k);
-        push_json_str(&mut self.buf, v);
-        self
-    }
-
-    /// Adds an unsigned integer field.
-    pub fn u64(mut self, k: &str, v: u64) -> Self {
-        self.key(k);
-        let _ = write!(self.buf, "{v}");
-        self
-    }
-
-    /// Adds a boolean field.
-    pub fn bool(mut self, k: &str, v: bool) -> Self {
-        self.key(k);
-        self.buf.push_str(if v { "true" } else { "false" });
-        self
-    }
-
-    /// Adds the six counters of a level.
-    pub fn counts(self, c: &Counts) -> Self {
-        self.u64("accesses", c.accesses)
-            .u64("hits", c.hits)
-            .u64("misses", c.misses)
-            .u64("writebacks", c.writebacks)
-            .u64("maint", c.maint)
-            .u64("bypass", c.bypass)
-    }
-
-    /// Finishes the record as one output line (with `"source":"model"` and a newline).
-    pub fn line(self) -> String {
-        let mut r = self.str("source", "model");
-        r.buf.push('}');
-        format!("# cs: {}\n", r.buf)
-    }
+/// Finishes a record as one output line: `# cs: {…,"source":"model"}` and a newline.
+pub fn line(r: Record) -> String {
+    format!("# cs: {}\n", r.str("source", "model").finish())
 }
 
 /// The levels a hierarchy with `lower` levels below L1 has.
@@ -101,13 +38,13 @@ pub fn levels(lower: usize) -> impl Iterator<Item = Level> {
 /// One `model` record per level for a finished phase.
 pub fn phase_lines(name: &str, id: u64, counts: &Totals, lower: usize) -> String {
     levels(lower)
-        .map(|l| Record::new("model").str("phase", name).u64("phase_id", id).str("level", l.name()).counts(counts.get(l)).line())
+        .map(|l| line(with_counts(Record::new("model").str("phase", name).u64("phase_id", id).str("level", l.name()), counts.get(l))))
         .collect()
 }
 
 /// One `model-total` record per level.
 pub fn total_lines(counts: &Totals, lower: usize) -> String {
-    levels(lower).map(|l| Record::new("model-total").str("level", l.name()).counts(counts.get(l)).line()).collect()
+    levels(lower).map(|l| line(with_counts(Record::new("model-total").str("level", l.name()), counts.get(l)))).collect()
 }
 
 /// An open phase.
@@ -170,9 +107,9 @@ mod tests {
     #[test]
     fn record_format() {
         let c = Counts { accesses: 5, hits: 3, misses: 2, writebacks: 1, maint: 0, bypass: 4 };
-        let line = Record::new("model").str("phase", "a\"b").u64("phase_id", 7).str("level", "L1D").counts(&c).line();
+        let out = line(with_counts(Record::new("model").str("phase", "a\"b").u64("phase_id", 7).str("level", "L1D"), &c));
         assert_eq!(
-            line,
+            out,
             "# cs: {\"record\":\"model\",\"phase\":\"a\\\"b\",\"phase_id\":7,\"level\":\"L1D\",\"accesses\":5,\"hits\":3,\"misses\":2,\"writebacks\":1,\"maint\":0,\"bypass\":4,\"source\":\"model\"}\n"
         );
         assert_eq!(total_lines(&Totals::default(), 0).lines().count(), 2);
