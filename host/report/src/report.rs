@@ -622,7 +622,11 @@ fn model_text(r: &Record) -> String {
     ];
     let mut parts = Vec::new();
     if let Some(l) = r.obj.get("level") {
-        parts.push(format!("L{}", value_text(l)));
+        // The plugin names levels ("L1D", "L2"); a bare number is a level number.
+        match l.as_str() {
+            Some(name) => parts.push(name.to_string()),
+            None => parts.push(format!("L{}", value_text(l))),
+        }
     }
     for (k, v) in &r.obj {
         if !SKIP.contains(&k.as_str()) && k != "level" {
