@@ -2,16 +2,22 @@
 //! callbacks, per-TB instruction-fetch callbacks, marker and maintenance callbacks with register
 //! access, and the records at phase ends and at exit.
 //!
-//! # Speed
-//! Every guest load/store calls [`State::mem`]. With one vCPU, a per-vCPU shortcut handles the
-//! common case without the lock or the model: an access to the same L1D line as the previous
-//! data access of that vCPU is an L1D hit that changes no replacement state (the line is already
-//! the most recent of its set), so it only counts (a write-back write defers its dirty bit to the
-//! next model call). Likewise a TB executed again right after itself hits the same L1I lines,
-//! and the VA→PA page of the previous access is reused without asking QEMU. Anything that could
-//! change these facts (maintenance, markers, TLBI, SCTLR writes, a geometry change) drops the
-//! shortcut. `fast=off` disables it; the counts are identical either way (the end-to-end test
-//! checks this).
+//! # Speed (the shortcut; one vCPU only, `fast=off` disables all of it)
+//! - **Same line**: an access to the same L1D line as the vCPU's previous data access is an L1D
+//!   hit that changes no replacement state (the line is already the most recent of its set), so
+//!   it is only counted, without the lock or the model (a write-back write defers its dirty bit to
+//!   the next model call).
+//! - **Batching**: a run of consecutive immediate-offset loads/stores on one base register gets a
+//!   single memory callback (the first one's), which also simulates the others at their decoded
+//!   offsets; when they all fall in the first one's line they are counted in one step.
+//! - **Inline fetch**: a TB executed right after itself hits the same L1I lines; an inline
+//!   scoreboard counter and a conditional callback make such repeats cost no callback at all.
+//! - **Page cache**: the VA→PA page and attribute of the previous access are reused without
+//!   asking QEMU or scanning the windows.
+//!
+//! Anything that could change these facts (maintenance, markers, TLBI, SCTLR writes, a geometry
+//! change) drops the shortcut first. The counts are identical with and without it
+//! (scripts/model-check compares them).
 
 use std::cell::UnsafeCell;
 use std::io::Write;
