@@ -10,7 +10,8 @@
 //! | `seed` | integer (random policy) | `1` |
 //! | `zva` | DC ZVA block in bytes | `64` |
 //! | `out` | file for the records | standard error |
-//! | `fast` | `on`, `off`: the same-line/same-block shortcut (off = every access simulated) | `on` |
+//! | `fast` | `on`, `off`: the shortcut (same line, batching, inline fetch; off = every access simulated) | `on` |
+//! | `trace` | file for a text trace of every model operation (turns the shortcut off; replayed by the reference simulator's test) | none |
 //!
 //! With `profile=guest` and no geometry markers from the kernel, the `rpi4` geometry is used and
 //! the `model-geometry` record says `"origin":"fallback"`.
@@ -22,7 +23,7 @@ use crate::geometry::{Geometry, Hierarchy, LowerLevel, Sharing};
 use crate::protocol::Kind;
 
 /// Accepted argument keys (for the error message).
-pub const KEYS: &[&str] = &["profile", "l1i", "l1d", "l2", "l3", "l2share", "l3share", "policy", "seed", "zva", "out", "fast"];
+pub const KEYS: &[&str] = &["profile", "l1i", "l1d", "l2", "l3", "l2share", "l3share", "policy", "seed", "zva", "out", "fast", "trace"];
 
 /// Parsed plugin arguments.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,6 +52,8 @@ pub struct Settings {
     pub out: Option<String>,
     /// Fast path on.
     pub fast: bool,
+    /// Operation trace file.
+    pub trace: Option<String>,
 }
 
 impl Default for Settings {
@@ -68,6 +71,7 @@ impl Default for Settings {
             zva: 64,
             out: None,
             fast: true,
+            trace: None,
         }
     }
 }
@@ -125,6 +129,12 @@ impl Settings {
                         return Err("bad value '' for 'out': expected a file name".into());
                     }
                     s.out = Some(v.to_string())
+                }
+                "trace" => {
+                    if v.is_empty() {
+                        return Err("bad value '' for 'trace': expected a file name".into());
+                    }
+                    s.trace = Some(v.to_string())
                 }
                 "fast" => {
                     s.fast = match v {

@@ -34,6 +34,7 @@
 //!
 //! Private caches are not kept coherent with each other (no snooping protocol is modelled).
 
+use std::io::Write;
 use std::ops::{Add, Sub};
 
 use crate::cache::{cache_seed, Cache};
@@ -191,7 +192,6 @@ pub enum Point {
 }
 
 /// The modelled hierarchy and its counters.
-#[derive(Clone, Debug)]
 pub struct Model {
     config: Hierarchy,
     vcpus: usize,
@@ -201,6 +201,8 @@ pub struct Model {
     lower: Vec<Vec<Cache>>,
     sharing: Vec<Sharing>,
     totals: Totals,
+    /// Operation trace (see [`Model::trace_to`]).
+    trace: Option<Box<dyn Write + Send>>,
 }
 
 impl Model {
@@ -231,6 +233,7 @@ impl Model {
             lower,
             sharing: config.lower.iter().map(|l| l.sharing).collect(),
             totals: Totals::default(),
+            trace: None,
         }
     }
 
@@ -252,6 +255,44 @@ impl Model {
     /// Replaces the counters (used when the hierarchy is rebuilt with a new geometry).
     pub fn set_totals(&mut self, t: Totals) {
         self.totals = t;
+    }
+
+    /// Records every operation from now on as one text line on `w`, after a header line with the
+    /// hierarchy and the counters so far, so the reference simulator can replay the run (tests).
+    /// Lines: `H vcpus l1i l1d [l2 sharing [l3 sharing]] policy seed zva`, `C <24 counters>`,
+    /// `D cpu pa size write attr`, `F cpu pa attr`, `P op point pa`, `S cpu op level first end`,
+    /// `Z cpu pa attr`, `I cpu all`, `V pa`, and `T <24 counters>` from [`Model::end_trace`]
+    /// (attr, op and point are the enums' numbers; counters in `Level` order, six each).
+    pub fn trace_to(&mut self, mut w: Box<dyn Write + Send>) {
+        let h = &self.config;
+        let mut head = format!("H {} {} {}", self.vcpus, h.l1i, h.l1d);
+        for l in &h.lower {
+            head += &format!(" {} {}", l.geometry, l.sharing.name());
+        }
+        let _ = writeln!(w, "{head} {} {} {}", h.policy.name(), h.seed, h.zva_bytes);
+        let _ = writeln!(w, "C {}", counters_text(&self.totals));
+        self.trace = Some(w);
+    }
+
+    /// Hands the trace writer over (to the next model after a geometry change).
+    pub fn take_trace(&mut self) -> Option<Box<dyn Write + Send>> {
+        self.trace.take()
+    }
+
+    /// Writes the `T` line with the current counters and flushes the trace.
+    pub fn end_trace(&mut self) {
+        let t = counters_text(&self.totals);
+        if let Some(w) = self.trace.as_mut() {
+            let _ = writeln!(w, "T {t}");
+            let _ = w.flush();
+        }
+    }
+
+    #[inline]
+    fn tr(&mut self, line: std::fmt::Arguments) {
+        if let Some(w) = self.trace.as_mut() {
+            let _ = w.write_fmt(line);
+        }
     }
 
     /// Number of modelled levels below L1.
@@ -278,6 +319,7 @@ impl Model {
     /// A data access of `size` bytes at physical address `pa` (split into L1D lines). Returns the
     /// L1D slot of the line when the access touched exactly one line and left it resident.
     pub fn data(&mut self, cpu: usize, pa: u64, size: u32, write: bool, attr: Attr) -> Option<usize> {
+        self.tr(format_args!("D {cpu} {pa} {size} {} {}\n", u8::from(write), attr as u8));
         let shift = self.l1d[cpu].line_shift();
         let first = pa >> shift;
         let last = pa.wrapping_add(u64::from(size.max(1)) - 1) >> shift;
@@ -294,6 +336,7 @@ impl Model {
 
     /// An instruction fetch of the line holding `pa`.
     pub fn fetch(&mut self, cpu: usize, pa: u64, attr: Attr) {
+        self.tr(format_args!("F {cpu} {pa} {}\n", attr as u8));
         if !attr.cacheable() {
             self.totals.at(Level::L1I).bypass += 1;
             return;
@@ -408,6 +451,7 @@ impl Model {
     /// Marks an L1D slot dirty if it still holds `line` (the plugin's fast path defers the dirty
     /// bit of repeated write hits to here).
     pub fn mark_l1d_dirty(&mut self, cpu: usize, slot: usize, line: u64) {
+        debug_assert!(self.trace.is_none(), "the plugin's shortcut is off while tracing");
         let c = &mut self.l1d[cpu];
         if c.slot(slot).is_some_and(|e| e.line == line) {
             c.set_dirty(slot);
@@ -416,6 +460,7 @@ impl Model {
 
     /// Rules 6 and 7: a data-cache operation by physical address, issued by `cpu`.
     pub fn dc_by_pa(&mut self, cpu: usize, op: MaintOp, point: Point, pa: u64) {
+        self.tr(format_args!("P {} {} {pa}\n", op as u8, point as u8));
         let _ = cpu; // by-address operations are broadcast: every vCPU's caches are affected
         self.totals.at(Level::L1D).maint += 1;
         for k in 0..self.vcpus {
@@ -461,6 +506,7 @@ impl Model {
     /// Rule 8 for one guest set/way operation that covers several model slots (as
     /// `way * sets + set` indices; see `decode::guest_to_model_slots`): one `maint`, every slot.
     pub fn dc_set_way_slots(&mut self, cpu: usize, op: MaintOp, level: u32, slots: std::ops::Range<u64>) {
+        self.tr(format_args!("S {cpu} {} {level} {} {}\n", op as u8, slots.start, slots.end));
         let (lvl, i) = match level {
             1 => (Level::L1D, None),
             n if (n as usize) >= 2 && (n as usize) - 2 < self.lower.len() => (Level::lower(n as usize - 2), Some(n as usize - 2)),
@@ -500,6 +546,7 @@ impl Model {
 
     /// Rule 9: DC ZVA of the block holding `pa`.
     pub fn dc_zva(&mut self, cpu: usize, pa: u64, attr: Attr) {
+        self.tr(format_args!("Z {cpu} {pa} {}\n", attr as u8));
         self.totals.at(Level::L1D).maint += 1;
         let block = u64::from(self.config.zva_bytes);
         let start = pa & !(block - 1);
@@ -533,6 +580,7 @@ impl Model {
 
     /// Rule 10: IC IALLU (`all_vcpus` false) or IC IALLUIS (true).
     pub fn ic_invalidate_all(&mut self, cpu: usize, all_vcpus: bool) {
+        self.tr(format_args!("I {cpu} {}\n", u8::from(all_vcpus)));
         self.totals.at(Level::L1I).maint += 1;
         for (k, c) in self.l1i.iter_mut().enumerate() {
             if all_vcpus || k == cpu {
@@ -543,6 +591,7 @@ impl Model {
 
     /// Rule 10: IC IVAU of the line holding `pa`.
     pub fn ic_invalidate_pa(&mut self, pa: u64) {
+        self.tr(format_args!("V {pa}\n"));
         self.totals.at(Level::L1I).maint += 1;
         for c in &mut self.l1i {
             if let Some(slot) = c.probe(c.line_of(pa)) {
@@ -556,6 +605,15 @@ impl Model {
         let c = &self.l1i[cpu];
         c.probe(c.line_of(pa)).is_some()
     }
+}
+
+/// The 24 counters (four levels × six) as space-separated numbers.
+pub fn counters_text(t: &Totals) -> String {
+    let mut out = Vec::with_capacity(24);
+    for c in &t.levels {
+        out.extend([c.accesses, c.hits, c.misses, c.writebacks, c.maint, c.bypass].map(|v| v.to_string()));
+    }
+    out.join(" ")
 }
 
 fn count_lookup(c: &mut Counts, hit: bool) {

@@ -320,6 +320,16 @@ impl State {
             }
             let mut m = Model::new(&h, self.vcpus);
             m.set_totals(carried);
+            let trace = match core.model.as_mut().and_then(|old| old.take_trace()) {
+                Some(w) => Some(w),
+                None => self.settings.trace.as_ref().map(|path| -> Box<dyn Write + Send> {
+                    let f = std::fs::File::create(path).unwrap_or_else(|e| fail(&format!("cannot create '{path}': {e}")));
+                    Box::new(std::io::BufWriter::new(f))
+                }),
+            };
+            if let Some(w) = trace {
+                m.trace_to(w);
+            }
             for f in self.fast.iter() {
                 f.d_shift.store(u64::from(h.l1d.line_shift()), Relaxed);
             }
@@ -662,6 +672,9 @@ impl State {
     fn at_exit(&self) {
         let mut core = self.lock();
         self.settle(&mut core, true);
+        if let Some(m) = core.model.as_mut() {
+            m.end_trace();
+        }
         for name in core.phases.still_open() {
             core.warn(&format!("phase '{name}' never ended"));
         }
@@ -748,7 +761,7 @@ impl Register for CacheModel {
             // Validate fixed geometry now, so a bad combination fails at start.
             settings.resolve(&GuestGeometry::default()).unwrap_or_else(|e| fail(&e));
         }
-        let fast_on = settings.fast && vcpus == 1;
+        let fast_on = settings.fast && settings.trace.is_none() && vcpus == 1;
         let board = fast_on.then(|| {
             // SAFETY: a scoreboard of two u64 per vCPU, owned by QEMU for the plugin's lifetime.
             let score = unsafe { qemu_plugin::sys::qemu_plugin_scoreboard_new(16) };

@@ -273,6 +273,36 @@ impl RefModel {
         }
     }
 
+    /// One guest set/way operation covering model slots `first..end` (`way * sets + set`): one
+    /// maintenance count, then each slot as a plain set/way operation would treat it.
+    pub fn dc_set_way_slots(&mut self, cpu: usize, op: MaintOp, level: u32, first: u64, end: u64) {
+        if level == 0 || level as usize > self.depth() {
+            return;
+        }
+        let p = level as usize - 1;
+        let (ci, c) = self.at(cpu, D, p);
+        let sets = c.sets.len() as u64;
+        let total = sets * c.sets[0].len() as u64;
+        self.totals.levels[ci].maint += 1;
+        for idx in first..end {
+            if idx >= total {
+                break;
+            }
+            let (set, way) = ((idx % sets) as usize, (idx / sets) as usize);
+            let (_, c) = self.at(cpu, D, p);
+            let Some(l) = c.sets[set][way] else { continue };
+            if op != MaintOp::Clean {
+                c.sets[set][way] = None;
+            } else if let Some(x) = c.sets[set][way].as_mut() {
+                x.dirty = false;
+            }
+            if op != MaintOp::Invalidate && l.dirty {
+                self.totals.levels[ci].writebacks += 1;
+                self.place(cpu, D, p + 1, l.addr, true, false);
+            }
+        }
+    }
+
     /// DC ZVA.
     pub fn dc_zva(&mut self, cpu: usize, pa: u64, attr: Attr, block: u64) {
         self.totals.levels[D].maint += 1;

@@ -402,3 +402,71 @@ fn core_speed() {
     let lines = 12 * n / 64;
     eprintln!("{lines} line misses: {:.1} ns per line", t.elapsed().as_nanos() as f64 / lines as f64);
 }
+
+/// Replays a trace written by the plugin (`trace=FILE`) through the reference simulator and
+/// compares the totals with the model's at the end of the run. Not a unit test: run by
+/// scripts/model-check with CS_MODEL_TRACE=FILE (`cargo test … replay_plugin_trace -- --ignored`).
+#[test]
+#[ignore]
+fn replay_plugin_trace() {
+    let path = std::env::var("CS_MODEL_TRACE").expect("CS_MODEL_TRACE names the trace file");
+    let text = std::fs::read_to_string(&path).expect("trace readable");
+    let num = |w: &str| -> u64 { w.parse().unwrap_or_else(|_| panic!("bad number '{w}' in {path}")) };
+    let counters = |ws: &[&str]| -> Totals {
+        let v: Vec<u64> = ws.iter().map(|w| num(w)).collect();
+        assert_eq!(v.len(), 24, "24 counters");
+        let mut t = Totals::default();
+        for (i, c) in t.levels.iter_mut().enumerate() {
+            let x = &v[i * 6..i * 6 + 6];
+            *c = crate::model::Counts { accesses: x[0], hits: x[1], misses: x[2], writebacks: x[3], maint: x[4], bypass: x[5] };
+        }
+        t
+    };
+    let attr = |w: &str| Attr::from_code(num(w)).expect("attribute code");
+    let op = |w: &str| [MaintOp::Clean, MaintOp::Invalidate, MaintOp::CleanInvalidate][num(w) as usize];
+    let mut r: Option<(RefModel, u64)> = None;
+    let mut ops = 0u64;
+    let mut ended = false;
+    for line in text.lines() {
+        let w: Vec<&str> = line.split(' ').collect();
+        if w[0] == "H" {
+            // H vcpus l1i l1d [geometry sharing]… policy seed zva
+            let n = w.len();
+            let lower = w[4..n - 3]
+                .chunks(2)
+                .map(|p| LowerLevel { geometry: g(p[0]), sharing: if p[1] == "shared" { Sharing::Shared } else { Sharing::Private } })
+                .collect();
+            let h = Hierarchy {
+                l1i: g(w[2]),
+                l1d: g(w[3]),
+                lower,
+                policy: Policy::parse(w[n - 3]).unwrap(),
+                seed: num(w[n - 2]),
+                zva_bytes: num(w[n - 1]) as u32,
+            };
+            r = Some((RefModel::new(&h, num(w[1]) as usize), u64::from(h.zva_bytes)));
+            continue;
+        }
+        let (m, zva) = r.as_mut().expect("H line first");
+        match w[0] {
+            "C" => m.totals = counters(&w[1..]),
+            "D" => m.data(num(w[1]) as usize, num(w[2]), num(w[3]) as u32, w[4] == "1", attr(w[5])),
+            "F" => m.fetch(num(w[1]) as usize, num(w[2]), attr(w[3])),
+            "P" => m.dc_by_pa(op(w[1]), if w[2] == "0" { Point::Coherency } else { Point::Unification }, num(w[3])),
+            "S" => m.dc_set_way_slots(num(w[1]) as usize, op(w[2]), num(w[3]) as u32, num(w[4]), num(w[5])),
+            "Z" => m.dc_zva(num(w[1]) as usize, num(w[2]), attr(w[3]), *zva),
+            "I" => m.ic_invalidate_all(num(w[1]) as usize, w[2] == "1"),
+            "V" => m.ic_invalidate_pa(num(w[1])),
+            "T" => {
+                assert_eq!(m.totals, counters(&w[1..]), "reference and model disagree at the end of {path}");
+                ended = true;
+                continue;
+            }
+            other => panic!("unknown trace line kind '{other}' in {path}"),
+        }
+        ops += 1;
+    }
+    assert!(ended, "{path} has no T line (run cut short?)");
+    assert!(ops > 1000, "{path}: only {ops} operations");
+    eprintln!("replay: {ops} operations from {path}: reference totals equal the model's");
+}
