@@ -110,7 +110,9 @@ mod target {
             let console_node = stdout_node(fdt)
                 .filter(|n| n.compatible().is_some_and(|c| c.all().any(|c| c == "arm,pl011")))
                 .or_else(|| fdt.all_nodes().find(|n| n.compatible().is_some_and(|c| c.all().any(|c| c == "arm,pl011")) && enabled(n)));
-            if let Some(uart) = console_node.and_then(|n| n.reg()).and_then(|mut r| r.next()).and_then(|r| bsp::uart_from_dtb(r.starting_address as usize)) {
+            if let Some(uart) =
+                console_node.and_then(|n| n.reg()).and_then(|mut r| r.next()).and_then(|r| bsp::uart_from_dtb(r.starting_address as usize))
+            {
                 info.uart = uart;
                 info.uart_from_dtb = true;
             }

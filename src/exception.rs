@@ -271,9 +271,7 @@ impl ExpectedFault {
         let esr = report.esr;
         match *self {
             Self::DataAbort(fs) => esr.is_data_abort() && esr.fault_status() == Some(fs),
-            Self::InstructionAbort(fs) => {
-                matches!(esr.ec(), ec::IABT_LOWER | ec::IABT_SAME) && esr.fault_status() == Some(fs)
-            }
+            Self::InstructionAbort(fs) => matches!(esr.ec(), ec::IABT_LOWER | ec::IABT_SAME) && esr.fault_status() == Some(fs),
             Self::Undefined => esr.ec() == ec::UNKNOWN,
         }
     }
@@ -296,7 +294,14 @@ mod tests {
     use std::format;
 
     fn report(esr: u64, far: u64) -> TrapReport {
-        TrapReport { kind: ExceptionKind::Synchronous, esr: Syndrome { raw: esr }, far, elr: 0x4020_1000, spsr: 0x3c5, insn: Some(0xb940_0000) }
+        TrapReport {
+            kind: ExceptionKind::Synchronous,
+            esr: Syndrome { raw: esr },
+            far,
+            elr: 0x4020_1000,
+            spsr: 0x3c5,
+            insn: Some(0xb940_0000),
+        }
     }
 
     #[test]

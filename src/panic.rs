@@ -12,7 +12,9 @@ fn panic(info: &PanicInfo) -> ! {
         crate::console::install(crate::bsp::console(crate::bsp::UART_FALLBACK));
     }
     match info.location() {
-        Some(l) => crate::console::write_line_unlocked(format_args!("# PANIC at {}:{}:{}: {}", l.file(), l.line(), l.column(), info.message())),
+        Some(l) => {
+            crate::console::write_line_unlocked(format_args!("# PANIC at {}:{}:{}: {}", l.file(), l.line(), l.column(), info.message()))
+        }
         None => crate::console::write_line_unlocked(format_args!("# PANIC: {}", info.message())),
     }
     crate::bsp::exit(101)

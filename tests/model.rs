@@ -24,7 +24,11 @@ cachescope::kernel_main!(KernelSpec {
     suites: &[SUITE, BENCH],
     args: &[
         ArgSpec { key: "accesses", kind: ArgKind::Number { min: 1 << 10, max: 1 << 40 }, help: "bench: number of loads (default 100M)" },
-        ArgSpec { key: "pattern", kind: ArgKind::OneOf(&["seq", "chase"]), help: "bench: sequential 8-byte loads, or a dependent random pointer chase" },
+        ArgSpec {
+            key: "pattern",
+            kind: ArgKind::OneOf(&["seq", "chase"]),
+            help: "bench: sequential 8-byte loads, or a dependent random pointer chase"
+        },
         ArgSpec { key: "bytes", kind: ArgKind::Number { min: 1 << 12, max: 256 << 20 }, help: "bench: working set in bytes (default 8M)" },
     ],
 });
@@ -213,7 +217,9 @@ fn bench_loop(ctx: &mut Ctx) {
         if chase {
             let n = (accesses - done).min(nodes as u64);
             // SAFETY: follows the pointer chain built above; loads only.
-            unsafe { asm!("1: ldr {p}, [{p}]", "subs {n}, {n}, #1", "b.ne 1b", p = inout(reg) base => _, n = inout(reg) n => _, options(nostack, readonly)) };
+            unsafe {
+                asm!("1: ldr {p}, [{p}]", "subs {n}, {n}, #1", "b.ne 1b", p = inout(reg) base => _, n = inout(reg) n => _, options(nostack, readonly))
+            };
             done += n;
         } else {
             // SAFETY: loads from the arena this kernel owns.

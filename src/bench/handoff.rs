@@ -122,41 +122,54 @@ pub fn run(env: &Env, method: Method, cpu: &Region, device: &Region, bytes: usiz
     let (to_name, from_name) = (name("to-device"), name("from-device"));
     // CPU → device: produce + maintenance is the CPU's cost; the device then checks every word.
     let mut to_dev: Vec<u64> = Vec::new();
-    super::phase(Of("handoff", &to_name, cpu.attr, bytes as u64), || for rep in 0..env.warmup + env.reps {
-        seed += 1;
-        let s = seed;
-        let t = env.timer.window(&mut || {
-            fill(cpu.va, bytes, s);
-            maintain(Step::BeforeDeviceReads, method, cpu, bytes);
-        });
-        out.bad_words += mismatches(device.va, bytes, s);
-        out.handoffs += 1;
-        if rep >= env.warmup {
-            to_dev.push(t);
+    super::phase(Of("handoff", &to_name, cpu.attr, bytes as u64), || {
+        for rep in 0..env.warmup + env.reps {
+            seed += 1;
+            let s = seed;
+            let t = env.timer.window(&mut || {
+                fill(cpu.va, bytes, s);
+                maintain(Step::BeforeDeviceReads, method, cpu, bytes);
+            });
+            out.bad_words += mismatches(device.va, bytes, s);
+            out.handoffs += 1;
+            if rep >= env.warmup {
+                to_dev.push(t);
+            }
         }
     });
     // Device → CPU: prepare (before the device writes) + invalidate + consume is the CPU's cost.
     let mut from_dev: Vec<u64> = Vec::new();
-    super::phase(Of("handoff", &from_name, cpu.attr, bytes as u64), || for rep in 0..env.warmup + env.reps {
-        seed += 1;
-        let s = seed;
-        let t_pre = env.timer.window(&mut || maintain(Step::BeforeDeviceWrites, method, cpu, bytes));
-        fill(device.va, bytes, s);
-        let mut bad = 0;
-        let t_post = env.timer.window(&mut || {
-            maintain(Step::AfterDeviceWrote, method, cpu, bytes);
-            bad = mismatches(cpu.va, bytes, s);
-        });
-        out.bad_words += bad;
-        out.handoffs += 1;
-        if rep >= env.warmup {
-            from_dev.push(t_pre + t_post);
+    super::phase(Of("handoff", &from_name, cpu.attr, bytes as u64), || {
+        for rep in 0..env.warmup + env.reps {
+            seed += 1;
+            let s = seed;
+            let t_pre = env.timer.window(&mut || maintain(Step::BeforeDeviceWrites, method, cpu, bytes));
+            fill(device.va, bytes, s);
+            let mut bad = 0;
+            let t_post = env.timer.window(&mut || {
+                maintain(Step::AfterDeviceWrote, method, cpu, bytes);
+                bad = mismatches(cpu.va, bytes, s);
+            });
+            out.bad_words += bad;
+            out.handoffs += 1;
+            if rep >= env.warmup {
+                from_dev.push(t_pre + t_post);
+            }
         }
     });
     for (variant, samples) in [(&to_name, &mut to_dev), (&from_name, &mut from_dev)] {
         let Some(summary) = stats::summarize(samples) else { continue };
-        Metric { bench: "handoff", variant, attr: cpu.attr, bytes: bytes as u64, summary, work: bytes as u64, unit: Unit::TimePerMiB, extra: &[] }
-            .emit(env);
+        Metric {
+            bench: "handoff",
+            variant,
+            attr: cpu.attr,
+            bytes: bytes as u64,
+            summary,
+            work: bytes as u64,
+            unit: Unit::TimePerMiB,
+            extra: &[],
+        }
+        .emit(env);
     }
     out
 }

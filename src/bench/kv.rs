@@ -131,9 +131,30 @@ pub fn run(env: &Env, region: &Region, shape: KvShape, line: usize) {
             let scan = measure(env, Of("kv", scan_name, region.attr, scanned), || {
                 core::hint::black_box(ring.scan(layer, cached));
             });
-            let extra = [("tokens", t as u64), ("cached", cached as u64), ("stride", stride as u64), ("wrapped", (t > shape.capacity) as u64)];
-            Metric { bench: "kv", variant: append_name, attr: region.attr, bytes: scanned, summary: append, work: 1, unit: Unit::TimePerOp, extra: &extra }.emit(env);
-            Metric { bench: "kv", variant: scan_name, attr: region.attr, bytes: scanned, summary: scan, work: scanned, unit: Unit::Rate, extra: &extra }.emit(env);
+            let extra =
+                [("tokens", t as u64), ("cached", cached as u64), ("stride", stride as u64), ("wrapped", (t > shape.capacity) as u64)];
+            Metric {
+                bench: "kv",
+                variant: append_name,
+                attr: region.attr,
+                bytes: scanned,
+                summary: append,
+                work: 1,
+                unit: Unit::TimePerOp,
+                extra: &extra,
+            }
+            .emit(env);
+            Metric {
+                bench: "kv",
+                variant: scan_name,
+                attr: region.attr,
+                bytes: scanned,
+                summary: scan,
+                work: scanned,
+                unit: Unit::Rate,
+                extra: &extra,
+            }
+            .emit(env);
         }
     }
 }

@@ -124,7 +124,15 @@ mod target {
             let (min, median, max, mad, unit) = self.values(&env.timer);
             crate::diag!(
                 "{:<8} {:<22} {:<14} {:>10} B  median {:>12.3} {:<7} min {:>12.3}  max {:>12.3}  mad {:>9.3}",
-                self.bench, self.variant, self.attr, self.bytes, median, unit, min, max, mad
+                self.bench,
+                self.variant,
+                self.attr,
+                self.bytes,
+                median,
+                unit,
+                min,
+                max,
+                mad
             );
             let mut r = Record::new("metric")
                 .str("bench", self.bench)

@@ -140,10 +140,9 @@ impl fmt::Display for Problem {
             Problem::TminLineTooLarge { value } => write!(f, "CTR_EL0.TminLine = {value} is not a representable size"),
             Problem::ZvaBlockReserved { value } => write!(f, "DCZID_EL0.BS = {value} is reserved (above 2 KiB)"),
             Problem::Res0Set { register, bits } => write!(f, "{register}: RES0 bits {bits:#x} are set"),
-            Problem::SetWayDoesNotFit { log2_line, set_bits, way_bits } => write!(
-                f,
-                "set/way operand does not fit: line shift {log2_line} + {set_bits} set bits > 32 - {way_bits} way bits"
-            ),
+            Problem::SetWayDoesNotFit { log2_line, set_bits, way_bits } => {
+                write!(f, "set/way operand does not fit: line shift {log2_line} + {set_bits} set bits > 32 - {way_bits} way bits")
+            }
         }
     }
 }
@@ -661,12 +660,12 @@ mod tests {
         assert_eq!(geom(0x201f_e00a, Short), (64, 2, 256, 32 << 10)); // A53 L1I, TRM
         assert_eq!(geom(0x703f_e07a, Short), (64, 16, 512, 512 << 10)); // A53/A35/A55 L2 512 KiB
         assert_eq!(geom(0x203f_e002, Short), (64, 1, 512, 32 << 10)); // QEMU cortex-a53 L1I: direct-mapped
-        // Cortex-A72: silicon L1D (TRM 100095, Pi 4) vs QEMU's; L1I 48 KiB 3-way; L2 1 MiB.
+                                                                      // Cortex-A72: silicon L1D (TRM 100095, Pi 4) vs QEMU's; L1I 48 KiB 3-way; L2 1 MiB.
         assert_eq!(geom(0x701f_e00a, Short), (64, 2, 256, 32 << 10));
         assert_eq!(geom(0x201f_e012, Short), (64, 3, 256, 48 << 10));
         assert_eq!(geom(0x707f_e07a, Short), (64, 16, 1024, 1 << 20));
         assert_eq!(geom(0x70ff_e07a, Short), (64, 16, 2048, 2 << 20)); // QEMU cortex-a57 / max L2
-        // Cortex-A76 / Neoverse N1 (TRM 100798 / 100616; measured on QEMU).
+                                                                       // Cortex-A76 / Neoverse N1 (TRM 100798 / 100616; measured on QEMU).
         assert_eq!(geom(0x701f_e01a, Short), (64, 4, 256, 64 << 10));
         assert_eq!(geom(0x201f_e01a, Short), (64, 4, 256, 64 << 10));
         assert_eq!(geom(0x707f_e03a, Short), (64, 8, 1024, 512 << 10));
@@ -719,7 +718,10 @@ mod tests {
     fn ctr_golden() {
         // Cortex-A53/A55/A35 (measured): VIPT, 64 B lines, ERG/CWG 64 B, IDC = DIC = 0.
         let c = Ctr { raw: 0x8444_8004 };
-        assert_eq!((c.imin_line(), c.dmin_line(), c.l1ip(), c.erg(), c.cwg(), c.idc(), c.dic()), (64, 64, L1Ip::Vipt, Some(64), Some(64), false, false));
+        assert_eq!(
+            (c.imin_line(), c.dmin_line(), c.l1ip(), c.erg(), c.cwg(), c.idc(), c.dic()),
+            (64, 64, L1Ip::Vipt, Some(64), Some(64), false, false)
+        );
         assert_eq!(c.tmin_line(), None);
         assert!(c.problems().is_empty());
         // Cortex-A72/A76/N1 (measured): PIPT.

@@ -20,7 +20,7 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::id::{csselr, CcsidrFormat, Ccsidr, Clidr, Problem};
+use super::id::{csselr, Ccsidr, CcsidrFormat, Clidr, Problem};
 use super::topology::IdRegs;
 
 /// A set/way data-cache operation.
@@ -106,7 +106,10 @@ impl fmt::Display for WalkError {
             WalkError::BadLevel(n) => write!(f, "cache level {n} does not exist (levels are 1..=7)"),
             WalkError::Geometry { level, problem } => write!(f, "L{level}: {problem}"),
             WalkError::InvalidateWithCachesOn => {
-                write!(f, "invalidate by set/way refused: data caches are on (SCTLR_EL1.C=1) and dirty data would be lost; use clean+invalidate")
+                write!(
+                    f,
+                    "invalidate by set/way refused: data caches are on (SCTLR_EL1.C=1) and dirty data would be lost; use clean+invalidate"
+                )
             }
         }
     }
@@ -371,7 +374,18 @@ mod tests {
                 }
             }
         }
-        let seen: Vec<u64> = r.log.iter().filter_map(|e| if let Event::Dc(o, v) = e { assert_eq!(*o, op); Some(*v) } else { None }).collect();
+        let seen: Vec<u64> = r
+            .log
+            .iter()
+            .filter_map(|e| {
+                if let Event::Dc(o, v) = e {
+                    assert_eq!(*o, op);
+                    Some(*v)
+                } else {
+                    None
+                }
+            })
+            .collect();
         let seen_set: BTreeSet<u64> = seen.iter().copied().collect();
         assert_eq!(seen.len(), seen_set.len(), "an operand was issued twice");
         assert_eq!(seen_set, expected, "visited set differs from every (level,set,way) in scope");
@@ -470,7 +484,12 @@ mod tests {
         for _ in 0..3000 {
             let ccidx = next() & 1 == 1;
             let format = if ccidx { CcsidrFormat::Ccidx } else { CcsidrFormat::Short };
-            let mut r = Recorder { clidr: next() & ((1 << 30) - 1), mmfr2: if ccidx { 1 << 20 } else { 0 }, csselr: next() & 0x1f, ..Default::default() };
+            let mut r = Recorder {
+                clidr: next() & ((1 << 30) - 1),
+                mmfr2: if ccidx { 1 << 20 } else { 0 },
+                csselr: next() & 0x1f,
+                ..Default::default()
+            };
             let saved = r.csselr;
             for i in 0..16 {
                 let (line, ways, sets) = if next() % 20 == 0 { (7, 1023, 0x7fff) } else { (next() % 8, next() % 16, next() % 64) };

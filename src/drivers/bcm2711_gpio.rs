@@ -3,11 +3,7 @@
 //! (TXD0) and GPIO15 (RXD0) to ALT0 = PL011 UART0, because the firmware gives UART0 to
 //! Bluetooth by default.
 
-use tock_registers::{
-    interfaces::ReadWriteable,
-    register_bitfields, register_structs,
-    registers::ReadWrite,
-};
+use tock_registers::{interfaces::ReadWriteable, register_bitfields, register_structs, registers::ReadWrite};
 
 register_bitfields! {
     u32,
@@ -65,7 +61,8 @@ impl Gpio {
     pub fn map_pl011_uart(&self) {
         let r = self.regs();
         r.GPFSEL1.modify(GPFSEL1::FSEL14::AltFunc0 + GPFSEL1::FSEL15::AltFunc0);
-        r.GPIO_PUP_PDN_CNTRL_REG0.modify(GPIO_PUP_PDN_CNTRL_REG0::GPIO_PUP_PDN_CNTRL14::PullUp + GPIO_PUP_PDN_CNTRL_REG0::GPIO_PUP_PDN_CNTRL15::PullUp);
+        r.GPIO_PUP_PDN_CNTRL_REG0
+            .modify(GPIO_PUP_PDN_CNTRL_REG0::GPIO_PUP_PDN_CNTRL14::PullUp + GPIO_PUP_PDN_CNTRL_REG0::GPIO_PUP_PDN_CNTRL15::PullUp);
     }
 }
 

@@ -54,13 +54,8 @@ pub fn select(suites: &[Suite], only: &[&str], skip: &[&str]) -> Result<Selectio
     };
     let mut sel = Vec::new();
     for (si, s) in suites.iter().enumerate() {
-        let cases: Vec<usize> = s
-            .cases
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| (only.is_empty() || hit(only, s, c)) && !hit(skip, s, c))
-            .map(|(i, _)| i)
-            .collect();
+        let cases: Vec<usize> =
+            s.cases.iter().enumerate().filter(|(_, c)| (only.is_empty() || hit(only, s, c)) && !hit(skip, s, c)).map(|(i, _)| i).collect();
         let named = only.iter().any(|p| p.split('.').next() == Some(s.name));
         let wanted_suite = named || (only.is_empty() && !s.on_request);
         if wanted_suite && (!cases.is_empty() || s.cases.is_empty()) {

@@ -139,9 +139,11 @@ impl Attributes {
     /// Kernel code: Normal WB, read-only, executable, inner shareable.
     pub const CODE: Self = Self { mem: MemAttr::NormalWriteBack, access: Access::ReadOnly, executable: true, share: Shareability::Inner };
     /// Read-only data: Normal WB, read-only, execute-never.
-    pub const RO_DATA: Self = Self { mem: MemAttr::NormalWriteBack, access: Access::ReadOnly, executable: false, share: Shareability::Inner };
+    pub const RO_DATA: Self =
+        Self { mem: MemAttr::NormalWriteBack, access: Access::ReadOnly, executable: false, share: Shareability::Inner };
     /// Read-write data: Normal WB, read-write, execute-never.
-    pub const RW_DATA: Self = Self { mem: MemAttr::NormalWriteBack, access: Access::ReadWrite, executable: false, share: Shareability::Inner };
+    pub const RW_DATA: Self =
+        Self { mem: MemAttr::NormalWriteBack, access: Access::ReadWrite, executable: false, share: Shareability::Inner };
     /// MMIO: Device-nGnRE, read-write, execute-never.
     pub const MMIO: Self = Self::data(MemAttr::DeviceNGnRE);
 

@@ -113,8 +113,12 @@ impl fmt::Display for Error {
         match *self {
             Error::Empty { va } => write!(f, "empty mapping at {va:#x}"),
             Error::Unaligned { what, value } => write!(f, "{what} {value:#x} is not 4 KiB aligned"),
-            Error::VaOutOfRange { va, len, limit } => write!(f, "virtual range {va:#x}+{len:#x} exceeds the input address space (limit {limit:#x})"),
-            Error::PaOutOfRange { pa, len, limit } => write!(f, "physical range {pa:#x}+{len:#x} exceeds the output address size (limit {limit:#x})"),
+            Error::VaOutOfRange { va, len, limit } => {
+                write!(f, "virtual range {va:#x}+{len:#x} exceeds the input address space (limit {limit:#x})")
+            }
+            Error::PaOutOfRange { pa, len, limit } => {
+                write!(f, "physical range {pa:#x}+{len:#x} exceeds the output address size (limit {limit:#x})")
+            }
             Error::Overlap { va, len, existing } => write!(f, "virtual range {va:#x}+{len:#x} overlaps the existing mapping '{existing}'"),
             Error::WriteExecute => write!(f, "writable+executable mapping refused"),
             Error::ExecutableDevice => write!(f, "executable Device mapping refused"),

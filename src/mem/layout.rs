@@ -77,7 +77,11 @@ pub fn identity_map(ram: (u64, u64), image: KernelImage, devices: &[Device]) -> 
     .collect();
     for d in devices {
         let base = d.base / PAGE_SIZE * PAGE_SIZE;
-        let top = d.base.checked_add(d.len.max(1)).and_then(|e| e.checked_next_multiple_of(PAGE_SIZE)).ok_or(Error::PaOutOfRange { pa: d.base, len: d.len, limit: u64::MAX })?;
+        let top = d.base.checked_add(d.len.max(1)).and_then(|e| e.checked_next_multiple_of(PAGE_SIZE)).ok_or(Error::PaOutOfRange {
+            pa: d.base,
+            len: d.len,
+            limit: u64::MAX,
+        })?;
         regions.extend(identity(d.name, base, top, Attributes::MMIO));
     }
     Ok(regions)
@@ -120,7 +124,10 @@ mod tests {
     fn image_must_be_inside_ram_and_aligned() {
         assert_eq!(identity_map((0x5000_0000, 1 << 20), IMAGE, &[]), Err(Error::ImageOutsideRam));
         let bad = KernelImage { rodata: 0x4024_3004, ..IMAGE };
-        assert_eq!(identity_map((0x4000_0000, 1 << 30), bad, &[]), Err(Error::Unaligned { what: "kernel image boundary", value: 0x4024_3004 }));
+        assert_eq!(
+            identity_map((0x4000_0000, 1 << 30), bad, &[]),
+            Err(Error::Unaligned { what: "kernel image boundary", value: 0x4024_3004 })
+        );
         let backwards = KernelImage { data: 0x4021_0000, ..IMAGE };
         assert_eq!(identity_map((0x4000_0000, 1 << 30), backwards, &[]), Err(Error::ImageOutsideRam));
         assert_eq!(identity_map((u64::MAX - 10, 100), IMAGE, &[]), Err(Error::ImageOutsideRam));

@@ -33,11 +33,11 @@ use super::{
 use crate::arch::cache::sctlr_el1;
 use crate::arch::mmu::{self as hw, SCTLR_C, SCTLR_I, SCTLR_M};
 use crate::boot_info::BootInfo;
-use crate::model;
 use crate::cache::{
     maintenance,
     setway::{self, Scope, SetWayOp},
 };
+use crate::model;
 
 extern "C" {
     static __image_start: u8;
@@ -177,7 +177,9 @@ pub fn windows() -> &'static [AliasWindow] {
 }
 
 fn clean_invalidate_all() -> Result<(), Error> {
-    setway::dcsw_silent(SetWayOp::CleanInvalidate, Scope::ToLoC).map(|_| ()).map_err(|_| Error::CacheMaintenance { what: "set/way clean+invalidate to LoC" })
+    setway::dcsw_silent(SetWayOp::CleanInvalidate, Scope::ToLoC)
+        .map(|_| ())
+        .map_err(|_| Error::CacheMaintenance { what: "set/way clean+invalidate to LoC" })
 }
 
 /// Sets the MMU, D-cache and I-cache switches, with the maintenance each transition needs

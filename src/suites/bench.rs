@@ -8,9 +8,9 @@ use alloc::vec::Vec;
 
 use crate::bench::{self, kv::KvShape, timer::Timer, Env, Region};
 use crate::cache::topology::Kind;
-use crate::mem::attr::MemAttr;
 use crate::diag;
 use crate::harness::{ArgKind, ArgSpec, Case, Ctx, Suite};
+use crate::mem::attr::MemAttr;
 
 /// The benchmark suite.
 pub const SUITE: Suite = Suite {
@@ -31,11 +31,27 @@ pub const ARGS: &[ArgSpec] = &[
     ArgSpec { key: "warmup", kind: ArgKind::Number { min: 0, max: 100 }, help: "warm-up runs per point (default 1)" },
     ArgSpec { key: "timer", kind: ArgKind::OneOf(&["cntvct", "pmccntr"]), help: "timer for measured windows (default cntvct)" },
     ArgSpec { key: "attrs", kind: ArgKind::SubsetOf(ATTR_NAMES), help: "attributes to run over (default: all)" },
-    ArgSpec { key: "sizes", kind: ArgKind::NumberList { min: 1024, max: 1 << 30 }, help: "latency working sets in bytes (default: ladder 1 KiB..4x largest cache)" },
-    ArgSpec { key: "max_size", kind: ArgKind::Number { min: 4096, max: 1 << 30 }, help: "largest latency working set (default 4x largest cache)" },
-    ArgSpec { key: "stream_bytes", kind: ArgKind::Number { min: 4096, max: 1 << 30 }, help: "streaming buffer size (default 2x largest cache)" },
+    ArgSpec {
+        key: "sizes",
+        kind: ArgKind::NumberList { min: 1024, max: 1 << 30 },
+        help: "latency working sets in bytes (default: ladder 1 KiB..4x largest cache)",
+    },
+    ArgSpec {
+        key: "max_size",
+        kind: ArgKind::Number { min: 4096, max: 1 << 30 },
+        help: "largest latency working set (default 4x largest cache)",
+    },
+    ArgSpec {
+        key: "stream_bytes",
+        kind: ArgKind::Number { min: 4096, max: 1 << 30 },
+        help: "streaming buffer size (default 2x largest cache)",
+    },
     ArgSpec { key: "prefetch", kind: ArgKind::Number { min: 0, max: 65536 }, help: "PRFM distance in bytes (default 512)" },
-    ArgSpec { key: "handoff_bytes", kind: ArgKind::Number { min: 4096, max: 1 << 30 }, help: "DMA-like hand-off buffer size (default 256 KiB)" },
+    ArgSpec {
+        key: "handoff_bytes",
+        kind: ArgKind::Number { min: 4096, max: 1 << 30 },
+        help: "DMA-like hand-off buffer size (default 256 KiB)",
+    },
     ArgSpec { key: "kv_layers", kind: ArgKind::Number { min: 1, max: 128 }, help: "KV layers (default 4)" },
     ArgSpec { key: "kv_heads", kind: ArgKind::Number { min: 1, max: 64 }, help: "KV heads (default 2)" },
     ArgSpec { key: "kv_head_dim", kind: ArgKind::Number { min: 4, max: 1024 }, help: "head dimension (default 64; multiple of 4)" },
@@ -48,7 +64,13 @@ fn env<'a>(ctx: &Ctx<'a>) -> Result<Env<'a>, &'static str> {
         Some("pmccntr") => Timer::cycles()?,
         _ => Timer::generic(),
     };
-    Ok(Env { timer, reps: ctx.args.number("reps", 5) as usize, warmup: ctx.args.number("warmup", 1) as usize, emulated: ctx.boot.emulated, args: ctx.args })
+    Ok(Env {
+        timer,
+        reps: ctx.args.number("reps", 5) as usize,
+        warmup: ctx.args.number("warmup", 1) as usize,
+        emulated: ctx.boot.emulated,
+        args: ctx.args,
+    })
 }
 
 /// Attribute names `attrs=` accepts: the MMU's alias windows plus `caches-off`.
@@ -115,11 +137,23 @@ fn report(ctx: &mut Ctx) {
         diag!("Every record says \"emulated\":true. Real cache behaviour needs silicon or the cache model.");
     }
     let t = Timer::generic();
-    diag!("timer: CNTVCT_EL0 at {} Hz (CNTFRQ_EL0), resolution {} count(s) = {:.1} ns", t.freq, t.resolution(), t.to_ns(t.resolution() as f64).unwrap_or(0.0));
+    diag!(
+        "timer: CNTVCT_EL0 at {} Hz (CNTFRQ_EL0), resolution {} count(s) = {:.1} ns",
+        t.freq,
+        t.resolution(),
+        t.to_ns(t.resolution() as f64).unwrap_or(0.0)
+    );
     match Timer::cycles() {
         Ok(_) => {
             diag!("PMU: cycle counter usable at EL1, {} event counters", crate::arch::pmu::event_counters());
-            for (ev, name) in [(0x11u16, "CPU_CYCLES"), (0x08, "INST_RETIRED"), (0x04, "L1D_CACHE"), (0x03, "L1D_CACHE_REFILL"), (0x16, "L2D_CACHE"), (0x17, "L2D_CACHE_REFILL")] {
+            for (ev, name) in [
+                (0x11u16, "CPU_CYCLES"),
+                (0x08, "INST_RETIRED"),
+                (0x04, "L1D_CACHE"),
+                (0x03, "L1D_CACHE_REFILL"),
+                (0x16, "L2D_CACHE"),
+                (0x17, "L2D_CACHE_REFILL"),
+            ] {
                 if crate::arch::pmu::event_implemented(ev) {
                     diag!("  event {ev:#04x} {name}: advertised by PMCEID");
                 } else {
@@ -173,7 +207,13 @@ fn latency(ctx: &mut Ctx) {
                     region.attr, k.capacity / 1024, k.below, k.above
                 );
             } else {
-                diag!("latency {}: knee after {} KiB ({:.2} -> {:.2} ns): an inferred cache capacity", region.attr, k.capacity / 1024, k.below, k.above);
+                diag!(
+                    "latency {}: knee after {} KiB ({:.2} -> {:.2} ns): an inferred cache capacity",
+                    region.attr,
+                    k.capacity / 1024,
+                    k.below,
+                    k.above
+                );
             }
             crate::harness::Record::new("knee")
                 .str("attr", region.attr)
@@ -202,7 +242,12 @@ fn stream(ctx: &mut Ctx) {
         let mut same = true;
         for off in (0..half).step_by(8) {
             // SAFETY: inside the region; aligned loads from test memory.
-            let (a, b) = unsafe { (core::ptr::read_volatile((region.va + off) as *const u64), core::ptr::read_volatile((region.va + half + off) as *const u64)) };
+            let (a, b) = unsafe {
+                (
+                    core::ptr::read_volatile((region.va + off) as *const u64),
+                    core::ptr::read_volatile((region.va + half + off) as *const u64),
+                )
+            };
             same &= a == b;
         }
         ctx.check(same, alloc::format!("copy-ldp-stp copied {half} bytes correctly in {}", region.attr));

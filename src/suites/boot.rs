@@ -26,7 +26,11 @@ fn report(ctx: &mut Ctx) {
     let b = ctx.boot;
     let midr = Midr { raw: b.midr };
     diag!("== cachescope system report ==");
-    diag!("board            {}{}", b.board, if b.emulated { " (emulator: QEMU models no caches; timings measure the emulator)" } else { "" });
+    diag!(
+        "board            {}{}",
+        b.board,
+        if b.emulated { " (emulator: QEMU models no caches; timings measure the emulator)" } else { "" }
+    );
     diag!("entry EL         EL{} -> running at EL{}", b.entry_el, b.current_el);
     diag!(
         "core             {} (MIDR {:#010x}: implementer {:#04x} {}, part {:#05x}, variant {}, revision {})",
@@ -39,7 +43,13 @@ fn report(ctx: &mut Ctx) {
         midr.revision()
     );
     diag!("generic timer    {} Hz (CNTFRQ_EL0; one tick = {} ns)", b.cntfrq, 1_000_000_000u64.checked_div(b.cntfrq).unwrap_or(0));
-    diag!("RAM              {:#x}..{:#x} ({} MiB, from {})", b.ram.0, b.ram.0 + b.ram.1, b.ram.1 >> 20, if b.ram_from_dtb { "DTB" } else { "board default" });
+    diag!(
+        "RAM              {:#x}..{:#x} ({} MiB, from {})",
+        b.ram.0,
+        b.ram.0 + b.ram.1,
+        b.ram.1 >> 20,
+        if b.ram_from_dtb { "DTB" } else { "board default" }
+    );
     match b.dtb {
         Some(a) => diag!("device tree      found at {a:#x}"),
         None => diag!("device tree      not found (board defaults used)"),

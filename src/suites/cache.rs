@@ -130,7 +130,11 @@ fn explain_levels(t: &Topology) {
         diag!("  Point of Unification (this core) is after L{} (LoUU): clean levels 1..={} by VA", c.louu, c.louu);
         diag!("    (DC CVAU) so this core's instruction fetch and table walks see data it wrote.");
     }
-    diag!("  LoUIS = {}: the levels to clean for the Inner Shareable PoU; set/way to LoUIS visits {} lines.", c.louis, t.setway_ops(1, c.louis));
+    diag!(
+        "  LoUIS = {}: the levels to clean for the Inner Shareable PoU; set/way to LoUIS visits {} lines.",
+        c.louis,
+        t.setway_ops(1, c.louis)
+    );
     if c.loc == 0 {
         diag!("  LoC = 0: no cache needs maintenance to reach the Point of Coherency (caches are");
         diag!("    coherent with every observer); set/way to LoC does nothing.");
@@ -266,7 +270,11 @@ fn setway_walk_counts(ctx: &mut Ctx) {
         for &(scope, first, last) in &scopes {
             let what = format!("{} {}", op.name(), scope.name());
             if op == SetWayOp::Invalidate && caches_on {
-                ctx.check_eq(setway::dcsw_silent(op, scope), Err(WalkError::InvalidateWithCachesOn), format!("{what} refused with caches on"));
+                ctx.check_eq(
+                    setway::dcsw_silent(op, scope),
+                    Err(WalkError::InvalidateWithCachesOn),
+                    format!("{what} refused with caches on"),
+                );
                 continue;
             }
             let expected = t.setway_ops(first, last);

@@ -10,10 +10,10 @@ use alloc::{format, string::String, vec::Vec};
 
 use crate::arch::cache::{dc_zva, dczid_el0, sctlr_el1};
 use crate::arch::{cpu, mmu as hw, trap};
+use crate::cache::{maintenance, Dczid};
 use crate::diag;
 use crate::exception::{ExpectedFault, FaultStatus};
 use crate::harness::{Case, Ctx, Record, Suite};
-use crate::cache::{maintenance, Dczid};
 use crate::mem::{
     aarch64::{
         descriptor::{mair_byte, mem_at_index, MAIR_EL1_VALUE},
@@ -120,7 +120,8 @@ fn find_mismatch(w: &AliasWindow, off: usize, words: usize, seed: u64) -> Option
 fn check_pattern(ctx: &mut Ctx, w: &AliasWindow, off: usize, words: usize, seed: u64, what: &str) -> bool {
     match find_mismatch(w, off, words, seed) {
         None => ctx.check(true, what),
-        Some((i, got, want)) => ctx.check(false, format!("{what}: word {i} via {} ({:#x}) reads {got:#018x}, expected {want:#018x}", w.name, w.va + off + 8 * i)),
+        Some((i, got, want)) => ctx
+            .check(false, format!("{what}: word {i} via {} ({:#x}) reads {got:#018x}, expected {want:#018x}", w.name, w.va + off + 8 * i)),
     }
 }
 
@@ -143,12 +144,26 @@ fn report(ctx: &mut Ctx) {
         diag!("  Attr{i} {b:#04x} {:<14} {}", mem_at_index(i).map_or("unused", MemAttr::name), MairByte(b));
     }
     diag!("TTBR0_EL1 = {:#x}: {tables} tables ({} KiB), 4 KiB granule, 48-bit VA, walks start at level 0", r.ttbr0, tables * 4);
-    Record::new("mmu").hex("sctlr", r.sctlr).hex("tcr", r.tcr).hex("mair", r.mair).hex("ttbr0", r.ttbr0).u64("va_bits", 48).u64("tables", tables as u64).emit();
+    Record::new("mmu")
+        .hex("sctlr", r.sctlr)
+        .hex("tcr", r.tcr)
+        .hex("mair", r.mair)
+        .hex("ttbr0", r.ttbr0)
+        .u64("va_bits", 48)
+        .u64("tables", tables as u64)
+        .emit();
     diag!("mappings (identity map, then one alias window per memory type over the arena):");
     for m in mmu::mappings() {
         diag!("  {:<16} VA {:#016x}..{:#016x} -> PA {:#012x} {:>8}  {}", m.name, m.va, m.va + m.len, m.pa, human(m.len), m.attrs);
     }
-    diag!("alias windows: {} x {} of PA {:#x}; VA = {:#x} + index * {:#x} + PA", ws.len(), human(ws[0].len as u64), ws[0].pa, alias::WINDOW_BASE, alias::WINDOW_STRIDE);
+    diag!(
+        "alias windows: {} x {} of PA {:#x}; VA = {:#x} + index * {:#x} + PA",
+        ws.len(),
+        human(ws[0].len as u64),
+        ws[0].pa,
+        alias::WINDOW_BASE,
+        alias::WINDOW_STRIDE
+    );
 }
 
 /// `AT S1E1R` of `va` must give `pa`, the MAIR byte of `attrs` and its PAR shareability, and
@@ -159,7 +174,10 @@ fn check_translation(ctx: &mut Ctx, what: &str, va: u64, pa: u64, attrs: Attribu
     ctx.check(par == want, format!("{what}: AT S1E1R {va:#x}: {par}; expected {want}"));
     match mmu::walk(va) {
         Ok(Walk::Mapped { pa: spa, attrs: sattrs, .. }) => {
-            ctx.check(spa == pa && sattrs == attrs, format!("{what}: software walk {va:#x} -> {spa:#x} {sattrs}; expected {pa:#x} {attrs}"));
+            ctx.check(
+                spa == pa && sattrs == attrs,
+                format!("{what}: software walk {va:#x} -> {spa:#x} {sattrs}; expected {pa:#x} {attrs}"),
+            );
         }
         other => {
             ctx.fail(format!("{what}: software walk of {va:#x}: {other:?}"));
@@ -213,7 +231,11 @@ fn alias_attributes(ctx: &mut Ctx) {
             verified &= ctx.failures().len() == failures;
             first.get_or_insert(par);
         }
-        let rec = Record::new("attr").str("name", w.name).hex("va", w.va as u64).hex("pa", w.pa as u64).str("mair", &format!("{:#04x}", mair_byte(w.attr)));
+        let rec = Record::new("attr")
+            .str("name", w.name)
+            .hex("va", w.va as u64)
+            .hex("pa", w.pa as u64)
+            .str("mair", &format!("{:#04x}", mair_byte(w.attr)));
         match first {
             Some(Par::Translated { attr, sh, .. }) => rec.str("par_attr", &format!("{attr:#04x}")).str("sh", sh.name()).emit(),
             _ => rec.null("par_attr").null("sh").emit(),
@@ -228,7 +250,15 @@ fn alias_attributes(ctx: &mut Ctx) {
             (mapped, eff) if mapped == eff => String::from(mapped.name()),
             (mapped, eff) => format!("{} ({} mapped)", eff.name(), mapped.name()),
         };
-        diag!("  {:<14} {:#04x}  {:<22} {:<20} {:<3} {}", w.name, mair_byte(w.attr), format!("{}", MairByte(mair_byte(w.attr))), share, if a.executable { "no" } else { "yes" }, if ok { "yes" } else { "NO" });
+        diag!(
+            "  {:<14} {:#04x}  {:<22} {:<20} {:<3} {}",
+            w.name,
+            mair_byte(w.attr),
+            format!("{}", MairByte(mair_byte(w.attr))),
+            share,
+            if a.executable { "no" } else { "yes" },
+            if ok { "yes" } else { "NO" }
+        );
     }
 }
 
@@ -303,8 +333,18 @@ fn break_before_make(ctx: &mut Ctx) {
     check_translation(ctx, "scratch before", va, pa, wb_attrs);
 
     // A live mapping is never changed by mapping again or by making without breaking.
-    refused(ctx, "second map over the live scratch", mmu::map("again", va, pa, len, Attributes::data(MemAttr::NormalNonCacheable), Granularity::Pages), Error::Overlap { va, len, existing: "bbm-scratch" });
-    refused(ctx, "make without break", mmu::make_range(va, PAGE_SIZE, Attributes::data(MemAttr::NormalNonCacheable)), Error::LiveEntry { va });
+    refused(
+        ctx,
+        "second map over the live scratch",
+        mmu::map("again", va, pa, len, Attributes::data(MemAttr::NormalNonCacheable), Granularity::Pages),
+        Error::Overlap { va, len, existing: "bbm-scratch" },
+    );
+    refused(
+        ctx,
+        "make without break",
+        mmu::make_range(va, PAGE_SIZE, Attributes::data(MemAttr::NormalNonCacheable)),
+        Error::LiveEntry { va },
+    );
 
     // Pages 4..8 by hand: clean+invalidate (leaving WB), break, TLBI, make as NC.
     let (sub, sub_len) = (va + 4 * PAGE_SIZE, 4 * PAGE_SIZE);
@@ -313,7 +353,10 @@ fn break_before_make(ctx: &mut Ctx) {
         ctx.fail(format!("break: {e}"));
     }
     let par = mmu::translate(sub);
-    ctx.check(matches!(par, Par::Fault { status: FaultStatus::Translation(3), .. }), format!("broken entry: AT S1E1R {sub:#x}: {par}; expected a level 3 translation fault"));
+    ctx.check(
+        matches!(par, Par::Fault { status: FaultStatus::Translation(3), .. }),
+        format!("broken entry: AT S1E1R {sub:#x}: {par}; expected a level 3 translation fault"),
+    );
     // SAFETY: an aligned load from a broken (invalid) entry: it must fault.
     ctx.expect_fault(ExpectedFault::DataAbort(FaultStatus::Translation(3)), || unsafe {
         cpu::load_u32_raw(sub as usize);
@@ -483,7 +526,12 @@ fn device_unaligned_access(ctx: &mut Ctx) {
     // QEMU 10.0 checks Device alignment with the access's atomicity, which single-threaded TCG
     // (one vCPU) relaxes to bytes; with two or more vCPUs it faults as the architecture says.
     let single = dtb_cpus(ctx) == Some(1);
-    deviations(ctx, &completed, ctx.boot.emulated && single, "one-vCPU QEMU TCG does not alignment-check Device accesses (run with -smp 2 to see the fault)");
+    deviations(
+        ctx,
+        &completed,
+        ctx.boot.emulated && single,
+        "one-vCPU QEMU TCG does not alignment-check Device accesses (run with -smp 2 to see the fault)",
+    );
 }
 
 fn xn_device_fetch(ctx: &mut Ctx) {
@@ -525,7 +573,16 @@ fn unmapped_translation_fault(ctx: &mut Ctx) {
     }
     let gib = level_size(1);
     let wb_end = (wb.va + wb.len) as u64;
-    let candidates = [0x7000_0000_0000, SCRATCH_BASE, probe + PAGE_SIZE, probe - PAGE_SIZE, wb_end, wb_end.next_multiple_of(level_size(2)) + level_size(2), (wb.va as u64 & !(gib - 1)) + 4 * gib, wb.va as u64 - PAGE_SIZE];
+    let candidates = [
+        0x7000_0000_0000,
+        SCRATCH_BASE,
+        probe + PAGE_SIZE,
+        probe - PAGE_SIZE,
+        wb_end,
+        wb_end.next_multiple_of(level_size(2)) + level_size(2),
+        (wb.va as u64 & !(gib - 1)) + 4 * gib,
+        wb.va as u64 - PAGE_SIZE,
+    ];
     let mut by_level: [Option<u64>; 4] = [None; 4];
     for va in candidates {
         if let Ok(Walk::Fault { level }) = mmu::walk(va) {
@@ -539,7 +596,10 @@ fn unmapped_translation_fault(ctx: &mut Ctx) {
         };
         let level = level as i8;
         let par = mmu::translate(va);
-        ctx.check(matches!(par, Par::Fault { status, .. } if status == FaultStatus::Translation(level)), format!("AT S1E1R {va:#x}: {par}; expected a level {level} translation fault"));
+        ctx.check(
+            matches!(par, Par::Fault { status, .. } if status == FaultStatus::Translation(level)),
+            format!("AT S1E1R {va:#x}: {par}; expected a level {level} translation fault"),
+        );
         // SAFETY: an aligned load from an unmapped address: it must fault.
         let r = ctx.expect_fault(ExpectedFault::DataAbort(FaultStatus::Translation(level)), || unsafe {
             cpu::load_u32_raw(va as usize);
@@ -589,26 +649,76 @@ fn bad_requests(ctx: &mut Ctx) {
     let va = SCRATCH_BASE + pa;
     let rw = Attributes::data(MemAttr::NormalWriteBack);
     let text = mmu::kernel_image().start;
-    refused(ctx, "map over the kernel text", mmu::map("overlap", text, text, PAGE_SIZE, Attributes::RO_DATA, Granularity::Pages), Error::Overlap { va: text, len: PAGE_SIZE, existing: "kernel-text" });
+    refused(
+        ctx,
+        "map over the kernel text",
+        mmu::map("overlap", text, text, PAGE_SIZE, Attributes::RO_DATA, Granularity::Pages),
+        Error::Overlap { va: text, len: PAGE_SIZE, existing: "kernel-text" },
+    );
     let tail = (wb.va + wb.len) as u64 - PAGE_SIZE;
-    refused(ctx, "map straddling the end of a window", mmu::map("overlap", tail, pa, 2 * PAGE_SIZE, rw, Granularity::Pages), Error::Overlap { va: tail, len: 2 * PAGE_SIZE, existing: "normal-wb" });
-    refused(ctx, "unaligned virtual address", mmu::map("x", va + 0x800, pa, PAGE_SIZE, rw, Granularity::Pages), Error::Unaligned { what: "virtual address", value: va + 0x800 });
-    refused(ctx, "unaligned physical address", mmu::map("x", va, pa + 8, PAGE_SIZE, rw, Granularity::Pages), Error::Unaligned { what: "physical address", value: pa + 8 });
+    refused(
+        ctx,
+        "map straddling the end of a window",
+        mmu::map("overlap", tail, pa, 2 * PAGE_SIZE, rw, Granularity::Pages),
+        Error::Overlap { va: tail, len: 2 * PAGE_SIZE, existing: "normal-wb" },
+    );
+    refused(
+        ctx,
+        "unaligned virtual address",
+        mmu::map("x", va + 0x800, pa, PAGE_SIZE, rw, Granularity::Pages),
+        Error::Unaligned { what: "virtual address", value: va + 0x800 },
+    );
+    refused(
+        ctx,
+        "unaligned physical address",
+        mmu::map("x", va, pa + 8, PAGE_SIZE, rw, Granularity::Pages),
+        Error::Unaligned { what: "physical address", value: pa + 8 },
+    );
     refused(ctx, "unaligned length", mmu::map("x", va, pa, 100, rw, Granularity::Pages), Error::Unaligned { what: "length", value: 100 });
-    refused(ctx, "writable+executable", mmu::map("x", va, pa, PAGE_SIZE, Attributes { executable: true, ..rw }, Granularity::Pages), Error::WriteExecute);
+    refused(
+        ctx,
+        "writable+executable",
+        mmu::map("x", va, pa, PAGE_SIZE, Attributes { executable: true, ..rw }, Granularity::Pages),
+        Error::WriteExecute,
+    );
     let xdev = Attributes { executable: true, access: Access::ReadOnly, ..Attributes::data(MemAttr::DeviceNGnRE) };
     refused(ctx, "executable Device", mmu::map("x", va, pa, PAGE_SIZE, xdev, Granularity::Pages), Error::ExecutableDevice);
-    refused(ctx, "remap a window to writable+executable", mmu::remap(wb.va as u64, PAGE_SIZE, Attributes { executable: true, ..rw }), Error::WriteExecute);
+    refused(
+        ctx,
+        "remap a window to writable+executable",
+        mmu::remap(wb.va as u64, PAGE_SIZE, Attributes { executable: true, ..rw }),
+        Error::WriteExecute,
+    );
     let arena = ctx.boot.arena;
     let below = (arena.0 - PAGE, 2 * PAGE);
-    refused(ctx, "alias window starting below the arena", alias::plan(arena, below), Error::OutsideArena { pa: below.0 as u64, len: below.1 as u64, arena_start: arena.0 as u64, arena_len: arena.1 as u64 });
+    refused(
+        ctx,
+        "alias window starting below the arena",
+        alias::plan(arena, below),
+        Error::OutsideArena { pa: below.0 as u64, len: below.1 as u64, arena_start: arena.0 as u64, arena_len: arena.1 as u64 },
+    );
     let past = (arena.0 + arena.1 - PAGE, 2 * PAGE);
-    refused(ctx, "alias window ending past the arena", alias::plan(arena, past), Error::OutsideArena { pa: past.0 as u64, len: past.1 as u64, arena_start: arena.0 as u64, arena_len: arena.1 as u64 });
+    refused(
+        ctx,
+        "alias window ending past the arena",
+        alias::plan(arena, past),
+        Error::OutsideArena { pa: past.0 as u64, len: past.1 as u64, arena_start: arena.0 as u64, arena_len: arena.1 as u64 },
+    );
     refused(ctx, "unmap part of a window", mmu::unmap(wb.va as u64, PAGE_SIZE), Error::NoSuchMapping { va: wb.va as u64, len: PAGE_SIZE });
     match mmu::walk(wb.va as u64) {
         Ok(Walk::Mapped { level, .. }) if level < 3 => {
-            refused(ctx, "break one page of a block", mmu::break_range(wb.va as u64, PAGE_SIZE), Error::SplitsBlock { va: wb.va as u64, level });
-            refused(ctx, "make over a live block", mmu::make_range(wb.va as u64, level_size(level), rw), Error::LiveEntry { va: wb.va as u64 });
+            refused(
+                ctx,
+                "break one page of a block",
+                mmu::break_range(wb.va as u64, PAGE_SIZE),
+                Error::SplitsBlock { va: wb.va as u64, level },
+            );
+            refused(
+                ctx,
+                "make over a live block",
+                mmu::make_range(wb.va as u64, level_size(level), rw),
+                Error::LiveEntry { va: wb.va as u64 },
+            );
         }
         other => diag!("window start is a {other:?}: block-splitting request not applicable"),
     }

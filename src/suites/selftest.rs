@@ -8,10 +8,7 @@ use crate::harness::{Case, Ctx, Suite};
 pub const ABORT: Suite = Suite {
     name: "selftest",
     report: None,
-    cases: &[
-        Case { name: "unexpected-data-abort", run: unexpected_data_abort },
-        Case { name: "runs-after-abort", run: runs_after_abort },
-    ],
+    cases: &[Case { name: "unexpected-data-abort", run: unexpected_data_abort }, Case { name: "runs-after-abort", run: runs_after_abort }],
     on_request: true,
 };
 

@@ -41,8 +41,8 @@ pub struct Captured {
 
 /// Baud rates accepted by `--baud`.
 pub const BAUDS: [u32; 17] = [
-    9600, 19200, 38400, 57600, 115200, 230400, 460800, 500000, 576000, 921600, 1000000, 1152000,
-    1500000, 2000000, 2500000, 3000000, 4000000,
+    9600, 19200, 38400, 57600, 115200, 230400, 460800, 500000, 576000, 921600, 1000000, 1152000, 1500000, 2000000, 2500000, 3000000,
+    4000000,
 ];
 
 fn baud_rate(baud: u32) -> Result<BaudRate> {
@@ -65,12 +65,7 @@ fn baud_rate(baud: u32) -> Result<BaudRate> {
         2500000 => B2500000,
         3000000 => B3000000,
         4000000 => B4000000,
-        _ => {
-            return Err(Error(format!(
-                "--baud {baud}: not a supported rate (one of {})",
-                BAUDS.map(|b| b.to_string()).join(", ")
-            )))
-        }
+        _ => return Err(Error(format!("--baud {baud}: not a supported rate (one of {})", BAUDS.map(|b| b.to_string()).join(", ")))),
     };
     Ok(b)
 }
@@ -88,11 +83,7 @@ pub fn is_terminal_device(path: &Path) -> bool {
     if !meta.file_type().is_char_device() {
         return false;
     }
-    match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NOCTTY | nix::libc::O_NONBLOCK)
-        .open(path)
-    {
+    match std::fs::OpenOptions::new().read(true).custom_flags(nix::libc::O_NOCTTY | nix::libc::O_NONBLOCK).open(path) {
         Ok(f) => nix::unistd::isatty(f.as_fd()).unwrap_or(false),
         Err(_) => false,
     }
@@ -112,8 +103,7 @@ impl Drop for RawMode<'_> {
 
 fn make_raw<'a>(file: &'a File, name: &str, baud: BaudRate) -> Result<RawMode<'a>> {
     let err = |what: &str, e: Errno| Error(format!("{name}: cannot {what}: {}", e.desc()));
-    let saved =
-        termios::tcgetattr(file.as_fd()).map_err(|e| err("read the terminal settings", e))?;
+    let saved = termios::tcgetattr(file.as_fd()).map_err(|e| err("read the terminal settings", e))?;
     let mut t = saved.clone();
     termios::cfmakeraw(&mut t);
     termios::cfsetspeed(&mut t, baud).map_err(|e| err("set the baud rate", e))?;
@@ -155,11 +145,7 @@ pub fn capture(path: &Path, opts: &Options, sink: &mut dyn Write) -> Result<Capt
     if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
         return Err(Error(format!("{name}: is a directory")));
     }
-    let _raw = if nix::unistd::isatty(file.as_fd()).unwrap_or(false) {
-        Some(make_raw(&file, &name, baud)?)
-    } else {
-        None
-    };
+    let _raw = if nix::unistd::isatty(file.as_fd()).unwrap_or(false) { Some(make_raw(&file, &name, baud)?) } else { None };
     let start = Instant::now();
     let deadline = start + opts.timeout;
     let mut bytes = Vec::new();
@@ -169,18 +155,11 @@ pub fn capture(path: &Path, opts: &Options, sink: &mut dyn Write) -> Result<Capt
     loop {
         let now = Instant::now();
         if now >= deadline {
-            return Ok(Captured {
-                bytes,
-                saw_end: false,
-                elapsed: start.elapsed(),
-            });
+            return Ok(Captured { bytes, saw_end: false, elapsed: start.elapsed() });
         }
         let wait = (deadline - now).min(Duration::from_millis(100));
         let mut fds = [PollFd::new(file.as_fd(), PollFlags::POLLIN)];
-        match nix::poll::poll(
-            &mut fds,
-            PollTimeout::try_from(wait).unwrap_or(PollTimeout::ZERO),
-        ) {
+        match nix::poll::poll(&mut fds, PollTimeout::try_from(wait).unwrap_or(PollTimeout::ZERO)) {
             Ok(0) | Err(Errno::EINTR) => continue,
             Ok(_) => {}
             Err(e) => return Err(Error(format!("{name}: poll failed: {}", e.desc()))),
@@ -190,28 +169,21 @@ pub fn capture(path: &Path, opts: &Options, sink: &mut dyn Write) -> Result<Capt
             Ok(n) => {
                 bytes.extend_from_slice(&buf[..n]);
                 if bytes.len() as u64 > crate::input::MAX_INPUT {
-                    return Err(Error(format!("{name}: more than {} MiB without the end record; not a cachescope console?", crate::input::MAX_INPUT >> 20)));
+                    return Err(Error(format!(
+                        "{name}: more than {} MiB without the end record; not a cachescope console?",
+                        crate::input::MAX_INPUT >> 20
+                    )));
                 }
-                sink.write_all(&buf[..n])
-                    .and_then(|_| sink.flush())
-                    .map_err(|e| Error(format!("writing the log: {e}")))?;
+                sink.write_all(&buf[..n]).and_then(|_| sink.flush()).map_err(|e| Error(format!("writing the log: {e}")))?;
                 let (end, next) = scan_for_end(&bytes, scanned);
                 scanned = next;
                 if end {
-                    return Ok(Captured {
-                        bytes,
-                        saw_end: true,
-                        elapsed: start.elapsed(),
-                    });
+                    return Ok(Captured { bytes, saw_end: true, elapsed: start.elapsed() });
                 }
             }
-            Err(e)
-                if e.kind() == std::io::ErrorKind::WouldBlock
-                    || e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::Interrupted => {}
             // A pty whose other side closed reports EIO until it is reopened: wait like at EOF.
-            Err(e) if e.raw_os_error() == Some(Errno::EIO as i32) => {
-                std::thread::sleep(Duration::from_millis(20))
-            }
+            Err(e) if e.raw_os_error() == Some(Errno::EIO as i32) => std::thread::sleep(Duration::from_millis(20)),
             Err(e) => return Err(Error(format!("{name}: read error: {e}"))),
         }
     }
@@ -221,22 +193,17 @@ pub fn capture(path: &Path, opts: &Options, sink: &mut dyn Write) -> Result<Capt
 mod tests {
     use super::*;
 
-    const LOG: &[u8] = b"noise\r\nKTAP version 1\r\n1..0\r\n# cs: {\"record\":\"end\",\"passed\":0,\"failed\":0,\"skipped\":0}\r\n# Totals\r\n";
+    const LOG: &[u8] =
+        b"noise\r\nKTAP version 1\r\n1..0\r\n# cs: {\"record\":\"end\",\"passed\":0,\"failed\":0,\"skipped\":0}\r\n# Totals\r\n";
 
     fn opts(ms: u64) -> Options {
-        Options {
-            baud: 115200,
-            timeout: Duration::from_millis(ms),
-        }
+        Options { baud: 115200, timeout: Duration::from_millis(ms) }
     }
 
     #[test]
     fn end_detection_needs_a_complete_end_record_line() {
         assert_eq!(scan_for_end(b"# cs: {\"record\":\"end\"}", 0), (false, 0));
-        assert_eq!(
-            scan_for_end(b"x\n# cs: {\"record\":\"end\"}\r\n", 0),
-            (true, 26)
-        );
+        assert_eq!(scan_for_end(b"x\n# cs: {\"record\":\"end\"}\r\n", 0), (true, 26));
         assert!(!scan_for_end(b"# cs: {\"record\":\"endx\"}\n", 0).0);
         assert_eq!(scan_for_end(b"# end\n", 0), (false, 6));
     }
@@ -277,8 +244,7 @@ mod tests {
         let _master = writer.join().unwrap();
         assert!(got.saw_end, "{:?}", String::from_utf8_lossy(&got.bytes));
         // Raw mode: CRLF arrives unchanged (no ICRNL/ONLCR translation), nothing is lost.
-        let end_line: &[u8] =
-            b"# cs: {\"record\":\"end\",\"passed\":0,\"failed\":0,\"skipped\":0}\r\n";
+        let end_line: &[u8] = b"# cs: {\"record\":\"end\",\"passed\":0,\"failed\":0,\"skipped\":0}\r\n";
         assert!(
             LOG.starts_with(&got.bytes) && got.bytes.windows(end_line.len()).any(|w| w == end_line),
             "{:?}",
@@ -295,12 +261,7 @@ mod tests {
         assert!(check_baud(115200).is_ok());
         let e = check_baud(12345).unwrap_err();
         assert!(e.0.contains("not a supported rate"), "{e}");
-        let e = capture(
-            Path::new("/dev/nonexistent-tty"),
-            &opts(100),
-            &mut std::io::sink(),
-        )
-        .unwrap_err();
+        let e = capture(Path::new("/dev/nonexistent-tty"), &opts(100), &mut std::io::sink()).unwrap_err();
         assert!(e.0.starts_with("/dev/nonexistent-tty: cannot open"), "{e}");
         assert!(!is_terminal_device(Path::new("/dev/null")));
     }

@@ -50,12 +50,7 @@ impl Better {
     /// higher-is-better; everything else lower-is-better.
     pub fn from_unit(unit: &str) -> Better {
         let u = unit.to_ascii_lowercase();
-        if u.contains("/s")
-            || u.contains("per_s")
-            || u.contains("/load")
-            || u.contains("per_load")
-            || u.starts_with("hit")
-        {
+        if u.contains("/s") || u.contains("per_s") || u.contains("/load") || u.contains("per_load") || u.starts_with("hit") {
             Better::Higher
         } else {
             Better::Lower
@@ -100,10 +95,7 @@ fn num_field(o: &Map<String, Value>, k: &str, ctx: &str) -> Result<Option<f64>> 
         None => Ok(None),
         Some(v) => match v.as_f64() {
             Some(x) if x.is_finite() && (negative_ok || x >= 0.0) => Ok(Some(x)),
-            _ => Err(Error(format!(
-                "{ctx}: \"{k}\" must be a {}number, found {v}",
-                if negative_ok { "" } else { "non-negative " }
-            ))),
+            _ => Err(Error(format!("{ctx}: \"{k}\" must be a {}number, found {v}", if negative_ok { "" } else { "non-negative " }))),
         },
     }
 }
@@ -111,8 +103,7 @@ fn num_field(o: &Map<String, Value>, k: &str, ctx: &str) -> Result<Option<f64>> 
 impl Baseline {
     /// Parses baseline JSON text; `name` is used in messages.
     pub fn parse(name: &str, text: &str) -> Result<Baseline> {
-        let v: Value = serde_json::from_str(text)
-            .map_err(|e| Error(format!("{name}: not valid JSON: {e}")))?;
+        let v: Value = serde_json::from_str(text).map_err(|e| Error(format!("{name}: not valid JSON: {e}")))?;
         let Value::Object(top) = v else {
             return Err(Error(format!("{name}: a baseline is a JSON object")));
         };
@@ -139,26 +130,17 @@ impl Baseline {
             let Value::Object(e) = e else {
                 return Err(Error(format!("{ctx}: entry must be an object")));
             };
-            let median = num_field(e, "median", &ctx)?
-                .ok_or_else(|| Error(format!("{ctx}: no \"median\"")))?;
+            let median = num_field(e, "median", &ctx)?.ok_or_else(|| Error(format!("{ctx}: no \"median\"")))?;
             let better = match e.get("better") {
                 None => Better::Lower,
                 Some(Value::String(s)) if s == "lower" => Better::Lower,
                 Some(Value::String(s)) if s == "higher" => Better::Higher,
-                Some(v) => {
-                    return Err(Error(format!(
-                        "{ctx}: \"better\" must be \"lower\" or \"higher\", found {v}"
-                    )))
-                }
+                Some(v) => return Err(Error(format!("{ctx}: \"better\" must be \"lower\" or \"higher\", found {v}"))),
             };
             let emulated = match e.get("emulated") {
                 None => None,
                 Some(Value::Bool(b)) => Some(*b),
-                Some(v) => {
-                    return Err(Error(format!(
-                        "{ctx}: \"emulated\" must be true or false, found {v}"
-                    )))
-                }
+                Some(v) => return Err(Error(format!("{ctx}: \"emulated\" must be true or false, found {v}"))),
             };
             let entry = Entry {
                 median,
@@ -169,16 +151,12 @@ impl Baseline {
             };
             metrics.insert(key.clone(), entry);
         }
-        Ok(Baseline {
-            default_tolerance_pct,
-            metrics,
-        })
+        Ok(Baseline { default_tolerance_pct, metrics })
     }
 
     /// Reads and parses a baseline file.
     pub fn load(path: &str) -> Result<Baseline> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error(format!("{path}: cannot read baseline: {e}")))?;
+        let text = std::fs::read_to_string(path).map_err(|e| Error(format!("{path}: cannot read baseline: {e}")))?;
         Baseline::parse(path, &text)
     }
 
@@ -189,35 +167,16 @@ impl Baseline {
         let mut notes = Vec::new();
         for m in metrics {
             let Some(median) = m.median else {
-                notes.push(format!(
-                    "{}: '{}' has no value; left out of the baseline",
-                    m.line, m.key
-                ));
+                notes.push(format!("{}: '{}' has no value; left out of the baseline", m.line, m.key));
                 continue;
             };
-            let tolerance_pct = if m.key.source == "model" {
-                Some(0.0)
-            } else {
-                None
-            };
+            let tolerance_pct = if m.key.source == "model" { Some(0.0) } else { None };
             out.insert(
                 m.key.to_string(),
-                Entry {
-                    median,
-                    better: Better::from_unit(&m.key.unit),
-                    tolerance_pct,
-                    tolerance_abs: None,
-                    emulated: m.emulated,
-                },
+                Entry { median, better: Better::from_unit(&m.key.unit), tolerance_pct, tolerance_abs: None, emulated: m.emulated },
             );
         }
-        (
-            Baseline {
-                default_tolerance_pct: Some(default_pct),
-                metrics: out,
-            },
-            notes,
-        )
+        (Baseline { default_tolerance_pct: Some(default_pct), metrics: out }, notes)
     }
 
     /// The baseline as JSON text (one metric per line, keys sorted).
@@ -241,19 +200,9 @@ impl Baseline {
             if let Some(b) = e.emulated {
                 o.insert("emulated".into(), json!(b));
             }
-            let _ = write!(
-                s,
-                "{}\n    {}: {}",
-                if i == 0 { "" } else { "," },
-                json!(k),
-                Value::Object(o)
-            );
+            let _ = write!(s, "{}\n    {}: {}", if i == 0 { "" } else { "," }, json!(k), Value::Object(o));
         }
-        s.push_str(if self.metrics.is_empty() {
-            "}\n}\n"
-        } else {
-            "\n  }\n}\n"
-        });
+        s.push_str(if self.metrics.is_empty() { "}\n}\n" } else { "\n  }\n}\n" });
         s
     }
 }
@@ -263,9 +212,7 @@ pub fn parse_tolerance(s: &str) -> Result<f64> {
     let n = s.trim().strip_suffix('%').unwrap_or(s.trim());
     match n.parse::<f64>() {
         Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
-        _ => Err(Error(format!(
-            "--tolerance '{s}': expected a percentage such as 5% (0 = exact)"
-        ))),
+        _ => Err(Error(format!("--tolerance '{s}': expected a percentage such as 5% (0 = exact)"))),
     }
 }
 
@@ -346,37 +293,23 @@ impl Comparison {
         let count = |p: fn(&Finding) -> bool| self.findings.iter().filter(|(_, f)| p(f)).count();
         for (key, f) in &self.findings {
             let line = match f {
-                Finding::Regression {
-                    base,
-                    measured,
-                    tolerance,
-                    better,
-                    exact_change,
-                } => {
-                    let what = if *exact_change {
-                        "CHANGED   "
-                    } else {
-                        "REGRESSION"
-                    };
-                    format!("{what} {key}: baseline {}, measured {} ({}), tolerance {tolerance} ({} is better)", sig(*base, 6), sig(*measured, 6), rel(*base, *measured), better.name())
+                Finding::Regression { base, measured, tolerance, better, exact_change } => {
+                    let what = if *exact_change { "CHANGED   " } else { "REGRESSION" };
+                    format!(
+                        "{what} {key}: baseline {}, measured {} ({}), tolerance {tolerance} ({} is better)",
+                        sig(*base, 6),
+                        sig(*measured, 6),
+                        rel(*base, *measured),
+                        better.name()
+                    )
                 }
-                Finding::Missing { base } => format!(
-                    "MISSING    {key}: baseline {}, not measured in this run",
-                    sig(*base, 6)
-                ),
-                Finding::NoValue { base } => format!(
-                    "NO VALUE   {key}: baseline {}, measured null",
-                    sig(*base, 6)
-                ),
+                Finding::Missing { base } => format!("MISSING    {key}: baseline {}, not measured in this run", sig(*base, 6)),
+                Finding::NoValue { base } => format!("NO VALUE   {key}: baseline {}, measured null", sig(*base, 6)),
                 Finding::EmulationMismatch { base, run } => format!(
                     "EMULATION  {key}: baseline emulated={base}, run emulated={}",
                     run.map_or("(absent)".to_string(), |b| b.to_string())
                 ),
-                Finding::Improved {
-                    base,
-                    measured,
-                    tolerance,
-                } => {
+                Finding::Improved { base, measured, tolerance } => {
                     format!("improved   {key}: baseline {}, measured {} ({}), tolerance {tolerance} (not a failure; refresh with --write-baseline)", sig(*base, 6), sig(*measured, 6), rel(*base, *measured))
                 }
                 Finding::New { measured } => format!(
@@ -389,12 +322,7 @@ impl Comparison {
         }
         let regressions = count(|f| matches!(f, Finding::Regression { .. }));
         let missing = count(|f| matches!(f, Finding::Missing { .. }));
-        let other = count(|f| {
-            matches!(
-                f,
-                Finding::NoValue { .. } | Finding::EmulationMismatch { .. }
-            )
-        });
+        let other = count(|f| matches!(f, Finding::NoValue { .. } | Finding::EmulationMismatch { .. }));
         let _ = writeln!(
             s,
             "compare: {} within tolerance, {regressions} regressed/changed, {missing} missing, {other} other failures, {} improved, {} new: {}",
@@ -416,42 +344,31 @@ fn rel(base: f64, measured: f64) -> String {
 
 /// Compares `metrics` against `baseline`. `cli_pct` is `--tolerance` when given. Duplicate
 /// keys in the run are an error (the comparison would be ambiguous).
-pub fn compare(
-    metrics: &[Metric],
-    baseline: &Baseline,
-    cli_pct: Option<f64>,
-) -> Result<Comparison> {
+pub fn compare(metrics: &[Metric], baseline: &Baseline, cli_pct: Option<f64>) -> Result<Comparison> {
     let mut run: HashMap<String, &Metric> = HashMap::new();
     for m in metrics {
         if let Some(prev) = run.insert(m.key.to_string(), m) {
-            return Err(Error(format!("line {}: metric key '{}' also at line {}: the run has two measurements with one key", m.line, m.key, prev.line)));
+            return Err(Error(format!(
+                "line {}: metric key '{}' also at line {}: the run has two measurements with one key",
+                m.line, m.key, prev.line
+            )));
         }
     }
-    let default_pct = cli_pct
-        .or(baseline.default_tolerance_pct)
-        .unwrap_or(DEFAULT_TOLERANCE_PCT);
+    let default_pct = cli_pct.or(baseline.default_tolerance_pct).unwrap_or(DEFAULT_TOLERANCE_PCT);
     let mut out = Comparison::default();
     for (key, e) in &baseline.metrics {
         let Some(m) = run.get(key) else {
-            out.findings
-                .push((key.clone(), Finding::Missing { base: e.median }));
+            out.findings.push((key.clone(), Finding::Missing { base: e.median }));
             continue;
         };
         if let Some(b) = e.emulated {
             if m.emulated != Some(b) {
-                out.findings.push((
-                    key.clone(),
-                    Finding::EmulationMismatch {
-                        base: b,
-                        run: m.emulated,
-                    },
-                ));
+                out.findings.push((key.clone(), Finding::EmulationMismatch { base: b, run: m.emulated }));
                 continue;
             }
         }
         let Some(measured) = m.median else {
-            out.findings
-                .push((key.clone(), Finding::NoValue { base: e.median }));
+            out.findings.push((key.clone(), Finding::NoValue { base: e.median }));
             continue;
         };
         let pct = e.tolerance_pct.unwrap_or(default_pct);
@@ -465,32 +382,15 @@ pub fn compare(
             format!("max({}%, {})", sig(pct, 4), sig(abs, 4))
         };
         let delta = measured - e.median;
-        let worse = if e.better == Better::Lower {
-            delta
-        } else {
-            -delta
-        };
+        let worse = if e.better == Better::Lower { delta } else { -delta };
         let exact = allowed == 0.0;
         if (exact && measured != e.median) || (!exact && worse > allowed) {
             out.findings.push((
                 key.clone(),
-                Finding::Regression {
-                    base: e.median,
-                    measured,
-                    tolerance,
-                    better: e.better,
-                    exact_change: exact && worse < 0.0,
-                },
+                Finding::Regression { base: e.median, measured, tolerance, better: e.better, exact_change: exact && worse < 0.0 },
             ));
         } else if !exact && -worse > allowed {
-            out.findings.push((
-                key.clone(),
-                Finding::Improved {
-                    base: e.median,
-                    measured,
-                    tolerance,
-                },
-            ));
+            out.findings.push((key.clone(), Finding::Improved { base: e.median, measured, tolerance }));
         } else {
             out.within += 1;
         }
@@ -537,69 +437,56 @@ mod tests {
         let text = b.to_json();
         let parsed = Baseline::parse("b.json", &text).unwrap();
         assert_eq!(parsed, b);
-        assert_eq!(
-            parsed.metrics["latency/v/wb/4096 [model misses]"].tolerance_pct,
-            Some(0.0)
-        );
-        assert_eq!(
-            parsed.metrics["stream/v/wb/65536 [cntvct MB/s]"].better,
-            Better::Higher
-        );
+        assert_eq!(parsed.metrics["latency/v/wb/4096 [model misses]"].tolerance_pct, Some(0.0));
+        assert_eq!(parsed.metrics["stream/v/wb/65536 [cntvct MB/s]"].better, Better::Higher);
         let c = compare(&run(), &parsed, None).unwrap();
         assert!(!c.failed(), "{}", c.render());
         assert_eq!(c.within, 3);
-        assert!(c.render().ends_with("compare: 3 within tolerance, 0 regressed/changed, 0 missing, 0 other failures, 0 improved, 0 new: ok\n"), "{}", c.render());
+        assert!(
+            c.render().ends_with("compare: 3 within tolerance, 0 regressed/changed, 0 missing, 0 other failures, 0 improved, 0 new: ok\n"),
+            "{}",
+            c.render()
+        );
     }
 
     #[test]
     fn perturbed_baseline_fails_with_a_clear_message() {
         let (mut b, _) = Baseline::from_metrics(&run(), 5.0);
-        b.metrics
-            .get_mut("latency/v/wb/4096 [cntvct ns]")
-            .unwrap()
-            .median = 9.0; // run is 11% slower
-        b.metrics
-            .get_mut("stream/v/wb/65536 [cntvct MB/s]")
-            .unwrap()
-            .median = 1100.0; // run is 9% slower
-        b.metrics
-            .get_mut("latency/v/wb/4096 [model misses]")
-            .unwrap()
-            .median = 65.0; // exact: any change fails
+        b.metrics.get_mut("latency/v/wb/4096 [cntvct ns]").unwrap().median = 9.0; // run is 11% slower
+        b.metrics.get_mut("stream/v/wb/65536 [cntvct MB/s]").unwrap().median = 1100.0; // run is 9% slower
+        b.metrics.get_mut("latency/v/wb/4096 [model misses]").unwrap().median = 65.0; // exact: any change fails
         let c = compare(&run(), &b, None).unwrap();
         assert!(c.failed());
         let r = c.render();
-        assert!(r.contains("REGRESSION latency/v/wb/4096 [cntvct ns]: baseline 9, measured 10 (+11.11%), tolerance 5% (lower is better)"), "{r}");
-        assert!(r.contains("REGRESSION stream/v/wb/65536 [cntvct MB/s]: baseline 1100, measured 1000 (-9.09%), tolerance 5% (higher is better)"), "{r}");
-        assert!(r.contains("CHANGED    latency/v/wb/4096 [model misses]: baseline 65, measured 64 (-1.54%), tolerance exact (lower is better)"), "{r}");
+        assert!(
+            r.contains("REGRESSION latency/v/wb/4096 [cntvct ns]: baseline 9, measured 10 (+11.11%), tolerance 5% (lower is better)"),
+            "{r}"
+        );
+        assert!(
+            r.contains(
+                "REGRESSION stream/v/wb/65536 [cntvct MB/s]: baseline 1100, measured 1000 (-9.09%), tolerance 5% (higher is better)"
+            ),
+            "{r}"
+        );
+        assert!(
+            r.contains("CHANGED    latency/v/wb/4096 [model misses]: baseline 65, measured 64 (-1.54%), tolerance exact (lower is better)"),
+            "{r}"
+        );
         assert!(r.contains("3 regressed/changed"), "{r}");
     }
 
     #[test]
     fn within_tolerance_and_improvement() {
         let (mut b, _) = Baseline::from_metrics(&run(), 5.0);
-        b.metrics
-            .get_mut("latency/v/wb/4096 [cntvct ns]")
-            .unwrap()
-            .median = 10.4; // 3.8% better: within
-        b.metrics
-            .get_mut("stream/v/wb/65536 [cntvct MB/s]")
-            .unwrap()
-            .median = 900.0; // 11% better
+        b.metrics.get_mut("latency/v/wb/4096 [cntvct ns]").unwrap().median = 10.4; // 3.8% better: within
+        b.metrics.get_mut("stream/v/wb/65536 [cntvct MB/s]").unwrap().median = 900.0; // 11% better
         let c = compare(&run(), &b, None).unwrap();
         assert!(!c.failed(), "{}", c.render());
-        assert!(c
-            .render()
-            .contains("improved   stream/v/wb/65536 [cntvct MB/s]"));
+        assert!(c.render().contains("improved   stream/v/wb/65536 [cntvct MB/s]"));
         // --tolerance overrides the file default but not a per-metric tolerance.
         let c = compare(&run(), &b, Some(0.0)).unwrap();
         assert!(c.failed());
-        assert!(
-            c.render()
-                .contains("CHANGED    latency/v/wb/4096 [cntvct ns]"),
-            "{}",
-            c.render()
-        );
+        assert!(c.render().contains("CHANGED    latency/v/wb/4096 [cntvct ns]"), "{}", c.render());
     }
 
     #[test]
@@ -614,30 +501,17 @@ mod tests {
         assert!(c.failed());
         let r = c.render();
         assert!(r.contains("MISSING    latency/v/wb/4096 [model misses]: baseline 64, not measured in this run"), "{r}");
-        assert!(
-            r.contains("new        kv/v/wb/1 [cntvct ns]: measured 5"),
-            "{r}"
-        );
+        assert!(r.contains("new        kv/v/wb/1 [cntvct ns]: measured 5"), "{r}");
     }
 
     #[test]
     fn null_value_emulation_mismatch_and_duplicates() {
         let (b, _) = Baseline::from_metrics(&run(), 5.0);
-        let null =
-            m("latency", 4096, 10.0, "ns", "cntvct").replace("\"median\":10", "\"median\":null");
-        let hw = m("stream", 65536, 1000.0, "MB/s", "cntvct")
-            .replace("\"emulated\":true", "\"emulated\":false");
-        let c = compare(
-            &metrics(&[&null, &hw, &m("latency", 4096, 64.0, "misses", "model")]),
-            &b,
-            None,
-        )
-        .unwrap();
+        let null = m("latency", 4096, 10.0, "ns", "cntvct").replace("\"median\":10", "\"median\":null");
+        let hw = m("stream", 65536, 1000.0, "MB/s", "cntvct").replace("\"emulated\":true", "\"emulated\":false");
+        let c = compare(&metrics(&[&null, &hw, &m("latency", 4096, 64.0, "misses", "model")]), &b, None).unwrap();
         let r = c.render();
-        assert!(
-            r.contains("NO VALUE   latency/v/wb/4096 [cntvct ns]: baseline 10, measured null"),
-            "{r}"
-        );
+        assert!(r.contains("NO VALUE   latency/v/wb/4096 [cntvct ns]: baseline 10, measured null"), "{r}");
         assert!(r.contains("EMULATION  stream/v/wb/65536 [cntvct MB/s]: baseline emulated=true, run emulated=false"), "{r}");
         let dup = m("latency", 4096, 10.0, "ns", "cntvct");
         let e = compare(&metrics(&[&dup, &dup]), &b, None).unwrap_err();
@@ -649,36 +523,18 @@ mod tests {
         for (text, needle) in [
             ("not json", "not valid JSON"),
             ("[]", "a baseline is a JSON object"),
-            (
-                r#"{"format":"x","version":1,"metrics":{}}"#,
-                "\"format\" must be",
-            ),
-            (
-                r#"{"format":"cachescope-baseline","version":2,"metrics":{}}"#,
-                "\"version\" must be 1",
-            ),
-            (
-                r#"{"format":"cachescope-baseline","version":1}"#,
-                "no \"metrics\" object",
-            ),
-            (
-                r#"{"format":"cachescope-baseline","version":1,"metrics":{"k":{"better":"lower"}}}"#,
-                "metric 'k': no \"median\"",
-            ),
-            (
-                r#"{"format":"cachescope-baseline","version":1,"metrics":{"k":{"median":1,"better":"up"}}}"#,
-                "\"better\" must be",
-            ),
+            (r#"{"format":"x","version":1,"metrics":{}}"#, "\"format\" must be"),
+            (r#"{"format":"cachescope-baseline","version":2,"metrics":{}}"#, "\"version\" must be 1"),
+            (r#"{"format":"cachescope-baseline","version":1}"#, "no \"metrics\" object"),
+            (r#"{"format":"cachescope-baseline","version":1,"metrics":{"k":{"better":"lower"}}}"#, "metric 'k': no \"median\""),
+            (r#"{"format":"cachescope-baseline","version":1,"metrics":{"k":{"median":1,"better":"up"}}}"#, "\"better\" must be"),
             (
                 r#"{"format":"cachescope-baseline","version":1,"metrics":{"k":{"median":1,"tolerance_pct":-1}}}"#,
                 "\"tolerance_pct\" must be a non-negative number",
             ),
         ] {
             let e = Baseline::parse("b.json", text).unwrap_err();
-            assert!(
-                e.0.starts_with("b.json") && e.0.contains(needle),
-                "{text}: {e}"
-            );
+            assert!(e.0.starts_with("b.json") && e.0.contains(needle), "{text}: {e}");
         }
     }
 

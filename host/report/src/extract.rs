@@ -45,15 +45,7 @@ fn cell(v: Option<&Value>) -> String {
 
 /// A file-safe form of a record kind.
 pub fn safe_kind(kind: &str) -> String {
-    kind.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    kind.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect()
 }
 
 /// CSV text per (file-safe) kind, in kind order.
@@ -96,9 +88,7 @@ pub fn to_csv(records: &[Record]) -> BTreeMap<String, String> {
 pub fn write_out(path: &str, text: &str) -> Result<()> {
     if path == "-" {
         use std::io::Write;
-        return std::io::stdout()
-            .write_all(text.as_bytes())
-            .map_err(|e| Error(format!("<stdout>: {e}")));
+        return std::io::stdout().write_all(text.as_bytes()).map_err(|e| Error(format!("<stdout>: {e}")));
     }
     std::fs::write(path, text).map_err(|e| Error(format!("{path}: cannot write: {e}")))
 }
@@ -109,8 +99,7 @@ pub fn write_csv_dir(dir: &str, records: &[Record]) -> Result<Vec<String>> {
     if d.exists() && !d.is_dir() {
         return Err(Error(format!("{dir}: exists and is not a directory (--csv takes a directory: one <kind>.csv per record kind)")));
     }
-    std::fs::create_dir_all(d)
-        .map_err(|e| Error(format!("{dir}: cannot create directory: {e}")))?;
+    std::fs::create_dir_all(d).map_err(|e| Error(format!("{dir}: cannot create directory: {e}")))?;
     let mut written = Vec::new();
     for (kind, text) in to_csv(records) {
         let p = d.join(format!("{kind}.csv"));
@@ -134,10 +123,7 @@ mod tests {
     #[test]
     fn json_array_keeps_order() {
         let r = recs("# cs: {\"record\":\"a\",\"z\":1,\"b\":[1,2]}\n  # cs: {\"record\":\"b\",\"s\":\"x\"}\n");
-        assert_eq!(
-            to_json(&r),
-            "[\n  {\"record\":\"a\",\"z\":1,\"b\":[1,2]},\n  {\"record\":\"b\",\"s\":\"x\"}\n]\n"
-        );
+        assert_eq!(to_json(&r), "[\n  {\"record\":\"a\",\"z\":1,\"b\":[1,2]},\n  {\"record\":\"b\",\"s\":\"x\"}\n]\n");
         assert_eq!(to_json(&[]), "[]\n");
         let back: Value = serde_json::from_str(&to_json(&r)).unwrap();
         assert_eq!(back.as_array().unwrap().len(), 2);
@@ -152,7 +138,10 @@ mod tests {
         ));
         let csv = to_csv(&r);
         assert_eq!(csv.keys().collect::<Vec<_>>(), ["metric", "odd_kind"]);
-        assert_eq!(csv["metric"], "line,record,bench,median,tokens,note,v,arr\n1,metric,x,1.5,,,,\n2,metric,\"a,b\",,3,\"say \"\"hi\"\"\",,[1]\n");
+        assert_eq!(
+            csv["metric"],
+            "line,record,bench,median,tokens,note,v,arr\n1,metric,x,1.5,,,,\n2,metric,\"a,b\",,3,\"say \"\"hi\"\"\",,[1]\n"
+        );
         assert_eq!(csv["odd_kind"], "line,record\n3,odd/kind\n");
     }
 

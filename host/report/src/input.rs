@@ -70,9 +70,15 @@ pub enum LineDefect {
 impl fmt::Display for LineDefect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            LineDefect::InvalidUtf8 { offset } => write!(f, "bytes that are not UTF-8 (from byte {offset}): binary data or a wrong baud rate?"),
-            LineDefect::ControlChar { code, offset } => write!(f, "control character 0x{code:02x} at byte {offset}: line noise or binary data?"),
-            LineDefect::TooLong { len } => write!(f, "line of {len} bytes is longer than the {MAX_LINE}-byte limit (binary data or missing newlines?)"),
+            LineDefect::InvalidUtf8 { offset } => {
+                write!(f, "bytes that are not UTF-8 (from byte {offset}): binary data or a wrong baud rate?")
+            }
+            LineDefect::ControlChar { code, offset } => {
+                write!(f, "control character 0x{code:02x} at byte {offset}: line noise or binary data?")
+            }
+            LineDefect::TooLong { len } => {
+                write!(f, "line of {len} bytes is longer than the {MAX_LINE}-byte limit (binary data or missing newlines?)")
+            }
         }
     }
 }
@@ -112,10 +118,7 @@ impl Log {
             no += 1;
             lines.push(decode_line(no, raw));
         }
-        Log {
-            name: name.to_string(),
-            lines,
-        }
+        Log { name: name.to_string(), lines }
     }
 
     /// Reads a log from `path`: `-` is stdin, a terminal device is captured (raw, 115200 baud)
@@ -128,15 +131,10 @@ impl Log {
         let p = Path::new(path);
         let meta = std::fs::metadata(p).map_err(|e| Error(format!("{path}: cannot open: {e}")))?;
         if meta.is_dir() {
-            return Err(Error(format!(
-                "{path}: is a directory, expected a log file"
-            )));
+            return Err(Error(format!("{path}: is a directory, expected a log file")));
         }
         if crate::capture::is_terminal_device(p) {
-            let opts = crate::capture::Options {
-                baud: 115_200,
-                timeout: DEVICE_TIMEOUT,
-            };
+            let opts = crate::capture::Options { baud: 115_200, timeout: DEVICE_TIMEOUT };
             let got = crate::capture::capture(p, &opts, &mut std::io::sink())?;
             if !got.saw_end {
                 eprintln!("cachescope-report: warning: {path}: no end record within {} s; using what was read", DEVICE_TIMEOUT.as_secs());
@@ -151,14 +149,9 @@ impl Log {
 
 fn read_limited(r: impl Read, name: &str) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
-    r.take(MAX_INPUT + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error(format!("{name}: read error: {e}")))?;
+    r.take(MAX_INPUT + 1).read_to_end(&mut bytes).map_err(|e| Error(format!("{name}: read error: {e}")))?;
     if bytes.len() as u64 > MAX_INPUT {
-        return Err(Error(format!(
-            "{name}: larger than {} MiB; not a UART log?",
-            MAX_INPUT >> 20
-        )));
+        return Err(Error(format!("{name}: larger than {} MiB; not a UART log?", MAX_INPUT >> 20)));
     }
     Ok(bytes)
 }
@@ -177,21 +170,13 @@ fn decode_line(no: usize, raw: &[u8]) -> LogLine {
     let text = match std::str::from_utf8(raw) {
         Ok(s) => s.to_string(),
         Err(e) => {
-            defect = defect.or(Some(LineDefect::InvalidUtf8 {
-                offset: e.valid_up_to(),
-            }));
+            defect = defect.or(Some(LineDefect::InvalidUtf8 { offset: e.valid_up_to() }));
             String::from_utf8_lossy(raw).into_owned()
         }
     };
     if defect.is_none() {
-        if let Some((offset, c)) = text
-            .char_indices()
-            .find(|&(_, c)| c.is_control() && c != '\t')
-        {
-            defect = Some(LineDefect::ControlChar {
-                code: c as u32,
-                offset,
-            });
+        if let Some((offset, c)) = text.char_indices().find(|&(_, c)| c.is_control() && c != '\t') {
+            defect = Some(LineDefect::ControlChar { code: c as u32, offset });
         }
     }
     LogLine { no, text, defect }
@@ -204,11 +189,7 @@ mod tests {
     #[test]
     fn crlf_and_final_line_without_newline() {
         let log = Log::from_bytes("t", b"a\r\nb\r\r\nc");
-        let texts: Vec<_> = log
-            .lines
-            .iter()
-            .map(|l| (l.no, l.text.as_str(), l.defect))
-            .collect();
+        let texts: Vec<_> = log.lines.iter().map(|l| (l.no, l.text.as_str(), l.defect)).collect();
         assert_eq!(texts, vec![(1, "a", None), (2, "b", None), (3, "c", None)]);
     }
 
@@ -224,14 +205,8 @@ mod tests {
     fn binary_garbage_is_marked_not_fatal() {
         let log = Log::from_bytes("t", b"ok\n\xff\xfe\x00x\nab\x00c\n");
         assert_eq!(log.lines[0].defect, None);
-        assert_eq!(
-            log.lines[1].defect,
-            Some(LineDefect::InvalidUtf8 { offset: 0 })
-        );
-        assert_eq!(
-            log.lines[2].defect,
-            Some(LineDefect::ControlChar { code: 0, offset: 2 })
-        );
+        assert_eq!(log.lines[1].defect, Some(LineDefect::InvalidUtf8 { offset: 0 }));
+        assert_eq!(log.lines[2].defect, Some(LineDefect::ControlChar { code: 0, offset: 2 }));
     }
 
     #[test]
@@ -240,20 +215,14 @@ mod tests {
         bytes.extend_from_slice(b"\nnext\n");
         let log = Log::from_bytes("t", &bytes);
         assert_eq!(log.lines[0].text.len(), MAX_LINE);
-        assert_eq!(
-            log.lines[0].defect,
-            Some(LineDefect::TooLong { len: MAX_LINE + 10 })
-        );
+        assert_eq!(log.lines[0].defect, Some(LineDefect::TooLong { len: MAX_LINE + 10 }));
         assert_eq!(log.lines[1].text, "next");
     }
 
     #[test]
     fn missing_file_is_a_clear_error() {
         let e = Log::load("/nonexistent/dir/run.log").unwrap_err();
-        assert!(
-            e.0.starts_with("/nonexistent/dir/run.log: cannot open:"),
-            "{e}"
-        );
+        assert!(e.0.starts_with("/nonexistent/dir/run.log: cannot open:"), "{e}");
     }
 
     #[test]

@@ -42,10 +42,7 @@ pub struct Problem {
 impl Problem {
     /// A problem at `line`.
     pub fn new(line: usize, msg: impl Into<String>) -> Self {
-        Problem {
-            line,
-            msg: msg.into(),
-        }
+        Problem { line, msg: msg.into() }
     }
 }
 
@@ -127,11 +124,7 @@ pub struct ResultLine<'a> {
 impl ResultLine<'_> {
     /// Whether this result counts as a failure.
     pub fn is_failure(&self) -> bool {
-        !self.ok
-            && !matches!(
-                self.directive,
-                Some(Directive::Skip | Directive::Todo | Directive::Xfail)
-            )
+        !self.ok && !matches!(self.directive, Some(Directive::Skip | Directive::Todo | Directive::Xfail))
     }
 }
 
@@ -162,10 +155,7 @@ pub fn parse_result(content: &str) -> Option<Result<ResultLine<'_>, String>> {
     if !rest.is_empty() && !rest.starts_with(' ') {
         return None; // "okay …" is not a result line
     }
-    Some(parse_result_rest(
-        ok,
-        rest.strip_prefix(' ').unwrap_or(rest),
-    ))
+    Some(parse_result_rest(ok, rest.strip_prefix(' ').unwrap_or(rest)))
 }
 
 fn parse_result_rest(ok: bool, rest: &str) -> Result<ResultLine<'_>, String> {
@@ -175,14 +165,9 @@ fn parse_result_rest(ok: bool, rest: &str) -> Result<ResultLine<'_>, String> {
     }
     let after = &rest[digits..];
     if !after.is_empty() && !after.starts_with(' ') {
-        return Err(format!(
-            "malformed test number '{}'",
-            rest.split(' ').next().unwrap_or(rest)
-        ));
+        return Err(format!("malformed test number '{}'", rest.split(' ').next().unwrap_or(rest)));
     }
-    let number: usize = rest[..digits]
-        .parse()
-        .map_err(|_| format!("test number {} is too large", &rest[..digits]))?;
+    let number: usize = rest[..digits].parse().map_err(|_| format!("test number {} is too large", &rest[..digits]))?;
     if number == 0 {
         return Err("test number 0: numbers start at 1".into());
     }
@@ -195,9 +180,7 @@ fn parse_result_rest(ok: bool, rest: &str) -> Result<ResultLine<'_>, String> {
         (after, None)
     };
     if description.contains('#') {
-        return Err(format!(
-            "description '{description}' contains '#' (write ' # ' before a directive)"
-        ));
+        return Err(format!("description '{description}' contains '#' (write ' # ' before a directive)"));
     }
     let description = description.trim();
     let mut directive = None;
@@ -208,10 +191,7 @@ fn parse_result_rest(ok: bool, rest: &str) -> Result<ResultLine<'_>, String> {
         if let Some(&(_, d)) = DIRECTIVES.iter().find(|(w, _)| *w == word) {
             directive = Some(d);
             reason = more.trim();
-        } else if let Some(&(w, _)) = DIRECTIVES
-            .iter()
-            .find(|(w, _)| w.eq_ignore_ascii_case(word))
-        {
+        } else if let Some(&(w, _)) = DIRECTIVES.iter().find(|(w, _)| w.eq_ignore_ascii_case(word)) {
             return Err(format!("directive '{word}' must be written '{w}'"));
         } else {
             reason = tail;
@@ -220,20 +200,10 @@ fn parse_result_rest(ok: bool, rest: &str) -> Result<ResultLine<'_>, String> {
     if ok && matches!(directive, Some(Directive::Timeout | Directive::Error)) {
         return Err(format!(
             "'ok' with a {} directive: a timed-out or erroring test is 'not ok'",
-            if directive == Some(Directive::Timeout) {
-                "TIMEOUT"
-            } else {
-                "ERROR"
-            }
+            if directive == Some(Directive::Timeout) { "TIMEOUT" } else { "ERROR" }
         ));
     }
-    Ok(ResultLine {
-        ok,
-        number,
-        description,
-        directive,
-        reason,
-    })
+    Ok(ResultLine { ok, number, description, directive, reason })
 }
 
 fn classify(content: &str) -> Kind<'_> {
@@ -250,10 +220,7 @@ fn classify(content: &str) -> Kind<'_> {
             _ => Kind::BadPlan,
         };
     }
-    if content
-        .split_once("..")
-        .is_some_and(|(a, _)| !a.is_empty() && a.bytes().all(|b| b.is_ascii_digit()))
-    {
+    if content.split_once("..").is_some_and(|(a, _)| !a.is_empty() && a.bytes().all(|b| b.is_ascii_digit())) {
         return Kind::BadPlan;
     }
     if let Some(r) = parse_result(content) {
@@ -306,16 +273,7 @@ impl Frame {
             Some((n, l)) => (Some(n), l),
             None => (None, 0),
         };
-        Frame {
-            line,
-            name,
-            name_line,
-            plan: None,
-            results: 0,
-            failures: 0,
-            awaiting_plan: true,
-            header_allowed,
-        }
+        Frame { line, name, name_line, plan: None, results: 0, failures: 0, awaiting_plan: true, header_allowed }
     }
 
     fn complete(&self) -> bool {
@@ -341,18 +299,10 @@ fn snippet(s: &str) -> String {
 /// Validates the KTAP document in `log`.
 pub fn validate(log: &Log, opts: Options) -> Outcome {
     let mut out = Outcome::default();
-    let Some(start) = log.lines.iter().position(|l| {
-        l.defect.is_none() && l.text.trim_start_matches(' ').trim_end() == "KTAP version 1"
-    }) else {
-        match log
-            .lines
-            .iter()
-            .find(|l| classify(l.text.trim_start()) == Kind::OtherVersion)
-        {
-            Some(l) => out.problems.push(Problem::new(
-                l.no,
-                format!("'{}' is not 'KTAP version 1'", snippet(l.text.trim())),
-            )),
+    let Some(start) = log.lines.iter().position(|l| l.defect.is_none() && l.text.trim_start_matches(' ').trim_end() == "KTAP version 1")
+    else {
+        match log.lines.iter().find(|l| classify(l.text.trim_start()) == Kind::OtherVersion) {
+            Some(l) => out.problems.push(Problem::new(l.no, format!("'{}' is not 'KTAP version 1'", snippet(l.text.trim())))),
             None => {
                 let hint = log
                     .lines
@@ -360,13 +310,7 @@ pub fn validate(log: &Log, opts: Options) -> Outcome {
                     .find(|l| l.defect.is_none() && !l.text.trim().is_empty())
                     .map(|l| format!("; first line {}: '{}'", l.no, snippet(l.text.trim())))
                     .unwrap_or_default();
-                out.problems.push(Problem::new(
-                    0,
-                    format!(
-                        "no 'KTAP version 1' line in {} lines: not a KTAP log{hint}",
-                        log.lines.len()
-                    ),
-                ));
+                out.problems.push(Problem::new(0, format!("no 'KTAP version 1' line in {} lines: not a KTAP log{hint}", log.lines.len())));
             }
         }
         return out;
@@ -374,19 +318,9 @@ pub fn validate(log: &Log, opts: Options) -> Outcome {
     out.start = Some(start);
     let first = &log.lines[start];
     if first.text.starts_with(' ') {
-        out.problems.push(Problem::new(
-            first.no,
-            "the first version line is indented: the top-level test starts in column 0",
-        ));
+        out.problems.push(Problem::new(first.no, "the first version line is indented: the top-level test starts in column 0"));
     }
-    Validator {
-        out,
-        opts,
-        stack: vec![Frame::new(first.no, None)],
-        pending_header: None,
-        done: false,
-    }
-    .run(&log.lines[start + 1..])
+    Validator { out, opts, stack: vec![Frame::new(first.no, None)], pending_header: None, done: false }.run(&log.lines[start + 1..])
 }
 
 struct Validator {
@@ -408,9 +342,7 @@ impl Validator {
     }
 
     fn top(&mut self) -> &mut Frame {
-        self.stack
-            .last_mut()
-            .expect("the root frame is never popped")
+        self.stack.last_mut().expect("the root frame is never popped")
     }
 
     fn run(mut self, lines: &[LogLine]) -> Outcome {
@@ -439,12 +371,7 @@ impl Validator {
         let kind = classify(content);
         if let Some((name, hl, hd)) = self.pending_header.take() {
             if !(kind == Kind::Version && depth == hd) {
-                self.problem(
-                    hl,
-                    format!(
-                        "'# Subtest: {name}' header is not followed by the subtest's version line"
-                    ),
-                );
+                self.problem(hl, format!("'# Subtest: {name}' header is not followed by the subtest's version line"));
             } else {
                 self.pending_header = Some((name, hl, hd));
             }
@@ -452,36 +379,17 @@ impl Validator {
         let cur = self.cur();
         match kind {
             Kind::Version => self.version(l.no, depth),
-            Kind::OtherVersion => self.problem(
-                l.no,
-                format!("'{}' is not 'KTAP version 1'", snippet(content)),
-            ),
+            Kind::OtherVersion => self.problem(l.no, format!("'{}' is not 'KTAP version 1'", snippet(content))),
             Kind::Subtest(name) => self.subtest_header(l.no, depth, name),
             Kind::Plan(n) => self.plan(l.no, depth, n),
-            Kind::BadPlan => self.problem(
-                l.no,
-                format!(
-                    "malformed plan line '{}' (expected '1..N')",
-                    snippet(content)
-                ),
-            ),
+            Kind::BadPlan => self.problem(l.no, format!("malformed plan line '{}' (expected '1..N')", snippet(content))),
             Kind::Result(r) => self.result(l.no, depth, &r),
             Kind::BadResult(e) => self.problem(l.no, e),
             Kind::Diagnostic => self.diagnostic(l.no, depth),
-            Kind::BadDiagnostic => self.problem(
-                l.no,
-                format!(
-                    "diagnostic '{}' must start with '# ' (hash, space)",
-                    snippet(content)
-                ),
-            ),
+            Kind::BadDiagnostic => self.problem(l.no, format!("diagnostic '{}' must start with '# ' (hash, space)", snippet(content))),
             Kind::Unknown => {
                 if !self.opts.allow_unknown {
-                    let what = if content.is_empty() {
-                        "blank line".to_string()
-                    } else {
-                        format!("'{}'", snippet(content))
-                    };
+                    let what = if content.is_empty() { "blank line".to_string() } else { format!("'{}'", snippet(content)) };
                     self.problem(l.no, format!("{what} is not a KTAP line (version, plan, result or '# ' diagnostic) at depth {cur}"));
                 }
             }
@@ -501,13 +409,7 @@ impl Validator {
             self.problem(no, "a second top-level 'KTAP version 1': one run per log (split the log); the rest is not checked");
             self.done = true;
         } else {
-            self.problem(
-                no,
-                format!(
-                    "version line at depth {depth}; a subtest here would be at depth {}",
-                    cur + 1
-                ),
-            );
+            self.problem(no, format!("version line at depth {depth}; a subtest here would be at depth {}", cur + 1));
         }
     }
 
@@ -535,10 +437,7 @@ impl Validator {
     fn plan(&mut self, no: usize, depth: usize, n: usize) {
         let cur = self.cur();
         if depth != cur {
-            self.problem(
-                no,
-                format!("plan line at depth {depth}, expected depth {cur}"),
-            );
+            self.problem(no, format!("plan line at depth {depth}, expected depth {cur}"));
             return;
         }
         let top = self.top();
@@ -562,53 +461,40 @@ impl Validator {
             if self.top().awaiting_plan {
                 self.top().awaiting_plan = false;
                 self.top().header_allowed = false;
-                self.problem(
-                    no,
-                    "expected the plan line '1..N' after the version line, found a diagnostic",
-                );
+                self.problem(no, "expected the plan line '1..N' after the version line, found a diagnostic");
             }
         } else if depth < cur {
             if let Some(f) = self.stack[depth + 1..].iter().find(|f| !f.complete()) {
                 let msg = match f.plan {
-                    Some(p) => format!("diagnostic at depth {depth} while {} at depth {cur} is incomplete ({} of {p} results)", f.label(), f.results),
+                    Some(p) => format!(
+                        "diagnostic at depth {depth} while {} at depth {cur} is incomplete ({} of {p} results)",
+                        f.label(),
+                        f.results
+                    ),
                     None => format!("diagnostic at depth {depth} while {} at depth {cur} has no plan yet", f.label()),
                 };
                 self.problem(no, msg);
             }
         } else {
-            self.problem(
-                no,
-                format!("diagnostic at depth {depth}, deeper than the current test (depth {cur})"),
-            );
+            self.problem(no, format!("diagnostic at depth {depth}, deeper than the current test (depth {cur})"));
         }
     }
 
     /// Closes frames deeper than `depth` (the result line at `no` ends them) and returns the
     /// summary of the direct child of the frame at `depth`: (label, name, name line, failed?).
-    fn close_to(
-        &mut self,
-        no: usize,
-        depth: usize,
-    ) -> Option<(String, Option<String>, usize, bool)> {
+    fn close_to(&mut self, no: usize, depth: usize) -> Option<(String, Option<String>, usize, bool)> {
         let mut child = None;
         while self.cur() > depth {
             let f = self.stack.pop().expect("cur > depth >= 0");
             match f.plan {
                 None => self.problem(f.line, format!("{} has no plan line", f.label())),
-                Some(p) if p != f.results => self.problem(
-                    no,
-                    format!("{} planned 1..{p} but has {} results", f.label(), f.results),
-                ),
+                Some(p) if p != f.results => self.problem(no, format!("{} planned 1..{p} but has {} results", f.label(), f.results)),
                 _ => {}
             }
             if self.cur() > depth {
                 self.problem(
                     f.line,
-                    format!(
-                        "{} has no result line of its own (found one at line {no}, {} levels up)",
-                        f.label(),
-                        self.cur() + 1 - depth
-                    ),
+                    format!("{} has no result line of its own (found one at line {no}, {} levels up)", f.label(), self.cur() + 1 - depth),
                 );
             }
             child = Some((f.label(), f.name.clone(), f.name_line, f.failures > 0));
@@ -636,13 +522,7 @@ impl Validator {
             self.problem(no, "result line before the plan line '1..N'");
         }
         if r.number != expected {
-            self.problem(
-                no,
-                format!(
-                    "test number {}, expected {expected} (numbers count 1, 2, … at each level)",
-                    r.number
-                ),
-            );
+            self.problem(no, format!("test number {}, expected {expected} (numbers count 1, 2, … at each level)", r.number));
         }
         if let Some(p) = plan {
             if expected > p {
@@ -653,11 +533,18 @@ impl Validator {
             Some((label, name, name_line, child_failed)) => {
                 match name {
                     None => self.problem(no, format!("{label} has no '# Subtest: name' header")),
-                    Some(n) if n != r.description => self.problem(no, format!("result '{}' closes a subtest whose header (line {name_line}) names it '{n}'", r.description)),
+                    Some(n) if n != r.description => self
+                        .problem(no, format!("result '{}' closes a subtest whose header (line {name_line}) names it '{n}'", r.description)),
                     Some(_) => {}
                 }
                 if child_failed && r.ok {
-                    self.problem(no, format!("'ok {} {}' but a subtest of it failed: a parent with a failed subtest is 'not ok'", r.number, r.description));
+                    self.problem(
+                        no,
+                        format!(
+                            "'ok {} {}' but a subtest of it failed: a parent with a failed subtest is 'not ok'",
+                            r.number, r.description
+                        ),
+                    );
                 }
             }
             None => {
@@ -675,10 +562,7 @@ impl Validator {
 
     fn finish(&mut self, last: usize) {
         if let Some((name, hl, _)) = self.pending_header.take() {
-            self.problem(
-                hl,
-                format!("'# Subtest: {name}' header at the end of the log without its subtest"),
-            );
+            self.problem(hl, format!("'# Subtest: {name}' header at the end of the log without its subtest"));
         }
         while self.stack.len() > 1 {
             let f = self.stack.pop().expect("len > 1");
@@ -686,14 +570,22 @@ impl Validator {
                 Some(p) => format!("{} of {p} results", f.results),
                 None => "no plan line".to_string(),
             };
-            self.problem(f.line, format!("{} never got its result line ({progress}): the log ends at line {last} (crash, panic, hang or cut capture?)", f.label()));
+            self.problem(
+                f.line,
+                format!(
+                    "{} never got its result line ({progress}): the log ends at line {last} (crash, panic, hang or cut capture?)",
+                    f.label()
+                ),
+            );
         }
         let root = &self.stack[0];
         let (line, plan, results) = (root.line, root.plan, root.results);
         self.out.top_results = results;
         match plan {
             None => self.problem(line, "the top-level test has no plan line '1..N'"),
-            Some(p) if p != results => self.problem(last, format!("the top-level plan is 1..{p} but the log has {results} top-level results (truncated log?)")),
+            Some(p) if p != results => {
+                self.problem(last, format!("the top-level plan is 1..{p} but the log has {results} top-level results (truncated log?)"))
+            }
             _ => {}
         }
         self.out.problems.sort_by_key(|p| p.line);
@@ -715,21 +607,13 @@ mod tests {
     fn assert_valid_with_leaves(text: &str, (passed, failed, skipped): (u64, u64, u64)) {
         let o = check(text);
         assert_eq!(o.problems, vec![]);
-        assert_eq!(
-            o.leaves,
-            Counts {
-                passed,
-                failed,
-                skipped
-            }
-        );
+        assert_eq!(o.leaves, Counts { passed, failed, skipped });
     }
 
     fn assert_one(text: &str, line: usize, needle: &str) {
         let p = problems(text);
         assert!(
-            p.iter()
-                .any(|m| m.starts_with(&format!("{line}: ")) && m.contains(needle)),
+            p.iter().any(|m| m.starts_with(&format!("{line}: ")) && m.contains(needle)),
             "expected a problem at line {line} containing {needle:?}, got {p:#?}"
         );
     }
@@ -757,14 +641,7 @@ ok 2 leaf # a note\r
         let o = check(VALID);
         assert_eq!(o.problems, vec![], "{:#?}", o.problems);
         assert_eq!(o.start, Some(1));
-        assert_eq!(
-            o.leaves,
-            Counts {
-                passed: 2,
-                failed: 1,
-                skipped: 1
-            }
-        );
+        assert_eq!(o.leaves, Counts { passed: 2, failed: 1, skipped: 1 });
         assert_eq!(o.top_results, 2);
     }
 
@@ -782,50 +659,30 @@ ok 2 leaf # a note\r
 
     #[test]
     fn no_version_line() {
-        assert_one("cachescope: error: unknown argument 'bogus'\n", 0, "no 'KTAP version 1' line in 1 lines: not a KTAP log; first line 1: 'cachescope: error: unknown argument 'bogus''");
         assert_one(
-            "TAP version 14\n1..1\nok 1 a\n",
-            1,
-            "'TAP version 14' is not 'KTAP version 1'",
+            "cachescope: error: unknown argument 'bogus'\n",
+            0,
+            "no 'KTAP version 1' line in 1 lines: not a KTAP log; first line 1: 'cachescope: error: unknown argument 'bogus''",
         );
+        assert_one("TAP version 14\n1..1\nok 1 a\n", 1, "'TAP version 14' is not 'KTAP version 1'");
         assert_one("", 0, "no 'KTAP version 1' line in 0 lines");
     }
 
     #[test]
     fn indented_first_version() {
-        assert_one(
-            "  KTAP version 1\n1..0\n",
-            1,
-            "first version line is indented",
-        );
+        assert_one("  KTAP version 1\n1..0\n", 1, "first version line is indented");
     }
 
     #[test]
     fn missing_plan() {
-        assert_one(
-            "KTAP version 1\nok 1 a\n",
-            2,
-            "result line before the plan line",
-        );
-        assert_one(
-            "KTAP version 1\n# diag\n1..1\nok 1 a\n",
-            2,
-            "expected the plan line",
-        );
+        assert_one("KTAP version 1\nok 1 a\n", 2, "result line before the plan line");
+        assert_one("KTAP version 1\n# diag\n1..1\nok 1 a\n", 2, "expected the plan line");
     }
 
     #[test]
     fn plan_mismatch() {
-        assert_one(
-            "KTAP version 1\n1..3\nok 1 a\nok 2 b\n",
-            4,
-            "top-level plan is 1..3 but the log has 2 top-level results",
-        );
-        assert_one(
-            "KTAP version 1\n1..1\nok 1 a\nok 2 b\n",
-            4,
-            "result 2 is beyond the plan 1..1",
-        );
+        assert_one("KTAP version 1\n1..3\nok 1 a\nok 2 b\n", 4, "top-level plan is 1..3 but the log has 2 top-level results");
+        assert_one("KTAP version 1\n1..1\nok 1 a\nok 2 b\n", 4, "result 2 is beyond the plan 1..1");
         assert_one(
             "KTAP version 1\n1..1\n  # Subtest: s\n  KTAP version 1\n  1..2\n  ok 1 a\nok 1 s\n",
             7,
@@ -837,130 +694,70 @@ ok 2 leaf # a note\r
     fn malformed_plan_and_second_plan() {
         assert_one("KTAP version 1\n1..x\n", 2, "malformed plan line '1..x'");
         assert_one("KTAP version 1\n0..1\n", 2, "malformed plan line");
-        assert_one(
-            "KTAP version 1\n1..1\n1..1\nok 1 a\n",
-            3,
-            "second plan line",
-        );
+        assert_one("KTAP version 1\n1..1\n1..1\nok 1 a\n", 3, "second plan line");
     }
 
     #[test]
     fn numbering() {
-        assert_one(
-            "KTAP version 1\n1..2\nok 1 a\nok 3 b\n",
-            4,
-            "test number 3, expected 2",
-        );
+        assert_one("KTAP version 1\n1..2\nok 1 a\nok 3 b\n", 4, "test number 3, expected 2");
         assert_one("KTAP version 1\n1..1\nok 0 a\n", 3, "numbers start at 1");
         assert_one("KTAP version 1\n1..1\nok a\n", 3, "without a test number");
         assert_one("KTAP version 1\n1..1\nok 1a\n", 3, "malformed test number");
-        assert_one(
-            "KTAP version 1\n1..1\nok 99999999999999999999999 a\n",
-            3,
-            "too large",
-        );
+        assert_one("KTAP version 1\n1..1\nok 99999999999999999999999 a\n", 3, "too large");
     }
 
     #[test]
     fn numbering_restarts_in_each_subtest() {
-        let text =
-            "KTAP version 1\n1..2\n  # Subtest: a\n  KTAP version 1\n  1..1\n  ok 2 x\nok 1 a\n";
+        let text = "KTAP version 1\n1..2\n  # Subtest: a\n  KTAP version 1\n  1..1\n  ok 2 x\nok 1 a\n";
         assert_one(text, 6, "test number 2, expected 1");
     }
 
     #[test]
     fn directives() {
-        assert_eq!(problems("KTAP version 1\n1..3\nok 1 a # SKIP why\nnot ok 2 b # TIMEOUT 30 s\nnot ok 3 c # XFAIL\n"), Vec::<String>::new());
-        assert_one(
-            "KTAP version 1\n1..1\nok 1 a # skip why\n",
-            3,
-            "directive 'skip' must be written 'SKIP'",
+        assert_eq!(
+            problems("KTAP version 1\n1..3\nok 1 a # SKIP why\nnot ok 2 b # TIMEOUT 30 s\nnot ok 3 c # XFAIL\n"),
+            Vec::<String>::new()
         );
-        assert_one(
-            "KTAP version 1\n1..1\nok 1 a # TIMEOUT\n",
-            3,
-            "'ok' with a TIMEOUT directive",
-        );
+        assert_one("KTAP version 1\n1..1\nok 1 a # skip why\n", 3, "directive 'skip' must be written 'SKIP'");
+        assert_one("KTAP version 1\n1..1\nok 1 a # TIMEOUT\n", 3, "'ok' with a TIMEOUT directive");
         assert_one("KTAP version 1\n1..1\nok 1 a#b\n", 3, "contains '#'");
-        let r = parse_result("ok 2 entry-above-el1 # SKIP entered at EL1: the EL2/EL3 drop path")
-            .unwrap()
-            .unwrap();
+        let r = parse_result("ok 2 entry-above-el1 # SKIP entered at EL1: the EL2/EL3 drop path").unwrap().unwrap();
         assert_eq!(
             (r.number, r.description, r.directive, r.reason),
-            (
-                2,
-                "entry-above-el1",
-                Some(Directive::Skip),
-                "entered at EL1: the EL2/EL3 drop path"
-            )
+            (2, "entry-above-el1", Some(Directive::Skip), "entered at EL1: the EL2/EL3 drop path")
         );
         assert_eq!(parse_result("okay"), None);
     }
 
     #[test]
     fn skip_counts_whatever_ok() {
-        assert_valid_with_leaves(
-            "KTAP version 1\n1..2\nnot ok 1 a # SKIP r\nnot ok 2 b # TODO r\n",
-            (1, 0, 1),
-        );
+        assert_valid_with_leaves("KTAP version 1\n1..2\nnot ok 1 a # SKIP r\nnot ok 2 b # TODO r\n", (1, 0, 1));
     }
 
     #[test]
     fn indentation_rules() {
-        assert_one(
-            "KTAP version 1\n1..1\n ok 1 a\n",
-            3,
-            "indented by 1 spaces, not a multiple of 2",
-        );
-        assert_one(
-            "KTAP version 1\n1..1\n\tok 1 a\n",
-            3,
-            "tab in the indentation",
-        );
-        assert_one(
-            "KTAP version 1\n1..1\n  ok 1 a\n",
-            3,
-            "result line at depth 1 inside a test at depth 0",
-        );
-        assert_one(
-            "KTAP version 1\n1..1\n    KTAP version 1\n",
-            3,
-            "version line at depth 2; a subtest here would be at depth 1",
-        );
-        assert_one(
-            "KTAP version 1\n1..1\n  # deep\nok 1 a\n",
-            3,
-            "diagnostic at depth 1, deeper than the current test",
-        );
+        assert_one("KTAP version 1\n1..1\n ok 1 a\n", 3, "indented by 1 spaces, not a multiple of 2");
+        assert_one("KTAP version 1\n1..1\n\tok 1 a\n", 3, "tab in the indentation");
+        assert_one("KTAP version 1\n1..1\n  ok 1 a\n", 3, "result line at depth 1 inside a test at depth 0");
+        assert_one("KTAP version 1\n1..1\n    KTAP version 1\n", 3, "version line at depth 2; a subtest here would be at depth 1");
+        assert_one("KTAP version 1\n1..1\n  # deep\nok 1 a\n", 3, "diagnostic at depth 1, deeper than the current test");
     }
 
     #[test]
     fn subtest_header_rules() {
-        assert_one(
-            "KTAP version 1\n1..1\n  KTAP version 1\n  1..1\n  ok 1 x\nok 1 s\n",
-            6,
-            "has no '# Subtest: name' header",
-        );
-        assert_one(
-            "KTAP version 1\n1..1\n  # Subtest: s\n  KTAP version 1\n  1..1\n  ok 1 x\nok 1 t\n",
-            7,
-            "names it 's'",
-        );
-        assert_one(
-            "KTAP version 1\n1..1\n  # Subtest: s\n  # other\n",
-            3,
-            "not followed by the subtest's version line",
-        );
-        assert_one(
-            "KTAP version 1\n1..1\n# Subtest: s\nok 1 s\n",
-            3,
-            "not next to a subtest's version line",
-        );
+        assert_one("KTAP version 1\n1..1\n  KTAP version 1\n  1..1\n  ok 1 x\nok 1 s\n", 6, "has no '# Subtest: name' header");
+        assert_one("KTAP version 1\n1..1\n  # Subtest: s\n  KTAP version 1\n  1..1\n  ok 1 x\nok 1 t\n", 7, "names it 's'");
+        assert_one("KTAP version 1\n1..1\n  # Subtest: s\n  # other\n", 3, "not followed by the subtest's version line");
+        assert_one("KTAP version 1\n1..1\n# Subtest: s\nok 1 s\n", 3, "not next to a subtest's version line");
     }
 
     #[test]
     fn parent_must_fail_when_child_fails() {
-        assert_one("KTAP version 1\n1..1\n  # Subtest: s\n  KTAP version 1\n  1..1\n  not ok 1 x\nok 1 s\n", 7, "a parent with a failed subtest is 'not ok'");
+        assert_one(
+            "KTAP version 1\n1..1\n  # Subtest: s\n  KTAP version 1\n  1..1\n  not ok 1 x\nok 1 s\n",
+            7,
+            "a parent with a failed subtest is 'not ok'",
+        );
     }
 
     #[test]
@@ -968,22 +765,18 @@ ok 2 leaf # a note\r
         let text = "KTAP version 1\n1..1\n# cs: {}\n  # Subtest: panic\n  KTAP version 1\n  1..1\n# PANIC at src/x.rs:1:1: boom\n";
         let p = problems(text);
         assert!(p.iter().any(|m| m.starts_with("7: diagnostic at depth 0 while subtest 'panic' (line 5) at depth 1 is incomplete (0 of 1 results)")), "{p:#?}");
-        assert!(p.iter().any(|m| m.starts_with("5: subtest 'panic' (line 5) never got its result line (0 of 1 results): the log ends at line 7")), "{p:#?}");
         assert!(
-            p.iter().any(|m| m
-                .starts_with("7: the top-level plan is 1..1 but the log has 0 top-level results")),
+            p.iter()
+                .any(|m| m.starts_with("5: subtest 'panic' (line 5) never got its result line (0 of 1 results): the log ends at line 7")),
             "{p:#?}"
         );
+        assert!(p.iter().any(|m| m.starts_with("7: the top-level plan is 1..1 but the log has 0 top-level results")), "{p:#?}");
     }
 
     #[test]
     fn missing_own_result_line() {
         let text = "KTAP version 1\n1..1\n  # Subtest: a\n  KTAP version 1\n  1..1\n    # Subtest: b\n    KTAP version 1\n    1..1\n    ok 1 x\nok 1 a\n";
-        assert_one(
-            text,
-            7,
-            "subtest 'b' (line 7) has no result line of its own",
-        );
+        assert_one(text, 7, "subtest 'b' (line 7) has no result line of its own");
     }
 
     #[test]
@@ -991,27 +784,14 @@ ok 2 leaf # a note\r
         let text = "KTAP version 1\n1..1\nhello world\n\nok 1 a\n";
         assert_one(text, 3, "'hello world' is not a KTAP line");
         assert_one(text, 4, "blank line is not a KTAP line");
-        assert_one(
-            "KTAP version 1\n1..1\n#nospace\nok 1 a\n",
-            3,
-            "must start with '# '",
-        );
-        let lenient = validate(
-            &Log::from_bytes("t", text.as_bytes()),
-            Options {
-                allow_unknown: true,
-            },
-        );
+        assert_one("KTAP version 1\n1..1\n#nospace\nok 1 a\n", 3, "must start with '# '");
+        let lenient = validate(&Log::from_bytes("t", text.as_bytes()), Options { allow_unknown: true });
         assert_eq!(lenient.problems, vec![]);
     }
 
     #[test]
     fn second_document() {
-        assert_one(
-            "KTAP version 1\n1..1\nok 1 a\nKTAP version 1\n1..1\nok 1 a\n",
-            4,
-            "a second top-level 'KTAP version 1'",
-        );
+        assert_one("KTAP version 1\n1..1\nok 1 a\nKTAP version 1\n1..1\nok 1 a\n", 4, "a second top-level 'KTAP version 1'");
     }
 
     #[test]
@@ -1028,9 +808,6 @@ ok 2 leaf # a note\r
     fn garbage_before_document_is_noise() {
         let mut bytes = b"\xff\xfe\x00garbage\n".to_vec();
         bytes.extend_from_slice(b"KTAP version 1\n1..1\nok 1 a\n");
-        assert_eq!(
-            validate(&Log::from_bytes("t", &bytes), Options::default()).problems,
-            vec![]
-        );
+        assert_eq!(validate(&Log::from_bytes("t", &bytes), Options::default()).problems, vec![]);
     }
 }

@@ -48,10 +48,7 @@ impl From<Error> for Fail {
 }
 
 fn usage(msg: impl Into<String>) -> Fail {
-    Fail(
-        2,
-        format!("{}\n(run 'cachescope-report help' for usage)", msg.into()),
-    )
+    Fail(2, format!("{}\n(run 'cachescope-report help' for usage)", msg.into()))
 }
 
 /// Parsed options of one subcommand: positional arguments and `--flag [value]` pairs.
@@ -63,10 +60,7 @@ struct Args {
 impl Args {
     /// Splits `argv`; `with_value` lists the options that take a value, `flags` those that do not.
     fn parse(argv: &[String], with_value: &[&str], flags: &[&str]) -> Result<Args, Fail> {
-        let mut a = Args {
-            positional: Vec::new(),
-            opts: Vec::new(),
-        };
+        let mut a = Args { positional: Vec::new(), opts: Vec::new() };
         let mut it = argv.iter();
         while let Some(arg) = it.next() {
             if arg == "-" || !arg.starts_with("--") {
@@ -81,10 +75,7 @@ impl Args {
             if with_value.contains(&key) {
                 let v = match inline {
                     Some(v) => v,
-                    None => it
-                        .next()
-                        .cloned()
-                        .ok_or_else(|| usage(format!("{name} needs a value")))?,
+                    None => it.next().cloned().ok_or_else(|| usage(format!("{name} needs a value")))?,
                 };
                 if a.opts.iter().any(|(k, _)| k == key) {
                     return Err(usage(format!("{name} given twice")));
@@ -93,16 +84,11 @@ impl Args {
             } else if flags.contains(&key) && inline.is_none() {
                 a.opts.push((key.to_string(), None));
             } else {
-                let mut accepted: Vec<String> =
-                    with_value.iter().map(|o| format!("--{o} VALUE")).collect();
+                let mut accepted: Vec<String> = with_value.iter().map(|o| format!("--{o} VALUE")).collect();
                 accepted.extend(flags.iter().map(|f| format!("--{f}")));
                 return Err(usage(format!(
                     "unknown option '{arg}' (accepted: {})",
-                    if accepted.is_empty() {
-                        "none".into()
-                    } else {
-                        accepted.join(", ")
-                    }
+                    if accepted.is_empty() { "none".into() } else { accepted.join(", ") }
                 )));
             }
         }
@@ -110,10 +96,7 @@ impl Args {
     }
 
     fn value(&self, key: &str) -> Option<&str> {
-        self.opts
-            .iter()
-            .find(|(k, _)| k == key)
-            .and_then(|(_, v)| v.as_deref())
+        self.opts.iter().find(|(k, _)| k == key).and_then(|(_, v)| v.as_deref())
     }
 
     fn flag(&self, key: &str) -> bool {
@@ -123,13 +106,8 @@ impl Args {
     fn one_file(&self, cmd: &str) -> Result<&str, Fail> {
         match self.positional.as_slice() {
             [f] => Ok(f),
-            [] => Err(usage(format!(
-                "{cmd}: which log? (a FILE, - for stdin, or a serial device)"
-            ))),
-            more => Err(usage(format!(
-                "{cmd}: one log at a time, got {}",
-                more.len()
-            ))),
+            [] => Err(usage(format!("{cmd}: which log? (a FILE, - for stdin, or a serial device)"))),
+            more => Err(usage(format!("{cmd}: one log at a time, got {}", more.len()))),
         }
     }
 }
@@ -139,9 +117,7 @@ fn check(argv: &[String]) -> Result<(), Fail> {
     if a.positional.is_empty() {
         return Err(usage("check: which logs? (FILE... or -)"));
     }
-    let opts = ktap::Options {
-        allow_unknown: a.flag("allow-unknown"),
-    };
+    let opts = ktap::Options { allow_unknown: a.flag("allow-unknown") };
     let mut bad = 0;
     let mut out = std::io::stdout().lock();
     for path in &a.positional {
@@ -151,34 +127,32 @@ fn check(argv: &[String]) -> Result<(), Fail> {
         problems.extend(records::check_contract(&log, &k));
         problems.sort_by_key(|p| p.line);
         for p in problems.iter().take(100) {
-            let _ = if p.line == 0 {
-                writeln!(out, "{}: {}", log.name, p.msg)
-            } else {
-                writeln!(out, "{}:{}: {}", log.name, p.line, p.msg)
-            };
+            let _ =
+                if p.line == 0 { writeln!(out, "{}: {}", log.name, p.msg) } else { writeln!(out, "{}:{}: {}", log.name, p.line, p.msg) };
         }
         if problems.len() > 100 {
-            let _ = writeln!(
-                out,
-                "{}: … and {} more problems",
-                log.name,
-                problems.len() - 100
-            );
+            let _ = writeln!(out, "{}: … and {} more problems", log.name, problems.len() - 100);
         }
         let c = k.leaves;
         if problems.is_empty() {
             let recs = records::extract(&log).0.len();
-            let _ = writeln!(out, "{}: ok: KTAP v1, {} top-level results, {} leaf results ({} passed, {} failed, {} skipped), {recs} records", log.name, k.top_results, c.passed + c.failed + c.skipped, c.passed, c.failed, c.skipped);
+            let _ = writeln!(
+                out,
+                "{}: ok: KTAP v1, {} top-level results, {} leaf results ({} passed, {} failed, {} skipped), {recs} records",
+                log.name,
+                k.top_results,
+                c.passed + c.failed + c.skipped,
+                c.passed,
+                c.failed,
+                c.skipped
+            );
         } else {
             bad += 1;
             let _ = writeln!(out, "{}: INVALID: {} problems", log.name, problems.len());
         }
     }
     if bad > 0 {
-        return Err(Fail(
-            1,
-            format!("check: {bad} of {} logs invalid", a.positional.len()),
-        ));
+        return Err(Fail(1, format!("check: {bad} of {} logs invalid", a.positional.len())));
     }
     Ok(())
 }
@@ -187,10 +161,7 @@ fn warn_if_invalid(log: &Log) {
     let k = ktap::validate(log, ktap::Options::default());
     let n = k.problems.len() + records::check_contract(log, &k).len();
     if n > 0 {
-        eprintln!(
-            "cachescope-report: warning: {}: {n} KTAP/records problems (run 'check' for details)",
-            log.name
-        );
+        eprintln!("cachescope-report: warning: {}: {n} KTAP/records problems (run 'check' for details)", log.name);
     }
 }
 
@@ -198,9 +169,7 @@ fn extract_cmd(argv: &[String]) -> Result<(), Fail> {
     let a = Args::parse(argv, &["json", "csv"], &[])?;
     let path = a.one_file("extract")?;
     if a.value("json").is_none() && a.value("csv").is_none() {
-        return Err(usage(
-            "extract: nothing to write: give --json OUT and/or --csv DIR",
-        ));
+        return Err(usage("extract: nothing to write: give --json OUT and/or --csv DIR"));
     }
     let log = Log::load(path)?;
     warn_if_invalid(&log);
@@ -217,11 +186,7 @@ fn extract_cmd(argv: &[String]) -> Result<(), Fail> {
             "extract: {} records to {} CSV files in {dir} ({})",
             recs.len(),
             files.len(),
-            files
-                .iter()
-                .map(|f| f.rsplit('/').next().unwrap_or(f))
-                .collect::<Vec<_>>()
-                .join(", ")
+            files.iter().map(|f| f.rsplit('/').next().unwrap_or(f)).collect::<Vec<_>>().join(", ")
         );
     }
     Ok(())
@@ -230,18 +195,14 @@ fn extract_cmd(argv: &[String]) -> Result<(), Fail> {
 fn report_cmd(argv: &[String]) -> Result<(), Fail> {
     let a = Args::parse(argv, &["model", "out", "svg-dir"], &[])?;
     let path = a.one_file("report")?;
-    let out = a
-        .value("out")
-        .ok_or_else(|| usage("report: --out REPORT.md or --out REPORT.html is required"))?;
+    let out = a.value("out").ok_or_else(|| usage("report: --out REPORT.md or --out REPORT.html is required"))?;
     let format = report::Format::from_path(out)?;
     let log = Log::load(path)?;
     let model = a.value("model").map(Log::load).transpose()?;
     let r = report::build(&log, model.as_ref());
-    std::fs::write(out, r.render(format))
-        .map_err(|e| Error(format!("{out}: cannot write: {e}")))?;
+    std::fs::write(out, r.render(format)).map_err(|e| Error(format!("{out}: cannot write: {e}")))?;
     if let Some(dir) = a.value("svg-dir") {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Error(format!("{dir}: cannot create directory: {e}")))?;
+        std::fs::create_dir_all(dir).map_err(|e| Error(format!("{dir}: cannot create directory: {e}")))?;
         for (stem, svg) in &r.figures {
             let p = format!("{dir}/{stem}.svg");
             std::fs::write(&p, svg).map_err(|e| Error(format!("{p}: cannot write: {e}")))?;
@@ -254,13 +215,8 @@ fn report_cmd(argv: &[String]) -> Result<(), Fail> {
 fn compare_cmd(argv: &[String]) -> Result<(), Fail> {
     let a = Args::parse(argv, &["baseline", "tolerance"], &["write-baseline"])?;
     let path = a.one_file("compare")?;
-    let bpath = a
-        .value("baseline")
-        .ok_or_else(|| usage("compare: --baseline BASELINE.json is required"))?;
-    let tol = a
-        .value("tolerance")
-        .map(compare::parse_tolerance)
-        .transpose()?;
+    let bpath = a.value("baseline").ok_or_else(|| usage("compare: --baseline BASELINE.json is required"))?;
+    let tol = a.value("tolerance").map(compare::parse_tolerance).transpose()?;
     let log = Log::load(path)?;
     let recs = records::extract_strict(&log)?;
     let (metrics, skipped) = Metric::collect(&recs);
@@ -269,42 +225,21 @@ fn compare_cmd(argv: &[String]) -> Result<(), Fail> {
     }
     if a.flag("write-baseline") {
         if metrics.is_empty() {
-            return Err(Fail(
-                2,
-                format!(
-                    "{}: no metric records; refusing to write an empty baseline",
-                    log.name
-                ),
-            ));
+            return Err(Fail(2, format!("{}: no metric records; refusing to write an empty baseline", log.name)));
         }
-        let (b, notes) =
-            Baseline::from_metrics(&metrics, tol.unwrap_or(compare::DEFAULT_TOLERANCE_PCT));
+        let (b, notes) = Baseline::from_metrics(&metrics, tol.unwrap_or(compare::DEFAULT_TOLERANCE_PCT));
         for n in notes {
             eprintln!("compare: {}:{n}", log.name);
         }
-        std::fs::write(bpath, b.to_json())
-            .map_err(|e| Error(format!("{bpath}: cannot write: {e}")))?;
-        eprintln!(
-            "compare: wrote {} metrics from {} to {bpath}",
-            b.metrics.len(),
-            log.name
-        );
+        std::fs::write(bpath, b.to_json()).map_err(|e| Error(format!("{bpath}: cannot write: {e}")))?;
+        eprintln!("compare: wrote {} metrics from {} to {bpath}", b.metrics.len(), log.name);
         return Ok(());
     }
     let b = Baseline::load(bpath)?;
     let c = compare::compare(&metrics, &b, tol).map_err(|e| Error(format!("{}: {e}", log.name)))?;
-    print!(
-        "compare: {} ({} metrics) against {bpath} ({} metrics)\n{}",
-        log.name,
-        metrics.len(),
-        b.metrics.len(),
-        c.render()
-    );
+    print!("compare: {} ({} metrics) against {bpath} ({} metrics)\n{}", log.name, metrics.len(), b.metrics.len(), c.render());
     if c.failed() {
-        return Err(Fail(
-            1,
-            format!("compare: {} differs from {bpath} (see above)", log.name),
-        ));
+        return Err(Fail(1, format!("compare: {} differs from {bpath} (see above)", log.name)));
     }
     Ok(())
 }
@@ -336,49 +271,30 @@ impl Write for Tee {
 fn capture_cmd(argv: &[String]) -> Result<(), Fail> {
     let a = Args::parse(argv, &["baud", "timeout", "out"], &["echo"])?;
     let dev = a.one_file("capture")?;
-    let out = a
-        .value("out")
-        .ok_or_else(|| usage("capture: --out LOG is required (- for stdout)"))?;
+    let out = a.value("out").ok_or_else(|| usage("capture: --out LOG is required (- for stdout)"))?;
     let baud: u32 = match a.value("baud") {
         None => 115_200,
-        Some(b) => b
-            .parse()
-            .map_err(|_| usage(format!("--baud '{b}': expected a number such as 115200")))?,
+        Some(b) => b.parse().map_err(|_| usage(format!("--baud '{b}': expected a number such as 115200")))?,
     };
     capture::check_baud(baud)?;
     let timeout = match a.value("timeout") {
         None => 120.0,
         Some(t) => match t.parse::<f64>() {
             Ok(s) if s.is_finite() && s > 0.0 && s < 1e7 => s,
-            _ => {
-                return Err(usage(format!(
-                    "--timeout '{t}': expected seconds > 0, such as 60 or 0.5"
-                )))
-            }
+            _ => return Err(usage(format!("--timeout '{t}': expected seconds > 0, such as 60 or 0.5"))),
         },
     };
     let file: Box<dyn Write> = if out == "-" {
         Box::new(std::io::stdout())
     } else {
-        Box::new(
-            std::fs::File::create(out).map_err(|e| Error(format!("{out}: cannot create: {e}")))?,
-        )
+        Box::new(std::fs::File::create(out).map_err(|e| Error(format!("{out}: cannot create: {e}")))?)
     };
-    let mut sink = Tee {
-        file,
-        echo: a.flag("echo") && out != "-",
-    };
-    let opts = capture::Options {
-        baud,
-        timeout: Duration::from_secs_f64(timeout),
-    };
+    let mut sink = Tee { file, echo: a.flag("echo") && out != "-" };
+    let opts = capture::Options { baud, timeout: Duration::from_secs_f64(timeout) };
     let got = capture::capture(std::path::Path::new(dev), &opts, &mut sink)?;
     let secs = got.elapsed.as_secs_f64();
     if got.saw_end {
-        eprintln!(
-            "capture: {} bytes in {secs:.1} s, end record seen; saved to {out}",
-            got.bytes.len()
-        );
+        eprintln!("capture: {} bytes in {secs:.1} s, end record seen; saved to {out}", got.bytes.len());
         Ok(())
     } else {
         Err(Fail(1, format!("capture: timeout after {timeout} s without the end record; {} bytes saved to {out}", got.bytes.len())))
@@ -398,9 +314,7 @@ fn main() -> ExitCode {
             print!("{USAGE}");
             Ok(())
         }
-        Some(other) => Err(usage(format!(
-            "unknown command '{other}' (check, extract, report, compare, capture, help)"
-        ))),
+        Some(other) => Err(usage(format!("unknown command '{other}' (check, extract, report, compare, capture, help)"))),
         None => Err(usage("no command given")),
     };
     if std::env::var_os("CS_REPORT_TIME").is_some() {

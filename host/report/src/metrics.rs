@@ -23,10 +23,7 @@ use std::fmt;
 pub const SOURCES: [&str; 3] = ["cntvct", "pmccntr", "model"];
 
 /// Fields of the schema that are never part of the key.
-const SCHEMA_FIELDS: [&str; 12] = [
-    "record", "bench", "variant", "attr", "bytes", "reps", "min", "median", "max", "mad", "unit",
-    "source",
-];
+const SCHEMA_FIELDS: [&str; 12] = ["record", "bench", "variant", "attr", "bytes", "reps", "min", "median", "max", "mad", "unit", "source"];
 
 /// Extra field names that are measurements or notes, not parameters (never in the key).
 pub const MEASUREMENT_FIELDS: [&str; 24] = [
@@ -57,23 +54,10 @@ pub const MEASUREMENT_FIELDS: [&str; 24] = [
 ];
 
 /// Name endings of extra fields that are measurements (e.g. `append_ns`, `scan_bytes_per_s`).
-pub const MEASUREMENT_SUFFIXES: [&str; 9] = [
-    "_per_s",
-    "_per_sec",
-    "_ns",
-    "_ps",
-    "_ticks",
-    "_cycles",
-    "_pct",
-    "_mbps",
-    "_per_load",
-];
+pub const MEASUREMENT_SUFFIXES: [&str; 9] = ["_per_s", "_per_sec", "_ns", "_ps", "_ticks", "_cycles", "_pct", "_mbps", "_per_load"];
 
 fn is_key_extra(name: &str, v: &Value) -> Option<String> {
-    if SCHEMA_FIELDS.contains(&name)
-        || MEASUREMENT_FIELDS.contains(&name)
-        || MEASUREMENT_SUFFIXES.iter().any(|s| name.ends_with(s))
-    {
+    if SCHEMA_FIELDS.contains(&name) || MEASUREMENT_FIELDS.contains(&name) || MEASUREMENT_SUFFIXES.iter().any(|s| name.ends_with(s)) {
         return None;
     }
     match v {
@@ -218,10 +202,7 @@ impl Metric {
         let max = opt_f64(o, "max", &mut issues);
         let mad = opt_f64(o, "mad", &mut issues);
         if !SOURCES.contains(&source.as_str()) {
-            issues.push(format!(
-                "\"source\" '{source}' is not one of {}",
-                SOURCES.join(", ")
-            ));
+            issues.push(format!("\"source\" '{source}' is not one of {}", SOURCES.join(", ")));
         }
         let emulated = match o.get("emulated") {
             Some(Value::Bool(b)) => Some(*b),
@@ -247,34 +228,10 @@ impl Metric {
         if mad.is_some_and(|d| d < 0.0) {
             issues.push("mad is negative".into());
         }
-        let mut extras: Vec<(String, String)> = o
-            .iter()
-            .filter_map(|(k, v)| is_key_extra(k, v).map(|s| (k.clone(), s)))
-            .collect();
+        let mut extras: Vec<(String, String)> = o.iter().filter_map(|(k, v)| is_key_extra(k, v).map(|s| (k.clone(), s))).collect();
         extras.sort();
-        let key = MetricKey {
-            bench,
-            variant,
-            attr,
-            bytes,
-            extras,
-            source,
-            unit,
-        };
-        Ok((
-            Metric {
-                line: r.line,
-                key,
-                median,
-                min,
-                max,
-                mad,
-                reps,
-                emulated,
-                obj: o.clone(),
-            },
-            issues,
-        ))
+        let key = MetricKey { bench, variant, attr, bytes, extras, source, unit };
+        Ok((Metric { line: r.line, key, median, min, max, mad, reps, emulated, obj: o.clone() }, issues))
     }
 
     /// All usable metric records of `records` (unusable ones are skipped and returned as
@@ -348,20 +305,17 @@ mod tests {
     fn key_with_extras() {
         let (m, issues) = metric(r#"{"record":"metric","bench":"kv","variant":"append","attr":"wb","reps":9,"min":1,"median":2,"max":3,"mad":0.1,"unit":"ns","source":"cntvct","emulated":false,"tokens":512,"stride":80,"gib_per_s":1.5,"scan_ns":12,"phase":"kv/append","layout":"aligned","verified":true}"#).unwrap();
         assert_eq!(issues, Vec::<String>::new());
-        assert_eq!(
-            m.key.to_string(),
-            "kv/append/wb/- layout=aligned stride=80 tokens=512 [cntvct ns]"
-        );
-        assert_eq!(
-            m.key.point(),
-            "kv/append/wb/- layout=aligned stride=80 tokens=512"
-        );
+        assert_eq!(m.key.to_string(), "kv/append/wb/- layout=aligned stride=80 tokens=512 [cntvct ns]");
+        assert_eq!(m.key.point(), "kv/append/wb/- layout=aligned stride=80 tokens=512");
         assert_eq!(m.num("tokens"), Some(512.0));
     }
 
     #[test]
     fn schema_violations() {
-        let (_, issues) = metric(r#"{"record":"metric","bench":"b","bytes":-1,"median":2,"min":3,"max":1,"mad":-1,"unit":"ns","source":"x","emulated":"yes"}"#).unwrap();
+        let (_, issues) = metric(
+            r#"{"record":"metric","bench":"b","bytes":-1,"median":2,"min":3,"max":1,"mad":-1,"unit":"ns","source":"x","emulated":"yes"}"#,
+        )
+        .unwrap();
         let all = issues.join("; ");
         for needle in [
             "\"bytes\" must be a non-negative integer",
@@ -375,18 +329,9 @@ mod tests {
         }
         let (m, issues) = metric(r#"{"record":"metric","bench":"b","median":null,"unit":"ns","source":"model","emulated":true}"#).unwrap();
         assert_eq!(m.median, None);
-        assert_eq!(
-            issues,
-            vec!["\"median\" is null (no measurement)".to_string()]
-        );
-        assert_eq!(
-            metric(r#"{"record":"metric","median":1,"unit":"ns","source":"model"}"#).unwrap_err(),
-            "no \"bench\" field"
-        );
-        assert_eq!(
-            metric(r#"{"record":"metric","bench":"","median":1}"#).unwrap_err(),
-            "\"bench\" must be a non-empty string, found \"\""
-        );
+        assert_eq!(issues, vec!["\"median\" is null (no measurement)".to_string()]);
+        assert_eq!(metric(r#"{"record":"metric","median":1,"unit":"ns","source":"model"}"#).unwrap_err(), "no \"bench\" field");
+        assert_eq!(metric(r#"{"record":"metric","bench":"","median":1}"#).unwrap_err(), "\"bench\" must be a non-empty string, found \"\"");
     }
 
     #[test]

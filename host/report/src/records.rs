@@ -40,32 +40,21 @@ impl Record {
 pub fn parse_line(text: &str) -> Option<Result<Object, String>> {
     let rest = text.trim_start_matches(' ').strip_prefix("# cs:")?;
     let Some(json) = rest.strip_prefix(' ') else {
-        return Some(Err(
-            "record line must be '# cs: {…}' (one space after 'cs:')".into(),
-        ));
+        return Some(Err("record line must be '# cs: {…}' (one space after 'cs:')".into()));
     };
     let value: Value = match serde_json::from_str(json.trim_end()) {
         Ok(v) => v,
         Err(e) => {
-            let what = if e.is_eof() {
-                "truncated JSON"
-            } else {
-                "invalid JSON"
-            };
+            let what = if e.is_eof() { "truncated JSON" } else { "invalid JSON" };
             return Some(Err(format!("record is {what}: {e} (in '{}')", short(json))));
         }
     };
     let Value::Object(obj) = value else {
-        return Some(Err(format!(
-            "record is not a JSON object: '{}'",
-            short(json)
-        )));
+        return Some(Err(format!("record is not a JSON object: '{}'", short(json))));
     };
     match obj.get("record") {
         None => Some(Err("record has no \"record\" field naming its kind".into())),
-        Some(Value::String(s)) if s.is_empty() => {
-            Some(Err("record has an empty \"record\" kind".into()))
-        }
+        Some(Value::String(s)) if s.is_empty() => Some(Err("record has an empty \"record\" kind".into())),
         Some(Value::String(_)) => Some(Ok(obj)),
         Some(v) => Some(Err(format!("\"record\" must be a string, found {v}"))),
     }
@@ -103,11 +92,7 @@ pub fn extract_strict(log: &Log) -> crate::input::Result<Vec<Record>> {
     match problems.first() {
         None => Ok(records),
         Some(p) => {
-            let more = if problems.len() > 1 {
-                format!(" (and {} more broken record lines)", problems.len() - 1)
-            } else {
-                String::new()
-            };
+            let more = if problems.len() > 1 { format!(" (and {} more broken record lines)", problems.len() - 1) } else { String::new() };
             Err(format!("{}:{}: {}{more}", log.name, p.line, p.msg).into())
         }
     }
@@ -124,44 +109,21 @@ fn want<'a, T>(
     conv: impl Fn(&'a Value) -> Option<T>,
 ) -> Option<T> {
     let Some(v) = obj.get(key) else {
-        problems.push(Problem::new(
-            line,
-            format!("'{kind}' record has no \"{key}\" field"),
-        ));
+        problems.push(Problem::new(line, format!("'{kind}' record has no \"{key}\" field")));
         return None;
     };
     let got = conv(v);
     if got.is_none() {
-        problems.push(Problem::new(
-            line,
-            format!("'{kind}' record: \"{key}\" must be {what}, found {v}"),
-        ));
+        problems.push(Problem::new(line, format!("'{kind}' record: \"{key}\" must be {what}, found {v}")));
     }
     got
 }
 
-fn want_uint(
-    obj: &Object,
-    key: &str,
-    at: (usize, &str),
-    problems: &mut Vec<Problem>,
-) -> Option<u64> {
-    want(
-        obj,
-        key,
-        at,
-        problems,
-        "a non-negative integer",
-        Value::as_u64,
-    )
+fn want_uint(obj: &Object, key: &str, at: (usize, &str), problems: &mut Vec<Problem>) -> Option<u64> {
+    want(obj, key, at, problems, "a non-negative integer", Value::as_u64)
 }
 
-fn want_str<'a>(
-    obj: &'a Object,
-    key: &str,
-    at: (usize, &str),
-    problems: &mut Vec<Problem>,
-) -> Option<&'a str> {
+fn want_str<'a>(obj: &'a Object, key: &str, at: (usize, &str), problems: &mut Vec<Problem>) -> Option<&'a str> {
     want(obj, key, at, problems, "a string", Value::as_str)
 }
 
@@ -169,31 +131,19 @@ fn check_boot(r: &Record, problems: &mut Vec<Problem>) {
     let (o, l) = (&r.obj, r.line);
     if let Some(s) = want_uint(o, "schema", (l, "boot"), problems) {
         if s != SCHEMA {
-            problems.push(Problem::new(
-                l,
-                format!("boot record has schema {s}; this tool reads schema {SCHEMA}"),
-            ));
+            problems.push(Problem::new(l, format!("boot record has schema {s}; this tool reads schema {SCHEMA}")));
         }
     }
     if let Some(el) = want_uint(o, "el", (l, "boot"), problems) {
         if el > 3 {
-            problems.push(Problem::new(
-                l,
-                format!("boot record: \"el\" is {el}, not an exception level 0..3"),
-            ));
+            problems.push(Problem::new(l, format!("boot record: \"el\" is {el}, not an exception level 0..3")));
         }
     }
     want_str(o, "board", (l, "boot"), problems);
     want_str(o, "cpu", (l, "boot"), problems);
     if let Some(m) = want_str(o, "midr", (l, "boot"), problems) {
-        if !m
-            .strip_prefix("0x")
-            .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()))
-        {
-            problems.push(Problem::new(
-                l,
-                format!("boot record: \"midr\" '{m}' is not a 0x… hex string"),
-            ));
+        if !m.strip_prefix("0x").is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit())) {
+            problems.push(Problem::new(l, format!("boot record: \"midr\" '{m}' is not a 0x… hex string")));
         }
     }
     if want_uint(o, "cntfrq", (l, "boot"), problems) == Some(0) {
@@ -210,7 +160,10 @@ fn check_end(r: &Record, leaves: ktap::Counts, problems: &mut Vec<Problem>) {
         if (p, f, s) != (leaves.passed, leaves.failed, leaves.skipped) {
             problems.push(Problem::new(
                 l,
-                format!("end record says passed={p} failed={f} skipped={s}, but the KTAP leaf results are passed={} failed={} skipped={}", leaves.passed, leaves.failed, leaves.skipped),
+                format!(
+                    "end record says passed={p} failed={f} skipped={s}, but the KTAP leaf results are passed={} failed={} skipped={}",
+                    leaves.passed, leaves.failed, leaves.skipped
+                ),
             ));
         }
     }
@@ -224,13 +177,7 @@ pub fn check_contract(log: &Log, ktap: &ktap::Outcome) -> Vec<Problem> {
     };
     let start_no = log.lines[start].no;
     for r in records.iter().filter(|r| r.line < start_no) {
-        problems.push(Problem::new(
-            r.line,
-            format!(
-                "'{}' record before the 'KTAP version 1' line (line {start_no})",
-                r.kind()
-            ),
-        ));
+        problems.push(Problem::new(r.line, format!("'{}' record before the 'KTAP version 1' line (line {start_no})", r.kind())));
     }
     let Some(first) = records.first() else {
         problems.push(Problem::new(0, "no '# cs:' records: a run starts with the 'boot' record and ends with the 'end' record"));
@@ -240,41 +187,26 @@ pub fn check_contract(log: &Log, ktap: &ktap::Outcome) -> Vec<Problem> {
     if first.kind() == "boot" {
         check_boot(first, &mut problems);
     } else {
-        problems.push(Problem::new(
-            first.line,
-            format!("first record is '{}', expected 'boot'", first.kind()),
-        ));
+        problems.push(Problem::new(first.line, format!("first record is '{}', expected 'boot'", first.kind())));
     }
     if last.kind() == "end" {
         check_end(last, ktap.leaves, &mut problems);
     } else {
-        problems.push(Problem::new(
-            last.line,
-            format!(
-                "last record is '{}', expected 'end' (truncated log?)",
-                last.kind()
-            ),
-        ));
+        problems.push(Problem::new(last.line, format!("last record is '{}', expected 'end' (truncated log?)", last.kind())));
     }
     let mut keys: HashMap<String, usize> = HashMap::new();
     for (i, r) in records.iter().enumerate() {
         match r.kind() {
-            "boot" if i != 0 => problems.push(Problem::new(
-                r.line,
-                format!("second 'boot' record (the first is at line {})", first.line),
-            )),
-            "end" if i != records.len() - 1 => {
-                problems.push(Problem::new(r.line, "'end' record is not the last record"))
-            }
+            "boot" if i != 0 => problems.push(Problem::new(r.line, format!("second 'boot' record (the first is at line {})", first.line))),
+            "end" if i != records.len() - 1 => problems.push(Problem::new(r.line, "'end' record is not the last record")),
             "metric" => match Metric::from_record(r) {
                 Ok((m, issues)) => {
-                    problems.extend(
-                        issues
-                            .into_iter()
-                            .map(|e| Problem::new(r.line, format!("metric {}: {e}", m.key))),
-                    );
+                    problems.extend(issues.into_iter().map(|e| Problem::new(r.line, format!("metric {}: {e}", m.key))));
                     if let Some(prev) = keys.insert(m.key.to_string(), r.line) {
-                        problems.push(Problem::new(r.line, format!("metric key '{}' already used at line {prev}: each measurement needs distinguishing fields", m.key)));
+                        problems.push(Problem::new(
+                            r.line,
+                            format!("metric key '{}' already used at line {prev}: each measurement needs distinguishing fields", m.key),
+                        ));
                     }
                 }
                 Err(e) => problems.push(Problem::new(r.line, format!("metric record: {e}"))),
@@ -295,10 +227,7 @@ mod tests {
     fn contract(body: &str) -> Vec<String> {
         let log = Log::from_bytes("t", body.as_bytes());
         let k = ktap::validate(&log, ktap::Options::default());
-        check_contract(&log, &k)
-            .iter()
-            .map(|p| p.to_string())
-            .collect()
+        check_contract(&log, &k).iter().map(|p| p.to_string()).collect()
     }
 
     fn doc(records: &[&str], results: &str) -> String {
@@ -313,53 +242,25 @@ mod tests {
     }
 
     fn assert_has(p: &[String], needle: &str) {
-        assert!(
-            p.iter().any(|m| m.contains(needle)),
-            "expected {needle:?} in {p:#?}"
-        );
+        assert!(p.iter().any(|m| m.contains(needle)), "expected {needle:?} in {p:#?}");
     }
 
     #[test]
     fn parse_line_cases() {
         assert_eq!(parse_line("  # hello"), None);
-        assert!(parse_line(r#"  # cs: {"record":"x","a":1}"#)
-            .unwrap()
-            .is_ok());
-        assert!(parse_line(r#"# cs:{"record":"x"}"#)
-            .unwrap()
-            .unwrap_err()
-            .contains("one space"));
-        assert!(parse_line(r#"# cs: {"record":"x","#)
-            .unwrap()
-            .unwrap_err()
-            .contains("truncated JSON"));
-        assert!(parse_line(r#"# cs: {"record":"x"} trailing"#)
-            .unwrap()
-            .unwrap_err()
-            .contains("invalid JSON"));
-        assert!(parse_line("# cs: [1,2]")
-            .unwrap()
-            .unwrap_err()
-            .contains("not a JSON object"));
-        assert!(parse_line(r#"# cs: {"a":1}"#)
-            .unwrap()
-            .unwrap_err()
-            .contains("no \"record\" field"));
-        assert!(parse_line(r#"# cs: {"record":3}"#)
-            .unwrap()
-            .unwrap_err()
-            .contains("must be a string"));
-        assert!(parse_line(r#"# cs: {"record":""}"#)
-            .unwrap()
-            .unwrap_err()
-            .contains("empty"));
+        assert!(parse_line(r#"  # cs: {"record":"x","a":1}"#).unwrap().is_ok());
+        assert!(parse_line(r#"# cs:{"record":"x"}"#).unwrap().unwrap_err().contains("one space"));
+        assert!(parse_line(r#"# cs: {"record":"x","#).unwrap().unwrap_err().contains("truncated JSON"));
+        assert!(parse_line(r#"# cs: {"record":"x"} trailing"#).unwrap().unwrap_err().contains("invalid JSON"));
+        assert!(parse_line("# cs: [1,2]").unwrap().unwrap_err().contains("not a JSON object"));
+        assert!(parse_line(r#"# cs: {"a":1}"#).unwrap().unwrap_err().contains("no \"record\" field"));
+        assert!(parse_line(r#"# cs: {"record":3}"#).unwrap().unwrap_err().contains("must be a string"));
+        assert!(parse_line(r#"# cs: {"record":""}"#).unwrap().unwrap_err().contains("empty"));
     }
 
     #[test]
     fn field_order_is_kept() {
-        let o = parse_line(r#"# cs: {"record":"x","z":1,"a":2}"#)
-            .unwrap()
-            .unwrap();
+        let o = parse_line(r#"# cs: {"record":"x","z":1,"a":2}"#).unwrap().unwrap();
         assert_eq!(o.keys().collect::<Vec<_>>(), ["record", "z", "a"]);
     }
 
@@ -374,27 +275,15 @@ mod tests {
     fn first_must_be_boot_with_schema_1() {
         let end = r#"# cs: {"record":"end","passed":1,"failed":0,"skipped":0}"#;
         assert_has(
-            &contract(&doc(
-                &[r#"# cs: {"record":"cache"}"#],
-                &format!("ok 1 a\n{end}\n"),
-            )),
+            &contract(&doc(&[r#"# cs: {"record":"cache"}"#], &format!("ok 1 a\n{end}\n"))),
             "first record is 'cache', expected 'boot'",
         );
         let b2 = BOOT.replace("\"schema\":1", "\"schema\":2");
-        assert_has(
-            &contract(&doc(&[&b2], &format!("ok 1 a\n{end}\n"))),
-            "boot record has schema 2; this tool reads schema 1",
-        );
+        assert_has(&contract(&doc(&[&b2], &format!("ok 1 a\n{end}\n"))), "boot record has schema 2; this tool reads schema 1");
         let b3 = BOOT.replace("\"schema\":1,", "");
-        assert_has(
-            &contract(&doc(&[&b3], &format!("ok 1 a\n{end}\n"))),
-            "'boot' record has no \"schema\" field",
-        );
+        assert_has(&contract(&doc(&[&b3], &format!("ok 1 a\n{end}\n"))), "'boot' record has no \"schema\" field");
         let b4 = BOOT.replace("0x410fd083", "410fd083");
-        assert_has(
-            &contract(&doc(&[&b4], &format!("ok 1 a\n{end}\n"))),
-            "is not a 0x… hex string",
-        );
+        assert_has(&contract(&doc(&[&b4], &format!("ok 1 a\n{end}\n"))), "is not a 0x… hex string");
     }
 
     #[test]
@@ -405,10 +294,7 @@ mod tests {
         let p = contract(&doc(&[BOOT], &format!("ok 1 a\nnot ok 2 b\n{end}\n")));
         assert_has(&p, "end record says passed=2 failed=0 skipped=0, but the KTAP leaf results are passed=1 failed=1 skipped=0");
         let end = r#"# cs: {"record":"end","passed":"1","failed":0,"skipped":0}"#;
-        assert_has(
-            &contract(&doc(&[BOOT], &format!("ok 1 a\n{end}\n"))),
-            "\"passed\" must be a non-negative integer",
-        );
+        assert_has(&contract(&doc(&[BOOT], &format!("ok 1 a\n{end}\n"))), "\"passed\" must be a non-negative integer");
     }
 
     #[test]
@@ -421,28 +307,16 @@ mod tests {
 
     #[test]
     fn no_records_and_records_in_noise() {
-        assert_has(
-            &contract("KTAP version 1\n1..1\nok 1 a\n"),
-            "no '# cs:' records",
-        );
+        assert_has(&contract("KTAP version 1\n1..1\nok 1 a\n"), "no '# cs:' records");
         let end = r#"# cs: {"record":"end","passed":1,"failed":0,"skipped":0}"#;
-        let p = contract(&format!(
-            "{BOOT}\n{}",
-            doc(&[BOOT], &format!("ok 1 a\n{end}\n"))
-        ));
-        assert_has(
-            &p,
-            "1: 'boot' record before the 'KTAP version 1' line (line 2)",
-        );
+        let p = contract(&format!("{BOOT}\n{}", doc(&[BOOT], &format!("ok 1 a\n{end}\n"))));
+        assert_has(&p, "1: 'boot' record before the 'KTAP version 1' line (line 2)");
     }
 
     #[test]
     fn broken_record_lines_are_problems() {
         let end = r#"# cs: {"record":"end","passed":1,"failed":0,"skipped":0}"#;
-        let p = contract(&doc(
-            &[BOOT, r#"# cs: {"record":"metric","bench":"#],
-            &format!("ok 1 a\n{end}\n"),
-        ));
+        let p = contract(&doc(&[BOOT, r#"# cs: {"record":"metric","bench":"#], &format!("ok 1 a\n{end}\n")));
         assert_has(&p, "4: record is truncated JSON");
     }
 
@@ -451,19 +325,10 @@ mod tests {
         let end = r#"# cs: {"record":"end","passed":1,"failed":0,"skipped":0}"#;
         let m = r#"# cs: {"record":"metric","bench":"latency","variant":"chase","attr":"wb","bytes":4096,"reps":5,"min":1,"median":2,"max":3,"mad":0.5,"unit":"ns","source":"cntvct","emulated":true}"#;
         let p = contract(&doc(&[BOOT, m, m], &format!("ok 1 a\n{end}\n")));
-        assert_has(
-            &p,
-            "5: metric key 'latency/chase/wb/4096 [cntvct ns]' already used at line 4",
-        );
+        assert_has(&p, "5: metric key 'latency/chase/wb/4096 [cntvct ns]' already used at line 4");
         let bad = m.replace("\"source\":\"cntvct\"", "\"source\":\"tsc\"");
-        assert_has(
-            &contract(&doc(&[BOOT, &bad], &format!("ok 1 a\n{end}\n"))),
-            "\"source\" 'tsc' is not one of cntvct, pmccntr, model",
-        );
+        assert_has(&contract(&doc(&[BOOT, &bad], &format!("ok 1 a\n{end}\n"))), "\"source\" 'tsc' is not one of cntvct, pmccntr, model");
         let nomed = m.replace("\"median\":2,", "");
-        assert_has(
-            &contract(&doc(&[BOOT, &nomed], &format!("ok 1 a\n{end}\n"))),
-            "metric record: no \"median\"",
-        );
+        assert_has(&contract(&doc(&[BOOT, &nomed], &format!("ok 1 a\n{end}\n"))), "metric record: no \"median\"");
     }
 }

@@ -42,9 +42,7 @@ impl Format {
         } else if lower.ends_with(".html") || lower.ends_with(".htm") {
             Ok(Format::Html)
         } else {
-            Err(Error(format!(
-                "--out {path}: the name must end in .md or .html (it selects the format)"
-            )))
+            Err(Error(format!("--out {path}: the name must end in .md or .html (it selects the format)")))
         }
     }
 }
@@ -100,8 +98,7 @@ fn source_text(source: &str, cntfrq: Option<u64>) -> String {
             _ => "source: cntvct (CNTVCT_EL0 generic timer)".to_string(),
         },
         "pmccntr" => "source: pmccntr (PMCCNTR_EL0 cycle counter)".to_string(),
-        "model" => "source: model (cache-model TCG plugin: simulated caches, deterministic counts)"
-            .to_string(),
+        "model" => "source: model (cache-model TCG plugin: simulated caches, deterministic counts)".to_string(),
         s => format!("source: {s}"),
     }
 }
@@ -115,14 +112,8 @@ fn is_time_unit(unit: &str) -> bool {
 
 /// log10 y when every median is positive and they span more than 20×.
 fn wants_log_y(ms: &[&Metric]) -> bool {
-    let v: Vec<f64> = ms
-        .iter()
-        .filter_map(|m| m.median)
-        .filter(|v| v.is_finite())
-        .collect();
-    let (lo, hi) = v
-        .iter()
-        .fold((f64::INFINITY, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
+    let v: Vec<f64> = ms.iter().filter_map(|m| m.median).filter(|v| v.is_finite()).collect();
+    let (lo, hi) = v.iter().fold((f64::INFINITY, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
     !v.is_empty() && lo > 0.0 && hi / lo > 20.0
 }
 
@@ -143,10 +134,7 @@ fn warning_for(ms: &[&Metric]) -> Option<String> {
     } else if emulated == ms.len() && emulated > 0 {
         Some("EMULATED (QEMU): these figures measure the emulator, not caches".into())
     } else if emulated > 0 {
-        Some(format!(
-            "{emulated} of {} points EMULATED (QEMU): those measure the emulator, not caches",
-            ms.len()
-        ))
+        Some(format!("{emulated} of {} points EMULATED (QEMU): those measure the emulator, not caches", ms.len()))
     } else {
         None
     }
@@ -180,11 +168,7 @@ fn cache_markers(records: &[Record]) -> Vec<Marker> {
             Some('u') => "",
             _ => "",
         };
-        let level = r
-            .obj
-            .get("level")
-            .map(value_text)
-            .unwrap_or_else(|| "?".into());
+        let level = r.obj.get("level").map(value_text).unwrap_or_else(|| "?".into());
         let label = format!("L{level}{letter}");
         let e = by_size.entry(size).or_default();
         if !e.contains(&label) {
@@ -205,10 +189,7 @@ fn cache_markers(records: &[Record]) -> Vec<Marker> {
 /// several attributes at one capacity share a marker.
 fn knee_markers(records: &[Record], source: &str) -> Vec<Marker> {
     let mut by_cap: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
-    for r in records
-        .iter()
-        .filter(|r| r.kind() == "knee" && str_field(r, "source").is_none_or(|s| s == source))
-    {
+    for r in records.iter().filter(|r| r.kind() == "knee" && str_field(r, "source").is_none_or(|s| s == source)) {
         if let Some(cap) = r.obj.get("capacity").and_then(Value::as_u64) {
             let attrs = by_cap.entry(cap).or_default();
             let a = str_field(r, "attr").unwrap_or("-");
@@ -245,25 +226,13 @@ impl Ctx<'_> {
         self.blocks.push(Block::Figure { n, caption, svg });
     }
 
-    fn labels(
-        &self,
-        title: String,
-        source: &str,
-        ms: &[&Metric],
-        x: &str,
-        unit: &str,
-        what: &str,
-    ) -> Labels {
+    fn labels(&self, title: String, source: &str, ms: &[&Metric], x: &str, unit: &str, what: &str) -> Labels {
         Labels {
             title,
             subtitle: format!("{} · {}", source_text(source, self.cntfrq), self.run_name),
             warning: warning_for(ms),
             x: x.into(),
-            y: if is_time_unit(unit) {
-                format!("{what} ({unit})")
-            } else {
-                unit.to_string()
-            },
+            y: if is_time_unit(unit) { format!("{what} ({unit})") } else { unit.to_string() },
         }
     }
 
@@ -282,20 +251,13 @@ impl Ctx<'_> {
 
     fn latency(&mut self, ms: &[&Metric], records: &[Record]) {
         let markers = cache_markers(records);
-        self.blocks
-            .push(Block::Heading(2, "Latency vs working set".into()));
+        self.blocks.push(Block::Heading(2, "Latency vs working set".into()));
         if ms.is_empty() {
-            self.blocks
-                .push(Block::Para("No `latency` metrics in this log.".into()));
+            self.blocks.push(Block::Para("No `latency` metrics in this log.".into()));
             return;
         }
         for ((source, unit), group) in by_source_unit(ms) {
-            let variants = group
-                .iter()
-                .filter_map(|m| m.key.variant.as_deref())
-                .collect::<std::collections::BTreeSet<_>>()
-                .len()
-                > 1;
+            let variants = group.iter().filter_map(|m| m.key.variant.as_deref()).collect::<std::collections::BTreeSet<_>>().len() > 1;
             let series = make_series(&group, variants, "bytes", |m| m.key.bytes.map(|b| b as f64));
             let plot = LinePlot {
                 labels: self.labels(
@@ -319,25 +281,13 @@ impl Ctx<'_> {
     fn bars(&mut self, bench: &str, title: &str, ms: &[&Metric]) {
         for ((source, unit), group) in by_source_unit(ms) {
             let multi_bytes = {
-                let mut seen: BTreeMap<String, std::collections::BTreeSet<Option<u64>>> =
-                    BTreeMap::new();
+                let mut seen: BTreeMap<String, std::collections::BTreeSet<Option<u64>>> = BTreeMap::new();
                 for m in &group {
-                    seen.entry(m.key.variant.clone().unwrap_or_default())
-                        .or_default()
-                        .insert(m.key.bytes);
+                    seen.entry(m.key.variant.clone().unwrap_or_default()).or_default().insert(m.key.bytes);
                 }
                 seen.values().any(|s| s.len() > 1)
             };
-            let shown = distinguishing_extras(
-                &group,
-                |m| {
-                    Some(format!(
-                        "{:?}/{:?}/{:?}",
-                        m.key.variant, m.key.attr, m.key.bytes
-                    ))
-                },
-                "",
-            );
+            let shown = distinguishing_extras(&group, |m| Some(format!("{:?}/{:?}/{:?}", m.key.variant, m.key.attr, m.key.bytes)), "");
             let cat_of = |m: &Metric| {
                 let mut c = m.key.variant.clone().unwrap_or_else(|| "-".into());
                 if multi_bytes {
@@ -372,51 +322,27 @@ impl Ctx<'_> {
                 .map(|a| {
                     let vals = cats
                         .iter()
-                        .map(|c| {
-                            group
-                                .iter()
-                                .find(|m| {
-                                    m.key.attr.as_deref().unwrap_or("-") == a && &cat_of(m) == c
-                                })
-                                .and_then(|m| m.median)
-                        })
+                        .map(|c| group.iter().find(|m| m.key.attr.as_deref().unwrap_or("-") == a && &cat_of(m) == c).and_then(|m| m.median))
                         .collect();
                     (a.clone(), vals)
                 })
                 .collect();
             let chart = BarChart {
-                labels: self.labels(
-                    format!("{title} [{source}]"),
-                    &source,
-                    &group,
-                    "variant",
-                    &unit,
-                    "median",
-                ),
+                labels: self.labels(format!("{title} [{source}]"), &source, &group, "variant", &unit, "median"),
                 categories: cats,
                 series,
             };
             let cap = self
-                .caption(
-                    &format!("{title} (bench {bench}), one bar per attribute"),
-                    &source,
-                    &unit,
-                    &group,
-                )
-                .replace(
-                    "median of each point with min–max whiskers",
-                    "median of each measurement",
-                );
+                .caption(&format!("{title} (bench {bench}), one bar per attribute"), &source, &unit, &group)
+                .replace("median of each point with min–max whiskers", "median of each measurement");
             self.figure(format!("{bench}-{source}"), cap, chart.render());
         }
     }
 
     fn kv(&mut self, ms: &[&Metric]) {
-        self.blocks
-            .push(Block::Heading(2, "KV-cache append cost vs tokens".into()));
+        self.blocks.push(Block::Heading(2, "KV-cache append cost vs tokens".into()));
         if ms.is_empty() {
-            self.blocks
-                .push(Block::Para("No `kv` metrics in this log.".into()));
+            self.blocks.push(Block::Para("No `kv` metrics in this log.".into()));
             return;
         }
         for ((source, unit), all) in by_source_unit(ms) {
@@ -425,25 +351,13 @@ impl Ctx<'_> {
             for m in &all {
                 variants.id(m.key.variant.as_deref().unwrap_or("-"));
             }
-            let attrs = all
-                .iter()
-                .map(|m| m.key.attr.as_deref().unwrap_or("-"))
-                .collect::<std::collections::BTreeSet<_>>()
-                .len();
+            let attrs = all.iter().map(|m| m.key.attr.as_deref().unwrap_or("-")).collect::<std::collections::BTreeSet<_>>().len();
             let split = variants.names.len() > 1 && variants.names.len() * attrs > 8;
             let parts: Vec<(Option<&str>, Vec<&Metric>)> = if split {
                 variants
                     .names
                     .iter()
-                    .map(|v| {
-                        (
-                            Some(v.as_str()),
-                            all.iter()
-                                .copied()
-                                .filter(|m| m.key.variant.as_deref().unwrap_or("-") == v)
-                                .collect(),
-                        )
-                    })
+                    .map(|v| (Some(v.as_str()), all.iter().copied().filter(|m| m.key.variant.as_deref().unwrap_or("-") == v).collect()))
                     .collect()
             } else {
                 vec![(None, all.clone())]
@@ -456,82 +370,46 @@ impl Ctx<'_> {
 
     fn kv_figure(&mut self, source: &str, unit: &str, variant: Option<&str>, group: &[&Metric]) {
         let with_tokens = group.iter().all(|m| m.num("tokens").is_some());
-        let (xname, skip) = if with_tokens {
-            ("tokens (log2 scale)", "tokens")
-        } else {
-            ("bytes (log2 scale)", "bytes")
-        };
-        let series = make_series(group, variant.is_none(), skip, |m| {
-            if with_tokens {
-                m.num("tokens")
-            } else {
-                m.key.bytes.map(|b| b as f64)
-            }
-        });
+        let (xname, skip) = if with_tokens { ("tokens (log2 scale)", "tokens") } else { ("bytes (log2 scale)", "bytes") };
+        let series =
+            make_series(group, variant.is_none(), skip, |m| if with_tokens { m.num("tokens") } else { m.key.bytes.map(|b| b as f64) });
         let what = match variant {
             Some(v) => format!("KV-cache {v} vs tokens"),
             None => "KV-cache cost vs tokens".to_string(),
         };
         let plot = LinePlot {
-            labels: self.labels(
-                title_for(&what, source, unit),
-                source,
-                group,
-                xname,
-                unit,
-                "cost",
-            ),
-            x_scale: if with_tokens {
-                XScale::Log2
-            } else {
-                XScale::Log2Bytes
-            },
+            labels: self.labels(title_for(&what, source, unit), source, group, xname, unit, "cost"),
+            x_scale: if with_tokens { XScale::Log2 } else { XScale::Log2Bytes },
             y_log: wants_log_y(group),
             series,
             markers: vec![],
         };
-        let lines = if variant.is_some() {
-            "one line per attribute"
-        } else {
-            "one line per variant and attribute"
-        };
-        let cap = self.caption(&format!("{what}: KV-cache ring append cost / scan bandwidth as the cache grows (bench kv), {lines}"), source, unit, group);
-        self.figure(
-            format!("kv-{}-{source}", variant.unwrap_or("all")),
-            cap,
-            plot.render(),
+        let lines = if variant.is_some() { "one line per attribute" } else { "one line per variant and attribute" };
+        let cap = self.caption(
+            &format!("{what}: KV-cache ring append cost / scan bandwidth as the cache grows (bench kv), {lines}"),
+            source,
+            unit,
+            group,
         );
+        self.figure(format!("kv-{}-{source}", variant.unwrap_or("all")), cap, plot.render());
     }
 }
 
 /// The extra fields (other than `except`) that differ between metrics of the same `slot`: the
 /// ones a figure must show to tell its points apart. Metrics without a slot are ignored.
-fn distinguishing_extras(
-    ms: &[&Metric],
-    slot: impl Fn(&Metric) -> Option<String>,
-    except: &str,
-) -> Vec<String> {
+fn distinguishing_extras(ms: &[&Metric], slot: impl Fn(&Metric) -> Option<String>, except: &str) -> Vec<String> {
     let mut at: HashMap<String, Vec<&Metric>> = HashMap::new();
     for m in ms {
         if let Some(k) = slot(m) {
             at.entry(k).or_default().push(m);
         }
     }
-    let value = |m: &Metric, k: &str| {
-        m.key
-            .extras
-            .iter()
-            .find(|(km, _)| km == k)
-            .map(|(_, v)| v.clone())
-    };
+    let value = |m: &Metric, k: &str| m.key.extras.iter().find(|(km, _)| km == k).map(|(_, v)| v.clone());
     let mut out: Vec<String> = Vec::new();
     for same in at.values().filter(|v| v.len() > 1) {
         for m in same {
             for (k, v) in &m.key.extras {
-                if k != except
-                    && !out.contains(k)
-                    && same.iter().any(|o| value(o, k).as_ref() != Some(v))
-                {
+                if k != except && !out.contains(k) && same.iter().any(|o| value(o, k).as_ref() != Some(v)) {
                     out.push(k.clone());
                 }
             }
@@ -543,12 +421,7 @@ fn distinguishing_extras(
 /// Line-plot series: one per [variant +] attribute, split further only by the extra fields that
 /// take several values at one x (so fields that move with x, such as `cached` or `wrapped` of
 /// the KV ring, do not explode the series).
-fn make_series(
-    ms: &[&Metric],
-    with_variant: bool,
-    x_field: &str,
-    x: impl Fn(&Metric) -> Option<f64>,
-) -> Vec<Series> {
+fn make_series(ms: &[&Metric], with_variant: bool, x_field: &str, x: impl Fn(&Metric) -> Option<f64>) -> Vec<Series> {
     let base = |m: &Metric| {
         let mut parts = Vec::new();
         if with_variant {
@@ -558,11 +431,7 @@ fn make_series(
         parts.join(" ")
     };
     // Metrics that share a series base and an x: the extras that differ among them split series.
-    let split = distinguishing_extras(
-        ms,
-        |m| x(m).map(|xv| format!("{}@{}", base(m), xv.to_bits())),
-        x_field,
-    );
+    let split = distinguishing_extras(ms, |m| x(m).map(|xv| format!("{}@{}", base(m), xv.to_bits())), x_field);
     let mut out: Vec<Series> = Vec::new();
     for m in ms {
         let (Some(x), Some(y)) = (x(m), m.median) else {
@@ -572,18 +441,10 @@ fn make_series(
         for (k, v) in m.key.extras.iter().filter(|(k, _)| split.contains(k)) {
             n.push_str(&format!(" {k}={v}"));
         }
-        let p = Point {
-            x,
-            y,
-            lo: m.mad.map(|d| y - d),
-            hi: m.mad.map(|d| y + d),
-        };
+        let p = Point { x, y, lo: m.mad.map(|d| y - d), hi: m.mad.map(|d| y + d) };
         match out.iter_mut().find(|s| s.name == n) {
             Some(s) => s.points.push(p),
-            None => out.push(Series {
-                name: n,
-                points: vec![p],
-            }),
+            None => out.push(Series { name: n, points: vec![p] }),
         }
     }
     out
@@ -602,24 +463,14 @@ fn table_of(records: &[&Record], limit: usize) -> (Vec<String>, Vec<Vec<String>>
         .iter()
         .take(limit)
         .map(|r| {
-            cols.iter()
-                .map(|c| {
-                    if c == "line" {
-                        r.line.to_string()
-                    } else {
-                        r.obj.get(c).map(value_text).unwrap_or_default()
-                    }
-                })
-                .collect()
+            cols.iter().map(|c| if c == "line" { r.line.to_string() } else { r.obj.get(c).map(value_text).unwrap_or_default() }).collect()
         })
         .collect();
     (cols, rows)
 }
 
 fn model_text(r: &Record) -> String {
-    const SKIP: [&str; 8] = [
-        "record", "phase", "source", "bench", "variant", "attr", "bytes", "emulated",
-    ];
+    const SKIP: [&str; 8] = ["record", "phase", "source", "bench", "variant", "attr", "bytes", "emulated"];
     let mut parts = Vec::new();
     if let Some(l) = r.obj.get("level") {
         // The plugin names levels ("L1D", "L2"); a bare number is a level number.
@@ -645,8 +496,7 @@ fn model_matches(model: &Record, m: &Metric) -> bool {
         m.key.bytes.map_or("-".into(), |b| b.to_string())
     );
     if let Some(p) = str_field(model, "phase") {
-        if m.obj.get("phase").and_then(Value::as_str) == Some(p) || p == m.key.point() || p == base
-        {
+        if m.obj.get("phase").and_then(Value::as_str) == Some(p) || p == m.key.point() || p == base {
             return true;
         }
     }
@@ -655,11 +505,7 @@ fn model_matches(model: &Record, m: &Metric) -> bool {
             "{b}/{}/{}/{}",
             str_field(model, "variant").unwrap_or("-"),
             str_field(model, "attr").unwrap_or("-"),
-            model
-                .obj
-                .get("bytes")
-                .and_then(Value::as_u64)
-                .map_or("-".into(), |b| b.to_string())
+            model.obj.get("bytes").and_then(Value::as_u64).map_or("-".into(), |b| b.to_string())
         );
         return mb == base;
     }
@@ -698,21 +544,8 @@ fn extra_names(ms: &[&Metric]) -> Vec<String> {
 
 /// A point's row label without its attribute: variant, bytes, then the value of each extra.
 fn row_label(m: &Metric, extras: &[String]) -> Vec<String> {
-    let mut r = vec![
-        m.key.variant.clone().unwrap_or_default(),
-        m.key
-            .bytes
-            .map(|b| human_bytes(b as f64))
-            .unwrap_or_default(),
-    ];
-    r.extend(extras.iter().map(|e| {
-        m.key
-            .extras
-            .iter()
-            .find(|(k, _)| k == e)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
-    }));
+    let mut r = vec![m.key.variant.clone().unwrap_or_default(), m.key.bytes.map(|b| human_bytes(b as f64)).unwrap_or_default()];
+    r.extend(extras.iter().map(|e| m.key.extras.iter().find(|(k, _)| k == e).map(|(_, v)| v.clone()).unwrap_or_default()));
     r
 }
 
@@ -741,10 +574,7 @@ fn pivot(ms: &[&Metric]) -> (Vec<String>, Vec<Vec<String>>) {
     let body = rows
         .into_iter()
         .map(|(mut l, v)| {
-            l.extend(
-                v.into_iter()
-                    .map(|x| x.map(|x| sig(x, 4)).unwrap_or_else(|| "–".into())),
-            );
+            l.extend(v.into_iter().map(|x| x.map(|x| sig(x, 4)).unwrap_or_else(|| "–".into())));
             l
         })
         .collect();
@@ -764,21 +594,10 @@ fn detail_table(ms: &[&Metric], model_recs: &[&Record]) -> (Vec<String>, Vec<Vec
         })
         .collect();
     sorted.sort_by_key(|&(p, a, _)| (p, a));
-    let with_model = ms
-        .iter()
-        .any(|m| model_recs.iter().any(|r| model_matches(r, m)));
-    let mut head: Vec<String> = ["variant", "attr", "bytes"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let with_model = ms.iter().any(|m| model_recs.iter().any(|r| model_matches(r, m)));
+    let mut head: Vec<String> = ["variant", "attr", "bytes"].iter().map(|s| s.to_string()).collect();
     head.extend(extras.iter().cloned());
-    head.extend(
-        [
-            "reps", "min", "median", "max", "mad", "unit", "source", "emulated",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
-    );
+    head.extend(["reps", "min", "median", "max", "mad", "unit", "source", "emulated"].iter().map(|s| s.to_string()));
     if with_model {
         head.push("model".into());
     }
@@ -799,11 +618,7 @@ fn detail_table(ms: &[&Metric], model_recs: &[&Record]) -> (Vec<String>, Vec<Vec
                 m.emulated.map(|e| e.to_string()).unwrap_or_default(),
             ]);
             if with_model {
-                let t: Vec<String> = model_recs
-                    .iter()
-                    .filter(|r| model_matches(r, m))
-                    .map(|r| model_text(r))
-                    .collect();
+                let t: Vec<String> = model_recs.iter().filter(|r| model_matches(r, m)).map(|r| model_text(r)).collect();
                 row.push(t.join("; "));
             }
             row
@@ -815,12 +630,8 @@ fn detail_table(ms: &[&Metric], model_recs: &[&Record]) -> (Vec<String>, Vec<Vec
 /// Builds the report of `run` (plus the records of `model`, if given).
 pub fn build(run: &Log, model: Option<&Log>) -> Report {
     let k = ktap::validate(run, ktap::Options::default());
-    let mut problems: Vec<String> = k
-        .problems
-        .iter()
-        .chain(records::check_contract(run, &k).iter())
-        .map(|p| format!("{}:{}", run.name, p))
-        .collect();
+    let mut problems: Vec<String> =
+        k.problems.iter().chain(records::check_contract(run, &k).iter()).map(|p| format!("{}:{}", run.name, p)).collect();
     problems.sort();
     problems.dedup();
     let (mut recs, _) = records::extract(run);
@@ -834,25 +645,13 @@ pub fn build(run: &Log, model: Option<&Log>) -> Report {
     problems.extend(skipped.iter().map(|s| format!("(records): {s}")));
     let boot = recs.iter().find(|r| r.kind() == "boot");
     let end = recs[..run_records].iter().rev().find(|r| r.kind() == "end");
-    let cntfrq = boot
-        .and_then(|b| b.obj.get("cntfrq"))
-        .and_then(Value::as_u64);
-    let mut c = Ctx {
-        run_name: &run.name,
-        cntfrq,
-        blocks: Vec::new(),
-        figures: Vec::new(),
-    };
+    let cntfrq = boot.and_then(|b| b.obj.get("cntfrq")).and_then(Value::as_u64);
+    let mut c = Ctx { run_name: &run.name, cntfrq, blocks: Vec::new(), figures: Vec::new() };
 
-    c.blocks.push(Block::Heading(
-        1,
-        format!("cachescope report: {}", run.name),
-    ));
+    c.blocks.push(Block::Heading(1, format!("cachescope report: {}", run.name)));
     let mut facts = Vec::new();
     if let Some(b) = boot {
-        for k in [
-            "board", "cpu", "midr", "el", "cntfrq", "ram_size", "emulated",
-        ] {
+        for k in ["board", "cpu", "midr", "el", "cntfrq", "ram_size", "emulated"] {
             if let Some(v) = b.obj.get(k) {
                 facts.push(vec![k.to_string(), value_text(v)]);
             }
@@ -871,10 +670,7 @@ pub fn build(run: &Log, model: Option<&Log>) -> Report {
             ),
         ]);
     } else {
-        facts.push(vec![
-            "results".into(),
-            "no end record (truncated run?)".into(),
-        ]);
+        facts.push(vec!["results".into(), "no end record (truncated run?)".into()]);
     }
     facts.push(vec![
         "validation".into(),
@@ -889,20 +685,14 @@ pub fn build(run: &Log, model: Option<&Log>) -> Report {
         format!(
             "{} in the run log{}; {} metrics",
             run_records,
-            model
-                .map(|m| format!(", {} in {}", recs.len() - run_records, m.name))
-                .unwrap_or_default(),
+            model.map(|m| format!(", {} in {}", recs.len() - run_records, m.name)).unwrap_or_default(),
             metrics.len()
         ),
     ]);
-    c.blocks
-        .push(Block::Table(vec!["fact".into(), "value".into()], facts));
+    c.blocks.push(Block::Table(vec!["fact".into(), "value".into()], facts));
 
-    let emulated = boot
-        .and_then(|b| b.obj.get("emulated"))
-        .and_then(Value::as_bool)
-        == Some(true)
-        || metrics.iter().any(|m| m.emulated == Some(true));
+    let emulated =
+        boot.and_then(|b| b.obj.get("emulated")).and_then(Value::as_bool) == Some(true) || metrics.iter().any(|m| m.emulated == Some(true));
     if emulated {
         c.blocks.push(Block::Warn(
             "This run is emulated (`\"emulated\": true`). QEMU models no caches: timing figures measured under it (sources cntvct and pmccntr) measure the emulator — under `-icount` they count instructions — not cache behaviour. Only figures with source `model` (the cache-model plugin) simulate caches, and they are a model, not hardware.".into(),
@@ -932,38 +722,25 @@ pub fn build(run: &Log, model: Option<&Log>) -> Report {
             .collect();
         if !rows.is_empty() {
             c.blocks.push(Block::Heading(2, "Suites".into()));
-            c.blocks.push(Block::Table(
-                vec!["#".into(), "suite".into(), "result".into()],
-                rows,
-            ));
+            c.blocks.push(Block::Table(vec!["#".into(), "suite".into(), "result".into()], rows));
         }
     }
 
     let caches: Vec<&Record> = recs.iter().filter(|r| r.kind() == "cache").collect();
     c.blocks.push(Block::Heading(2, "Caches (CCSIDR)".into()));
     if caches.is_empty() {
-        c.blocks
-            .push(Block::Para("No `cache` records in this log.".into()));
+        c.blocks.push(Block::Para("No `cache` records in this log.".into()));
     } else {
         let (h, rows) = table_of(&caches, usize::MAX);
         c.blocks.push(Block::Table(h, rows));
     }
 
-    let of = |b: &str| {
-        metrics
-            .iter()
-            .filter(|m| m.key.bench == b)
-            .collect::<Vec<_>>()
-    };
+    let of = |b: &str| metrics.iter().filter(|m| m.key.bench == b).collect::<Vec<_>>();
     c.latency(&of("latency"), &recs);
-    c.blocks.push(Block::Heading(
-        2,
-        "Streaming bandwidth per attribute".into(),
-    ));
+    c.blocks.push(Block::Heading(2, "Streaming bandwidth per attribute".into()));
     let stream = of("stream");
     if stream.is_empty() {
-        c.blocks
-            .push(Block::Para("No `stream` metrics in this log.".into()));
+        c.blocks.push(Block::Para("No `stream` metrics in this log.".into()));
     } else {
         c.bars("stream", "Bandwidth per attribute", &stream);
     }
@@ -977,10 +754,9 @@ pub fn build(run: &Log, model: Option<&Log>) -> Report {
     }
     for b in &others {
         let (heading, title) = match *b {
-            "handoff" | "dma" => (
-                format!("Pinned DMA-like buffer hand-off (bench {b})"),
-                "DMA-like hand-off cost per attribute".to_string(),
-            ),
+            "handoff" | "dma" => {
+                (format!("Pinned DMA-like buffer hand-off (bench {b})"), "DMA-like hand-off cost per attribute".to_string())
+            }
             b => (format!("Bench {b}"), format!("{b} per attribute")),
         };
         c.blocks.push(Block::Heading(2, heading));
@@ -988,10 +764,7 @@ pub fn build(run: &Log, model: Option<&Log>) -> Report {
     }
 
     // Metric tables with merged model records.
-    let model_recs: Vec<&Record> = recs
-        .iter()
-        .filter(|r| r.kind() != "metric" && str_field(r, "source") == Some("model"))
-        .collect();
+    let model_recs: Vec<&Record> = recs.iter().filter(|r| r.kind() != "metric" && str_field(r, "source") == Some("model")).collect();
     if !metrics.is_empty() {
         c.blocks.push(Block::Heading(2, "Metric tables".into()));
         let mut benches: Vec<&str> = Vec::new();
@@ -1002,19 +775,12 @@ pub fn build(run: &Log, model: Option<&Log>) -> Report {
         }
         for b in benches {
             let ms: Vec<&Metric> = metrics.iter().filter(|m| m.key.bench == b).collect();
-            c.blocks.push(Block::Heading(
-                3,
-                format!("{b} ({} measurements)", ms.len()),
-            ));
+            c.blocks.push(Block::Heading(3, format!("{b} ({} measurements)", ms.len())));
             for ((source, unit), group) in by_source_unit(&ms) {
                 c.blocks.push(Block::Para(format!(
                     "Median in {unit}, {}{}:",
                     source_text(&source, cntfrq),
-                    if group.iter().all(|m| m.emulated == Some(true)) {
-                        ", emulated"
-                    } else {
-                        ""
-                    }
+                    if group.iter().all(|m| m.emulated == Some(true)) { ", emulated" } else { "" }
                 )));
                 let (h, rows) = pivot(&group);
                 c.blocks.push(Block::Table(h, rows));
@@ -1025,11 +791,7 @@ pub fn build(run: &Log, model: Option<&Log>) -> Report {
                 format!(
                     "All {} {b} measurements: reps, min, median, max, MAD{}",
                     ms.len(),
-                    if with_model {
-                        ", cache-model counts of the same phase"
-                    } else {
-                        ""
-                    }
+                    if with_model { ", cache-model counts of the same phase" } else { "" }
                 ),
                 Box::new(Block::Table(h, rows)),
             ));
@@ -1048,28 +810,17 @@ pub fn build(run: &Log, model: Option<&Log>) -> Report {
         for kind in kinds {
             let rs: Vec<&Record> = recs.iter().filter(|r| r.kind() == kind).collect();
             let (h, rows) = table_of(&rs, 500);
-            let origin = if rs.iter().any(|r| str_field(r, "source") == Some("model")) {
-                ", from the cache model"
-            } else {
-                ""
-            };
-            c.blocks.push(Block::Heading(
-                3,
-                format!("{kind} ({} records{origin})", rs.len()),
-            ));
+            let origin = if rs.iter().any(|r| str_field(r, "source") == Some("model")) { ", from the cache model" } else { "" };
+            c.blocks.push(Block::Heading(3, format!("{kind} ({} records{origin})", rs.len())));
             c.blocks.push(Block::Table(h, rows));
             if rs.len() > 500 {
-                c.blocks.push(Block::Para(format!(
-                    "… {} more (see `extract`).",
-                    rs.len() - 500
-                )));
+                c.blocks.push(Block::Para(format!("… {} more (see `extract`).", rs.len() - 500)));
             }
         }
     }
 
     if !problems.is_empty() {
-        c.blocks
-            .push(Block::Heading(2, "Validation problems".into()));
+        c.blocks.push(Block::Heading(2, "Validation problems".into()));
         let n = problems.len();
         let mut list: Vec<String> = problems.into_iter().take(50).collect();
         if n > 50 {
@@ -1077,10 +828,7 @@ pub fn build(run: &Log, model: Option<&Log>) -> Report {
         }
         c.blocks.push(Block::List(list));
     }
-    Report {
-        blocks: c.blocks,
-        figures: c.figures,
-    }
+    Report { blocks: c.blocks, figures: c.figures }
 }
 
 fn md_esc(s: &str) -> String {
@@ -1135,13 +883,7 @@ impl Report {
         let title = self
             .blocks
             .iter()
-            .find_map(|b| {
-                if let Block::Heading(1, t) = b {
-                    Some(t.clone())
-                } else {
-                    None
-                }
-            })
+            .find_map(|b| if let Block::Heading(1, t) = b { Some(t.clone()) } else { None })
             .unwrap_or_else(|| "cachescope report".into());
         let mut s = format!(
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n<style>{CSS}</style></head><body>\n",
@@ -1162,22 +904,11 @@ figcaption{font-size:13px;color:#444;max-width:900px}code{background:#f4f4f4;pad
 
 fn md_block(s: &mut String, b: &Block) {
     match b {
-        Block::Heading(n, t) => {
-            s.push_str(&format!("{} {}\n\n", "#".repeat(*n as usize), md_esc(t)))
-        }
+        Block::Heading(n, t) => s.push_str(&format!("{} {}\n\n", "#".repeat(*n as usize), md_esc(t))),
         Block::Para(t) => s.push_str(&format!("{}\n\n", md_inline(t))),
         Block::Warn(t) => s.push_str(&format!("> **Note:** {}\n\n", md_inline(t))),
         Block::Table(h, rows) => {
-            let line = |cells: &[String]| {
-                format!(
-                    "| {} |\n",
-                    cells
-                        .iter()
-                        .map(|c| md_esc(c))
-                        .collect::<Vec<_>>()
-                        .join(" | ")
-                )
-            };
+            let line = |cells: &[String]| format!("| {} |\n", cells.iter().map(|c| md_esc(c)).collect::<Vec<_>>().join(" | "));
             s.push_str(&line(h));
             s.push_str(&format!("|{}\n", "---|".repeat(h.len())));
             for r in rows {
@@ -1185,10 +916,7 @@ fn md_block(s: &mut String, b: &Block) {
             }
             s.push('\n');
         }
-        Block::Figure { n, caption, svg } => s.push_str(&format!(
-            "<div>\n{svg}\n</div>\n\n*Figure {n}: {}*\n\n",
-            md_esc(caption)
-        )),
+        Block::Figure { n, caption, svg } => s.push_str(&format!("<div>\n{svg}\n</div>\n\n*Figure {n}: {}*\n\n", md_esc(caption))),
         Block::List(items) => {
             for i in items {
                 s.push_str(&format!("- {}\n", md_esc(i)));
@@ -1207,10 +935,7 @@ fn html_block(s: &mut String, b: &Block) {
     match b {
         Block::Heading(n, t) => s.push_str(&format!("<h{n}>{}</h{n}>\n", esc(t))),
         Block::Para(t) => s.push_str(&format!("<p>{}</p>\n", html_inline(t))),
-        Block::Warn(t) => s.push_str(&format!(
-            "<p class=\"warn\"><strong>Note:</strong> {}</p>\n",
-            html_inline(t)
-        )),
+        Block::Warn(t) => s.push_str(&format!("<p class=\"warn\"><strong>Note:</strong> {}</p>\n", html_inline(t))),
         Block::Table(h, rows) => {
             s.push_str("<table><thead><tr>");
             for c in h {
@@ -1226,10 +951,9 @@ fn html_block(s: &mut String, b: &Block) {
             }
             s.push_str("</tbody></table>\n");
         }
-        Block::Figure { n, caption, svg } => s.push_str(&format!(
-            "<figure>{svg}<figcaption>Figure {n}: {}</figcaption></figure>\n",
-            esc(caption)
-        )),
+        Block::Figure { n, caption, svg } => {
+            s.push_str(&format!("<figure>{svg}<figcaption>Figure {n}: {}</figcaption></figure>\n", esc(caption)))
+        }
         Block::List(items) => {
             s.push_str("<ul>\n");
             for i in items {
@@ -1261,7 +985,8 @@ mod tests {
         "  ok 1 lat\nok 1 bench\n",
         "# cs: {\"record\":\"end\",\"passed\":1,\"failed\":0,\"skipped\":0}\n",
     );
-    const MODEL: &str = "# cs: {\"record\":\"model-phase\",\"source\":\"model\",\"phase\":\"lat-wb-4k\",\"level\":1,\"accesses\":4096,\"misses\":64}\n";
+    const MODEL: &str =
+        "# cs: {\"record\":\"model-phase\",\"source\":\"model\",\"phase\":\"lat-wb-4k\",\"level\":1,\"accesses\":4096,\"misses\":64}\n";
 
     #[test]
     fn report_has_figures_labels_tables_and_model_merge() {
@@ -1286,11 +1011,7 @@ mod tests {
         }
         assert!(!md.contains("L1I"), "instruction caches are not marked");
         let html = r.render(Format::Html);
-        assert!(
-            html.starts_with("<!DOCTYPE html>")
-                && html.contains("<figure><svg")
-                && html.contains("<code>stream</code>")
-        );
+        assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<figure><svg") && html.contains("<code>stream</code>"));
     }
 
     #[test]
@@ -1305,9 +1026,6 @@ mod tests {
     fn format_from_path() {
         assert_eq!(Format::from_path("r.md").unwrap(), Format::Markdown);
         assert_eq!(Format::from_path("R.HTML").unwrap(), Format::Html);
-        assert!(Format::from_path("r.pdf")
-            .unwrap_err()
-            .0
-            .contains("must end in .md or .html"));
+        assert!(Format::from_path("r.pdf").unwrap_err().0.contains("must end in .md or .html"));
     }
 }

@@ -13,10 +13,7 @@ const RIGHT: f64 = 232.0;
 const BOTTOM: f64 = 64.0;
 /// Longest legend entry, in characters, that fits the right margin.
 const LEGEND_CHARS: usize = 27;
-const PALETTE: [&str; 10] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-    "#7f7f7f", "#bcbd22",
-];
+const PALETTE: [&str; 10] = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
 
 /// Escapes text for SVG/HTML.
 pub fn esc(s: &str) -> String {
@@ -134,13 +131,7 @@ impl Frame {
     fn new(l: &Labels, extra_bottom: f64) -> Frame {
         let top = if l.warning.is_some() { 86.0 } else { 66.0 };
         let h = H + extra_bottom;
-        Frame {
-            h,
-            x0: LEFT,
-            x1: W - RIGHT,
-            y0: top,
-            y1: h - BOTTOM - extra_bottom,
-        }
+        Frame { h, x0: LEFT, x1: W - RIGHT, y0: top, y1: h - BOTTOM - extra_bottom }
     }
 }
 
@@ -149,18 +140,10 @@ type YMap = fn(f64) -> f64;
 
 /// "Nice" linear ticks covering [lo, hi].
 fn nice_ticks(lo: f64, hi: f64) -> Vec<f64> {
-    let (lo, hi) = if hi > lo {
-        (lo, hi)
-    } else {
-        (lo - 1.0, lo + 1.0)
-    };
+    let (lo, hi) = if hi > lo { (lo, hi) } else { (lo - 1.0, lo + 1.0) };
     let raw = (hi - lo) / 5.0;
     let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
-        .iter()
-        .map(|m| m * mag)
-        .find(|s| *s >= raw)
-        .unwrap_or(10.0 * mag);
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(10.0 * mag);
     let start = (lo / step).floor() * step;
     let mut t = Vec::new();
     let mut v = start;
@@ -174,15 +157,8 @@ fn nice_ticks(lo: f64, hi: f64) -> Vec<f64> {
 /// log10 ticks covering [lo, hi] (both > 0): 1-2-5 steps when the range is short, decades
 /// otherwise. Returns (ticks, log10 of the axis ends).
 fn log_ticks(lo: f64, hi: f64) -> (Vec<f64>, f64, f64) {
-    let (a, b) = (
-        lo.log10().floor(),
-        hi.log10().ceil().max(lo.log10().floor() + 1.0),
-    );
-    let mults: &[f64] = if b - a <= 3.0 {
-        &[1.0, 2.0, 5.0]
-    } else {
-        &[1.0]
-    };
+    let (a, b) = (lo.log10().floor(), hi.log10().ceil().max(lo.log10().floor() + 1.0));
+    let mults: &[f64] = if b - a <= 3.0 { &[1.0, 2.0, 5.0] } else { &[1.0] };
     let mut t = Vec::new();
     let mut e = a;
     while e <= b {
@@ -210,11 +186,7 @@ pub fn short_bytes(b: f64) -> String {
 
 /// Text with a white halo, readable over grid lines and data.
 fn halo_text(s: &mut String, attrs: &str, text: &str) {
-    let _ = write!(
-        s,
-        r##"<text {attrs} stroke="#ffffff" stroke-width="3" paint-order="stroke">{}</text>"##,
-        esc(text)
-    );
+    let _ = write!(s, r##"<text {attrs} stroke="#ffffff" stroke-width="3" paint-order="stroke">{}</text>"##, esc(text));
 }
 
 fn header(s: &mut String, l: &Labels, f: &Frame) {
@@ -224,47 +196,17 @@ fn header(s: &mut String, l: &Labels, f: &Frame) {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" font-family="DejaVu Sans, Arial, Helvetica, sans-serif" font-size="12">"#
     );
     let _ = write!(s, r##"<rect width="{W}" height="{h}" fill="#ffffff"/>"##);
-    let _ = write!(
-        s,
-        r#"<text x="{LEFT}" y="24" font-size="16" font-weight="bold">{}</text>"#,
-        esc(&l.title)
-    );
-    let _ = write!(
-        s,
-        r##"<text x="{LEFT}" y="44" fill="#444">{}</text>"##,
-        esc(&l.subtitle)
-    );
+    let _ = write!(s, r#"<text x="{LEFT}" y="24" font-size="16" font-weight="bold">{}</text>"#, esc(&l.title));
+    let _ = write!(s, r##"<text x="{LEFT}" y="44" fill="#444">{}</text>"##, esc(&l.subtitle));
     if let Some(w) = &l.warning {
-        let _ = write!(
-            s,
-            r##"<text x="{LEFT}" y="64" fill="#b00020" font-weight="bold">{}</text>"##,
-            esc(w)
-        );
+        let _ = write!(s, r##"<text x="{LEFT}" y="64" fill="#b00020" font-weight="bold">{}</text>"##, esc(w));
     }
 }
 
 fn frame_and_axis_labels(s: &mut String, l: &Labels, f: &Frame) {
-    let _ = write!(
-        s,
-        r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#333"/>"##,
-        f.x0,
-        f.y0,
-        f.x1 - f.x0,
-        f.y1 - f.y0
-    );
-    let _ = write!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
-        (f.x0 + f.x1) / 2.0,
-        f.h - 14.0,
-        esc(&l.x)
-    );
-    let _ = write!(
-        s,
-        r#"<text transform="translate(18,{}) rotate(-90)" text-anchor="middle">{}</text>"#,
-        (f.y0 + f.y1) / 2.0,
-        esc(&l.y)
-    );
+    let _ = write!(s, r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#333"/>"##, f.x0, f.y0, f.x1 - f.x0, f.y1 - f.y0);
+    let _ = write!(s, r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#, (f.x0 + f.x1) / 2.0, f.h - 14.0, esc(&l.x));
+    let _ = write!(s, r#"<text transform="translate(18,{}) rotate(-90)" text-anchor="middle">{}</text>"#, (f.y0 + f.y1) / 2.0, esc(&l.y));
 }
 
 fn y_axis(s: &mut String, f: &Frame, ticks: &[f64], ymap: &dyn Fn(f64) -> f64) {
@@ -289,23 +231,11 @@ fn y_axis(s: &mut String, f: &Frame, ticks: &[f64], ymap: &dyn Fn(f64) -> f64) {
 
 /// Draws series marker `i` (shape by i % 4, hollow for odd i so overlapping series stay visible).
 fn marker_shape(s: &mut String, i: usize, x: f64, y: f64, color: &str, tip: &str) {
-    let paint = if i % 2 == 1 {
-        format!(r##"fill="#ffffff" stroke="{color}" stroke-width="1.6""##)
-    } else {
-        format!(r#"fill="{color}""#)
-    };
+    let paint = if i % 2 == 1 { format!(r##"fill="#ffffff" stroke="{color}" stroke-width="1.6""##) } else { format!(r#"fill="{color}""#) };
     let tip = format!("<title>{}</title>", esc(tip));
     let _ = match i % 4 {
-        0 => write!(
-            s,
-            r#"<circle cx="{x:.1}" cy="{y:.1}" r="3.5" {paint}>{tip}</circle>"#
-        ),
-        1 => write!(
-            s,
-            r#"<rect x="{:.1}" y="{:.1}" width="7" height="7" {paint}>{tip}</rect>"#,
-            x - 3.5,
-            y - 3.5
-        ),
+        0 => write!(s, r#"<circle cx="{x:.1}" cy="{y:.1}" r="3.5" {paint}>{tip}</circle>"#),
+        1 => write!(s, r#"<rect x="{:.1}" y="{:.1}" width="7" height="7" {paint}>{tip}</rect>"#, x - 3.5, y - 3.5),
         2 => write!(
             s,
             r#"<path d="M{x:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} Z" {paint}>{tip}</path>"#,
@@ -341,18 +271,9 @@ fn legend(s: &mut String, names: &[String], f: &Frame, bars: bool) {
         let y = f.y0 + 8.0 + i as f64 * 17.0;
         let c = PALETTE[i % PALETTE.len()];
         if bars {
-            let _ = write!(
-                s,
-                r#"<rect x="{x}" y="{:.1}" width="16" height="10" fill="{c}"/>"#,
-                y - 5.0
-            );
+            let _ = write!(s, r#"<rect x="{x}" y="{:.1}" width="16" height="10" fill="{c}"/>"#, y - 5.0);
         } else {
-            let _ = write!(
-                s,
-                r#"<line x1="{x}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{c}" stroke-width="2"{}/>"#,
-                x + 20.0,
-                dash(i)
-            );
+            let _ = write!(s, r#"<line x1="{x}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{c}" stroke-width="2"{}/>"#, x + 20.0, dash(i));
             marker_shape(s, i, x + 10.0, y, c, n);
         }
         let mut label: String = n.chars().take(LEGEND_CHARS).collect();
@@ -360,22 +281,10 @@ fn legend(s: &mut String, names: &[String], f: &Frame, bars: bool) {
             label.pop();
             label.push('…');
         }
-        let _ = write!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}"><title>{}</title>{}</text>"#,
-            x + 26.0,
-            y + 4.0,
-            esc(n),
-            esc(&label)
-        );
+        let _ = write!(s, r#"<text x="{:.1}" y="{:.1}"><title>{}</title>{}</text>"#, x + 26.0, y + 4.0, esc(n), esc(&label));
     }
     if names.len() > max {
-        let _ = write!(
-            s,
-            r#"<text x="{x}" y="{:.1}">… {} more series</text>"#,
-            f.y0 + 8.0 + max as f64 * 17.0,
-            names.len() - max
-        );
+        let _ = write!(s, r#"<text x="{x}" y="{:.1}">… {} more series</text>"#, f.y0 + 8.0 + max as f64 * 17.0, names.len() - max);
     }
 }
 
@@ -394,28 +303,12 @@ impl LinePlot {
     pub fn render(&self) -> String {
         let xlog = self.x_scale != XScale::Linear;
         let ylog = self.y_log;
-        let ok = |p: &Point| {
-            p.y.is_finite() && p.x.is_finite() && (!xlog || p.x > 0.0) && (!ylog || p.y > 0.0)
-        };
-        let pts: Vec<&Point> = self
-            .series
-            .iter()
-            .flat_map(|s| s.points.iter())
-            .filter(|p| ok(p))
-            .collect();
+        let ok = |p: &Point| p.y.is_finite() && p.x.is_finite() && (!xlog || p.x > 0.0) && (!ylog || p.y > 0.0);
+        let pts: Vec<&Point> = self.series.iter().flat_map(|s| s.points.iter()).filter(|p| ok(p)).collect();
         let tx = |x: f64| if xlog { x.log2() } else { x };
-        let markers: Vec<&Marker> = self
-            .markers
-            .iter()
-            .filter(|m| m.x.is_finite() && (!xlog || m.x > 0.0))
-            .collect();
-        let xs = pts
-            .iter()
-            .map(|p| tx(p.x))
-            .chain(markers.iter().map(|m| tx(m.x)));
-        let (mut xlo, mut xhi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
-            (a.min(x), b.max(x))
-        });
+        let markers: Vec<&Marker> = self.markers.iter().filter(|m| m.x.is_finite() && (!xlog || m.x > 0.0)).collect();
+        let xs = pts.iter().map(|p| tx(p.x)).chain(markers.iter().map(|m| tx(m.x)));
+        let (mut xlo, mut xhi) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
         if !xlo.is_finite() {
             (xlo, xhi) = (0.0, 1.0);
         }
@@ -436,27 +329,18 @@ impl LinePlot {
         let ymin = ys.iter().cloned().fold(f64::INFINITY, f64::min);
         let ymax = ys.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let (yticks, ylo, yhi, ty): (Vec<f64>, f64, f64, YMap) = if ylog {
-            let (lo, hi) = if ymin.is_finite() {
-                (ymin, ymax)
-            } else {
-                (1.0, 10.0)
-            };
+            let (lo, hi) = if ymin.is_finite() { (ymin, ymax) } else { (1.0, 10.0) };
             let (t, a, b) = log_ticks(lo, hi);
             (t, a, b, f64::log10)
         } else {
-            let (lo, hi) = if ymin.is_finite() {
-                (ymin.min(0.0), ymax)
-            } else {
-                (0.0, 1.0)
-            };
+            let (lo, hi) = if ymin.is_finite() { (ymin.min(0.0), ymax) } else { (0.0, 1.0) };
             let t = nice_ticks(lo, hi * 1.05);
             let (a, b) = (t[0].min(lo), *t.last().unwrap_or(&1.0));
             (t, a, b, |y| y)
         };
         let f = Frame::new(&self.labels, 0.0);
         let xmap = |x: f64| f.x0 + (tx(x) - xlo) / (xhi - xlo) * (f.x1 - f.x0);
-        let ymap =
-            |y: f64| f.y1 - (ty(y) - ylo) / (yhi - ylo).max(f64::MIN_POSITIVE) * (f.y1 - f.y0);
+        let ymap = |y: f64| f.y1 - (ty(y) - ylo) / (yhi - ylo).max(f64::MIN_POSITIVE) * (f.y1 - f.y0);
 
         let mut s = String::new();
         header(&mut s, &self.labels, &f);
@@ -467,17 +351,9 @@ impl LinePlot {
             while e as f64 <= xhi {
                 let v = 2f64.powi(e as i32);
                 let x = xmap(v);
-                let _ = write!(
-                    s,
-                    r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="#ececec"/>"##,
-                    f.y0, f.y1
-                );
+                let _ = write!(s, r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="#ececec"/>"##, f.y0, f.y1);
                 if ((e - xlo as i64) as usize).is_multiple_of(every) {
-                    let lab = if self.x_scale == XScale::Log2Bytes {
-                        short_bytes(v)
-                    } else {
-                        sig(v, 4)
-                    };
+                    let lab = if self.x_scale == XScale::Log2Bytes { short_bytes(v) } else { sig(v, 4) };
                     let _ = write!(
                         s,
                         r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="#333"/><text x="{x:.1}" y="{}" text-anchor="middle">{}</text>"##,
@@ -490,10 +366,7 @@ impl LinePlot {
                 e += 1;
             }
         } else {
-            for t in nice_ticks(xlo, xhi)
-                .into_iter()
-                .filter(|t| (xlo..=xhi).contains(t))
-            {
+            for t in nice_ticks(xlo, xhi).into_iter().filter(|t| (xlo..=xhi).contains(t)) {
                 let x = xmap(t);
                 let _ = write!(
                     s,
@@ -510,11 +383,7 @@ impl LinePlot {
         y_axis(&mut s, &f, &yticks, &ymap);
         for m in &markers {
             let x = xmap(m.x);
-            let (color, dash) = if m.knee {
-                ("#d95f02", "2 3")
-            } else {
-                ("#555", "5 4")
-            };
+            let (color, dash) = if m.knee { ("#d95f02", "2 3") } else { ("#555", "5 4") };
             let _ = write!(
                 s,
                 r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="{color}" stroke-width="1.4" stroke-dasharray="{dash}"><title>{}</title></line>"##,
@@ -541,23 +410,11 @@ impl LinePlot {
                 }
             }
             if p.len() > 1 {
-                let d: Vec<String> = p
-                    .iter()
-                    .map(|q| format!("{:.1},{:.1}", xmap(q.x), ymap(q.y)))
-                    .collect();
-                let _ = write!(
-                    s,
-                    r#"<polyline points="{}" fill="none" stroke="{c}" stroke-width="1.8"{}/>"#,
-                    d.join(" "),
-                    dash(i)
-                );
+                let d: Vec<String> = p.iter().map(|q| format!("{:.1},{:.1}", xmap(q.x), ymap(q.y))).collect();
+                let _ = write!(s, r#"<polyline points="{}" fill="none" stroke="{c}" stroke-width="1.8"{}/>"#, d.join(" "), dash(i));
             }
             for q in &p {
-                let xl = if self.x_scale == XScale::Log2Bytes {
-                    crate::metrics::human_bytes(q.x)
-                } else {
-                    sig(q.x, 6)
-                };
+                let xl = if self.x_scale == XScale::Log2Bytes { crate::metrics::human_bytes(q.x) } else { sig(q.x, 6) };
                 let tip = format!("{}: {xl} → {}", ser.name, sig(q.y, 5));
                 marker_shape(&mut s, i, xmap(q.x), ymap(q.y), c, &tip);
             }
@@ -572,11 +429,7 @@ impl LinePlot {
                     f.y1 - 6.0
                 )
             } else {
-                format!(
-                    r##"transform="translate({:.1},{:.1}) rotate(90)" fill="#333" font-size="11""##,
-                    xmap(m.x) + 4.0,
-                    f.y0 + 6.0
-                )
+                format!(r##"transform="translate({:.1},{:.1}) rotate(90)" fill="#333" font-size="11""##, xmap(m.x) + 4.0, f.y0 + 6.0)
             };
             halo_text(&mut s, &attrs, &m.label);
         }
@@ -595,12 +448,7 @@ impl BarChart {
     /// Renders the chart. Each category shows bars only for the series that have a value
     /// there (`None` = no bar); a non-finite value is drawn as "n/a".
     pub fn render(&self) -> String {
-        let vals: Vec<f64> = self
-            .series
-            .iter()
-            .flat_map(|(_, v)| v.iter().flatten().cloned())
-            .filter(|v| v.is_finite())
-            .collect();
+        let vals: Vec<f64> = self.series.iter().flat_map(|(_, v)| v.iter().flatten().cloned()).filter(|v| v.is_finite()).collect();
         let ymin = vals.iter().cloned().fold(0.0f64, f64::min);
         let ymax = vals.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
         let ymax = if ymax.is_finite() { ymax } else { 1.0 };
@@ -608,31 +456,17 @@ impl BarChart {
         let (ylo, yhi) = (yticks[0].min(ymin), *yticks.last().unwrap_or(&1.0));
         let n = self.categories.len().max(1) as f64;
         let group = (W - RIGHT - LEFT) / n;
-        let longest = self
-            .categories
-            .iter()
-            .map(|c| c.chars().count())
-            .max()
-            .unwrap_or(0);
+        let longest = self.categories.iter().map(|c| c.chars().count()).max().unwrap_or(0);
         let rotate = longest as f64 * 6.8 > group;
         // Rotated labels (30°) need room below the axis: about 3.4 px per character.
-        let extra = if rotate {
-            (longest.min(40) as f64 * 3.4 - 10.0).max(0.0)
-        } else {
-            0.0
-        };
+        let extra = if rotate { (longest.min(40) as f64 * 3.4 - 10.0).max(0.0) } else { 0.0 };
         let f = Frame::new(&self.labels, extra);
         let ymap = |y: f64| f.y1 - (y - ylo) / (yhi - ylo).max(f64::MIN_POSITIVE) * (f.y1 - f.y0);
         let mut s = String::new();
         header(&mut s, &self.labels, &f);
         y_axis(&mut s, &f, &yticks, &ymap);
         let most = (0..self.categories.len())
-            .map(|ci| {
-                self.series
-                    .iter()
-                    .filter(|(_, v)| v.get(ci).is_some_and(|x| x.is_some()))
-                    .count()
-            })
+            .map(|ci| self.series.iter().filter(|(_, v)| v.get(ci).is_some_and(|x| x.is_some())).count())
             .max()
             .unwrap_or(1)
             .max(1) as f64;
@@ -642,9 +476,7 @@ impl BarChart {
                 .series
                 .iter()
                 .enumerate()
-                .filter_map(|(si, (name, v))| {
-                    v.get(ci).cloned().flatten().map(|x| (si, name.as_str(), x))
-                })
+                .filter_map(|(si, (name, v))| v.get(ci).cloned().flatten().map(|x| (si, name.as_str(), x)))
                 .collect();
             let cx = f.x0 + group * (ci as f64 + 0.5);
             let start = cx - bw * present.len() as f64 / 2.0;
@@ -678,12 +510,7 @@ impl BarChart {
                     esc(cat)
                 );
             } else {
-                let _ = write!(
-                    s,
-                    r#"<text x="{cx:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-                    f.y1 + 18.0,
-                    esc(cat)
-                );
+                let _ = write!(s, r#"<text x="{cx:.1}" y="{:.1}" text-anchor="middle">{}</text>"#, f.y1 + 18.0, esc(cat));
             }
         }
         frame_and_axis_labels(&mut s, &self.labels, &f);
@@ -702,40 +529,19 @@ mod tests {
     use super::*;
 
     fn labels() -> Labels {
-        Labels {
-            title: "T <1>".into(),
-            subtitle: "source: cntvct".into(),
-            warning: Some("EMULATED".into()),
-            x: "x".into(),
-            y: "y".into(),
-        }
+        Labels { title: "T <1>".into(), subtitle: "source: cntvct".into(), warning: Some("EMULATED".into()), x: "x".into(), y: "y".into() }
     }
 
     fn pt(x: f64, y: f64) -> Point {
-        Point {
-            x,
-            y,
-            lo: None,
-            hi: None,
-        }
+        Point { x, y, lo: None, hi: None }
     }
 
     #[test]
     fn ticks_are_nice() {
         assert_eq!(nice_ticks(0.0, 10.0), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
         assert_eq!(nice_ticks(5.0, 5.0), vec![4.0, 4.5, 5.0, 5.5, 6.0]);
-        assert_eq!(
-            log_ticks(1.5, 130.0),
-            (
-                vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0],
-                0.0,
-                3.0
-            )
-        );
-        assert_eq!(
-            log_ticks(0.01, 1e4).0,
-            vec![0.01, 0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0]
-        );
+        assert_eq!(log_ticks(1.5, 130.0), (vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0], 0.0, 3.0));
+        assert_eq!(log_ticks(0.01, 1e4).0, vec![0.01, 0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0]);
         assert_eq!(short_bytes(1024.0), "1K");
         assert_eq!(short_bytes(1.5 * 1048576.0), "1.5M");
         assert_eq!(short_bytes(512.0), "512");
@@ -749,28 +555,11 @@ mod tests {
             y_log: false,
             series: vec![Series {
                 name: "wb & co".into(),
-                points: vec![
-                    Point {
-                        x: 1024.0,
-                        y: 2.0,
-                        lo: Some(1.0),
-                        hi: Some(3.0),
-                    },
-                    pt(1048576.0, 9.0),
-                    pt(0.0, 1.0),
-                ],
+                points: vec![Point { x: 1024.0, y: 2.0, lo: Some(1.0), hi: Some(3.0) }, pt(1048576.0, 9.0), pt(0.0, 1.0)],
             }],
             markers: vec![
-                Marker {
-                    x: 32768.0,
-                    label: "L1D 32 KiB".into(),
-                    knee: false,
-                },
-                Marker {
-                    x: 40960.0,
-                    label: "knee 40 KiB (wb)".into(),
-                    knee: true,
-                },
+                Marker { x: 32768.0, label: "L1D 32 KiB".into(), knee: false },
+                Marker { x: 40960.0, label: "knee 40 KiB (wb)".into(), knee: true },
             ],
         };
         let svg = p.render();
@@ -799,18 +588,11 @@ mod tests {
             labels: labels(),
             x_scale: XScale::Log2,
             y_log: true,
-            series: vec![Series {
-                name: "s".into(),
-                points: vec![pt(16.0, 1.5), pt(32.0, 0.0), pt(64.0, 120.0)],
-            }],
+            series: vec![Series { name: "s".into(), points: vec![pt(16.0, 1.5), pt(32.0, 0.0), pt(64.0, 120.0)] }],
             markers: vec![],
         };
         let svg = p.render();
-        assert_eq!(
-            svg.matches("<circle").count(),
-            3,
-            "2 points + the legend sample"
-        );
+        assert_eq!(svg.matches("<circle").count(), 3, "2 points + the legend sample");
         assert!(svg.contains(">1000<") && svg.contains(">1<") && !svg.contains("NaN"));
     }
 
@@ -819,27 +601,13 @@ mod tests {
         let b = BarChart {
             labels: labels(),
             categories: vec!["read".into(), "write".into()],
-            series: vec![
-                ("wb".into(), vec![Some(5.0), None]),
-                ("nc".into(), vec![Some(1.0), Some(f64::NAN)]),
-            ],
+            series: vec![("wb".into(), vec![Some(5.0), None]), ("nc".into(), vec![Some(1.0), Some(f64::NAN)])],
         };
         let svg = b.render();
         assert!(svg.contains(">read<") && svg.contains("read / wb: 5"));
-        assert_eq!(
-            svg.matches(">n/a<").count(),
-            1,
-            "NaN is n/a; an absent series is no bar"
-        );
+        assert_eq!(svg.matches(">n/a<").count(), 1, "NaN is n/a; an absent series is no bar");
         assert!(!svg.contains("NaN"));
-        let empty = LinePlot {
-            labels: labels(),
-            x_scale: XScale::Log2,
-            y_log: false,
-            series: vec![],
-            markers: vec![],
-        }
-        .render();
+        let empty = LinePlot { labels: labels(), x_scale: XScale::Log2, y_log: false, series: vec![], markers: vec![] }.render();
         assert!(empty.contains("no data") && !empty.contains("NaN") && !empty.contains("inf"));
     }
 }

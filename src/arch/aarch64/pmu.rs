@@ -7,21 +7,21 @@ use tock_registers::interfaces::{Readable, Writeable};
 #[allow(missing_docs)]
 pub mod fields {
     use tock_registers::register_bitfields;
-register_bitfields! {u64,
-    /// PMCR_EL0: performance monitors control.
-    pub PMCR_EL0 [
-        /// Number of event counters implemented.
-        N OFFSET(11) NUMBITS(5) [],
-        /// Long cycle counter (64-bit overflow).
-        LC OFFSET(6) NUMBITS(1) [],
-        /// Cycle counter reset (write 1).
-        C OFFSET(2) NUMBITS(1) [],
-        /// Event counter reset (write 1).
-        P OFFSET(1) NUMBITS(1) [],
-        /// Enable.
-        E OFFSET(0) NUMBITS(1) []
-    ]
-}
+    register_bitfields! {u64,
+        /// PMCR_EL0: performance monitors control.
+        pub PMCR_EL0 [
+            /// Number of event counters implemented.
+            N OFFSET(11) NUMBITS(5) [],
+            /// Long cycle counter (64-bit overflow).
+            LC OFFSET(6) NUMBITS(1) [],
+            /// Cycle counter reset (write 1).
+            C OFFSET(2) NUMBITS(1) [],
+            /// Event counter reset (write 1).
+            P OFFSET(1) NUMBITS(1) [],
+            /// Enable.
+            E OFFSET(0) NUMBITS(1) []
+        ]
+    }
 }
 pub use fields::PMCR_EL0;
 

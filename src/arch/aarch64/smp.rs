@@ -28,7 +28,8 @@ pub struct Slot {
 #[no_mangle]
 #[allow(non_upper_case_globals)]
 static cs_secondary_slots: [Slot; MAX_CORES] =
-    [const { Slot { stack_top: AtomicU64::new(0), entry: AtomicU64::new(0), arg: AtomicU64::new(0), _reserved: AtomicU64::new(0) } }; MAX_CORES];
+    [const { Slot { stack_top: AtomicU64::new(0), entry: AtomicU64::new(0), arg: AtomicU64::new(0), _reserved: AtomicU64::new(0) } };
+        MAX_CORES];
 
 extern "C" {
     fn cs_secondary_entry();

@@ -68,7 +68,7 @@ pub mod fields {
         ]
     }
 }
-pub use fields::{TABLE, LEAF};
+pub use fields::{LEAF, TABLE};
 
 /// Normal, inner and outer write-back non-transient, read- and write-allocate.
 pub const MAIR_NORMAL_WB: u8 = 0xff;

@@ -37,7 +37,7 @@ pub mod fields {
         ]
     }
 }
-pub use fields::{PAR};
+pub use fields::PAR;
 
 /// The output address limit for ID_AA64MMFR0_EL1.PARange, capped at 48 bits (the 4 KiB
 /// descriptor format without FEAT_LPA2 holds 48-bit addresses).
@@ -350,7 +350,10 @@ mod tests {
     #[test]
     fn sctlr_view() {
         let s = format!("{}", SctlrView(0x30d0_199d));
-        assert!(s.contains("M=1 (MMU on)") && s.contains("C=1 (D-cache on)") && s.contains("I=1 (I-cache on)") && s.contains("little-endian"), "{s}");
+        assert!(
+            s.contains("M=1 (MMU on)") && s.contains("C=1 (D-cache on)") && s.contains("I=1 (I-cache on)") && s.contains("little-endian"),
+            "{s}"
+        );
         let s = format!("{}", SctlrView(0x30d0_0800));
         assert!(s.contains("M=0 (MMU off)") && s.contains("C=0 (D-cache off)"), "{s}");
     }

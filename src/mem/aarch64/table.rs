@@ -406,12 +406,19 @@ mod tests {
         let n = t.table_count();
         let rw = Attributes::RW_DATA;
         assert_eq!(t.map("x", 0x1001, 0, 4096, rw, Granularity::Largest), Err(Error::Unaligned { what: "virtual address", value: 0x1001 }));
-        assert_eq!(t.map("x", 0x1000, 0x10, 4096, rw, Granularity::Largest), Err(Error::Unaligned { what: "physical address", value: 0x10 }));
+        assert_eq!(
+            t.map("x", 0x1000, 0x10, 4096, rw, Granularity::Largest),
+            Err(Error::Unaligned { what: "physical address", value: 0x10 })
+        );
         assert_eq!(t.map("x", 0x1000, 0, 100, rw, Granularity::Largest), Err(Error::Unaligned { what: "length", value: 100 }));
         assert_eq!(t.map("x", 0x1000, 0, 0, rw, Granularity::Largest), Err(Error::Empty { va: 0x1000 }));
         // Overlap: the same range, a range straddling its start, and a range containing it.
         for (va, len) in [(2 * MIB, 2 * MIB), (MIB, 2 * MIB), (0, 8 * MIB), (3 * MIB, 4096)] {
-            assert_eq!(t.map("x", va, va, len, rw, Granularity::Largest), Err(Error::Overlap { va, len, existing: "a" }), "{va:#x}+{len:#x}");
+            assert_eq!(
+                t.map("x", va, va, len, rw, Granularity::Largest),
+                Err(Error::Overlap { va, len, existing: "a" }),
+                "{va:#x}+{len:#x}"
+            );
         }
         let wx = Attributes { executable: true, ..rw };
         assert_eq!(t.map("x", GIB, GIB, 4096, wx, Granularity::Largest), Err(Error::WriteExecute));
@@ -463,7 +470,9 @@ mod tests {
         assert_eq!(t.break_range(2 * GIB, 2 * MIB).unwrap(), [2 * GIB]);
         assert_eq!(t.walk(2 * GIB), Walk::Fault { level: 2 });
         t.make_range(2 * GIB, 2 * MIB, Attributes::data(MemAttr::DeviceGRE)).unwrap();
-        assert!(matches!(t.walk(2 * GIB + 5), Walk::Mapped { level: 2, pa, attrs } if pa == 4 * GIB + 5 && attrs.mem == MemAttr::DeviceGRE));
+        assert!(
+            matches!(t.walk(2 * GIB + 5), Walk::Mapped { level: 2, pa, attrs } if pa == 4 * GIB + 5 && attrs.mem == MemAttr::DeviceGRE)
+        );
         // Unmapped ranges and bad attributes.
         assert_eq!(t.break_range(5 * GIB, 4096), Err(Error::NotMapped { va: 5 * GIB }));
         t.break_range(GIB, 4096).unwrap();
