@@ -118,9 +118,10 @@ fn cisw_then_miss(ctx: &mut Ctx) {
 
 fn nc_bypass(ctx: &mut Ctx) {
     let b = buffer(ctx, 1);
-    model::window(b, BUF, ModelAttr::NormalNonCacheable);
+    // The MMU is off: PA = VA.
+    model::window(b, b as u64, BUF, ModelAttr::NormalNonCacheable);
     model::phase(c"nc-scan", 5, || read_lines(b));
-    model::window(b, 0, ModelAttr::NormalNonCacheable);
+    model::window(b, model::PA_UNKNOWN, 0, ModelAttr::NormalNonCacheable);
     model::phase(c"wb-scan", 6, || read_lines(b));
     ctx.check(true, "windows declared");
 }
@@ -133,13 +134,13 @@ fn wb_vs_wt(ctx: &mut Ctx) {
         write_lines(wb);
         dc_lines(wb, true);
     });
-    model::window(wt, BUF, ModelAttr::NormalWriteThrough);
+    model::window(wt, wt as u64, BUF, ModelAttr::NormalWriteThrough);
     read_lines(wt);
     model::phase(c"wt-write-clean", 8, || {
         write_lines(wt);
         dc_lines(wt, true);
     });
-    model::window(wt, 0, ModelAttr::NormalWriteThrough);
+    model::window(wt, model::PA_UNKNOWN, 0, ModelAttr::NormalWriteThrough);
     ctx.check(true, "phases ran");
 }
 

@@ -155,10 +155,12 @@ pub fn build(boot: &BootInfo) -> Result<(), Error> {
     drop(st);
     let windows = WINDOWS.call_once(|| windows);
     for w in windows {
-        model::window(w.va, w.len, w.attr.model_attr());
+        model::window(w.va, w.pa as u64, w.len, w.attr.model_attr());
     }
     for d in &devices {
-        model::window(d.base as usize & !(PAGE_SIZE as usize - 1), PAGE_SIZE as usize, model::ModelAttr::Device);
+        // Identity mapped: PA = VA.
+        let page = d.base & !(PAGE_SIZE - 1);
+        model::window(page as usize, page, PAGE_SIZE as usize, model::ModelAttr::Device);
     }
     Ok(())
 }
@@ -280,7 +282,7 @@ pub fn map(name: &'static str, va: u64, pa: u64, len: u64, attrs: Attributes, gr
     with_tables(|t| t.map(name, va, pa, len, attrs, gran))?;
     hw::dsb_ishst();
     hw::tlbi_sync();
-    model::window(va as usize, len as usize, attrs.mem.model_attr());
+    model::window(va as usize, pa, len as usize, attrs.mem.model_attr());
     Ok(())
 }
 
@@ -296,7 +298,7 @@ fn invalidate_tlb(vas: &[u64]) {
 pub fn unmap(va: u64, len: u64) -> Result<(), Error> {
     let vas = with_tables(|t| t.unmap(va, len))?;
     invalidate_tlb(&vas);
-    model::window(va as usize, 0, model::ModelAttr::Device);
+    model::window(va as usize, model::PA_UNKNOWN, 0, model::ModelAttr::Device);
     Ok(())
 }
 
@@ -309,13 +311,13 @@ pub fn break_range(va: u64, len: u64) -> Result<(), Error> {
 }
 
 /// Make: broken leaves of `[va, va+len)` get `attrs` (same output addresses); `DSB ISHST`,
-/// `ISB`; the cache model is told the range's new type. Refused while any of them is still
-/// valid.
+/// `ISB`; the cache model is told the range's new type (and its PA when physically
+/// contiguous). Refused while any of them is still valid.
 pub fn make_range(va: u64, len: u64, attrs: Attributes) -> Result<(), Error> {
-    with_tables(|t| t.make_range(va, len, attrs))?;
+    let pa = with_tables(|t| t.make_range(va, len, attrs))?;
     hw::dsb_ishst();
     hw::tlbi_sync();
-    model::window(va as usize, len as usize, attrs.mem.model_attr());
+    model::window(va as usize, pa.unwrap_or(model::PA_UNKNOWN), len as usize, attrs.mem.model_attr());
     Ok(())
 }
 

@@ -311,19 +311,24 @@ impl Tables {
 
     /// Make: gives every broken leaf of `[va, va+len)` new attributes, same output address.
     /// Refuses a leaf that is still valid ([`Error::LiveEntry`]): that would change a live
-    /// mapping without break-before-make.
-    pub fn make_range(&mut self, va: u64, len: u64, attrs: Attributes) -> Result<(), Error> {
+    /// mapping without break-before-make. Returns the output address of `va` when the range is
+    /// physically contiguous (one VA→PA offset throughout), else `None`.
+    pub fn make_range(&mut self, va: u64, len: u64, attrs: Attributes) -> Result<Option<u64>, Error> {
         attrs.validate()?;
         let leaves = self.leaves(va, len)?;
         if let Some((v, _)) = leaves.iter().find(|(_, s)| s.raw & 1 != 0) {
             return Err(Error::LiveEntry { va: *v });
         }
-        for (_, s) in &leaves {
+        let mut offset = None;
+        let mut contiguous = true;
+        for (base, s) in &leaves {
             if let Entry::Leaf(out) = descriptor::classify(s.raw | 1, s.level) {
                 self.tables[s.table].0[s.index] = descriptor::leaf(out, s.level, attrs);
+                let this = out.wrapping_sub(*base);
+                contiguous &= *offset.get_or_insert(this) == this;
             }
         }
-        Ok(())
+        Ok(offset.filter(|_| contiguous).map(|o| va.wrapping_add(o)))
     }
 
     /// Removes the mapping that is exactly `[va, va+len)`: every leaf becomes zero. Returns the
@@ -463,16 +468,21 @@ mod tests {
         // A make over a partly live range is refused as a whole.
         assert_eq!(t.make_range(GIB, 3 * 4096, nc), Err(Error::LiveEntry { va: GIB }));
         assert_eq!(t.walk(GIB + 4096), Walk::Fault { level: 3 });
-        t.make_range(GIB + 4096, 2 * 4096, nc).unwrap();
+        assert_eq!(t.make_range(GIB + 4096, 2 * 4096, nc), Ok(Some(3 * GIB + 4096)), "contiguous: the PA of the start");
         assert_eq!(t.walk(GIB + 8192 + 7), Walk::Mapped { level: 3, pa: 3 * GIB + 8192 + 7, attrs: nc });
         // Part of a block: refused; the whole block: fine.
         assert_eq!(t.break_range(2 * GIB, 4096), Err(Error::SplitsBlock { va: 2 * GIB, level: 2 }));
         assert_eq!(t.break_range(2 * GIB, 2 * MIB).unwrap(), [2 * GIB]);
         assert_eq!(t.walk(2 * GIB), Walk::Fault { level: 2 });
-        t.make_range(2 * GIB, 2 * MIB, Attributes::data(MemAttr::DeviceGRE)).unwrap();
+        assert_eq!(t.make_range(2 * GIB, 2 * MIB, Attributes::data(MemAttr::DeviceGRE)), Ok(Some(4 * GIB)));
         assert!(
             matches!(t.walk(2 * GIB + 5), Walk::Mapped { level: 2, pa, attrs } if pa == 4 * GIB + 5 && attrs.mem == MemAttr::DeviceGRE)
         );
+        // A range over two mappings that are not physically adjacent: no single PA.
+        t.map("apart", GIB + 16 * 4096, 5 * GIB, 4096, wb, Granularity::Pages).unwrap();
+        t.break_range(GIB + 15 * 4096, 2 * 4096).unwrap();
+        assert_eq!(t.make_range(GIB + 15 * 4096, 2 * 4096, nc), Ok(None));
+        assert_eq!(t.walk(GIB + 16 * 4096), Walk::Mapped { level: 3, pa: 5 * GIB, attrs: nc });
         // Unmapped ranges and bad attributes.
         assert_eq!(t.break_range(5 * GIB, 4096), Err(Error::NotMapped { va: 5 * GIB }));
         t.break_range(GIB, 4096).unwrap();
