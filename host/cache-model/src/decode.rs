@@ -13,7 +13,7 @@ pub const MARKER: u32 = 0xd503_2fff;
 /// An instruction the plugin acts on. `rt` is the operand register number (31 = XZR).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Insn {
-    /// The cache-model marker (arguments in x9..x12).
+    /// The cache-model marker (arguments in x9..x13).
     Marker,
     /// DC by virtual address: IVAC, CVAC, CIVAC (to PoC), CVAU (to PoU).
     DcVa {

@@ -14,8 +14,9 @@
 //! reports both its VA and its PA. In order:
 //! 1. **learned page**: a direct-mapped table of 4 KiB pages filled by accesses (like a TLB; any
 //!    TLBI empties it);
-//! 2. **window**: the VA lies in a declared window whose VA→PA offset was learned from an access
-//!    anywhere in that window (the kernel's alias windows map one contiguous physical arena);
+//! 2. **window**: the VA lies in a declared window whose VA→PA offset is known: declared with the
+//!    window (protocol v2: the window marker's PA), else learned from the first access anywhere
+//!    in that window (the kernel's windows each map one contiguous physical range);
 //! 3. **identity**: PA = VA (the kernel runs identity-mapped outside its windows). Counted
 //!    separately in the `model-run` record so a wrong guess cannot hide.
 
@@ -36,7 +37,7 @@ pub struct Window {
     pub len: u64,
     /// Attribute of the window.
     pub attr: Attr,
-    /// PA − VA, once learned from an access inside the window.
+    /// PA − VA: declared with the window, or learned from the first access inside it.
     pub offset: Option<u64>,
 }
 
@@ -89,11 +90,12 @@ impl Guest {
         self.sctlr
     }
 
-    /// Declares, replaces (same start) or removes (`len` 0) a window.
-    pub fn window(&mut self, va: u64, len: u64, attr: Attr) {
+    /// Declares, replaces (same start) or removes (`len` 0) a window; `pa` is the physical
+    /// address of its first byte when the kernel told it (protocol v2), else it is learned.
+    pub fn window(&mut self, va: u64, len: u64, attr: Attr, pa: Option<u64>) {
         self.windows.retain(|w| w.va != va);
         if len > 0 {
-            self.windows.push(Window { va, len, attr, offset: None });
+            self.windows.push(Window { va, len, attr, offset: pa.map(|pa| pa.wrapping_sub(va)) });
         }
     }
 
@@ -188,25 +190,25 @@ mod tests {
         assert_eq!(g.data_attr(0x4000_0000), Attr::NonCacheable, "C off");
         g.set_sctlr(ON);
         assert_eq!(g.data_attr(0x4000_0000), Attr::WriteBack);
-        g.window(0x1_0000_0000, 0x10_0000, Attr::NonCacheable);
-        g.window(0x1_0008_0000, 0x1000, Attr::WriteThrough);
+        g.window(0x1_0000_0000, 0x10_0000, Attr::NonCacheable, None);
+        g.window(0x1_0008_0000, 0x1000, Attr::WriteThrough, None);
         assert_eq!(g.data_attr(0x1_0000_0040), Attr::NonCacheable);
         assert_eq!(g.data_attr(0x1_0008_0040), Attr::WriteThrough, "later window wins");
         assert_eq!(g.data_attr(0x1_0010_0000), Attr::WriteBack, "past the end");
-        g.window(0x1_0000_0000, 0, Attr::WriteBack);
+        g.window(0x1_0000_0000, 0, Attr::WriteBack, None);
         assert_eq!(g.data_attr(0x1_0000_0040), Attr::WriteBack, "removed");
         g.set_sctlr(SCTLR_M);
-        g.window(0x900_0000, 0x1000, Attr::Device);
+        g.window(0x900_0000, 0x1000, Attr::Device, None);
         assert_eq!(g.data_attr(0x900_0000), Attr::Device);
     }
 
     #[test]
     fn page_uniformity() {
         let mut g = Guest::new();
-        g.window(0x1_0000_0000, 0x2000, Attr::NonCacheable);
+        g.window(0x1_0000_0000, 0x2000, Attr::NonCacheable, None);
         assert!(g.page_uniform(0x1_0000_0000));
         assert!(g.page_uniform(0x1_0000_1fff));
-        g.window(0x1_0000_0800, 0x100, Attr::WriteThrough);
+        g.window(0x1_0000_0800, 0x100, Attr::WriteThrough, None);
         assert!(!g.page_uniform(0x1_0000_0000));
         assert!(g.page_uniform(0x1_0000_1000));
     }
@@ -215,13 +217,30 @@ mod tests {
     fn translation_order() {
         let mut g = Guest::new();
         assert_eq!(g.translate(0x4000_1234), (0x4000_1234, Translation::Identity));
-        g.window(0x2_0000_0000, 0x10_0000, Attr::NonCacheable);
+        g.window(0x2_0000_0000, 0x10_0000, Attr::NonCacheable, None);
         g.learn(0x2_0000_0040, 0x5000_0040);
         assert_eq!(g.translate(0x2_0000_0080), (0x5000_0080, Translation::Learned));
         assert_eq!(g.translate(0x2_0005_0080), (0x5005_0080, Translation::Window));
         g.forget_pages();
         assert_eq!(g.translate(0x2_0000_0080), (0x5000_0080, Translation::Window));
-        g.window(0x2_0000_0000, 0x10_0000, Attr::NonCacheable);
+        g.window(0x2_0000_0000, 0x10_0000, Attr::NonCacheable, None);
         assert_eq!(g.translate(0x2_0000_0080), (0x2_0000_0080, Translation::Identity), "re-declared: offset unknown");
+    }
+
+    #[test]
+    fn declared_pa_translates_before_any_access() {
+        let mut g = Guest::new();
+        g.window(0x2_0000_0000, 0x10_0000, Attr::NonCacheable, Some(0x5000_0000));
+        assert_eq!(g.translate(0x2_0005_0080), (0x5005_0080, Translation::Window));
+        assert_eq!(g.translate(0x2_0010_0000), (0x2_0010_0000, Translation::Identity), "past the end");
+        // A learned page still comes first, and an access does not overwrite the declared offset.
+        g.learn(0x2_0000_0040, 0x6000_0040);
+        assert_eq!(g.translate(0x2_0000_0080), (0x6000_0080, Translation::Learned));
+        assert_eq!(g.translate(0x2_0001_0000), (0x5001_0000, Translation::Window));
+        // A PA above the VA (the first window's is below it), and a window re-declared without a PA.
+        g.window(0x1000, 0x1000, Attr::Device, Some(0x9000_0000));
+        assert_eq!(g.translate(0x1010), (0x9000_0010, Translation::Window));
+        g.window(0x2_0000_0000, 0x10_0000, Attr::NonCacheable, None);
+        assert_eq!(g.translate(0x2_0001_0000), (0x2_0001_0000, Translation::Identity), "re-declared without a PA");
     }
 }

@@ -5,7 +5,7 @@
 //! - [`cache`]: one set-associative tag array and the replacement policies.
 //! - [`geometry`]: cache shapes, profiles and the `SIZE:WAYS:LINE` syntax.
 //! - [`decode`]: AArch64 decoding of the marker and the maintenance instructions.
-//! - [`protocol`]: marker protocol v1 (shared with the kernel's `src/model.rs`).
+//! - [`protocol`]: marker protocol v2 (shared with the kernel's `src/model.rs`).
 //! - [`guest`]: SCTLR, attribute windows and learned VA→PA translations.
 //! - [`config`]: plugin arguments.
 //! - [`report`]: output records and phases.

@@ -201,6 +201,8 @@ struct Core {
     guest_geo: GuestGeometry,
     phases: Phases,
     stats: Stats,
+    /// Marker protocol version the kernel's hello announced (0 = no hello yet).
+    kernel_protocol: u64,
     out: Box<dyn Write + Send>,
 }
 
@@ -554,18 +556,18 @@ impl State {
     fn special(&self, vcpu: VCPUIndex, insn: Insn) {
         let cpu = vcpu as usize;
         // Registers are read before the lock: reading them needs no model state.
-        let (a, b, c, d) = match insn {
-            Insn::Marker => (self.reg(9), self.reg(10), self.reg(11), self.reg(12)),
+        let (a, b, c, d, e) = match insn {
+            Insn::Marker => (self.reg(9), self.reg(10), self.reg(11), self.reg(12), self.reg(13)),
             Insn::DcVa { rt, .. } | Insn::DcSetWay { rt, .. } | Insn::DcZva { rt } | Insn::IcIvau { rt } | Insn::MsrSctlr { rt } => {
-                (self.reg(rt), 0, 0, 0)
+                (self.reg(rt), 0, 0, 0, 0)
             }
-            Insn::IcIallu { .. } | Insn::Tlbi => (0, 0, 0, 0),
+            Insn::IcIallu { .. } | Insn::Tlbi => (0, 0, 0, 0, 0),
         };
         let mut core = self.lock();
         let drop_pages = matches!(insn, Insn::Tlbi | Insn::MsrSctlr { .. } | Insn::Marker);
         self.settle(&mut core, drop_pages);
         match insn {
-            Insn::Marker => self.marker(&mut core, a, b, c, d),
+            Insn::Marker => self.marker(&mut core, [a, b, c, d, e]),
             Insn::Tlbi => core.guest.forget_pages(),
             Insn::MsrSctlr { .. } => core.guest.set_sctlr(a),
             Insn::DcVa { op, point, .. } => {
@@ -631,24 +633,28 @@ impl State {
         }
     }
 
-    fn marker(&self, core: &mut Core, x9: u64, x10: u64, x11: u64, x12: u64) {
+    /// One marker; `x` = x9..x13.
+    fn marker(&self, core: &mut Core, x: [u64; 5]) {
         core.stats.markers += 1;
-        let marker = match protocol::parse(x9, x10, x11, x12) {
+        let marker = match protocol::parse(core.kernel_protocol, x[0], x[1], x[2], x[3], x[4]) {
             Ok(m) => m,
             Err(e) => return core.warn(&format!("marker ignored: {}", e.0)),
         };
         match marker {
             Marker::Hello { version } => {
-                if version != protocol::VERSION {
+                // Older versions are understood (their windows carry no PA); a newer one may
+                // send markers this plugin misreads.
+                if !(protocol::OLDEST..=protocol::VERSION).contains(&version) {
                     core.warn(&format!("kernel speaks marker protocol {version}, this plugin {}", protocol::VERSION));
                 }
+                core.kernel_protocol = version;
             }
             Marker::Geometry { level, kind, line, sets, ways } => {
                 if core.guest_geo.report(level, kind, line, sets, ways) {
                     core.geometry_changed = true;
                 }
             }
-            Marker::Window { va, len, attr } => core.guest.window(va, len, attr),
+            Marker::Window { va, len, attr, pa } => core.guest.window(va, len, attr, pa),
             Marker::Sctlr(v) => core.guest.set_sctlr(v),
             Marker::PhaseBegin { name_va, id } => {
                 let name = read_name(name_va).unwrap_or_else(|| format!("phase-{id}"));
@@ -755,6 +761,7 @@ impl Register for CacheModel {
             guest_geo: GuestGeometry::default(),
             phases: Phases::default(),
             stats: Stats::default(),
+            kernel_protocol: 0,
             out,
         };
         if !settings.wants_guest_geometry() {
