@@ -65,10 +65,22 @@ pub enum ArgError {
 impl fmt::Display for ArgError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Malformed(w) => write!(f, "malformed argument '{w}': expected key=value"),
-            Self::UnknownKey(k) => write!(f, "unknown argument '{k}'"),
-            Self::Duplicate(k) => write!(f, "argument '{k}' given twice"),
-            Self::BadValue { key, value, why } => write!(f, "bad value '{value}' for '{key}': {why}"),
+            Self::Malformed(w) => write!(f, "malformed argument '{}': expected key=value", Clip(w)),
+            Self::UnknownKey(k) => write!(f, "unknown argument '{}'", Clip(k)),
+            Self::Duplicate(k) => write!(f, "argument '{}' given twice", Clip(k)),
+            Self::BadValue { key, value, why } => write!(f, "bad value '{}' for '{}': {why}", Clip(value), Clip(key)),
+        }
+    }
+}
+
+/// Shows at most 64 characters of user input in an error (then `…`).
+struct Clip<'a>(&'a str);
+
+impl fmt::Display for Clip<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.char_indices().nth(64) {
+            Some((i, _)) => write!(f, "{}…", &self.0[..i]),
+            None => f.write_str(self.0),
         }
     }
 }
@@ -270,6 +282,9 @@ mod tests {
         assert!(matches!(Args::parse("attrs=nc,xx", SPECS), Err(ArgError::BadValue { .. })));
         let msg = Args::parse("reps=99999999999999999999", SPECS).unwrap_err().to_string();
         assert!(msg.contains("reps"), "{msg}");
+        let long = alloc::format!("{}=1", "x".repeat(5000));
+        let msg = Args::parse(&long, SPECS).unwrap_err().to_string();
+        assert!(msg.len() < 120 && msg.ends_with("…'"), "{msg}");
     }
 
     #[test]
