@@ -20,7 +20,7 @@
 use alloc::vec::Vec;
 use core::fmt;
 
-use super::id::{csselr, Ccsidr, CcsidrFormat, Clidr, Problem};
+use super::id::{ceil_log2, csselr, Ccsidr, CcsidrFormat, Clidr, Problem};
 use super::topology::IdRegs;
 
 /// A set/way data-cache operation.
@@ -138,13 +138,21 @@ pub struct LevelWalk {
     pub geometry: Ccsidr,
 }
 
-/// The outcome of a walk.
+/// The outcome of a walk. Fixed-size: the walker never allocates (it runs while caches are being
+/// flushed, and may run before a heap exists).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Walk {
-    /// The levels walked, in order (levels without a data/unified cache are absent).
-    pub levels: Vec<LevelWalk>,
+    levels: [Option<LevelWalk>; 7],
+    count: usize,
     /// DC operations issued: Σ sets × ways over `levels`.
     pub ops: u64,
+}
+
+impl Walk {
+    /// The levels walked, in order (levels without a data/unified cache are absent).
+    pub fn levels(&self) -> impl Iterator<Item = &LevelWalk> {
+        self.levels[..self.count].iter().flatten()
+    }
 }
 
 /// The set/way operand for (level 1..=7, set, way) of a cache with geometry `g`.
@@ -161,22 +169,29 @@ pub fn walk<B: Backend>(b: &mut B, op: SetWayOp, scope: Scope) -> Result<Walk, W
     let format = CcsidrFormat::from_mmfr2(ids.mmfr2());
     let saved = ids.csselr();
 
-    let mut levels = Vec::new();
+    let mut levels = [None; 7];
+    let mut count = 0;
     for level in range {
         if !clidr.level(level).has_data() {
             continue;
         }
         ids.select(csselr(level, false));
         let geometry = Ccsidr::decode(ids.ccsidr(), format);
-        if let Some(problem) = geometry.problems().into_iter().find(|p| matches!(p, Problem::SetWayDoesNotFit { .. })) {
+        if !geometry.setway_fits() {
             ids.select(saved);
+            let problem = Problem::SetWayDoesNotFit {
+                log2_line: geometry.log2_line,
+                set_bits: ceil_log2(geometry.sets as u64),
+                way_bits: ceil_log2(geometry.ways as u64),
+            };
             return Err(WalkError::Geometry { level, problem });
         }
-        levels.push(LevelWalk { level, geometry });
+        levels[count] = Some(LevelWalk { level, geometry });
+        count += 1;
     }
 
     let mut ops = 0u64;
-    for lw in &levels {
+    for lw in levels[..count].iter().flatten() {
         b.dsb();
         let g = &lw.geometry;
         for way in 0..g.ways {
@@ -189,7 +204,7 @@ pub fn walk<B: Backend>(b: &mut B, op: SetWayOp, scope: Scope) -> Result<Walk, W
     b.ids().select(saved);
     b.dsb();
     b.isb();
-    Ok(Walk { levels, ops })
+    Ok(Walk { levels, count, ops })
 }
 
 /// One event seen by a [`Recorder`].
@@ -398,7 +413,7 @@ mod tests {
         let w = walk(&mut r, SetWayOp::CleanInvalidate, Scope::ToLoC).unwrap();
         let n = check_complete(&r, SetWayOp::CleanInvalidate, &[1, 2], CcsidrFormat::Short);
         assert_eq!(w.ops, n);
-        assert_eq!(w.levels.iter().map(|l| l.level).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(w.levels().map(|l| l.level).collect::<Vec<_>>(), [1, 2]);
         // DSB before each level's first DC; CSSELR restored; DSB + ISB at the end.
         let log = &r.log;
         let first_dc = log.iter().position(|e| matches!(e, Event::Dc(..))).unwrap();
