@@ -40,6 +40,15 @@ use std::ops::{Add, Sub};
 use crate::cache::{cache_seed, Cache};
 use crate::geometry::{Hierarchy, Sharing};
 
+/// One trace line, formatted only when tracing is on.
+macro_rules! tr {
+    ($m:expr, $($fmt:tt)*) => {
+        if $m.trace.is_some() {
+            $m.tr(format_args!($($fmt)*));
+        }
+    };
+}
+
 /// The modelled levels, in counter order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Level {
@@ -289,6 +298,9 @@ impl Model {
     }
 
     #[inline]
+    /// Writes one trace line (callers check `self.trace.is_some()` first, through `tr!`, so
+    /// the untraced hot path does not even build the format arguments).
+    #[cold]
     fn tr(&mut self, line: std::fmt::Arguments) {
         if let Some(w) = self.trace.as_mut() {
             let _ = w.write_fmt(line);
@@ -318,8 +330,9 @@ impl Model {
 
     /// A data access of `size` bytes at physical address `pa` (split into L1D lines). Returns the
     /// L1D slot of the line when the access touched exactly one line and left it resident.
+    #[inline]
     pub fn data(&mut self, cpu: usize, pa: u64, size: u32, write: bool, attr: Attr) -> Option<usize> {
-        self.tr(format_args!("D {cpu} {pa} {size} {} {}\n", u8::from(write), attr as u8));
+        tr!(self, "D {cpu} {pa} {size} {} {}\n", u8::from(write), attr as u8);
         let shift = self.l1d[cpu].line_shift();
         let first = pa >> shift;
         let last = pa.wrapping_add(u64::from(size.max(1)) - 1) >> shift;
@@ -336,7 +349,7 @@ impl Model {
 
     /// An instruction fetch of the line holding `pa`.
     pub fn fetch(&mut self, cpu: usize, pa: u64, attr: Attr) {
-        self.tr(format_args!("F {cpu} {pa} {}\n", attr as u8));
+        tr!(self, "F {cpu} {pa} {}\n", attr as u8);
         if !attr.cacheable() {
             self.totals.at(Level::L1I).bypass += 1;
             return;
@@ -344,6 +357,7 @@ impl Model {
         self.demand_l1(cpu, true, pa, false);
     }
 
+    #[inline]
     fn data_line(&mut self, cpu: usize, addr: u64, write: bool, attr: Attr) -> Option<usize> {
         match attr {
             Attr::NonCacheable | Attr::Device => {
@@ -361,6 +375,7 @@ impl Model {
     /// Rule 1 at L1; returns the slot now holding the line. A miss allocates in one pass with
     /// the lookup ([`Cache::access`]): the lower levels are other caches, so filling L1 before
     /// or after them picks the same victim.
+    #[inline]
     fn demand_l1(&mut self, cpu: usize, instr: bool, addr: u64, dirty: bool) -> usize {
         let level = if instr { Level::L1I } else { Level::L1D };
         let c = if instr { &mut self.l1i[cpu] } else { &mut self.l1d[cpu] };
@@ -460,7 +475,7 @@ impl Model {
 
     /// Rules 6 and 7: a data-cache operation by physical address, issued by `cpu`.
     pub fn dc_by_pa(&mut self, cpu: usize, op: MaintOp, point: Point, pa: u64) {
-        self.tr(format_args!("P {} {} {pa}\n", op as u8, point as u8));
+        tr!(self, "P {} {} {pa}\n", op as u8, point as u8);
         let _ = cpu; // by-address operations are broadcast: every vCPU's caches are affected
         self.totals.at(Level::L1D).maint += 1;
         for k in 0..self.vcpus {
@@ -506,7 +521,7 @@ impl Model {
     /// Rule 8 for one guest set/way operation that covers several model slots (as
     /// `way * sets + set` indices; see `decode::guest_to_model_slots`): one `maint`, every slot.
     pub fn dc_set_way_slots(&mut self, cpu: usize, op: MaintOp, level: u32, slots: std::ops::Range<u64>) {
-        self.tr(format_args!("S {cpu} {} {level} {} {}\n", op as u8, slots.start, slots.end));
+        tr!(self, "S {cpu} {} {level} {} {}\n", op as u8, slots.start, slots.end);
         let (lvl, i) = match level {
             1 => (Level::L1D, None),
             n if (n as usize) >= 2 && (n as usize) - 2 < self.lower.len() => (Level::lower(n as usize - 2), Some(n as usize - 2)),
@@ -546,7 +561,7 @@ impl Model {
 
     /// Rule 9: DC ZVA of the block holding `pa`.
     pub fn dc_zva(&mut self, cpu: usize, pa: u64, attr: Attr) {
-        self.tr(format_args!("Z {cpu} {pa} {}\n", attr as u8));
+        tr!(self, "Z {cpu} {pa} {}\n", attr as u8);
         self.totals.at(Level::L1D).maint += 1;
         let block = u64::from(self.config.zva_bytes);
         let start = pa & !(block - 1);
@@ -580,7 +595,7 @@ impl Model {
 
     /// Rule 10: IC IALLU (`all_vcpus` false) or IC IALLUIS (true).
     pub fn ic_invalidate_all(&mut self, cpu: usize, all_vcpus: bool) {
-        self.tr(format_args!("I {cpu} {}\n", u8::from(all_vcpus)));
+        tr!(self, "I {cpu} {}\n", u8::from(all_vcpus));
         self.totals.at(Level::L1I).maint += 1;
         for (k, c) in self.l1i.iter_mut().enumerate() {
             if all_vcpus || k == cpu {
@@ -591,7 +606,7 @@ impl Model {
 
     /// Rule 10: IC IVAU of the line holding `pa`.
     pub fn ic_invalidate_pa(&mut self, pa: u64) {
-        self.tr(format_args!("V {pa}\n"));
+        tr!(self, "V {pa}\n");
         self.totals.at(Level::L1I).maint += 1;
         for c in &mut self.l1i {
             if let Some(slot) = c.probe(c.line_of(pa)) {

@@ -839,12 +839,17 @@ impl HasCallbacks for CacheModel {
                 Role::Member => {}
                 Role::Leader(members) => {
                     let members = Group::new(mem.map_or(8, |m| m.size), members);
-                    let s = state.clone();
-                    insn.register_memory_access_callback_flags(
-                        move |vcpu, info, vaddr| s.mem_group(vcpu, &info, vaddr, info.is_store(), &members),
-                        MemRW::QEMU_PLUGIN_MEM_RW,
-                        no_regs,
-                    );
+                    // One callback per direction, so the direction is a constant rather than a
+                    // query to QEMU; QEMU emits only the one matching the access.
+                    let members = Arc::new(members);
+                    for (rw, write) in [(MemRW::QEMU_PLUGIN_MEM_R, false), (MemRW::QEMU_PLUGIN_MEM_W, true)] {
+                        let (s, g) = (state.clone(), members.clone());
+                        insn.register_memory_access_callback_flags(
+                            move |vcpu, info, vaddr| s.mem_group(vcpu, &info, vaddr, write, &g),
+                            rw,
+                            no_regs,
+                        );
+                    }
                 }
                 Role::Single => {
                     let s = state.clone();
