@@ -297,7 +297,6 @@ impl Model {
         }
     }
 
-    #[inline]
     /// Writes one trace line (callers check `self.trace.is_some()` first, through `tr!`, so
     /// the untraced hot path does not even build the format arguments).
     #[cold]

@@ -8,7 +8,8 @@
 //!   it is only counted, without the lock or the model (a write-back write defers its dirty bit to
 //!   the next model call).
 //! - **Batching**: a run of consecutive immediate-offset loads/stores on one base register gets a
-//!   single memory callback (the first one's), which also simulates the others at their decoded
+//!   single memory callback per direction (the first one's; the direction is fixed at translation,
+//!   so no query to QEMU), which also simulates the others at their decoded
 //!   offsets; when they all fall in the first one's line they are counted in one step.
 //! - **Inline fetch**: a TB executed right after itself hits the same L1I lines; an inline
 //!   scoreboard counter and a conditional callback make such repeats cost no callback at all.
