@@ -382,25 +382,59 @@ fn agrees_with_reference_on_structured_traces() {
     }
 }
 
-/// Speed of the core alone (not a test: `cargo test --release -- --ignored core_speed --nocapture`).
+/// Speed of the core alone, per path (not a test: `cargo test --release --manifest-path
+/// host/Cargo.toml --target host-tuple -p cachescope-cache-model core_speed -- --ignored
+/// --nocapture`). Pi 4 geometry (L1D 32 KiB 2-way, L2 1 MiB 16-way), one 8-byte load per line:
+/// L1 hits (16 KiB loop), L1 misses that hit L2 (512 KiB loop), misses in both (8 MiB stream,
+/// also under FIFO and random), and an L2 with 32 ways (the wide replacement order). Best of 5.
 #[test]
 #[ignore]
 fn core_speed() {
-    let mut m = Model::new(&rpi4(), 1);
     // The guest's own 8 MiB stream passes through the host caches too (QEMU reads guest RAM).
     let guest = vec![1u64; 1 << 20];
-    let mut sum = 0u64;
-    let t = std::time::Instant::now();
-    let n = 8u64 << 20;
-    for _ in 0..12 {
-        for a in (0..n).step_by(64) {
-            sum = sum.wrapping_add(guest[(a / 8) as usize]);
-            m.data(0, BASE + a, 8, false, WB);
+    let cases: [(&str, Hierarchy, u64, u64); 6] = [
+        ("L1 hit (16 KiB loop)", rpi4(), 16 << 10, Level::L1D as u64),
+        ("L1 miss, L2 hit (512 KiB loop)", rpi4(), 512 << 10, Level::L2 as u64),
+        ("L1+L2 miss, LRU (8 MiB stream)", rpi4(), 8 << 20, Level::L2 as u64),
+        ("L1+L2 miss, FIFO (8 MiB stream)", Hierarchy { policy: Policy::Fifo, ..rpi4() }, 8 << 20, Level::L2 as u64),
+        ("L1+L2 miss, random (8 MiB stream)", Hierarchy { policy: Policy::Random, ..rpi4() }, 8 << 20, Level::L2 as u64),
+        (
+            "L1+L2 miss, 32-way L2 (8 MiB stream)",
+            Hierarchy { lower: vec![LowerLevel { geometry: g("1M:32:64"), sharing: Sharing::Shared }], ..rpi4() },
+            8 << 20,
+            Level::L2 as u64,
+        ),
+    ];
+    for (name, h, bytes, level) in cases {
+        let mut m = Model::new(&h, 1);
+        let mut sum = 0u64;
+        scan(&mut m, BASE, bytes, 64, false, WB); // warm up (cold misses fill the caches)
+        let lines = (32u64 << 20) / 64; // the same number of line accesses per case
+        let mut best = f64::MAX;
+        for _ in 0..5 {
+            let before = m.totals();
+            let t = std::time::Instant::now();
+            let mut a = 0;
+            for _ in 0..lines {
+                sum = sum.wrapping_add(guest[(a / 8) as usize]);
+                m.data(0, BASE + a, 8, false, WB);
+                a = (a + 64) % bytes;
+            }
+            best = best.min(t.elapsed().as_nanos() as f64 / lines as f64);
+            let d = m.totals() - before;
+            let c = d.levels[level as usize];
+            assert_eq!(d.levels[Level::L1D as usize].accesses, lines);
+            if level == Level::L1D as u64 {
+                assert_eq!(c.hits, lines, "{name}: every line hits L1");
+            } else if bytes == 512 << 10 {
+                assert_eq!((c.accesses, c.hits), (lines, lines), "{name}: every line misses L1 and hits L2");
+            } else if h.policy != Policy::Random {
+                assert_eq!((c.accesses, c.misses), (lines, lines), "{name}: every line misses L1 and L2");
+            }
         }
+        assert!(sum > 0);
+        eprintln!("{name:38} {best:6.1} ns per line");
     }
-    assert!(sum > 0);
-    let lines = 12 * n / 64;
-    eprintln!("{lines} line misses: {:.1} ns per line", t.elapsed().as_nanos() as f64 / lines as f64);
 }
 
 /// Replays a trace written by the plugin (`trace=FILE`) through the reference simulator and
