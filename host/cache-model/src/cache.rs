@@ -59,10 +59,8 @@ pub fn cache_seed(seed: u64, cache_id: u64) -> u64 {
 
 /// Tag value of an empty way.
 const INVALID: u64 = u64::MAX;
-/// Dirty bit of a way's state.
-const DIRTY: u32 = 1 << 31;
-/// Stamp bits of a way's state.
-const STAMP: u32 = DIRTY - 1;
+/// Associativities up to this keep their replacement order in one `u64` (4 bits per way).
+const PACKED_WAYS: usize = 16;
 
 /// A line pushed out by an allocation or removed by maintenance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,35 +73,54 @@ pub struct Evicted {
 
 /// The tag array of one cache.
 ///
-/// Tags and states are separate arrays, one set contiguous in each: a lookup reads only the
-/// tags (16 ways = two host cache lines), a victim search only the 32-bit states. A state is
-/// the dirty bit (bit 31) and a 31-bit replacement stamp; stamp 0 marks an invalid way, so the
-/// first minimum of a set's stamps is its lowest invalid way, else its least recent (LRU) or
-/// oldest (FIFO) line.
+/// Per way: its tag ([`INVALID`] when empty) and its dirty bit. Per set: the number of valid
+/// ways and the **replacement order**, a list of the set's way numbers, most recent first (LRU:
+/// every hit and fill moves its way to the front; FIFO: only fills do; random: unused). The
+/// victim of a full set is the last way of the list, so a miss neither searches nor compares
+/// stamps. Up to 16 ways the list is packed in one `u64` as 4-bit way numbers (way at position
+/// `p` in bits `4p..4p+4`), so moving a way to the front is a few shifts and masks; wider sets
+/// (up to 256 ways) keep one byte per way. A set with an invalid way fills its lowest invalid
+/// way first, whatever the policy; its position in the list is then irrelevant, since the list
+/// decides only among valid ways.
 #[derive(Clone, Debug)]
 pub struct Cache {
     line_shift: u32,
     set_mask: u64,
     ways: usize,
     tags: Box<[u64]>,
-    /// Dirty bit | stamp (LRU: clock of the last use; FIFO: clock of the fill; 0 when invalid).
-    stamps: Box<[u32]>,
-    clock: u32,
+    dirty: Box<[bool]>,
+    /// Valid ways per set (a set with fewer than `ways` fills an invalid way).
+    valid: Box<[u16]>,
+    /// Replacement order per set, ≤ 16 ways: 4-bit way numbers, most recent in bits 3:0.
+    packed: Box<[u64]>,
+    /// Replacement order per set, > 16 ways: `ways` bytes of way numbers, most recent first.
+    wide: Box<[u8]>,
     policy: Policy,
     rng: u64,
 }
 
 impl Cache {
-    /// An empty cache of `sets × ways` lines of `1 << line_shift` bytes.
+    /// An empty cache of `sets × ways` lines of `1 << line_shift` bytes (at most 256 ways).
     pub fn new(line_shift: u32, sets: u32, ways: u32, policy: Policy, seed: u64) -> Self {
-        let n = sets as usize * ways as usize;
+        assert!((1..=256).contains(&ways), "associativity {ways} is not in 1..=256");
+        let (sets, ways) = (sets as usize, ways as usize);
+        let n = sets * ways;
+        let (packed, wide) = if ways <= PACKED_WAYS {
+            let identity = (0..ways as u64).fold(0, |o, w| o | w << (4 * w));
+            (vec![identity; sets].into_boxed_slice(), Box::default())
+        } else {
+            let identity: Vec<u8> = (0..sets).flat_map(|_| (0..ways).map(|w| w as u8)).collect();
+            (Box::default(), identity.into_boxed_slice())
+        };
         Self {
             line_shift,
-            set_mask: u64::from(sets) - 1,
-            ways: ways as usize,
+            set_mask: sets as u64 - 1,
+            ways,
             tags: vec![INVALID; n].into_boxed_slice(),
-            stamps: vec![0; n].into_boxed_slice(),
-            clock: 0,
+            dirty: vec![false; n].into_boxed_slice(),
+            valid: vec![0; sets].into_boxed_slice(),
+            packed,
+            wide,
             policy,
             rng: seed,
         }
@@ -132,47 +149,33 @@ impl Cache {
     }
 
     #[inline]
-    fn base(&self, line: u64) -> usize {
-        (line & self.set_mask) as usize * self.ways
+    fn set_of(&self, line: u64) -> usize {
+        (line & self.set_mask) as usize
     }
 
-    /// The next stamp. When the 32-bit clock is exhausted, every set's stamps are replaced by
-    /// their ranks (same order, so the same future victims) and the clock restarts above them.
+    /// The way of `set` holding `line`.
     #[inline]
-    fn tick(&mut self) -> u32 {
-        if self.clock == STAMP {
-            self.renumber();
-        }
-        self.clock += 1;
-        self.clock
-    }
-
-    fn renumber(&mut self) {
-        for set in self.stamps.chunks_mut(self.ways) {
-            let mut order: Vec<usize> = (0..set.len()).filter(|&w| set[w] & STAMP != 0).collect();
-            order.sort_by_key(|&w| set[w] & STAMP);
-            for (rank, w) in order.into_iter().enumerate() {
-                set[w] = (set[w] & DIRTY) | (rank as u32 + 1);
-            }
-        }
-        self.clock = self.ways as u32;
+    fn find(&self, set: usize, line: u64) -> Option<usize> {
+        let base = set * self.ways;
+        self.tags[base..base + self.ways].iter().position(|&t| t == line)
     }
 
     /// The slot holding `line`, without touching replacement state.
     #[inline]
     pub fn probe(&self, line: u64) -> Option<usize> {
-        let base = self.base(line);
-        self.tags[base..base + self.ways].iter().position(|&t| t == line).map(|w| base + w)
+        let set = self.set_of(line);
+        self.find(set, line).map(|w| set * self.ways + w)
     }
 
     /// Looks `line` up as a demand access: on a hit, LRU makes it the most recent.
     #[inline]
     pub fn lookup(&mut self, line: u64) -> Option<usize> {
-        let slot = self.probe(line)?;
+        let set = self.set_of(line);
+        let w = self.find(set, line)?;
         if self.policy == Policy::Lru {
-            self.touch(slot);
+            self.promote(set, w);
         }
-        Some(slot)
+        Some(set * self.ways + w)
     }
 
     /// Allocates `line` (which must not be present) and returns its slot and the victim it
@@ -180,30 +183,7 @@ impl Cache {
     #[inline]
     pub fn insert(&mut self, line: u64, dirty: bool) -> (usize, Option<Evicted>) {
         debug_assert!(self.probe(line).is_none());
-        let base = self.base(line);
-        let pick = self.victim(base);
-        self.fill(base + pick, line, dirty)
-    }
-
-    /// The way to fill in the set at `base`: the lowest invalid way, else the policy's choice.
-    #[inline]
-    fn victim(&mut self, base: usize) -> usize {
-        let set = &self.stamps[base..base + self.ways];
-        if self.policy == Policy::Random {
-            return match set.iter().position(|&s| s & STAMP == 0) {
-                Some(w) => w,
-                None => (xorshift64star(&mut self.rng) % self.ways as u64) as usize,
-            };
-        }
-        // First minimum of the stamps, written as selects (no unpredictable branches).
-        let (mut best, mut pick) = (u32::MAX, 0);
-        for (w, &state) in set.iter().enumerate() {
-            let stamp = state & STAMP;
-            let better = stamp < best;
-            best = if better { stamp } else { best };
-            pick = if better { w } else { pick };
-        }
-        pick
+        self.allocate(self.set_of(line), line, dirty)
     }
 
     /// A demand access in one pass: a hit makes the line most recent (LRU), sets its dirty bit
@@ -211,90 +191,141 @@ impl Cache {
     /// and returns `Err((slot, victim))`.
     #[inline]
     pub fn access(&mut self, line: u64, dirty: bool) -> Result<usize, (usize, Option<Evicted>)> {
-        let base = self.base(line);
-        if let Some(w) = self.tags[base..base + self.ways].iter().position(|&t| t == line) {
-            let slot = base + w;
+        let set = self.set_of(line);
+        if let Some(w) = self.find(set, line) {
             if self.policy == Policy::Lru {
-                self.touch(slot);
+                self.promote(set, w);
             }
+            let slot = set * self.ways + w;
             if dirty {
-                self.stamps[slot] |= DIRTY;
+                self.dirty[slot] = true;
             }
             return Ok(slot);
         }
-        let pick = self.victim(base);
-        let r = self.fill(base + pick, line, dirty);
+        let r = self.allocate(set, line, dirty);
         self.prefetch_set(line + 1);
         Err(r)
     }
 
-    /// Streams miss set after set: start loading the next set's tags and stamps into the host
-    /// cache while the guest runs on.
+    /// Puts `line` into `set`: in its lowest invalid way, else in the policy's victim (LRU and
+    /// FIFO: the last way of the replacement order, which then rotates by one to become the
+    /// first, with no search). The filled way is the most recent.
+    #[inline(always)]
+    fn allocate(&mut self, set: usize, line: u64, dirty: bool) -> (usize, Option<Evicted>) {
+        let w = if usize::from(self.valid[set]) < self.ways {
+            let base = set * self.ways;
+            // A set with fewer valid ways than ways has an invalid one.
+            let w = self.tags[base..base + self.ways].iter().position(|&t| t == INVALID).unwrap_or(0);
+            self.valid[set] += 1;
+            if self.policy != Policy::Random {
+                self.promote(set, w);
+            }
+            w
+        } else {
+            match self.policy {
+                Policy::Random => (xorshift64star(&mut self.rng) % self.ways as u64) as usize,
+                _ if self.ways <= PACKED_WAYS => {
+                    let order = self.packed[set];
+                    let last = 4 * (self.ways as u32 - 1);
+                    let w = order >> last & 0xf;
+                    // Drop the last field, shift the others back, w in front.
+                    self.packed[set] = (order & !(0xf << last)) << 4 | w;
+                    w as usize
+                }
+                _ => {
+                    let list = &mut self.wide[set * self.ways..(set + 1) * self.ways];
+                    let w = list[self.ways - 1];
+                    list.copy_within(0..self.ways - 1, 1);
+                    list[0] = w;
+                    usize::from(w)
+                }
+            }
+        };
+        let slot = set * self.ways + w;
+        let old = std::mem::replace(&mut self.tags[slot], line);
+        let was_dirty = std::mem::replace(&mut self.dirty[slot], dirty);
+        (slot, (old != INVALID).then_some(Evicted { line: old, dirty: was_dirty }))
+    }
+
+    /// Moves way `w` of `set` to the front of the replacement order.
+    #[inline(always)]
+    fn promote(&mut self, set: usize, w: usize) {
+        if self.ways <= PACKED_WAYS {
+            let order = self.packed[set];
+            if order & 0xf == w as u64 {
+                return; // already the most recent (every hit of a line streamed over again)
+            }
+            // Position of w: the lowest 4-bit field equal to w. `x` has a zero field exactly
+            // there; the borrow trick marks the lowest zero field exactly (higher marks may be
+            // spurious, but only the lowest is used). Fields beyond `ways` are zero, so way 0
+            // may also match there, always above its real position.
+            let x = order ^ (w as u64 * 0x1111_1111_1111_1111);
+            let zero = x.wrapping_sub(0x1111_1111_1111_1111) & !x & 0x8888_8888_8888_8888;
+            let p = zero.trailing_zeros() / 4;
+            let below = (1u64 << (4 * p)) - 1; // the fields in front of w (p ≤ 15)
+            let upto = below << 4 | 0xf; // those and w's own
+            self.packed[set] = (order & !upto) | (order & below) << 4 | w as u64;
+        } else {
+            let list = &mut self.wide[set * self.ways..(set + 1) * self.ways];
+            let p = list.iter().position(|&x| usize::from(x) == w).unwrap_or(self.ways - 1);
+            list.copy_within(0..p, 1);
+            list[0] = w as u8;
+        }
+    }
+
+    /// Streams miss set after set: start loading the next set's tags into the host cache while
+    /// the guest runs on.
     #[inline]
     fn prefetch_set(&self, line: u64) {
         #[cfg(target_arch = "x86_64")]
         {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            let base = self.base(line);
+            let base = self.set_of(line) * self.ways;
             // SAFETY: prefetches are hints without architectural effect; both pointers are
-            // inside their arrays (base < len).
+            // inside the tag array (base + ways ≤ len).
             unsafe {
                 _mm_prefetch::<_MM_HINT_T0>(self.tags.as_ptr().add(base).cast());
                 _mm_prefetch::<_MM_HINT_T0>(self.tags.as_ptr().add(base + self.ways - 1).cast());
-                _mm_prefetch::<_MM_HINT_T0>(self.stamps.as_ptr().add(base).cast());
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = line;
     }
 
-    #[inline]
-    fn touch(&mut self, slot: usize) {
-        let stamp = self.tick();
-        self.stamps[slot] = (self.stamps[slot] & DIRTY) | stamp;
-    }
-
-    #[inline]
-    fn fill(&mut self, slot: usize, line: u64, dirty: bool) -> (usize, Option<Evicted>) {
-        let old = self.stamps[slot];
-        let victim = (old & STAMP != 0).then(|| Evicted { line: self.tags[slot], dirty: old & DIRTY != 0 });
-        let stamp = self.tick();
-        self.tags[slot] = line;
-        self.stamps[slot] = if dirty { DIRTY | stamp } else { stamp };
-        (slot, victim)
-    }
-
     /// Marks a slot dirty.
     #[inline]
     pub fn set_dirty(&mut self, slot: usize) {
-        self.stamps[slot] |= DIRTY;
+        self.dirty[slot] = true;
     }
 
     /// The line in a slot and its dirty bit, if valid.
     pub fn slot(&self, slot: usize) -> Option<Evicted> {
-        let s = self.stamps[slot];
-        (s & STAMP != 0).then(|| Evicted { line: self.tags[slot], dirty: s & DIRTY != 0 })
+        let line = self.tags[slot];
+        (line != INVALID).then(|| Evicted { line, dirty: self.dirty[slot] })
     }
 
     /// Clears a slot's dirty bit; returns whether it was dirty.
     pub fn clean_slot(&mut self, slot: usize) -> bool {
-        let was = self.stamps[slot] & DIRTY != 0;
-        self.stamps[slot] &= STAMP;
-        was
+        std::mem::replace(&mut self.dirty[slot], false)
     }
 
-    /// Empties a slot; returns what it held.
+    /// Empties a slot; returns what it held. Its place in the replacement order is kept: an
+    /// invalid way is filled before any other, whatever the order says.
     pub fn invalidate_slot(&mut self, slot: usize) -> Option<Evicted> {
         let held = self.slot(slot);
+        if held.is_some() {
+            self.valid[slot / self.ways] -= 1;
+        }
         self.tags[slot] = INVALID;
-        self.stamps[slot] = 0;
+        self.dirty[slot] = false;
         held
     }
 
     /// Empties every slot (dirty data is discarded).
     pub fn invalidate_all(&mut self) {
         self.tags.fill(INVALID);
-        self.stamps.fill(0);
+        self.dirty.fill(false);
+        self.valid.fill(0);
     }
 
     /// Slot of (set, way).
@@ -304,13 +335,7 @@ impl Cache {
 
     /// Number of valid lines (tests and diagnostics).
     pub fn occupancy(&self) -> usize {
-        self.stamps.iter().filter(|&&s| s & STAMP != 0).count()
-    }
-
-    /// Sets the replacement clock (tests of the renumbering).
-    #[cfg(test)]
-    fn set_clock(&mut self, c: u32) {
-        self.clock = c;
+        self.tags.iter().filter(|&&t| t != INVALID).count()
     }
 }
 
@@ -350,22 +375,47 @@ mod tests {
         assert_ne!(run(7), run(8));
     }
 
-    #[test]
-    fn clock_wrap_keeps_the_order() {
-        let mut c = Cache::new(6, 1, 4, Policy::Lru, 1);
-        for l in 0..4 {
-            c.insert(l, false);
+    /// LRU order (oldest first) of a one-set cache after a fixed history, read back by evicting.
+    fn lru_order(ways: u64, policy: Policy) -> Vec<u64> {
+        let mut c = Cache::new(6, 1, ways as u32, policy, 1);
+        for l in 0..ways {
+            c.insert(l, l % 3 == 0);
         }
-        c.lookup(0);
-        c.set_clock(STAMP - 1);
-        c.set_dirty(c.probe(1).unwrap());
-        c.lookup(2); // stamp STAMP
-        c.lookup(1); // renumbers, then stamps above the ranks
-                     // Recency now (oldest first): 3, 0, 2, 1.
-        assert_eq!(c.insert(10, false).1.map(|e| e.line), Some(3));
-        assert_eq!(c.insert(11, false).1.map(|e| e.line), Some(0));
-        assert_eq!(c.insert(12, false).1.map(|e| e.line), Some(2));
-        assert_eq!(c.insert(13, false).1, Some(Evicted { line: 1, dirty: true }), "dirty bit kept");
+        // Hits on every third line in reverse, then an invalidation and a refill.
+        for l in (0..ways).rev().step_by(3) {
+            assert!(c.lookup(l).is_some());
+        }
+        let mid = c.probe(ways / 2).unwrap();
+        assert_eq!(c.invalidate_slot(mid).map(|e| e.line), Some(ways / 2));
+        let (slot, v) = c.insert(1000, false);
+        assert_eq!((slot, v), (mid, None), "the invalid way is filled first");
+        (0..ways).map(|k| c.insert(2000 + k, false).1.unwrap().line).collect()
+    }
+
+    /// The same order from explicit timestamps.
+    fn lru_order_by_stamps(ways: u64, policy: Policy) -> Vec<u64> {
+        let mut used: Vec<(u64, u64)> = (0..ways).map(|l| (l, l)).collect(); // (line, stamp)
+        let mut now = ways;
+        if policy == Policy::Lru {
+            for l in (0..ways).rev().step_by(3) {
+                used.iter_mut().find(|e| e.0 == l).unwrap().1 = now;
+                now += 1;
+            }
+        }
+        used.iter_mut().find(|e| e.0 == ways / 2).unwrap().0 = 1000;
+        used.iter_mut().find(|e| e.0 == 1000).unwrap().1 = now;
+        used.sort_by_key(|e| e.1);
+        used.into_iter().map(|e| e.0).collect()
+    }
+
+    #[test]
+    fn replacement_order_packed_and_wide() {
+        // 1..=16 ways use the packed order, 17 and more the byte list; 256 is the maximum.
+        for ways in [1u64, 2, 3, 4, 7, 8, 15, 16, 17, 24, 32, 255, 256] {
+            for policy in [Policy::Lru, Policy::Fifo] {
+                assert_eq!(lru_order(ways, policy), lru_order_by_stamps(ways, policy), "{ways} ways, {policy:?}");
+            }
+        }
     }
 
     #[test]

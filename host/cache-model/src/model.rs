@@ -392,7 +392,7 @@ impl Model {
                 t.misses += 1;
                 // The lower levels are looked up (and filled) first, then the L1 victim is
                 // written back: the order of rules 1 and 2.
-                self.demand_lower(cpu, 0, addr);
+                self.demand_lower(cpu, addr);
                 if let Some(v) = victim.filter(|v| v.dirty) {
                     self.totals.at(level).writebacks += 1;
                     self.writeback_into(cpu, 0, v.line << shift);
@@ -402,26 +402,38 @@ impl Model {
         }
     }
 
-    /// Rule 1 below L1.
-    fn demand_lower(&mut self, cpu: usize, i: usize, addr: u64) {
-        if i >= self.lower.len() {
-            return;
-        }
-        let level = Level::lower(i);
-        let c = self.lower_mut(i, cpu);
-        let shift = c.line_shift();
-        let r = c.access(c.line_of(addr), false);
-        let t = self.totals.at(level);
-        t.accesses += 1;
-        match r {
-            Ok(_) => t.hits += 1,
-            Err((_, victim)) => {
-                t.misses += 1;
-                self.demand_lower(cpu, i + 1, addr);
-                if let Some(v) = victim.filter(|v| v.dirty) {
-                    self.totals.at(level).writebacks += 1;
-                    self.writeback_into(cpu, i + 1, v.line << shift);
+    /// Rule 1 below L1, without recursion: each level is looked up (and filled on a miss) in
+    /// turn down to the first hit; then the dirty victims are written back, the deepest level's
+    /// first (the order of rules 1 and 2: a level's victim goes down after the levels below it
+    /// were filled). Kept out of line so the L1 hit path stays small.
+    #[inline(never)]
+    fn demand_lower(&mut self, cpu: usize, addr: u64) {
+        // At most L2 and L3: the victims' addresses, by level.
+        let mut victims = [None; 2];
+        let mut depth = 0;
+        while depth < self.lower.len() {
+            let i = depth;
+            depth += 1;
+            let c = self.lower_mut(i, cpu);
+            let shift = c.line_shift();
+            let r = c.access(c.line_of(addr), false);
+            let t = self.totals.at(Level::lower(i));
+            t.accesses += 1;
+            match r {
+                Ok(_) => {
+                    t.hits += 1;
+                    break;
                 }
+                Err((_, victim)) => {
+                    t.misses += 1;
+                    victims[i] = victim.filter(|v| v.dirty).map(|v| v.line << shift);
+                }
+            }
+        }
+        for i in (0..depth).rev() {
+            if let Some(a) = victims[i] {
+                self.totals.at(Level::lower(i)).writebacks += 1;
+                self.writeback_into(cpu, i + 1, a);
             }
         }
     }

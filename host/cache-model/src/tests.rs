@@ -386,7 +386,7 @@ fn agrees_with_reference_on_structured_traces() {
 /// host/Cargo.toml --target host-tuple -p cachescope-cache-model core_speed -- --ignored
 /// --nocapture`). Pi 4 geometry (L1D 32 KiB 2-way, L2 1 MiB 16-way), one 8-byte load per line:
 /// L1 hits (16 KiB loop), L1 misses that hit L2 (512 KiB loop), misses in both (8 MiB stream,
-/// also under FIFO and random), and an L2 with 32 ways (the wide replacement order). Best of 5.
+/// also under FIFO and random), and an L2 with 32 ways (the wide replacement order). Best of 15.
 #[test]
 #[ignore]
 fn core_speed() {
@@ -411,7 +411,7 @@ fn core_speed() {
         scan(&mut m, BASE, bytes, 64, false, WB); // warm up (cold misses fill the caches)
         let lines = (32u64 << 20) / 64; // the same number of line accesses per case
         let mut best = f64::MAX;
-        for _ in 0..5 {
+        for _ in 0..15 {
             let before = m.totals();
             let t = std::time::Instant::now();
             let mut a = 0;
