@@ -349,6 +349,23 @@ fn agrees_with_reference_on_random_traces() {
     assert_eq!(total, 3 * 3 * 3 * 40_000);
 }
 
+/// Associativities on both sides of the packed replacement order's 16-way limit: direct-mapped
+/// L1I, 3-way L1D, 32-way L2 (byte list), 16-way L3 (packed), every policy.
+#[test]
+fn agrees_with_reference_with_odd_and_wide_ways() {
+    for policy in [Policy::Lru, Policy::Fifo, Policy::Random] {
+        let lower = vec![
+            LowerLevel { geometry: g("8K:32:64"), sharing: Sharing::Private },
+            LowerLevel { geometry: g("32K:16:64"), sharing: Sharing::Shared },
+        ];
+        let h = Hierarchy { l1i: g("1K:1:64"), l1d: g("1536:3:64"), lower, policy, seed: 5, zva_bytes: 64 };
+        for (seed, span) in [(11u64, 16u64 << 10), (12, 96 << 10)] {
+            let mut rng = seed;
+            check_agreement(&h, 2, (0..40_000).map(|_| random_op(&mut rng, 2, span, true)));
+        }
+    }
+}
+
 #[test]
 fn agrees_with_reference_on_structured_traces() {
     for policy in [Policy::Lru, Policy::Fifo, Policy::Random] {
