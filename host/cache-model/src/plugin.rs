@@ -303,61 +303,71 @@ impl State {
         }
     }
 
-    /// The model, built (or rebuilt after new geometry markers) on first need.
+    /// The model, built (or rebuilt after new geometry markers) on first need. The check is
+    /// inline in every access; the (re)build is out of line.
+    #[inline]
     fn model<'c>(&self, core: &'c mut Core) -> &'c mut Model {
         if core.model.is_none() || (core.geometry_changed && self.settings.wants_guest_geometry()) {
-            core.geometry_changed = false;
-            let (h, origin) = match self.settings.resolve(&core.guest_geo) {
-                Ok(x) => x,
-                Err(e) => {
-                    core.warn(&format!("guest geometry unusable ({e}); using the rpi4 profile"));
-                    let mut s = self.settings.clone();
-                    s.profile = Some("rpi4".into());
-                    s.resolve(&GuestGeometry::default())
-                        .unwrap_or_else(|_| (crate::geometry::Hierarchy::profile("rpi4").expect("built in"), "fallback".into()))
-                }
-            };
-            let carried = core.model.as_ref().map(|m| m.totals()).unwrap_or_default();
-            if core.model.is_some() {
-                core.warn("geometry changed after the caches were in use: the caches start empty again");
-            }
-            let mut m = Model::new(&h, self.vcpus);
-            m.set_totals(carried);
-            let trace = match core.model.as_mut().and_then(|old| old.take_trace()) {
-                Some(w) => Some(w),
-                None => self.settings.trace.as_ref().map(|path| -> Box<dyn Write + Send> {
-                    let f = std::fs::File::create(path).unwrap_or_else(|e| fail(&format!("cannot create '{path}': {e}")));
-                    Box::new(std::io::BufWriter::new(f))
-                }),
-            };
-            if let Some(w) = trace {
-                m.trace_to(w);
-            }
-            for f in self.fast.iter() {
-                f.d_shift.store(u64::from(h.l1d.line_shift()), Relaxed);
-            }
-            let mut text = String::new();
-            let l1 = [(Level::L1I, h.l1i), (Level::L1D, h.l1d)];
-            let lower = h.lower.iter().enumerate().map(|(i, l)| ([Level::L2, Level::L3][i], l.geometry));
-            for (k, (level, g)) in l1.into_iter().chain(lower).enumerate() {
-                let sharing = if k < 2 { "private" } else { h.lower[k - 2].sharing.name() };
-                text += &report::line(
-                    Record::new("model-geometry")
-                        .str("level", level.name())
-                        .u64("size", g.size())
-                        .u64("line", u64::from(g.line))
-                        .u64("sets", u64::from(g.sets))
-                        .u64("ways", u64::from(g.ways))
-                        .str("sharing", sharing)
-                        .str("policy", h.policy.name())
-                        .str("origin", &origin)
-                        .u64("vcpus", self.vcpus as u64),
-                );
-            }
-            core.emit(&text);
-            core.model = Some(m);
+            self.build_model(core);
         }
         core.model.as_mut().expect("built above")
+    }
+
+    /// Builds the model from the settings and the guest's geometry, carrying the counters and
+    /// the trace over from the previous model, and emits the `model-geometry` records.
+    #[cold]
+    #[inline(never)]
+    fn build_model(&self, core: &mut Core) {
+        core.geometry_changed = false;
+        let (h, origin) = match self.settings.resolve(&core.guest_geo) {
+            Ok(x) => x,
+            Err(e) => {
+                core.warn(&format!("guest geometry unusable ({e}); using the rpi4 profile"));
+                let mut s = self.settings.clone();
+                s.profile = Some("rpi4".into());
+                s.resolve(&GuestGeometry::default())
+                    .unwrap_or_else(|_| (crate::geometry::Hierarchy::profile("rpi4").expect("built in"), "fallback".into()))
+            }
+        };
+        let carried = core.model.as_ref().map(|m| m.totals()).unwrap_or_default();
+        if core.model.is_some() {
+            core.warn("geometry changed after the caches were in use: the caches start empty again");
+        }
+        let mut m = Model::new(&h, self.vcpus);
+        m.set_totals(carried);
+        let trace = match core.model.as_mut().and_then(|old| old.take_trace()) {
+            Some(w) => Some(w),
+            None => self.settings.trace.as_ref().map(|path| -> Box<dyn Write + Send> {
+                let f = std::fs::File::create(path).unwrap_or_else(|e| fail(&format!("cannot create '{path}': {e}")));
+                Box::new(std::io::BufWriter::new(f))
+            }),
+        };
+        if let Some(w) = trace {
+            m.trace_to(w);
+        }
+        for f in self.fast.iter() {
+            f.d_shift.store(u64::from(h.l1d.line_shift()), Relaxed);
+        }
+        let mut text = String::new();
+        let l1 = [(Level::L1I, h.l1i), (Level::L1D, h.l1d)];
+        let lower = h.lower.iter().enumerate().map(|(i, l)| ([Level::L2, Level::L3][i], l.geometry));
+        for (k, (level, g)) in l1.into_iter().chain(lower).enumerate() {
+            let sharing = if k < 2 { "private" } else { h.lower[k - 2].sharing.name() };
+            text += &report::line(
+                Record::new("model-geometry")
+                    .str("level", level.name())
+                    .u64("size", g.size())
+                    .u64("line", u64::from(g.line))
+                    .u64("sets", u64::from(g.sets))
+                    .u64("ways", u64::from(g.ways))
+                    .str("sharing", sharing)
+                    .str("policy", h.policy.name())
+                    .str("origin", &origin)
+                    .u64("vcpus", self.vcpus as u64),
+            );
+        }
+        core.emit(&text);
+        core.model = Some(m);
     }
 
     // ---- data accesses --------------------------------------------------------------------
