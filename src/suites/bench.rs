@@ -113,20 +113,24 @@ fn for_each_region(ctx: &mut Ctx, mut f: impl FnMut(&mut Ctx, &Region)) {
     }
 }
 
-/// Largest data/unified cache in bytes, from CCSIDR (1 MiB when CLIDR reports none).
-fn largest_cache() -> u64 {
-    let topo = crate::cache::topology::this_cpu();
-    topo.caches.iter().filter(|c| c.kind != Kind::Instruction).map(|c| c.ccsidr.size()).max().unwrap_or(1 << 20)
+/// What the benchmarks take from the cache ID registers, read once per case.
+struct CacheFacts {
+    /// The smallest data-cache line (CTR_EL0.DminLine): the node size of the pointer chase.
+    line: usize,
+    /// Largest data/unified cache in bytes (1 MiB when CLIDR reports none).
+    largest: u64,
+    /// (level, bytes) of every data/unified cache, printed beside inferred knees.
+    capacities: Vec<(u8, u64)>,
 }
 
-/// The smallest data-cache line (CTR_EL0.DminLine): the node size of the pointer chase.
-fn line_size() -> usize {
-    crate::cache::topology::this_cpu().ctr.dmin_line().max(8) as usize
-}
-
-/// CCSIDR capacities of the data/unified caches, printed beside inferred knees.
-fn ccsidr_capacities() -> Vec<(u8, u64)> {
-    crate::cache::topology::this_cpu().caches.iter().filter(|c| c.kind != Kind::Instruction).map(|c| (c.level, c.ccsidr.size())).collect()
+impl CacheFacts {
+    fn read() -> Self {
+        let topo = crate::cache::topology::this_cpu();
+        let capacities: Vec<(u8, u64)> =
+            topo.caches.iter().filter(|c| c.kind != Kind::Instruction).map(|c| (c.level, c.ccsidr.size())).collect();
+        let largest = capacities.iter().map(|&(_, size)| size).max().unwrap_or(1 << 20);
+        Self { line: topo.ctr.dmin_line().max(8) as usize, largest, capacities }
+    }
 }
 
 fn report(ctx: &mut Ctx) {
@@ -170,8 +174,9 @@ fn latency(ctx: &mut Ctx) {
         Ok(e) => e,
         Err(why) => return ctx.skip(why),
     };
-    let line = line_size();
-    let max = ctx.args.number("max_size", 4 * largest_cache());
+    let caches = CacheFacts::read();
+    let line = caches.line;
+    let max = ctx.args.number("max_size", 4 * caches.largest);
     let sizes: Vec<u64> = match ctx.args.get("sizes") {
         Some(_) => ctx.args.list("sizes").iter().filter_map(|s| crate::harness::args::parse_number(s)).collect(),
         None => bench::plan::size_ladder(1024, max, line as u64),
@@ -194,7 +199,7 @@ fn latency(ctx: &mut Ctx) {
         ctx.check(curve.len() == sizes.len(), "every working-set size measured");
         ctx.check(curve.iter().all(|&(_, v)| v.is_finite() && v > 0.0), "every latency is positive");
         let knees = bench::knee::find_knees(&curve, 1.3);
-        for (level, size) in ccsidr_capacities() {
+        for &(level, size) in &caches.capacities {
             diag!("latency {}: CCSIDR says L{level} holds {} KiB", region.attr, size / 1024);
         }
         if knees.is_empty() {
@@ -232,7 +237,7 @@ fn stream(ctx: &mut Ctx) {
         Ok(e) => e,
         Err(why) => return ctx.skip(why),
     };
-    let bytes = ctx.args.number("stream_bytes", 2 * largest_cache()) as usize;
+    let bytes = ctx.args.number("stream_bytes", 2 * CacheFacts::read().largest) as usize;
     let distance = ctx.args.number("prefetch", 512) as usize;
     for_each_region(ctx, |ctx, region| {
         bench::stream::sweep(&env, region, bytes, distance);
@@ -315,6 +320,6 @@ fn kv(ctx: &mut Ctx) {
         .u64("bytes_per_token", shape.bytes_per_token() as u64)
         .emit();
     ctx.check_eq(shape.bytes_per_token(), 2 * shape.layers * shape.kv_heads * shape.head_dim * shape.dtype_bytes, "KV bytes per token");
-    let line = line_size();
+    let line = CacheFacts::read().line;
     for_each_region(ctx, |_, region| bench::kv::run(&env, region, shape, line));
 }
