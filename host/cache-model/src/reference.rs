@@ -257,10 +257,18 @@ impl RefModel {
             return;
         }
         self.totals.levels[p + 1].maint += 1;
-        let (ci, c) = self.at(cpu, D, p);
+        let (_, c) = self.at(cpu, D, p);
         if set >= c.sets.len() || way >= c.sets[set].len() {
             return;
         }
+        self.set_way_slot(cpu, op, p, set, way);
+    }
+
+    /// Applies `op` to one (set, way) slot of data-side level index `p`: drop the line unless
+    /// cleaning, clear its dirty bit when cleaning, write a dirty line back one level down unless
+    /// invalidating. No maintenance count (the callers count per guest instruction).
+    fn set_way_slot(&mut self, cpu: usize, op: MaintOp, p: usize, set: usize, way: usize) {
+        let (ci, c) = self.at(cpu, D, p);
         let Some(l) = c.sets[set][way] else { return };
         if op != MaintOp::Clean {
             c.sets[set][way] = None;
@@ -288,18 +296,7 @@ impl RefModel {
             if idx >= total {
                 break;
             }
-            let (set, way) = ((idx % sets) as usize, (idx / sets) as usize);
-            let (_, c) = self.at(cpu, D, p);
-            let Some(l) = c.sets[set][way] else { continue };
-            if op != MaintOp::Clean {
-                c.sets[set][way] = None;
-            } else if let Some(x) = c.sets[set][way].as_mut() {
-                x.dirty = false;
-            }
-            if op != MaintOp::Invalidate && l.dirty {
-                self.totals.levels[ci].writebacks += 1;
-                self.place(cpu, D, p + 1, l.addr, true, false);
-            }
+            self.set_way_slot(cpu, op, p, (idx % sets) as usize, (idx / sets) as usize);
         }
     }
 
