@@ -103,13 +103,11 @@ fn run_suite(boot: &BootInfo, args: &Args, suite: &Suite, cases: &[usize]) -> To
         };
         line.clear();
         let _ = ktap::result_line(&mut line, 1, k + 1, case.name, verdict, reason);
-        console::set_depth(0);
-        crate::console::write_indented_line(format_args!("{line}"));
-        console::set_depth(1);
+        println!("{line}");
     }
     line.clear();
-    let _ = ktap::totals_line(&mut line, 0, suite.name, t.passed, t.failed, t.skipped);
-    diag!("{}", &line[2..]);
+    let _ = ktap::totals_line(&mut line, 1, suite.name, t.passed, t.failed, t.skipped);
+    println!("{line}");
     console::set_depth(0);
     t
 }
