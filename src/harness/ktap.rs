@@ -24,14 +24,15 @@ pub fn result_line(out: &mut dyn Write, depth: usize, n: usize, name: &str, verd
     }
 }
 
-/// Writes the header of a (sub)test list: optional `# Subtest: name`, `KTAP version 1`, `1..N`.
+/// Writes the header of a (sub)test list: `KTAP version 1`, optional `# Subtest: name`, `1..N`
+/// — the order of ktap.rst's example and of KUnit, which Linux's `kunit_parser.py` requires.
 pub fn header(out: &mut dyn Write, depth: usize, subtest: Option<&str>, planned: usize) -> fmt::Result {
+    indent(out, depth)?;
+    writeln!(out, "KTAP version 1")?;
     if let Some(name) = subtest {
         indent(out, depth)?;
         writeln!(out, "# Subtest: {name}")?;
     }
-    indent(out, depth)?;
-    writeln!(out, "KTAP version 1")?;
     indent(out, depth)?;
     write!(out, "1..{planned}")
 }
@@ -68,7 +69,7 @@ mod tests {
         totals_line(&mut s, 0, "Totals", 1, 1, 1).unwrap();
         assert_eq!(
             s,
-            "  # Subtest: cache\n  KTAP version 1\n  1..3\n  ok 1 decode\n  ok 2 el2 # SKIP entered at EL1\nnot ok 1 cache\n# Totals: pass:1 fail:1 skip:1 total:3"
+            "  KTAP version 1\n  # Subtest: cache\n  1..3\n  ok 1 decode\n  ok 2 el2 # SKIP entered at EL1\nnot ok 1 cache\n# Totals: pass:1 fail:1 skip:1 total:3"
         );
     }
 }

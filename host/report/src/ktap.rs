@@ -9,9 +9,9 @@
 //!   optionally `# DIRECTIVE reason` (SKIP, TODO, XFAIL, TIMEOUT, ERROR — upper case; TIMEOUT and
 //!   ERROR only on `not ok`). A description cannot contain `#`.
 //! - A subtest is indented two more spaces than its parent, from its version line to its last
-//!   line; its `# Subtest: name` header (before or right after its version line, at the
-//!   subtest's indentation) is required and must match the parent's result line, which closes
-//!   it. A parent whose subtest failed must itself be `not ok`.
+//!   line; its `# Subtest: name` header (right after its version line, at the subtest's
+//!   indentation: the order KUnit prints and Linux's `tools/testing/kunit/kunit_parser.py`
+//!   requires) is required and must match the parent's result line, which closes it. A parent whose subtest failed must itself be `not ok`.
 //! - Diagnostics (`# …`) sit at the current test's indentation; one at a shallower indentation
 //!   is accepted only when every deeper subtest has all its planned results (the ktap.rst
 //!   example puts "# example failed" just before the parent's result line).
@@ -267,13 +267,8 @@ struct Frame {
 }
 
 impl Frame {
-    fn new(line: usize, name: Option<(String, usize)>) -> Self {
-        let header_allowed = name.is_none();
-        let (name, name_line) = match name {
-            Some((n, l)) => (Some(n), l),
-            None => (None, 0),
-        };
-        Frame { line, name, name_line, plan: None, results: 0, failures: 0, awaiting_plan: true, header_allowed }
+    fn new(line: usize) -> Self {
+        Frame { line, name: None, name_line: 0, plan: None, results: 0, failures: 0, awaiting_plan: true, header_allowed: true }
     }
 
     fn complete(&self) -> bool {
@@ -320,15 +315,13 @@ pub fn validate(log: &Log, opts: Options) -> Outcome {
     if first.text.starts_with(' ') {
         out.problems.push(Problem::new(first.no, "the first version line is indented: the top-level test starts in column 0"));
     }
-    Validator { out, opts, stack: vec![Frame::new(first.no, None)], pending_header: None, done: false }.run(&log.lines[start + 1..])
+    Validator { out, opts, stack: vec![Frame::new(first.no)], done: false }.run(&log.lines[start + 1..])
 }
 
 struct Validator {
     out: Outcome,
     opts: Options,
     stack: Vec<Frame>,
-    /// A `# Subtest:` header waiting for its version line: (name, line, depth).
-    pending_header: Option<(String, usize, usize)>,
     done: bool,
 }
 
@@ -369,13 +362,6 @@ impl Validator {
             }
         };
         let kind = classify(content);
-        if let Some((name, hl, hd)) = self.pending_header.take() {
-            if !(kind == Kind::Version && depth == hd) {
-                self.problem(hl, format!("'# Subtest: {name}' header is not followed by the subtest's version line"));
-            } else {
-                self.pending_header = Some((name, hl, hd));
-            }
-        }
         let cur = self.cur();
         match kind {
             Kind::Version => self.version(l.no, depth),
@@ -403,8 +389,7 @@ impl Validator {
                 self.problem(no, "a subtest starts before its parent's plan line");
                 self.top().awaiting_plan = false;
             }
-            let header = self.pending_header.take().map(|(n, l, _)| (n, l));
-            self.stack.push(Frame::new(no, header));
+            self.stack.push(Frame::new(no));
         } else if depth == 0 && self.stack.len() == 1 && self.stack[0].complete() {
             self.problem(no, "a second top-level 'KTAP version 1': one run per log (split the log); the rest is not checked");
             self.done = true;
@@ -419,11 +404,10 @@ impl Validator {
             self.problem(no, "'# Subtest:' header without a name");
         }
         if depth == cur + 1 {
-            if let Some((prev, pl, _)) = &self.pending_header {
-                let msg = format!("second '# Subtest:' header (after '{prev}' at line {pl})");
-                self.problem(no, msg);
-            }
-            self.pending_header = Some((name.to_string(), no, depth));
+            self.problem(
+                no,
+                format!("'# Subtest: {name}' comes before the subtest's version line: KTAP (and Linux's kunit_parser) wants 'KTAP version 1' first, then '# Subtest:'"),
+            );
         } else if depth == cur && self.top().header_allowed {
             let top = self.top();
             top.name = Some(name.to_string());
@@ -561,9 +545,6 @@ impl Validator {
     }
 
     fn finish(&mut self, last: usize) {
-        if let Some((name, hl, _)) = self.pending_header.take() {
-            self.problem(hl, format!("'# Subtest: {name}' header at the end of the log without its subtest"));
-        }
         while self.stack.len() > 1 {
             let f = self.stack.pop().expect("len > 1");
             let progress = match f.plan {
@@ -623,8 +604,8 @@ qemu-system-aarch64: warning: some noise\r
 KTAP version 1\r
 1..2\r
 # cs: {\"record\":\"boot\"}\r
-  # Subtest: boot\r
   KTAP version 1\r
+  # Subtest: boot\r
   1..3\r
   # a diagnostic\r
   ok 1 first\r
@@ -653,7 +634,7 @@ ok 2 leaf # a note\r
 
     #[test]
     fn three_levels() {
-        let text = "KTAP version 1\n1..1\n  # Subtest: a\n  KTAP version 1\n  1..1\n    # Subtest: b\n    KTAP version 1\n    1..2\n    ok 1 x\n    ok 2 y # SKIP r\n  ok 1 b\nok 1 a\n";
+        let text = "KTAP version 1\n1..1\n  KTAP version 1\n  # Subtest: a\n  1..1\n    KTAP version 1\n    # Subtest: b\n    1..2\n    ok 1 x\n    ok 2 y # SKIP r\n  ok 1 b\nok 1 a\n";
         assert_valid_with_leaves(text, (1, 0, 1));
     }
 
@@ -684,9 +665,9 @@ ok 2 leaf # a note\r
         assert_one("KTAP version 1\n1..3\nok 1 a\nok 2 b\n", 4, "top-level plan is 1..3 but the log has 2 top-level results");
         assert_one("KTAP version 1\n1..1\nok 1 a\nok 2 b\n", 4, "result 2 is beyond the plan 1..1");
         assert_one(
-            "KTAP version 1\n1..1\n  # Subtest: s\n  KTAP version 1\n  1..2\n  ok 1 a\nok 1 s\n",
+            "KTAP version 1\n1..1\n  KTAP version 1\n  # Subtest: s\n  1..2\n  ok 1 a\nok 1 s\n",
             7,
-            "subtest 's' (line 4) planned 1..2 but has 1 results",
+            "subtest 's' (line 3) planned 1..2 but has 1 results",
         );
     }
 
@@ -708,7 +689,7 @@ ok 2 leaf # a note\r
 
     #[test]
     fn numbering_restarts_in_each_subtest() {
-        let text = "KTAP version 1\n1..2\n  # Subtest: a\n  KTAP version 1\n  1..1\n  ok 2 x\nok 1 a\n";
+        let text = "KTAP version 1\n1..2\n  KTAP version 1\n  # Subtest: a\n  1..1\n  ok 2 x\nok 1 a\n";
         assert_one(text, 6, "test number 2, expected 1");
     }
 
@@ -746,15 +727,21 @@ ok 2 leaf # a note\r
     #[test]
     fn subtest_header_rules() {
         assert_one("KTAP version 1\n1..1\n  KTAP version 1\n  1..1\n  ok 1 x\nok 1 s\n", 6, "has no '# Subtest: name' header");
-        assert_one("KTAP version 1\n1..1\n  # Subtest: s\n  KTAP version 1\n  1..1\n  ok 1 x\nok 1 t\n", 7, "names it 's'");
-        assert_one("KTAP version 1\n1..1\n  # Subtest: s\n  # other\n", 3, "not followed by the subtest's version line");
+        assert_one("KTAP version 1\n1..1\n  KTAP version 1\n  # Subtest: s\n  1..1\n  ok 1 x\nok 1 t\n", 7, "names it 's'");
+        assert_one("KTAP version 1\n1..1\n  # Subtest: s\n  # other\n", 3, "comes before the subtest's version line");
+        // The order this harness printed before: Linux's kunit_parser rejects it, so must we.
+        assert_one(
+            "KTAP version 1\n1..1\n  # Subtest: s\n  KTAP version 1\n  1..1\n  ok 1 x\nok 1 s\n",
+            3,
+            "wants 'KTAP version 1' first, then '# Subtest:'",
+        );
         assert_one("KTAP version 1\n1..1\n# Subtest: s\nok 1 s\n", 3, "not next to a subtest's version line");
     }
 
     #[test]
     fn parent_must_fail_when_child_fails() {
         assert_one(
-            "KTAP version 1\n1..1\n  # Subtest: s\n  KTAP version 1\n  1..1\n  not ok 1 x\nok 1 s\n",
+            "KTAP version 1\n1..1\n  KTAP version 1\n  # Subtest: s\n  1..1\n  not ok 1 x\nok 1 s\n",
             7,
             "a parent with a failed subtest is 'not ok'",
         );
@@ -762,12 +749,12 @@ ok 2 leaf # a note\r
 
     #[test]
     fn truncated_by_a_panic() {
-        let text = "KTAP version 1\n1..1\n# cs: {}\n  # Subtest: panic\n  KTAP version 1\n  1..1\n# PANIC at src/x.rs:1:1: boom\n";
+        let text = "KTAP version 1\n1..1\n# cs: {}\n  KTAP version 1\n  # Subtest: panic\n  1..1\n# PANIC at src/x.rs:1:1: boom\n";
         let p = problems(text);
-        assert!(p.iter().any(|m| m.starts_with("7: diagnostic at depth 0 while subtest 'panic' (line 5) at depth 1 is incomplete (0 of 1 results)")), "{p:#?}");
+        assert!(p.iter().any(|m| m.starts_with("7: diagnostic at depth 0 while subtest 'panic' (line 4) at depth 1 is incomplete (0 of 1 results)")), "{p:#?}");
         assert!(
             p.iter()
-                .any(|m| m.starts_with("5: subtest 'panic' (line 5) never got its result line (0 of 1 results): the log ends at line 7")),
+                .any(|m| m.starts_with("4: subtest 'panic' (line 4) never got its result line (0 of 1 results): the log ends at line 7")),
             "{p:#?}"
         );
         assert!(p.iter().any(|m| m.starts_with("7: the top-level plan is 1..1 but the log has 0 top-level results")), "{p:#?}");
@@ -775,8 +762,8 @@ ok 2 leaf # a note\r
 
     #[test]
     fn missing_own_result_line() {
-        let text = "KTAP version 1\n1..1\n  # Subtest: a\n  KTAP version 1\n  1..1\n    # Subtest: b\n    KTAP version 1\n    1..1\n    ok 1 x\nok 1 a\n";
-        assert_one(text, 7, "subtest 'b' (line 7) has no result line of its own");
+        let text = "KTAP version 1\n1..1\n  KTAP version 1\n  # Subtest: a\n  1..1\n    KTAP version 1\n    # Subtest: b\n    1..1\n    ok 1 x\nok 1 a\n";
+        assert_one(text, 6, "subtest 'b' (line 6) has no result line of its own");
     }
 
     #[test]

@@ -976,7 +976,7 @@ mod tests {
     const RUN: &str = concat!(
         "KTAP version 1\n1..1\n",
         "# cs: {\"record\":\"boot\",\"schema\":1,\"el\":1,\"board\":\"qemu-virt\",\"midr\":\"0x410fd083\",\"cpu\":\"Cortex-A72\",\"cntfrq\":62500000,\"emulated\":true}\n",
-        "  # Subtest: bench\n  KTAP version 1\n  1..1\n",
+        "  KTAP version 1\n  # Subtest: bench\n  1..1\n",
         "  # cs: {\"record\":\"cache\",\"level\":1,\"type\":\"data\",\"size\":32768}\n",
         "  # cs: {\"record\":\"cache\",\"level\":1,\"type\":\"instruction\",\"size\":49152}\n",
         "  # cs: {\"record\":\"metric\",\"bench\":\"latency\",\"variant\":\"chase\",\"attr\":\"wb\",\"bytes\":4096,\"reps\":5,\"min\":1,\"median\":2,\"max\":3,\"mad\":0.5,\"unit\":\"ns\",\"source\":\"cntvct\",\"emulated\":true,\"phase\":\"lat-wb-4k\"}\n",

@@ -119,7 +119,7 @@ fn check_names_file_and_line_of_each_problem() {
         1,
         &[
             &format!("{name}:60: last record is 'metric', expected 'end'"),
-            "subtest 'bench' (line 22) never got its result line (0 of 4 results)",
+            "subtest 'bench' (line 21) never got its result line (0 of 4 results)",
             &format!("{name}: INVALID"),
         ],
     );
