@@ -1,23 +1,34 @@
 //! `capture`: reads a serial device until the `end` record (the end-of-run marker on boards
 //! without semihosting) or a timeout, saving everything it read.
 //!
-//! A terminal device is put in raw mode (termios `cfmakeraw`, 8N1, `CLOCAL|CREAD`, no flow
-//! control) at the requested baud rate; its previous settings are restored afterwards. Any
-//! other readable path (a FIFO, a regular file being appended to) is read as it is, like
-//! `tail -f`: reaching its end waits for more until the timeout. Bytes are saved as received
-//! (CRLF and all), so the log can be fed to every other subcommand.
+//! A terminal device (a USB-serial adapter, a pty) is opened with the `serialport` crate (Linux
+//! and macOS): raw mode (`cfmakeraw`), 8 data bits, no parity, 1 stop bit, no flow control,
+//! `CLOCAL|CREAD`, at the requested baud rate, opened exclusively. Its previous termios settings
+//! are saved before and restored afterwards (serialport leaves the port raw). Any other readable
+//! path (a FIFO, a regular file being appended to) is read as it is, like `tail -f`: reaching its
+//! end waits for more until the timeout. Bytes are saved as received (CRLF and all), so the log
+//! can be fed to every other subcommand. [`list_ports`] names the serial ports of the machine.
 
 use crate::input::{Error, Result};
 use crate::records;
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout};
-use nix::sys::termios::{self, BaudRate, ControlFlags, SetArg, SpecialCharacterIndices};
+use nix::sys::termios::{self, SetArg};
+use serialport::{DataBits, FlowControl, Parity, SerialPortType, StopBits};
 use std::fs::File;
-use std::io::{Read, Write};
-use std::os::fd::AsFd;
+use std::io::{ErrorKind, Read, Write};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+/// Default `--timeout` of `capture` (and of a serial device given as a log) in seconds: long
+/// enough for the whole main job on a Pi at 115200 baud. Declared here only; `--help`,
+/// scripts/capture-serial and README take it from here.
+pub const DEFAULT_TIMEOUT_S: u64 = 600;
+
+/// Default `--baud`.
+pub const DEFAULT_BAUD: u32 = 115_200;
 
 /// Capture settings.
 #[derive(Debug, Clone)]
@@ -39,40 +50,19 @@ pub struct Captured {
     pub elapsed: Duration,
 }
 
-/// Baud rates accepted by `--baud`.
+/// Baud rates accepted by `--baud` (the standard rates both Linux and macOS can set).
 pub const BAUDS: [u32; 17] = [
     9600, 19200, 38400, 57600, 115200, 230400, 460800, 500000, 576000, 921600, 1000000, 1152000, 1500000, 2000000, 2500000, 3000000,
     4000000,
 ];
 
-fn baud_rate(baud: u32) -> Result<BaudRate> {
-    use BaudRate::*;
-    let b = match baud {
-        9600 => B9600,
-        19200 => B19200,
-        38400 => B38400,
-        57600 => B57600,
-        115200 => B115200,
-        230400 => B230400,
-        460800 => B460800,
-        500000 => B500000,
-        576000 => B576000,
-        921600 => B921600,
-        1000000 => B1000000,
-        1152000 => B1152000,
-        1500000 => B1500000,
-        2000000 => B2000000,
-        2500000 => B2500000,
-        3000000 => B3000000,
-        4000000 => B4000000,
-        _ => return Err(Error(format!("--baud {baud}: not a supported rate (one of {})", BAUDS.map(|b| b.to_string()).join(", ")))),
-    };
-    Ok(b)
-}
-
 /// Checks a baud rate without opening anything.
 pub fn check_baud(baud: u32) -> Result<()> {
-    baud_rate(baud).map(|_| ())
+    if BAUDS.contains(&baud) {
+        Ok(())
+    } else {
+        Err(Error(format!("--baud {baud}: not a supported rate (one of {})", BAUDS.map(|b| b.to_string()).join(", "))))
+    }
 }
 
 /// Whether `path` is a terminal (a serial port or a pty), which needs [`capture`] to read.
@@ -89,30 +79,125 @@ pub fn is_terminal_device(path: &Path) -> bool {
     }
 }
 
-/// Restores a terminal's settings when dropped.
-struct RawMode<'a> {
-    file: &'a File,
+/// One serial port of this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortInfo {
+    /// Device path (`/dev/ttyUSB0`, `/dev/cu.usbserial-…`).
+    pub name: String,
+    /// What it is: `usb VID:PID manufacturer product serial`, `pci`, `bluetooth` or `unknown`.
+    pub kind: String,
+}
+
+/// The serial ports `serialport` finds (on Linux from /sys without libudev, on macOS from
+/// IOKit), sorted by name.
+pub fn list_ports() -> Result<Vec<PortInfo>> {
+    let ports = serialport::available_ports().map_err(|e| Error(format!("cannot list serial ports: {e}")))?;
+    let mut out: Vec<PortInfo> = ports
+        .into_iter()
+        .map(|p| {
+            let kind = match p.port_type {
+                SerialPortType::UsbPort(u) => {
+                    let mut k = format!("usb {:04x}:{:04x}", u.vid, u.pid);
+                    for s in [u.manufacturer, u.product, u.serial_number].into_iter().flatten() {
+                        k.push(' ');
+                        k.push_str(&s);
+                    }
+                    k
+                }
+                SerialPortType::PciPort => "pci".into(),
+                SerialPortType::BluetoothPort => "bluetooth".into(),
+                SerialPortType::Unknown => "unknown".into(),
+            };
+            PortInfo { name: p.port_name, kind }
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// Restores a terminal's termios settings when dropped (the fd stays owned by the port).
+struct Restore {
+    fd: std::os::fd::RawFd,
     saved: termios::Termios,
 }
 
-impl Drop for RawMode<'_> {
+impl Drop for Restore {
     fn drop(&mut self) {
-        let _ = termios::tcsetattr(self.file.as_fd(), SetArg::TCSANOW, &self.saved);
+        // SAFETY: the fd belongs to the port, which is dropped after this guard ([`Port`]).
+        let fd = unsafe { BorrowedFd::borrow_raw(self.fd) };
+        let _ = termios::tcsetattr(fd, SetArg::TCSANOW, &self.saved);
     }
 }
 
-fn make_raw<'a>(file: &'a File, name: &str, baud: BaudRate) -> Result<RawMode<'a>> {
-    let err = |what: &str, e: Errno| Error(format!("{name}: cannot {what}: {}", e.desc()));
-    let saved = termios::tcgetattr(file.as_fd()).map_err(|e| err("read the terminal settings", e))?;
-    let mut t = saved.clone();
-    termios::cfmakeraw(&mut t);
-    termios::cfsetspeed(&mut t, baud).map_err(|e| err("set the baud rate", e))?;
-    t.control_flags |= ControlFlags::CLOCAL | ControlFlags::CREAD;
-    t.control_flags &= !(ControlFlags::CSTOPB | ControlFlags::CRTSCTS);
-    t.control_chars[SpecialCharacterIndices::VMIN as usize] = 0;
-    t.control_chars[SpecialCharacterIndices::VTIME as usize] = 0;
-    termios::tcsetattr(file.as_fd(), SetArg::TCSANOW, &t).map_err(|e| err("set raw mode", e))?;
-    Ok(RawMode { file, saved })
+/// An open serial port and the guard that restores its settings (fields drop in order: the
+/// settings are restored before the port is closed).
+struct Port {
+    _restore: Restore,
+    port: serialport::TTYPort,
+}
+
+/// What is being read: a serial port (raw 8N1) or a plain file/FIFO.
+enum Source {
+    Port(Box<Port>),
+    File(File),
+}
+
+/// Opens a terminal as a raw 8N1 serial port, remembering its previous settings.
+fn open_port(path: &Path, name: &str, baud: u32) -> Result<Source> {
+    // The settings to restore, read before serialport changes them.
+    let saved = {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_NOCTTY | nix::libc::O_NONBLOCK)
+            .open(path)
+            .map_err(|e| Error(format!("{name}: cannot open: {e}")))?;
+        termios::tcgetattr(f.as_fd()).map_err(|e| Error(format!("{name}: cannot read the terminal settings: {}", e.desc())))?
+    };
+    let port = serialport::new(name, baud)
+        .data_bits(DataBits::Eight)
+        .parity(Parity::None)
+        .stop_bits(StopBits::One)
+        .flow_control(FlowControl::None)
+        .timeout(Duration::from_millis(100))
+        .open_native()
+        .map_err(|e| Error(format!("{name}: cannot open as a serial port ({baud} 8N1 raw): {e}")))?;
+    Ok(Source::Port(Box::new(Port { _restore: Restore { fd: port.as_raw_fd(), saved }, port })))
+}
+
+/// Reads what is there within `wait`: `Ok(0)` means nothing yet (timeout, end of a file for
+/// now, or a hung-up pty), to be retried.
+fn read_some(src: &mut Source, buf: &mut [u8], wait: Duration, name: &str) -> Result<usize> {
+    let r = match src {
+        Source::Port(p) => {
+            let _ = serialport::SerialPort::set_timeout(&mut p.port, wait);
+            p.port.read(buf)
+        }
+        Source::File(f) => {
+            let mut fds = [PollFd::new(f.as_fd(), PollFlags::POLLIN)];
+            match nix::poll::poll(&mut fds, PollTimeout::try_from(wait).unwrap_or(PollTimeout::ZERO)) {
+                Ok(0) | Err(Errno::EINTR) => return Ok(0),
+                Ok(_) => {}
+                Err(e) => return Err(Error(format!("{name}: poll failed: {}", e.desc()))),
+            }
+            f.read(buf)
+        }
+    };
+    match r {
+        Ok(0) => {
+            // End of a file/FIFO for now: wait for more.
+            std::thread::sleep(Duration::from_millis(20));
+            Ok(0)
+        }
+        Ok(n) => Ok(n),
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted | ErrorKind::TimedOut) => Ok(0),
+        // A pty or adapter whose other side is gone reports a hang-up (EIO, or POLLHUP that
+        // serialport maps to BrokenPipe) until it comes back: wait like at EOF.
+        Err(e) if e.kind() == ErrorKind::BrokenPipe || e.raw_os_error() == Some(Errno::EIO as i32) => {
+            std::thread::sleep(Duration::from_millis(20));
+            Ok(0)
+        }
+        Err(e) => Err(Error(format!("{name}: read error: {e}"))),
+    }
 }
 
 /// Finds the `end` record among the complete lines of `bytes[from..]`; returns whether it was
@@ -136,7 +221,7 @@ fn scan_for_end(bytes: &[u8], mut from: usize) -> (bool, usize) {
 /// `sink` as it arrives (so a log file survives an interrupted capture).
 pub fn capture(path: &Path, opts: &Options, sink: &mut dyn Write) -> Result<Captured> {
     let name = path.display().to_string();
-    let baud = baud_rate(opts.baud)?;
+    check_baud(opts.baud)?;
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(nix::libc::O_NOCTTY | nix::libc::O_NONBLOCK)
@@ -145,46 +230,39 @@ pub fn capture(path: &Path, opts: &Options, sink: &mut dyn Write) -> Result<Capt
     if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
         return Err(Error(format!("{name}: is a directory")));
     }
-    let _raw = if nix::unistd::isatty(file.as_fd()).unwrap_or(false) { Some(make_raw(&file, &name, baud)?) } else { None };
+    let mut src = if nix::unistd::isatty(file.as_fd()).unwrap_or(false) {
+        drop(file);
+        open_port(path, &name, opts.baud)?
+    } else {
+        Source::File(file)
+    };
     let start = Instant::now();
     let deadline = start + opts.timeout;
     let mut bytes = Vec::new();
     let mut scanned = 0;
     let mut buf = [0u8; 4096];
-    let mut f = &file;
     loop {
         let now = Instant::now();
         if now >= deadline {
             return Ok(Captured { bytes, saw_end: false, elapsed: start.elapsed() });
         }
         let wait = (deadline - now).min(Duration::from_millis(100));
-        let mut fds = [PollFd::new(file.as_fd(), PollFlags::POLLIN)];
-        match nix::poll::poll(&mut fds, PollTimeout::try_from(wait).unwrap_or(PollTimeout::ZERO)) {
-            Ok(0) | Err(Errno::EINTR) => continue,
-            Ok(_) => {}
-            Err(e) => return Err(Error(format!("{name}: poll failed: {}", e.desc()))),
+        let n = read_some(&mut src, &mut buf, wait, &name)?;
+        if n == 0 {
+            continue;
         }
-        match f.read(&mut buf) {
-            Ok(0) => std::thread::sleep(Duration::from_millis(20)), // end of a file/FIFO for now, or a hung-up pty: wait for more
-            Ok(n) => {
-                bytes.extend_from_slice(&buf[..n]);
-                if bytes.len() as u64 > crate::input::MAX_INPUT {
-                    return Err(Error(format!(
-                        "{name}: more than {} MiB without the end record; not a cachescope console?",
-                        crate::input::MAX_INPUT >> 20
-                    )));
-                }
-                sink.write_all(&buf[..n]).and_then(|_| sink.flush()).map_err(|e| Error(format!("writing the log: {e}")))?;
-                let (end, next) = scan_for_end(&bytes, scanned);
-                scanned = next;
-                if end {
-                    return Ok(Captured { bytes, saw_end: true, elapsed: start.elapsed() });
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::Interrupted => {}
-            // A pty whose other side closed reports EIO until it is reopened: wait like at EOF.
-            Err(e) if e.raw_os_error() == Some(Errno::EIO as i32) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(Error(format!("{name}: read error: {e}"))),
+        bytes.extend_from_slice(&buf[..n]);
+        if bytes.len() as u64 > crate::input::MAX_INPUT {
+            return Err(Error(format!(
+                "{name}: more than {} MiB without the end record; not a cachescope console?",
+                crate::input::MAX_INPUT >> 20
+            )));
+        }
+        sink.write_all(&buf[..n]).and_then(|_| sink.flush()).map_err(|e| Error(format!("writing the log: {e}")))?;
+        let (end, next) = scan_for_end(&bytes, scanned);
+        scanned = next;
+        if end {
+            return Ok(Captured { bytes, saw_end: true, elapsed: start.elapsed() });
         }
     }
 }
@@ -254,6 +332,46 @@ mod tests {
         // The previous settings are restored: the pty is back in canonical mode.
         let t = termios::tcgetattr(pty.slave.as_fd()).unwrap();
         assert!(t.local_flags.contains(termios::LocalFlags::ICANON));
+    }
+
+    #[test]
+    fn serial_port_is_raw_8n1_at_the_baud_rate_and_restored() {
+        let pty = nix::pty::openpty(None, None).unwrap();
+        let slave_path = nix::unistd::ttyname(pty.slave.as_fd()).unwrap();
+        let name = slave_path.display().to_string();
+        let before = termios::tcgetattr(pty.slave.as_fd()).unwrap();
+        assert!(before.local_flags.contains(termios::LocalFlags::ICANON));
+        let src = open_port(&slave_path, &name, 115200).unwrap();
+        let t = termios::tcgetattr(pty.slave.as_fd()).unwrap();
+        use termios::{ControlFlags as C, InputFlags as I, LocalFlags as L, OutputFlags as O};
+        assert_eq!(t.control_flags & C::CSIZE, C::CS8);
+        assert!(!t.control_flags.intersects(C::PARENB | C::CSTOPB | C::CRTSCTS));
+        assert!(t.control_flags.contains(C::CLOCAL | C::CREAD));
+        assert!(!t.local_flags.intersects(L::ICANON | L::ECHO | L::ISIG));
+        assert!(!t.input_flags.intersects(I::ICRNL | I::IXON | I::IXOFF));
+        assert!(!t.output_flags.contains(O::OPOST));
+        // serialport sets the rate through termios2 (BOTHER) on Linux: read it back that way.
+        #[cfg(target_os = "linux")]
+        {
+            let mut t2 = std::mem::MaybeUninit::<nix::libc::termios2>::uninit();
+            // SAFETY: TCGETS2 fills a termios2 on a valid tty fd.
+            let r = unsafe { nix::libc::ioctl(pty.slave.as_raw_fd(), nix::libc::TCGETS2, t2.as_mut_ptr()) };
+            assert_eq!(r, 0);
+            // SAFETY: initialised by the successful ioctl.
+            let t2 = unsafe { t2.assume_init() };
+            assert_eq!((t2.c_ispeed, t2.c_ospeed), (115200, 115200));
+        }
+        drop(src);
+        let after = termios::tcgetattr(pty.slave.as_fd()).unwrap();
+        assert_eq!(after.local_flags, before.local_flags);
+        assert_eq!(after.control_flags, before.control_flags);
+    }
+
+    #[test]
+    fn listing_ports_works_without_udev() {
+        // The machine may have no serial port at all; the listing must still succeed.
+        let ports = list_ports().unwrap();
+        assert!(ports.windows(2).all(|w| w[0].name <= w[1].name));
     }
 
     #[test]

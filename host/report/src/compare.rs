@@ -6,6 +6,8 @@
 //!   "format": "cachescope-baseline",
 //!   "version": 1,
 //!   "default_tolerance_pct": 5,
+//!   "run": {"args": "only=bench timer=pmccntr", "cpu": "Cortex-A72", "machine": "qemu-virt", "entry_el": 1,
+//!           "emulated": true, "qemu": "10.0.2", "timer": "pmccntr"},
 //!   "metrics": {
 //!     "latency/chase/wb/4096 [cntvct ns]": { "median": 12.5, "better": "lower", "emulated": true },
 //!     "l1d-miss/chase/wb/65536 [model misses]": { "median": 1024, "better": "lower", "tolerance_pct": 0, "emulated": true }
@@ -24,9 +26,17 @@
 //! Failures: regression (or any change under an exact tolerance), a baseline metric missing from
 //! the run, a `null` measured value, and an `emulated` flag that differs from the baseline.
 //! Metrics of the run that the baseline lacks are listed as new and do not fail.
+//!
+//! `run` (optional; baselines written before it existed have none) records the parameters the
+//! baseline's log was made with ([`RunInfo`]). When a log's parameters differ from them in a
+//! field that decides what is measured (arguments, timer, CPU, machine, emulation) and the
+//! comparison fails, [`RunCheck`] explains that in two lines instead of the per-metric list
+//! (hundreds of MISSING and new lines say nothing more). A different QEMU version alone is
+//! noted before the per-metric list.
 
 use crate::input::{Error, Result};
 use crate::metrics::{sig, Metric};
+use crate::runinfo::RunInfo;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
@@ -85,6 +95,8 @@ pub struct Entry {
 pub struct Baseline {
     /// The file's default tolerance (percent).
     pub default_tolerance_pct: Option<f64>,
+    /// What the baseline's log was made with (absent in older baselines).
+    pub run: Option<RunInfo>,
     /// Entries by metric key, sorted.
     pub metrics: BTreeMap<String, Entry>,
 }
@@ -121,6 +133,7 @@ impl Baseline {
             _ => return Err(Error(format!("{name}: \"version\" must be 1"))),
         }
         let default_tolerance_pct = num_field(&top, "default_tolerance_pct", name)?;
+        let run = top.get("run").map(|v| RunInfo::from_json(v, name)).transpose()?;
         let Some(Value::Object(ms)) = top.get("metrics") else {
             return Err(Error(format!("{name}: no \"metrics\" object")));
         };
@@ -151,7 +164,7 @@ impl Baseline {
             };
             metrics.insert(key.clone(), entry);
         }
-        Ok(Baseline { default_tolerance_pct, metrics })
+        Ok(Baseline { default_tolerance_pct, run, metrics })
     }
 
     /// Reads and parses a baseline file.
@@ -176,7 +189,7 @@ impl Baseline {
                 Entry { median, better: Better::from_unit(&m.key.unit), tolerance_pct, tolerance_abs: None, emulated: m.emulated },
             );
         }
-        (Baseline { default_tolerance_pct: Some(default_pct), metrics: out }, notes)
+        (Baseline { default_tolerance_pct: Some(default_pct), run: None, metrics: out }, notes)
     }
 
     /// The baseline as JSON text (one metric per line, keys sorted).
@@ -185,6 +198,9 @@ impl Baseline {
         let _ = writeln!(s, "  \"format\": \"{FORMAT}\",\n  \"version\": 1,");
         if let Some(d) = self.default_tolerance_pct {
             let _ = writeln!(s, "  \"default_tolerance_pct\": {},", json!(d));
+        }
+        if let Some(r) = self.run.as_ref().filter(|r| !r.is_empty()) {
+            let _ = writeln!(s, "  \"run\": {},", r.to_json());
         }
         s.push_str("  \"metrics\": {");
         for (i, (k, e)) in self.metrics.iter().enumerate() {
@@ -289,9 +305,13 @@ impl Comparison {
 
     /// The report, one line per finding plus a summary line.
     pub fn render(&self) -> String {
+        self.render_findings(|_| true) + &self.summary("")
+    }
+
+    /// One line per finding for which `keep` holds.
+    pub fn render_findings(&self, keep: impl Fn(&Finding) -> bool) -> String {
         let mut s = String::new();
-        let count = |p: fn(&Finding) -> bool| self.findings.iter().filter(|(_, f)| p(f)).count();
-        for (key, f) in &self.findings {
+        for (key, f) in self.findings.iter().filter(|(_, f)| keep(f)) {
             let line = match f {
                 Finding::Regression { base, measured, tolerance, better, exact_change } => {
                     let what = if *exact_change { "CHANGED   " } else { "REGRESSION" };
@@ -320,18 +340,57 @@ impl Comparison {
             s.push_str(&line);
             s.push('\n');
         }
+        s
+    }
+
+    /// The summary line (`compare: N within tolerance, …: ok|FAIL`), `why` appended to it.
+    pub fn summary(&self, why: &str) -> String {
+        let mut s = String::new();
+        let count = |p: fn(&Finding) -> bool| self.findings.iter().filter(|(_, f)| p(f)).count();
         let regressions = count(|f| matches!(f, Finding::Regression { .. }));
         let missing = count(|f| matches!(f, Finding::Missing { .. }));
         let other = count(|f| matches!(f, Finding::NoValue { .. } | Finding::EmulationMismatch { .. }));
         let _ = writeln!(
             s,
-            "compare: {} within tolerance, {regressions} regressed/changed, {missing} missing, {other} other failures, {} improved, {} new: {}",
+            "compare: {} within tolerance, {regressions} regressed/changed, {missing} missing, {other} other failures, {} improved, {} new: {}{why}",
             self.within,
             count(|f| matches!(f, Finding::Improved { .. })),
             count(|f| matches!(f, Finding::New { .. })),
             if self.failed() { "FAIL" } else { "ok" }
         );
         s
+    }
+}
+
+/// How a log's run parameters relate to its baseline's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunCheck {
+    /// Lines to print before the findings (empty when nothing differs).
+    pub lines: Vec<String>,
+    /// Whether a field that decides what is measured differs (arguments, timer, CPU, machine,
+    /// emulation): then the per-metric findings of a failed comparison are left out.
+    pub decisive: bool,
+}
+
+/// Compares the baseline's run parameters (`None` for an older baseline: nothing to say)
+/// with the log's.
+pub fn check_run(base: Option<&RunInfo>, log: &RunInfo) -> RunCheck {
+    let Some(base) = base else {
+        return RunCheck::default();
+    };
+    let diffs = base.differences(log);
+    if diffs.is_empty() {
+        return RunCheck::default();
+    }
+    let names: Vec<&str> = diffs.iter().map(|d| d.field).collect();
+    let decisive = diffs.iter().any(|d| d.decisive);
+    let lead = if decisive { "compare: this log was made differently from the baseline" } else { "compare: note" };
+    RunCheck {
+        lines: vec![
+            format!("{lead} ({} differ{}): baseline made with {}", names.join(", "), if names.len() == 1 { "s" } else { "" }, base.describe(log)),
+            format!("compare: this log: {}", log.describe(base)),
+        ],
+        decisive,
     }
 }
 

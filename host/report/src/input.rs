@@ -1,13 +1,14 @@
 //! Reading a UART log into numbered lines: from a file, from stdin (`-`) or from a serial
 //! device (captured until the `end` record, see [`crate::capture`]).
 //!
-//! Line endings may be LF or CRLF (the PL011 prints CRLF); every trailing `\r` is dropped. Bytes
+//! Line endings may be LF or CRLF (the PL011 prints CRLF); every trailing `\r` is dropped, and so
+//! is a UTF-8 byte-order mark at the very start (some Windows serial terminals write one). Bytes
 //! that are not UTF-8, control characters and over-long lines are not errors here: they are
 //! recorded on the line as a [`LineDefect`], and each consumer decides (noise before the KTAP
 //! version line may contain anything; a line inside the KTAP document may not).
 
 use std::fmt;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::time::Duration;
 
@@ -15,8 +16,11 @@ use std::time::Duration;
 pub const MAX_LINE: usize = 1 << 20;
 /// Largest input accepted (a UART log of a full run is a few MiB at most).
 pub const MAX_INPUT: u64 = 256 << 20;
-/// How long reading a serial device given as a plain input waits for the `end` record.
-pub const DEVICE_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long reading a serial device given as a plain input waits for the `end` record: the
+/// `capture` default ([`crate::capture::DEFAULT_TIMEOUT_S`]).
+pub const DEVICE_TIMEOUT: Duration = Duration::from_secs(crate::capture::DEFAULT_TIMEOUT_S);
+/// The UTF-8 byte-order mark, skipped at the start of a log.
+pub const BOM: &[u8] = b"\xef\xbb\xbf";
 
 /// An error that stops a command, with a message meant for a person.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,10 +108,11 @@ pub struct Log {
 }
 
 impl Log {
-    /// Splits raw bytes into lines (LF or CRLF; a final line without newline is kept).
+    /// Splits raw bytes into lines (LF or CRLF; a final line without newline is kept; a leading
+    /// byte-order mark is skipped).
     pub fn from_bytes(name: &str, bytes: &[u8]) -> Log {
         let mut lines = Vec::new();
-        let mut rest = bytes;
+        let mut rest = bytes.strip_prefix(BOM).unwrap_or(bytes);
         let mut no = 0;
         while !rest.is_empty() {
             let (raw, next) = match rest.iter().position(|&b| b == b'\n') {
@@ -137,7 +142,12 @@ impl Log {
             let opts = crate::capture::Options { baud: 115_200, timeout: DEVICE_TIMEOUT };
             let got = crate::capture::capture(p, &opts, &mut std::io::sink())?;
             if !got.saw_end {
-                eprintln!("cachescope-report: warning: {path}: no end record within {} s; using what was read", DEVICE_TIMEOUT.as_secs());
+                // (a closed stderr must not panic: the note is dropped)
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "cachescope-report: warning: {path}: no end record within {} s; using what was read",
+                    DEVICE_TIMEOUT.as_secs()
+                );
             }
             return Ok(Log::from_bytes(path, &got.bytes));
         }
@@ -191,6 +201,16 @@ mod tests {
         let log = Log::from_bytes("t", b"a\r\nb\r\r\nc");
         let texts: Vec<_> = log.lines.iter().map(|l| (l.no, l.text.as_str(), l.defect)).collect();
         assert_eq!(texts, vec![(1, "a", None), (2, "b", None), (3, "c", None)]);
+    }
+
+    #[test]
+    fn leading_byte_order_mark_is_skipped() {
+        let log = Log::from_bytes("t", b"\xef\xbb\xbfKTAP version 1\r\n1..0\r\n");
+        assert_eq!(log.lines[0].text, "KTAP version 1");
+        assert_eq!(log.lines[0].defect, None);
+        // Only at the start: a BOM inside a line is kept (U+FEFF is not a control character).
+        let log = Log::from_bytes("t", b"a\n\xef\xbb\xbfb\n");
+        assert_eq!(log.lines[1].text, "\u{feff}b");
     }
 
     #[test]
