@@ -42,9 +42,9 @@ pub use target::*;
 mod target {
     use super::BootInfo;
     use crate::harness::Record;
+    use crate::firmware::fdt::{Fdt, FdtError, FDT_MAGIC};
     use crate::{arch::cpu, bsp, console, cpuid::Midr};
 
-    const FDT_MAGIC: u32 = 0xd00d_feed;
     /// Heap size cap; RAM beyond it is the test arena.
     const HEAP_MAX: usize = 16 << 20;
 
@@ -55,7 +55,8 @@ mod target {
         static __image_end: u8;
     }
 
-    fn valid_fdt(addr: usize) -> Option<fdt::Fdt<'static>> {
+    /// The tree at `addr`, or why there is none there (`None`: nothing that looks like one).
+    fn read_fdt(addr: usize) -> Option<Result<Fdt<'static>, FdtError>> {
         if addr == 0 || !addr.is_multiple_of(8) {
             return None;
         }
@@ -65,18 +66,9 @@ mod target {
         if magic != FDT_MAGIC {
             return None;
         }
-        // SAFETY: a header with the FDT magic; the fdt crate validates sizes and offsets.
-        unsafe { fdt::Fdt::from_ptr(addr as *const u8) }.ok()
-    }
-
-    /// The node `/chosen/stdout-path` names ("serial0:115200n8" or "/path@addr"), resolving an
-    /// alias by hand: fdt 0.1.5's `Chosen::stdout` passes "serial0:115200n8" to `find_node`,
-    /// which panics on a path without a leading '/' (seen with the Raspberry Pi 4 device tree).
-    fn stdout_node<'b, 'a>(fdt: &'b fdt::Fdt<'a>) -> Option<fdt::node::FdtNode<'b, 'a>> {
-        let spec = fdt.find_node("/chosen")?.property("stdout-path")?.as_str()?;
-        let name = spec.split(':').next()?;
-        let path = if name.starts_with('/') { name } else { fdt.aliases()?.resolve(name)? };
-        path.starts_with('/').then(|| fdt.find_node(path)).flatten()
+        // SAFETY: a header with the FDT magic in RAM; `from_ptr` reads at most MAX_SIZE bytes
+        // and validates every size and offset; nothing writes the tree during the run.
+        Some(unsafe { Fdt::from_ptr(addr as *const u8) })
     }
 
     /// Brings up console and heap and gathers the boot facts.
@@ -91,34 +83,43 @@ mod target {
             cntfrq: cpu::timer_frequency(),
             ..BootInfo::default()
         };
-        let fdt = bsp::dtb_candidates(x0).into_iter().find_map(|a| valid_fdt(a).map(|f| (a, f)));
+        let mut rejected = None;
+        let fdt = bsp::dtb_candidates(x0).into_iter().find_map(|a| match read_fdt(a)? {
+            Ok(f) => Some((a, f)),
+            Err(e) => {
+                rejected.get_or_insert((a, e));
+                None
+            }
+        });
         let mut bootargs = None;
         // Before the console and the heap: the board only records what it learns.
         bsp::probe(x0, fdt.as_ref().map(|(_, f)| f));
         if let Some((addr, fdt)) = &fdt {
             info.dtb = Some(*addr);
-            if let Some(region) = fdt.memory().regions().next() {
-                // A zero size is a template the loader did not fill (the Pi DTBs ship `reg = <0 0 0>`).
-                if let Some(size) = region.size.filter(|&s| s > 0) {
-                    info.ram = (region.starting_address as u64, size as u64);
-                    info.ram_from_dtb = true;
-                }
+            // A zero size is a template the loader did not fill (the Pi DTBs ship `reg = <0 0 0>`):
+            // `memory()` skips it.
+            if let Some(ram) = fdt.memory() {
+                info.ram = ram;
+                info.ram_from_dtb = true;
             }
             // The console is /chosen/stdout-path; otherwise the first enabled PL011 (QEMU's
             // secure=on DTB also lists a secure-only PL011 with status "disabled").
-            let enabled = |n: &fdt::node::FdtNode| n.property("status").and_then(|p| p.as_str()).is_none_or(|s| s == "okay" || s == "ok");
-            let console_node = stdout_node(fdt)
-                .filter(|n| n.compatible().is_some_and(|c| c.all().any(|c| c == "arm,pl011")))
-                .or_else(|| fdt.all_nodes().find(|n| n.compatible().is_some_and(|c| c.all().any(|c| c == "arm,pl011")) && enabled(n)));
-            if let Some(uart) =
-                console_node.and_then(|n| n.reg()).and_then(|mut r| r.next()).and_then(|r| bsp::uart_from_dtb(r.starting_address as usize))
-            {
+            let console_node = fdt
+                .find("/chosen")
+                .and_then(|c| c.prop_str("stdout-path"))
+                .and_then(|spec| fdt.resolve(spec))
+                .filter(|n| n.is_compatible("arm,pl011"))
+                .or_else(|| fdt.nodes().find(|n| n.is_compatible("arm,pl011") && n.is_enabled()));
+            if let Some(uart) = console_node.and_then(|n| n.reg().next()).and_then(|(base, _)| bsp::uart_from_dtb(base as usize)) {
                 info.uart = uart;
                 info.uart_from_dtb = true;
             }
-            bootargs = fdt.chosen().bootargs();
+            bootargs = fdt.bootargs();
         }
         console::install(bsp::console(info.uart));
+        if let Some((addr, e)) = rejected.filter(|_| fdt.is_none()) {
+            crate::diag!("device tree at {addr:#x} ignored: {e}; using the board's defaults");
+        }
 
         // __image_end is a linker symbol marking the end of the image (2 MiB aligned).
         let heap_start = core::ptr::addr_of!(__image_end) as usize;

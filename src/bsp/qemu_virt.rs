@@ -32,10 +32,10 @@ pub fn emulated() -> bool {
 }
 
 /// Learns the PSCI conduit and the number of cores (`-smp`) from the DTB.
-pub fn probe(_x0: usize, fdt: Option<&fdt::Fdt<'_>>) {
+pub fn probe(_x0: usize, fdt: Option<&crate::firmware::fdt::Fdt<'_>>) {
     if let Some(fdt) = fdt {
         CONDUIT.set(psci::conduit_from_dtb(fdt));
-        CORES.store(fdt.cpus().count().max(1), Ordering::Relaxed);
+        CORES.store(fdt.cpu_count().max(1), Ordering::Relaxed);
     }
 }
 

@@ -47,7 +47,7 @@ pub fn dtb_candidates(x0: usize) -> [usize; 2] {
 }
 
 /// Learns the PSCI conduit (only a TF-A armstub has one) and the ATAG command line.
-pub fn probe(x0: usize, fdt: Option<&fdt::Fdt<'_>>) {
+pub fn probe(x0: usize, fdt: Option<&crate::firmware::fdt::Fdt<'_>>) {
     raspberrypi::probe(x0, fdt, None);
 }
 

@@ -45,7 +45,7 @@ pub fn dtb_candidates(x0: usize) -> [usize; 2] {
 }
 
 /// Learns the PSCI conduit: the DTB's `/psci` method, else `smc` (BL31 is always there).
-pub fn probe(x0: usize, fdt: Option<&fdt::Fdt<'_>>) {
+pub fn probe(x0: usize, fdt: Option<&crate::firmware::fdt::Fdt<'_>>) {
     raspberrypi::probe(x0, fdt, Some(Conduit::Smc));
 }
 

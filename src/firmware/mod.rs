@@ -1,5 +1,6 @@
-//! What firmware hands over besides the device tree, decoded without touching hardware (pure,
-//! host-tested): the legacy ATAG list and the PSCI function numbers and return codes.
+//! What firmware hands over, decoded without touching hardware (pure, host-tested): the
+//! flattened device tree, the legacy ATAG list and the PSCI function numbers and return codes.
 
 pub mod atags;
+pub mod fdt;
 pub mod psci;

@@ -139,8 +139,8 @@ impl fmt::Display for Error {
 }
 
 /// The conduit named by the device tree's `/psci` node (`method = "smc"` or `"hvc"`), if any.
-pub fn conduit_from_dtb(fdt: &fdt::Fdt<'_>) -> Option<Conduit> {
-    fdt.find_node("/psci")?.property("method")?.as_str().and_then(Conduit::from_method)
+pub fn conduit_from_dtb(fdt: &super::fdt::Fdt<'_>) -> Option<Conduit> {
+    fdt.find("/psci")?.prop_str("method").and_then(Conduit::from_method)
 }
 
 /// Major and minor version from a PSCI_VERSION return.

@@ -34,7 +34,7 @@ pub fn conduit() -> Option<Conduit> {
 /// Learns from the handover: the PSCI conduit (the DTB's `/psci` node, else `default_conduit`)
 /// and, when there is no DTB and x0 points at an ATAG list, the ATAG command line. Called
 /// before the console and the heap exist: it must neither print nor allocate.
-pub fn probe(x0: usize, fdt: Option<&fdt::Fdt<'_>>, default_conduit: Option<Conduit>) {
+pub fn probe(x0: usize, fdt: Option<&crate::firmware::fdt::Fdt<'_>>, default_conduit: Option<Conduit>) {
     CONDUIT.set(fdt.and_then(psci::conduit_from_dtb).or(default_conduit));
     if fdt.is_none() && x0 != 0 && x0 < ATAG_WINDOW_END && x0.is_multiple_of(4) {
         // SAFETY: x0 is in the first 16 KiB of RAM (below the kernel at 0x8_0000), which is
