@@ -1,44 +1,185 @@
-//! `cachescope-report` command line (see `cachescope-report help`).
+//! `cachescope-report` command line (`cachescope-report --help`, `cachescope-report help CMD`).
+//!
+//! Exit status: 0 ok; 1 a check failed (KTAP/records problems, regressions, missing metrics,
+//! capture timeout); 2 usage errors (clap's) and unreadable or malformed input; 141 when
+//! standard output was closed early (`… | head -1`), quietly, as a tool killed by SIGPIPE.
 
 use cachescope_report::compare::{self, Baseline};
 use cachescope_report::input::{Error, Log};
-use cachescope_report::{capture, extract, ktap, metrics::Metric, records, report};
-use std::io::Write;
+use cachescope_report::runinfo::RunInfo;
+use cachescope_report::{capture, extract, junit, ktap, metrics::Metric, records, report};
+use clap::{ArgGroup, Args, Parser, Subcommand};
+use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "\
-cachescope-report: check, extract, report on and compare cachescope UART logs
+const EXAMPLES: &str = "\
+FILE may be - (stdin) or a serial device (read at 115200 baud until the end record).
 
-usage:
-  cachescope-report check FILE... [--allow-unknown]
-      Strict KTAP v1 validation plus the records contract (boot first with schema 1, end last
-      matching the results, metric schema). Prints FILE:LINE: problem for each violation.
-      --allow-unknown  accept non-KTAP lines inside the document (ktap.rst allows them)
-  cachescope-report extract FILE [--json OUT] [--csv DIR]
-      Records as one JSON array (OUT may be -) and/or one CSV per record kind in DIR.
-  cachescope-report report FILE [--model MODEL_LOG] --out REPORT.md|REPORT.html [--svg-dir DIR]
-      Markdown or HTML report with inline SVG plots and tables; --svg-dir also writes each
-      figure as DIR/figN-*.svg. MODEL_LOG: records of the cache-model plugin.
-  cachescope-report compare FILE --baseline BASELINE.json [--tolerance 5%] [--write-baseline]
-      Compares metric medians with the baseline; exits 1 naming every regression or missing
-      metric. --tolerance is the default for metrics without their own (0 = exact).
-      --write-baseline writes BASELINE.json from FILE instead (model figures get tolerance 0).
-  cachescope-report capture DEVICE --out LOG [--baud 115200] [--timeout 120] [--echo]
-      Reads a serial device (raw mode) until the end record or the timeout (seconds), saving
-      every byte to LOG (- = stdout); --echo also copies it to stdout.
-
-FILE may be - (stdin) or a serial device (captured at 115200 baud until the end record).
 Exit status: 0 ok; 1 validation problems, regressions, missing metrics or capture timeout;
-2 bad arguments or unreadable/malformed input.
+2 bad arguments or unreadable/malformed input; 141 standard output closed early.
 
-example:
+Examples:
   scripts/report check target/cachescope-logs/main-default.log
-  scripts/report report run.log --out report.html
-  scripts/report compare run.log --baseline tests/baselines/bench.json --tolerance 0
-";
+  scripts/report junit run.log -o results.xml
+  scripts/report report run.log -o report.html
+  scripts/report compare run.log --baseline tests/baselines/bench-icount-cortex-a72.json --tolerance 0";
 
-/// A failed command: exit status and message.
+/// Check, extract, report on and compare cachescope UART logs.
+#[derive(Parser)]
+#[command(name = "cachescope-report", version, after_help = EXAMPLES, propagate_version = true, arg_required_else_help = true)]
+struct Cli {
+    /// Print only problems and failures (no progress or summary notes).
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Strict KTAP v1 validation plus the records contract; prints FILE:LINE: problem.
+    ///
+    /// The records contract: the boot record first with schema 1, the end record last matching
+    /// the results, the metric schema. Exit 1 when a log is invalid.
+    Check(CheckArgs),
+    /// Records as one JSON array and/or one CSV file per record kind.
+    #[command(group(ArgGroup::new("what").required(true).multiple(true).args(["json", "csv"])))]
+    Extract(ExtractArgs),
+    /// Markdown or HTML report with inline SVG plots and tables.
+    Report(ReportArgs),
+    /// Compares metric medians with a baseline (or writes one); exit 1 naming every regression.
+    ///
+    /// --tolerance is the default for metrics without their own (0 = exact). A baseline records
+    /// the run parameters it was made with (kernel arguments, CPU, machine, timer, QEMU version);
+    /// a log made differently is explained in two lines instead of a list of MISSING metrics.
+    Compare(CompareArgs),
+    /// JUnit XML for CI systems: one testsuite per KTAP suite, one testcase per case.
+    ///
+    /// Failures carry the case's FAIL diagnostics (decoded faults included), SKIPs their reason,
+    /// metric records are properties. Exit 0 once written, whatever the tests' results (the CI
+    /// reads them from the XML); a log that is not valid KTAP is warned about.
+    Junit(JunitArgs),
+    /// Reads a serial device (raw 8N1) until the end record or the timeout, saving every byte.
+    Capture(CaptureArgs),
+}
+
+#[derive(Args)]
+struct CheckArgs {
+    /// Logs to check (- = stdin).
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<String>,
+    /// Accept non-KTAP lines inside the document (ktap.rst allows them).
+    #[arg(long)]
+    allow_unknown: bool,
+}
+
+#[derive(Args)]
+struct ExtractArgs {
+    /// The log (- = stdin).
+    #[arg(value_name = "FILE")]
+    file: String,
+    /// Write the records as one JSON array to OUT (- = stdout).
+    #[arg(short, long, value_name = "OUT")]
+    json: Option<String>,
+    /// Write one CSV per record kind into DIR.
+    #[arg(short, long, value_name = "DIR")]
+    csv: Option<String>,
+}
+
+#[derive(Args)]
+struct ReportArgs {
+    /// The log (- = stdin).
+    #[arg(value_name = "FILE")]
+    file: String,
+    /// Where to write the report: REPORT.md or REPORT.html.
+    #[arg(short, long, value_name = "REPORT")]
+    out: String,
+    /// Records of the cache-model plugin to plot beside the run.
+    #[arg(short, long, value_name = "MODEL_LOG")]
+    model: Option<String>,
+    /// Also write each figure as DIR/figN-*.svg.
+    #[arg(long, value_name = "DIR")]
+    svg_dir: Option<String>,
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    /// The log (- = stdin).
+    #[arg(value_name = "FILE")]
+    file: String,
+    /// The baseline JSON to compare with (or to write).
+    #[arg(short, long, value_name = "BASELINE.json")]
+    baseline: String,
+    /// Default tolerance: 5% or 5 (percent); 0 = exact. [default: the baseline's, else 5%]
+    #[arg(short, long, value_name = "PCT", value_parser = parse_tolerance, allow_hyphen_values = true)]
+    tolerance: Option<f64>,
+    /// Write BASELINE.json from FILE instead (model figures get tolerance 0).
+    #[arg(short, long)]
+    write_baseline: bool,
+    /// QEMU version the log was made with (`qemu-system-aarch64 --version`; else the log's own
+    /// "QEMU emulator version" line, if any).
+    #[arg(long, value_name = "VERSION", env = "CS_QEMU_VERSION")]
+    qemu_version: Option<String>,
+    /// List every metric even when the run parameters differ from the baseline's.
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+#[derive(Args)]
+struct JunitArgs {
+    /// The log (- = stdin).
+    #[arg(value_name = "FILE")]
+    file: String,
+    /// Where to write the XML (- = stdout).
+    #[arg(short, long, value_name = "RESULTS.xml")]
+    out: String,
+    /// QEMU version the log was made with (a suite property).
+    #[arg(long, value_name = "VERSION", env = "CS_QEMU_VERSION")]
+    qemu_version: Option<String>,
+}
+
+#[derive(Args)]
+struct CaptureArgs {
+    /// The serial device (/dev/ttyUSB0, /dev/cu.usbserial-…), or a file/FIFO to follow.
+    #[arg(value_name = "DEVICE", required_unless_present = "list")]
+    device: Option<String>,
+    /// Where to save what is read (- = stdout).
+    #[arg(short, long, value_name = "LOG", required_unless_present = "list")]
+    out: Option<String>,
+    /// Baud rate.
+    #[arg(short, long, default_value_t = capture::DEFAULT_BAUD, value_parser = parse_baud)]
+    baud: u32,
+    /// Give up after this many seconds without the end record.
+    #[arg(short, long, value_name = "SECONDS", default_value_t = capture::DEFAULT_TIMEOUT_S as f64, value_parser = parse_timeout, allow_hyphen_values = true)]
+    timeout: f64,
+    /// Also copy what is read to stdout.
+    #[arg(short, long)]
+    echo: bool,
+    /// List the serial ports of this machine and exit.
+    #[arg(short, long, conflicts_with_all = ["device", "out", "echo"])]
+    list: bool,
+}
+
+fn parse_tolerance(s: &str) -> Result<f64, String> {
+    compare::parse_tolerance(s).map_err(|e| e.0)
+}
+
+fn parse_baud(s: &str) -> Result<u32, String> {
+    let b: u32 = s.parse().map_err(|_| format!("--baud '{s}': expected a number such as 115200"))?;
+    capture::check_baud(b).map_err(|e| e.0)?;
+    Ok(b)
+}
+
+fn parse_timeout(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if t.is_finite() && t > 0.0 && t < 1e7 => Ok(t),
+        _ => Err(format!("--timeout '{s}': expected seconds > 0, such as 60 or 0.5")),
+    }
+}
+
+/// A failed command: exit status and message (an empty message prints nothing).
 struct Fail(u8, String);
 
 impl From<Error> for Fail {
@@ -47,112 +188,91 @@ impl From<Error> for Fail {
     }
 }
 
-fn usage(msg: impl Into<String>) -> Fail {
-    Fail(2, format!("{}\n(run 'cachescope-report help' for usage)", msg.into()))
-}
+/// Set once a write to standard output found the pipe closed.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 
-/// Parsed options of one subcommand: positional arguments and `--flag [value]` pairs.
-struct Args {
-    positional: Vec<String>,
-    opts: Vec<(String, Option<String>)>,
-}
+/// Standard output that never panics: a closed pipe is remembered (the command then ends
+/// quietly with status 141) and reported to the caller as an error, to stop writing.
+struct Stdout;
 
-impl Args {
-    /// Splits `argv`; `with_value` lists the options that take a value, `flags` those that do not.
-    fn parse(argv: &[String], with_value: &[&str], flags: &[&str]) -> Result<Args, Fail> {
-        let mut a = Args { positional: Vec::new(), opts: Vec::new() };
-        let mut it = argv.iter();
-        while let Some(arg) = it.next() {
-            if arg == "-" || !arg.starts_with("--") {
-                a.positional.push(arg.clone());
-                continue;
-            }
-            let (name, inline) = match arg.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_string())),
-                None => (arg.as_str(), None),
-            };
-            let key = &name[2..];
-            if with_value.contains(&key) {
-                let v = match inline {
-                    Some(v) => v,
-                    None => it.next().cloned().ok_or_else(|| usage(format!("{name} needs a value")))?,
-                };
-                if a.opts.iter().any(|(k, _)| k == key) {
-                    return Err(usage(format!("{name} given twice")));
-                }
-                a.opts.push((key.to_string(), Some(v)));
-            } else if flags.contains(&key) && inline.is_none() {
-                a.opts.push((key.to_string(), None));
-            } else {
-                let mut accepted: Vec<String> = with_value.iter().map(|o| format!("--{o} VALUE")).collect();
-                accepted.extend(flags.iter().map(|f| format!("--{f}")));
-                return Err(usage(format!(
-                    "unknown option '{arg}' (accepted: {})",
-                    if accepted.is_empty() { "none".into() } else { accepted.join(", ") }
-                )));
-            }
+impl Stdout {
+    fn note(e: std::io::Error) -> std::io::Error {
+        if e.kind() == ErrorKind::BrokenPipe {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
         }
-        Ok(a)
-    }
-
-    fn value(&self, key: &str) -> Option<&str> {
-        self.opts.iter().find(|(k, _)| k == key).and_then(|(_, v)| v.as_deref())
-    }
-
-    fn flag(&self, key: &str) -> bool {
-        self.opts.iter().any(|(k, _)| k == key)
-    }
-
-    fn one_file(&self, cmd: &str) -> Result<&str, Fail> {
-        match self.positional.as_slice() {
-            [f] => Ok(f),
-            [] => Err(usage(format!("{cmd}: which log? (a FILE, - for stdin, or a serial device)"))),
-            more => Err(usage(format!("{cmd}: one log at a time, got {}", more.len()))),
-        }
+        e
     }
 }
 
-fn check(argv: &[String]) -> Result<(), Fail> {
-    let a = Args::parse(argv, &[], &["allow-unknown"])?;
-    if a.positional.is_empty() {
-        return Err(usage("check: which logs? (FILE... or -)"));
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        std::io::stdout().write(buf).map_err(Stdout::note)
     }
-    let opts = ktap::Options { allow_unknown: a.flag("allow-unknown") };
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stdout().flush().map_err(Stdout::note)
+    }
+}
+
+/// Writes `text` to standard output.
+fn out(text: &str) -> Result<(), Fail> {
+    Stdout.write_all(text.as_bytes()).and_then(|_| Stdout.flush()).map_err(|e| Fail(2, format!("<stdout>: {e}")))
+}
+
+/// A note on standard error (`eprintln!` would panic on a closed stderr).
+macro_rules! note {
+    ($($t:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+
+/// Writes `text` to `path`, `-` being standard output.
+fn write_to(path: &str, text: &str) -> Result<(), Fail> {
+    if path == "-" {
+        out(text)
+    } else {
+        extract::write_out(path, text).map_err(Fail::from)
+    }
+}
+
+fn check(a: &CheckArgs, quiet: bool) -> Result<(), Fail> {
+    let opts = ktap::Options { allow_unknown: a.allow_unknown };
     let mut bad = 0;
-    let mut out = std::io::stdout().lock();
-    for path in &a.positional {
+    for path in &a.files {
         let log = Log::load(path)?;
         let k = ktap::validate(&log, opts);
         let mut problems = k.problems.clone();
         problems.extend(records::check_contract(&log, &k));
         problems.sort_by_key(|p| p.line);
+        let mut text = String::new();
         for p in problems.iter().take(100) {
-            let _ =
-                if p.line == 0 { writeln!(out, "{}: {}", log.name, p.msg) } else { writeln!(out, "{}:{}: {}", log.name, p.line, p.msg) };
+            text += &if p.line == 0 { format!("{}: {}\n", log.name, p.msg) } else { format!("{}:{}: {}\n", log.name, p.line, p.msg) };
         }
         if problems.len() > 100 {
-            let _ = writeln!(out, "{}: … and {} more problems", log.name, problems.len() - 100);
+            text += &format!("{}: … and {} more problems\n", log.name, problems.len() - 100);
         }
         let c = k.leaves;
         if problems.is_empty() {
-            let recs = records::extract(&log).0.len();
-            let _ = writeln!(
-                out,
-                "{}: ok: KTAP v1, {} top-level results, {} leaf results ({} passed, {} failed, {} skipped), {recs} records",
-                log.name,
-                k.top_results,
-                c.passed + c.failed + c.skipped,
-                c.passed,
-                c.failed,
-                c.skipped
-            );
+            if !quiet {
+                let recs = records::extract(&log).0.len();
+                text += &format!(
+                    "{}: ok: KTAP v1, {} top-level results, {} leaf results ({} passed, {} failed, {} skipped), {recs} records\n",
+                    log.name,
+                    k.top_results,
+                    c.passed + c.failed + c.skipped,
+                    c.passed,
+                    c.failed,
+                    c.skipped
+                );
+            }
         } else {
             bad += 1;
-            let _ = writeln!(out, "{}: INVALID: {} problems", log.name, problems.len());
+            text += &format!("{}: INVALID: {} problems\n", log.name, problems.len());
         }
+        out(&text)?;
     }
     if bad > 0 {
-        return Err(Fail(1, format!("check: {bad} of {} logs invalid", a.positional.len())));
+        return Err(Fail(1, format!("check: {bad} of {} logs invalid", a.files.len())));
     }
     Ok(())
 }
@@ -161,85 +281,120 @@ fn warn_if_invalid(log: &Log) {
     let k = ktap::validate(log, ktap::Options::default());
     let n = k.problems.len() + records::check_contract(log, &k).len();
     if n > 0 {
-        eprintln!("cachescope-report: warning: {}: {n} KTAP/records problems (run 'check' for details)", log.name);
+        note!("cachescope-report: warning: {}: {n} KTAP/records problems (run 'check' for details)", log.name);
     }
 }
 
-fn extract_cmd(argv: &[String]) -> Result<(), Fail> {
-    let a = Args::parse(argv, &["json", "csv"], &[])?;
-    let path = a.one_file("extract")?;
-    if a.value("json").is_none() && a.value("csv").is_none() {
-        return Err(usage("extract: nothing to write: give --json OUT and/or --csv DIR"));
-    }
-    let log = Log::load(path)?;
+fn extract_cmd(a: &ExtractArgs, quiet: bool) -> Result<(), Fail> {
+    let log = Log::load(&a.file)?;
     warn_if_invalid(&log);
     let recs = records::extract_strict(&log)?;
-    if let Some(out) = a.value("json") {
-        extract::write_out(out, &extract::to_json(&recs))?;
-        if out != "-" {
-            eprintln!("extract: {} records to {out}", recs.len());
+    if let Some(o) = &a.json {
+        write_to(o, &extract::to_json(&recs))?;
+        if o != "-" && !quiet {
+            note!("extract: {} records to {o}", recs.len());
         }
     }
-    if let Some(dir) = a.value("csv") {
+    if let Some(dir) = &a.csv {
         let files = extract::write_csv_dir(dir, &recs)?;
-        eprintln!(
-            "extract: {} records to {} CSV files in {dir} ({})",
-            recs.len(),
-            files.len(),
-            files.iter().map(|f| f.rsplit('/').next().unwrap_or(f)).collect::<Vec<_>>().join(", ")
-        );
+        if !quiet {
+            note!(
+                "extract: {} records to {} CSV files in {dir} ({})",
+                recs.len(),
+                files.len(),
+                files.iter().map(|f| f.rsplit('/').next().unwrap_or(f)).collect::<Vec<_>>().join(", ")
+            );
+        }
     }
     Ok(())
 }
 
-fn report_cmd(argv: &[String]) -> Result<(), Fail> {
-    let a = Args::parse(argv, &["model", "out", "svg-dir"], &[])?;
-    let path = a.one_file("report")?;
-    let out = a.value("out").ok_or_else(|| usage("report: --out REPORT.md or --out REPORT.html is required"))?;
-    let format = report::Format::from_path(out)?;
-    let log = Log::load(path)?;
-    let model = a.value("model").map(Log::load).transpose()?;
+fn report_cmd(a: &ReportArgs, quiet: bool) -> Result<(), Fail> {
+    let format = report::Format::from_path(&a.out)?;
+    let log = Log::load(&a.file)?;
+    let model = a.model.as_deref().map(Log::load).transpose()?;
     let r = report::build(&log, model.as_ref());
-    std::fs::write(out, r.render(format)).map_err(|e| Error(format!("{out}: cannot write: {e}")))?;
-    if let Some(dir) = a.value("svg-dir") {
+    std::fs::write(&a.out, r.render(format)).map_err(|e| Error(format!("{}: cannot write: {e}", a.out)))?;
+    if let Some(dir) = &a.svg_dir {
         std::fs::create_dir_all(dir).map_err(|e| Error(format!("{dir}: cannot create directory: {e}")))?;
         for (stem, svg) in &r.figures {
             let p = format!("{dir}/{stem}.svg");
             std::fs::write(&p, svg).map_err(|e| Error(format!("{p}: cannot write: {e}")))?;
         }
     }
-    eprintln!("report: {out} ({} figures)", r.figures.len());
+    if !quiet {
+        note!("report: {} ({} figures)", a.out, r.figures.len());
+    }
     Ok(())
 }
 
-fn compare_cmd(argv: &[String]) -> Result<(), Fail> {
-    let a = Args::parse(argv, &["baseline", "tolerance"], &["write-baseline"])?;
-    let path = a.one_file("compare")?;
-    let bpath = a.value("baseline").ok_or_else(|| usage("compare: --baseline BASELINE.json is required"))?;
-    let tol = a.value("tolerance").map(compare::parse_tolerance).transpose()?;
-    let log = Log::load(path)?;
+fn compare_cmd(a: &CompareArgs, quiet: bool) -> Result<(), Fail> {
+    let bpath = &a.baseline;
+    let log = Log::load(&a.file)?;
     let recs = records::extract_strict(&log)?;
     let (metrics, skipped) = Metric::collect(&recs);
     if let Some(s) = skipped.first() {
         return Err(Fail(2, format!("{}:{s}", log.name)));
     }
-    if a.flag("write-baseline") {
+    let run = RunInfo::from_log(&log, &recs, a.qemu_version.as_deref());
+    if a.write_baseline {
         if metrics.is_empty() {
             return Err(Fail(2, format!("{}: no metric records; refusing to write an empty baseline", log.name)));
         }
-        let (b, notes) = Baseline::from_metrics(&metrics, tol.unwrap_or(compare::DEFAULT_TOLERANCE_PCT));
+        let (mut b, notes) = Baseline::from_metrics(&metrics, a.tolerance.unwrap_or(compare::DEFAULT_TOLERANCE_PCT));
+        b.run = Some(run.clone());
         for n in notes {
-            eprintln!("compare: {}:{n}", log.name);
+            note!("compare: {}:{n}", log.name);
         }
-        std::fs::write(bpath, b.to_json()).map_err(|e| Error(format!("{bpath}: cannot write: {e}")))?;
-        eprintln!("compare: wrote {} metrics from {} to {bpath}", b.metrics.len(), log.name);
+        std::fs::write(bpath, b.to_json()).map_err(|e| Error(format!("{bpath}: cannot write baseline: {e}")))?;
+        if !quiet {
+            note!("compare: wrote {} metrics from {} to {bpath}; run: {}", b.metrics.len(), log.name, run.describe(&run));
+        }
         return Ok(());
     }
     let b = Baseline::load(bpath)?;
-    let c = compare::compare(&metrics, &b, tol).map_err(|e| Error(format!("{}: {e}", log.name)))?;
-    print!("compare: {} ({} metrics) against {bpath} ({} metrics)\n{}", log.name, metrics.len(), b.metrics.len(), c.render());
+    let c = compare::compare(&metrics, &b, a.tolerance).map_err(|e| Error(format!("{}: {e}", log.name)))?;
+    let rc = compare::check_run(b.run.as_ref(), &run);
+    let mut text = format!("compare: {} ({} metrics) against {bpath} ({} metrics)\n", log.name, metrics.len(), b.metrics.len());
+    for l in &rc.lines {
+        text += l;
+        text.push('\n');
+    }
+    if rc.decisive && c.failed() && !a.verbose {
+        text += &c.summary(" (the run parameters differ from the baseline's: per-metric lines left out, -v lists them)");
+    } else {
+        text += &c.render_findings(|f| !quiet || f.fails());
+        text += &c.summary("");
+    }
+    out(&text)?;
     if c.failed() {
-        return Err(Fail(1, format!("compare: {} differs from {bpath} (see above)", log.name)));
+        let why = if rc.decisive { " (made with other run parameters, see above)" } else { " (see above)" };
+        return Err(Fail(1, format!("compare: {} differs from {bpath}{why}", log.name)));
+    }
+    Ok(())
+}
+
+fn junit_cmd(a: &JunitArgs, quiet: bool) -> Result<(), Fail> {
+    let log = Log::load(&a.file)?;
+    warn_if_invalid(&log);
+    let (recs, _) = records::extract(&log);
+    let run = RunInfo::from_log(&log, &recs, a.qemu_version.as_deref());
+    let r = junit::build(&log, &run);
+    if r.suites.is_empty() {
+        return Err(Fail(2, format!("{}: no KTAP results to report (no 'KTAP version 1' line?)", log.name)));
+    }
+    write_to(&a.out, &r.to_xml())?;
+    if !quiet && a.out != "-" {
+        let t = r.totals();
+        note!(
+            "junit: {} ({} suites, {} tests, {} failures, {} skipped, {} errors)",
+            a.out,
+            r.suites.len(),
+            t.tests,
+            t.failures,
+            t.skipped,
+            t.errors
+        );
     }
     Ok(())
 }
@@ -254,7 +409,7 @@ impl Write for Tee {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.file.write_all(buf)?;
         if self.echo {
-            std::io::stdout().write_all(buf)?;
+            Stdout.write_all(buf)?;
         }
         Ok(buf.len())
     }
@@ -262,68 +417,77 @@ impl Write for Tee {
     fn flush(&mut self) -> std::io::Result<()> {
         self.file.flush()?;
         if self.echo {
-            std::io::stdout().flush()?;
+            Stdout.flush()?;
         }
         Ok(())
     }
 }
 
-fn capture_cmd(argv: &[String]) -> Result<(), Fail> {
-    let a = Args::parse(argv, &["baud", "timeout", "out"], &["echo"])?;
-    let dev = a.one_file("capture")?;
-    let out = a.value("out").ok_or_else(|| usage("capture: --out LOG is required (- for stdout)"))?;
-    let baud: u32 = match a.value("baud") {
-        None => 115_200,
-        Some(b) => b.parse().map_err(|_| usage(format!("--baud '{b}': expected a number such as 115200")))?,
+fn capture_cmd(a: &CaptureArgs, quiet: bool) -> Result<(), Fail> {
+    if a.list {
+        let ports = capture::list_ports()?;
+        let mut text = String::new();
+        for p in &ports {
+            text += &format!("{}\t{}\n", p.name, p.kind);
+        }
+        out(&text)?;
+        if ports.is_empty() && !quiet {
+            note!("capture: no serial ports found");
+        }
+        return Ok(());
+    }
+    let (Some(dev), Some(o)) = (&a.device, &a.out) else {
+        return Err(Fail(2, "capture: DEVICE and --out LOG are required (or --list)".into()));
     };
-    capture::check_baud(baud)?;
-    let timeout = match a.value("timeout") {
-        None => 120.0,
-        Some(t) => match t.parse::<f64>() {
-            Ok(s) if s.is_finite() && s > 0.0 && s < 1e7 => s,
-            _ => return Err(usage(format!("--timeout '{t}': expected seconds > 0, such as 60 or 0.5"))),
-        },
-    };
-    let file: Box<dyn Write> = if out == "-" {
-        Box::new(std::io::stdout())
-    } else {
-        Box::new(std::fs::File::create(out).map_err(|e| Error(format!("{out}: cannot create: {e}")))?)
-    };
-    let mut sink = Tee { file, echo: a.flag("echo") && out != "-" };
-    let opts = capture::Options { baud, timeout: Duration::from_secs_f64(timeout) };
+    let file: Box<dyn Write> =
+        if o == "-" { Box::new(Stdout) } else { Box::new(std::fs::File::create(o).map_err(|e| Error(format!("{o}: cannot create: {e}")))?) };
+    let mut sink = Tee { file, echo: a.echo && o != "-" };
+    let opts = capture::Options { baud: a.baud, timeout: Duration::from_secs_f64(a.timeout) };
     let got = capture::capture(std::path::Path::new(dev), &opts, &mut sink)?;
     let secs = got.elapsed.as_secs_f64();
     if got.saw_end {
-        eprintln!("capture: {} bytes in {secs:.1} s, end record seen; saved to {out}", got.bytes.len());
+        if !quiet {
+            note!("capture: {} bytes in {secs:.1} s, end record seen; saved to {o}", got.bytes.len());
+        }
         Ok(())
     } else {
-        Err(Fail(1, format!("capture: timeout after {timeout} s without the end record; {} bytes saved to {out}", got.bytes.len())))
+        Err(Fail(1, format!("capture: timeout after {} s without the end record; {} bytes saved to {o}", a.timeout, got.bytes.len())))
     }
 }
 
 fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
     let t0 = Instant::now();
-    let result = match argv.first().map(String::as_str) {
-        Some("check") => check(&argv[1..]),
-        Some("extract") => extract_cmd(&argv[1..]),
-        Some("report") => report_cmd(&argv[1..]),
-        Some("compare") => compare_cmd(&argv[1..]),
-        Some("capture") => capture_cmd(&argv[1..]),
-        Some("help" | "--help" | "-h") => {
-            print!("{USAGE}");
-            Ok(())
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            // --help/--version (exit 0) or a usage error (exit 2), printed by clap; a closed
+            // stdout or stderr is ignored here too.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
-        Some(other) => Err(usage(format!("unknown command '{other}' (check, extract, report, compare, capture, help)"))),
-        None => Err(usage("no command given")),
+    };
+    let q = cli.quiet;
+    let result = match &cli.cmd {
+        Cmd::Check(a) => check(a, q),
+        Cmd::Extract(a) => extract_cmd(a, q),
+        Cmd::Report(a) => report_cmd(a, q),
+        Cmd::Compare(a) => compare_cmd(a, q),
+        Cmd::Junit(a) => junit_cmd(a, q),
+        Cmd::Capture(a) => capture_cmd(a, q),
     };
     if std::env::var_os("CS_REPORT_TIME").is_some() {
-        eprintln!("cachescope-report: {:.3} s", t0.elapsed().as_secs_f64());
+        note!("cachescope-report: {:.3} s", t0.elapsed().as_secs_f64());
+    }
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        // The reader went away (`| head`): end quietly, as a tool killed by SIGPIPE would.
+        return ExitCode::from(141);
     }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Fail(code, msg)) => {
-            eprintln!("cachescope-report: {msg}");
+            if !msg.is_empty() {
+                note!("cachescope-report: {msg}");
+            }
             ExitCode::from(code)
         }
     }
