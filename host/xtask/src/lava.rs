@@ -204,7 +204,11 @@ pub fn local_device(board: &Board) -> Result<Value, String> {
         "parameters": {},
         "available_architectures": ["arm64"],
         "actions": {
-            "deploy": {"connections": {"serial": null}, "methods": {"tmpfs": null}},
+            // `to: tmpfs` is accepted where the `image` method exists (qemu.jinja2's guest disk parameters).
+            "deploy": {
+                "connections": {"serial": null},
+                "methods": {"image": {"parameters": {"guest": {"size": 512, "interface": "ide", "driveid": "lavatest"}}}},
+            },
             "boot": {"connections": {"serial": null}, "methods": {"qemu": {"parameters": {"command": "qemu-system-aarch64", "options": options}}}},
         },
         "timeouts": {"actions": {}, "connections": {}},
