@@ -337,3 +337,246 @@ fn capture_from_a_file_and_a_fifo_stand_in() {
     assert_code(&o, 1, &["capture: timeout after 0.3 s without the end record; 22 bytes saved to"]);
     assert_eq!(std::fs::read(&out3).unwrap(), b"KTAP version 1\r\n1..1\r\n");
 }
+
+fn repo_file(rel: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel).display().to_string()
+}
+
+#[test]
+fn help_on_every_subcommand_and_version() {
+    for cmd in ["check", "extract", "report", "compare", "junit", "capture"] {
+        let usage = format!("Usage: cachescope-report {cmd}");
+        assert_code(&run(&[cmd, "--help"]), 0, &[&usage, "-h, --help"]);
+        assert_code(&run(&[cmd, "-h"]), 0, &[&usage]);
+        assert_code(&run(&["help", cmd]), 0, &[&usage]);
+    }
+    for args in [&["--help"][..], &["help"], &["-h"]] {
+        assert_code(&run(args), 0, &["Usage: cachescope-report [OPTIONS] <COMMAND>", "junit", "capture", "Exit status"]);
+    }
+    let version = format!("cachescope-report {}", env!("CARGO_PKG_VERSION"));
+    assert_code(&run(&["-V"]), 0, &[&version]);
+    assert_code(&run(&["--version"]), 0, &[&version]);
+    assert_code(&run(&["check", "-V"]), 0, &[&format!("cachescope-report-check {}", env!("CARGO_PKG_VERSION"))]);
+    // No command at all is a usage error that shows the help.
+    assert_code(&run(&[]), 2, &["Usage: cachescope-report"]);
+    // The help's example names a baseline that exists.
+    let o = run(&["--help"]);
+    let t = text(&o);
+    let example = t.split_whitespace().find(|w| w.starts_with("tests/baselines/")).expect("a baseline in the examples");
+    assert!(Path::new(&repo_file(example)).exists(), "{example} does not exist");
+}
+
+#[test]
+fn typos_get_suggestions_and_exit_2() {
+    assert_code(&run(&["chek", "x.log"]), 2, &["unrecognized subcommand 'chek'", "a similar subcommand exists: 'check'"]);
+    assert_code(&run(&["compar"]), 2, &["a similar subcommand exists: 'compare'"]);
+    assert_code(&run(&["check", "--allow-unknwn", "x.log"]), 2, &["a similar argument exists: '--allow-unknown'"]);
+    assert_code(&run(&["report", &fixture("bench-qemu.log"), "--svgdir", "d", "-o", "r.html"]), 2, &["a similar argument exists: '--svg-dir'"]);
+    assert_code(&run(&["capture", "/dev/null", "-o", "x", "--timout", "3"]), 2, &["a similar argument exists: '--timeout'"]);
+}
+
+#[test]
+fn short_options_and_quiet() {
+    let t = Scratch::new("short_options_and_quiet");
+    let html = t.path("r.html");
+    // -o is --out (it used to be taken as a file name), -q silences the progress note.
+    let o = run(&["report", &fixture("bench-pi5.log"), "-o", html.to_str().unwrap()]);
+    assert_code(&o, 0, &["(6 figures)"]);
+    assert!(html.exists());
+    let o = run(&["-q", "report", &fixture("bench-pi5.log"), "-o", html.to_str().unwrap()]);
+    assert_code(&o, 0, &[]);
+    assert_eq!(text(&o), "");
+    let o = run(&["check", "-q", &fixture("bench-pi5.log")]);
+    assert_code(&o, 0, &[]);
+    assert_eq!(text(&o), "", "quiet check of a valid log prints nothing");
+    let j = t.path("r.json");
+    assert_code(&run(&["extract", &fixture("bench-pi5.log"), "-j", j.to_str().unwrap()]), 0, &["records to"]);
+    let b = t.path("b.json");
+    assert_code(&run(&["compare", &fixture("bench-qemu.log"), "-b", b.to_str().unwrap(), "-w", "-t", "0"]), 0, &["wrote 161 metrics"]);
+    assert_code(&run(&["compare", &fixture("bench-qemu.log"), "-b", b.to_str().unwrap(), "-t", "0"]), 0, &["161 within tolerance"]);
+}
+
+/// Runs with standard output a pipe whose reading end is already closed.
+fn run_closed_stdout(args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    bin().args(args).stdout(writer).stderr(Stdio::piped()).output().unwrap()
+}
+
+#[test]
+fn closed_stdout_ends_quietly() {
+    let log = fixture("qemu-icount-real.log");
+    let baseline = fixture("qemu-icount-real.baseline.json");
+    for args in [
+        vec!["compare", &fixture("qemu-real.log"), "--baseline", &baseline],
+        vec!["compare", &log, "--baseline", &baseline],
+        vec!["check", &log],
+        vec!["junit", &log, "-o", "-"],
+        vec!["extract", &log, "--json", "-"],
+        vec!["capture", &log, "-o", "-"],
+        vec!["capture", "--list"],
+        vec!["--help"],
+        vec!["compare", "--help"],
+    ] {
+        let o = run_closed_stdout(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(matches!(o.status.code(), Some(0 | 141)), "{args:?}: status {:?}, stderr:\n{err}", o.status);
+        assert!(!err.contains("panicked") && !err.contains("Broken pipe"), "{args:?}: {err}");
+    }
+    // A real `| head -1`: the first line arrives, the tool ends without a panic.
+    let mut child = bin()
+        .args(["compare", &fixture("qemu-real.log"), "--baseline", &baseline])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut first).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(first.starts_with("compare: "), "{first}");
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("panicked"));
+    assert!(matches!(o.status.code(), Some(1 | 141)), "{:?}", o.status);
+}
+
+#[test]
+fn junit_round_trip_counts_equal_ktap_counts() {
+    let t = Scratch::new("junit_round_trip_counts_equal_ktap_counts");
+    for (log, tests, failures, skipped) in [("qemu-real.log", 31, 0, 3), ("qemu-failing.log", 13, 2, 1), ("bench-pi5.log", 7, 0, 1)] {
+        let xml = t.path(&format!("{log}.xml"));
+        let o = run(&["junit", &fixture(log), "--out", xml.to_str().unwrap()]);
+        assert_code(&o, 0, &[&format!("{tests} tests, {failures} failures, {skipped} skipped, 0 errors")]);
+        let x = std::fs::read_to_string(&xml).unwrap();
+        assert!(x.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites"), "{x}");
+        assert!(
+            x.contains(&format!("tests=\"{tests}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\"")),
+            "{log}: {}",
+            x.lines().nth(1).unwrap()
+        );
+        assert_eq!(x.matches("<testcase ").count(), tests, "{log}");
+        assert_eq!(x.matches("<failure ").count(), failures, "{log}");
+        assert_eq!(x.matches("<skipped ").count(), skipped, "{log}");
+        // The same counts as check's.
+        let c = text(&run(&["check", &fixture(log)]));
+        assert!(c.contains(&format!("{tests} leaf results ({} passed, {failures} failed, {skipped} skipped)", tests - failures - skipped)), "{c}");
+    }
+    let x = std::fs::read_to_string(t.path("qemu-failing.log.xml")).unwrap();
+    assert!(x.contains("<testsuite name=\"boot\" tests=\"6\" failures=\"1\" errors=\"0\" skipped=\"1\">"), "{x}");
+    assert!(x.contains(
+        "<failure message=\"device tree magic: expected 0xd00dfeed, found 0x00000000 (&quot;&lt;&amp;&gt;&quot; in &apos;/chosen&apos;)\" type=\"check\">"
+    ));
+    assert!(x.contains("<failure message=\"unexpected exception: data abort at EL1 (ESR_EL1 0x96000045"), "{x}");
+    assert!(x.contains("type=\"fault\""));
+    assert!(x.contains("<skipped message=\"entered at EL1: the EL2/EL3 drop path was not exercised\"/>"));
+    assert!(x.contains("<property name=\"run.cpu\" value=\"Cortex-A72\"/>"));
+    let x = std::fs::read_to_string(t.path("bench-pi5.log.xml")).unwrap();
+    assert!(x.contains("<property name=\"latency/chase/wb/"), "metrics are test-case properties");
+    // -o - writes to stdout; a log without KTAP is refused.
+    assert_code(&run(&["junit", &fixture("qemu-real.log"), "-o", "-"]), 0, &["<testsuite name=\"bench\""]);
+    assert_code(&run(&["junit", &fixture("model-qemu.log"), "-o", "-"]), 2, &["no KTAP results"]);
+    assert_code(&run(&["junit", &fixture("qemu-real.log")]), 2, &["--out <RESULTS.xml>"]);
+}
+
+#[test]
+fn junit_escapes_control_characters_and_reports_a_cut_run() {
+    let t = Scratch::new("junit_escapes_control_characters_and_reports_a_cut_run");
+    let full = std::fs::read_to_string(fixture("qemu-failing.log")).unwrap();
+    let cut: String = full
+        .split_inclusive('\n')
+        .take(30)
+        .map(|l| l.replace("found 0x00000000", "found \u{1b}[31m0\u{0}\u{7}"))
+        .collect();
+    let log = t.path("cut.log");
+    std::fs::write(&log, cut).unwrap();
+    let xml = t.path("cut.xml");
+    let o = run(&["junit", log.to_str().unwrap(), "-o", xml.to_str().unwrap()]);
+    assert_code(&o, 0, &["warning:", "errors)"]);
+    let x = std::fs::read_to_string(&xml).unwrap();
+    assert!(!x.chars().any(|c| (c as u32) < 0x20 && c != '\n'), "raw control character in:\n{x}");
+    assert!(x.contains("found \\x1b[31m0\\x00\\x07"), "{x}");
+    assert!(x.contains("<error message=\"the log ends after"), "{x}");
+}
+
+#[test]
+fn compare_explains_a_baseline_made_with_other_parameters() {
+    let baseline = repo_file("tests/baselines/bench-icount-cortex-a72.json");
+    let o = run(&["compare", &fixture("qemu-icount-real.log"), "--baseline", &baseline]);
+    assert_code(
+        &o,
+        1,
+        &[
+            "this log was made differently from the baseline (args, timer differ): baseline made with args='only=bench timer=pmccntr reps=3",
+            "compare: this log: args='' timer=cntvct cpu=Cortex-A72",
+            "568 missing",
+            "per-metric lines left out",
+        ],
+    );
+    let t = text(&o);
+    assert!(!t.contains("MISSING") && t.lines().count() <= 6, "{t}");
+    // -v lists every metric anyway.
+    let o = run(&["compare", &fixture("qemu-icount-real.log"), "--baseline", &baseline, "-v"]);
+    assert_code(&o, 1, &["MISSING    handoff/"]);
+    // A QEMU version that differs is only a note; the metric comparison decides.
+    let b = fixture("qemu-icount-real.baseline.json");
+    let o = run(&["compare", &fixture("qemu-icount-real.log"), "--baseline", &b, "--qemu-version", "QEMU emulator version 11.0.0"]);
+    assert_code(&o, 0, &["compare: note (qemu differs): baseline made with", "qemu='10.0.2'", "qemu='11.0.0'", "736 within tolerance"]);
+    // The version can come from the environment (set by a runner).
+    let o = bin().args(["compare", &fixture("qemu-icount-real.log"), "--baseline", &b]).env("CS_QEMU_VERSION", "9.2.0").output().unwrap();
+    assert_code(&o, 0, &["qemu='9.2.0'"]);
+}
+
+#[test]
+fn write_baseline_records_run_parameters_and_old_baselines_still_load() {
+    let t = Scratch::new("write_baseline_records_run_parameters_and_old_baselines_still_load");
+    let b = t.path("b.json");
+    let o = bin()
+        .args(["compare", &fixture("qemu-icount-real.log"), "-b", b.to_str().unwrap(), "-w", "-t", "0"])
+        .env("CS_QEMU_VERSION", "QEMU emulator version 10.0.2")
+        .output()
+        .unwrap();
+    assert_code(&o, 0, &["wrote 736 metrics", "run: args='' timer=cntvct cpu=Cortex-A72 machine=qemu-virt emulated=true el=1 qemu='10.0.2'"]);
+    let written = std::fs::read_to_string(&b).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&written).unwrap();
+    assert_eq!(
+        v["run"],
+        serde_json::json!({"args": "", "cpu": "Cortex-A72", "machine": "qemu-virt", "entry_el": 1, "emulated": true, "qemu": "10.0.2", "timer": "cntvct"})
+    );
+    // Without the run line (a baseline from before): loads, compares, no explanation.
+    let old = t.path("old.json");
+    std::fs::write(&old, written.lines().filter(|l| !l.contains("\"run\"")).map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    let o = run(&["compare", &fixture("qemu-icount-real.log"), "-b", old.to_str().unwrap()]);
+    assert_code(&o, 0, &["736 within tolerance"]);
+    assert!(!text(&o).contains("differently"));
+    let o = run(&["compare", &fixture("qemu-real.log"), "-b", old.to_str().unwrap()]);
+    assert_code(&o, 1, &["CHANGED    latency/"]);
+}
+
+
+#[test]
+fn byte_order_mark_is_skipped() {
+    let t = Scratch::new("byte_order_mark_is_skipped");
+    let mut bytes = b"\xef\xbb\xbf".to_vec();
+    bytes.extend(std::fs::read(fixture("qemu-real.log")).unwrap());
+    let p = t.path("bom.log");
+    std::fs::write(&p, &bytes).unwrap();
+    let o = run(&["check", p.to_str().unwrap()]);
+    assert_code(&o, 0, &["ok: KTAP v1, 4 top-level results, 31 leaf results (28 passed, 0 failed, 3 skipped)"]);
+    // On stdin too, and for every command that loads a log.
+    let mut child = bin().args(["check", "-"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(&bytes).unwrap();
+    assert_code(&child.wait_with_output().unwrap(), 0, &["<stdin>: ok: KTAP v1"]);
+    assert_code(&run(&["junit", p.to_str().unwrap(), "-o", "-"]), 0, &["tests=\"31\""]);
+}
+
+#[test]
+fn capture_lists_ports_and_declares_one_timeout_default() {
+    assert_code(&run(&["capture", "--list"]), 0, &[]);
+    assert_code(&run(&["capture", "-l", "/dev/null"]), 2, &["cannot be used with"]);
+    assert_code(&run(&["capture", "/dev/null"]), 2, &["--out <LOG>"]);
+    let help = text(&run(&["capture", "--help"]));
+    assert!(help.contains("[default: 600]"), "{help}");
+    // README and scripts/capture-serial do not restate it.
+    let readme = std::fs::read_to_string(repo_file("README.md")).unwrap();
+    assert!(!readme.contains("--timeout 120"), "README restates another capture timeout");
+    let script = std::fs::read_to_string(repo_file("scripts/capture-serial")).unwrap();
+    assert!(!script.contains("tmo=600") && !script.contains("tmo=120"), "capture-serial declares its own timeout default");
+}
