@@ -162,8 +162,7 @@ mod tests {
     #[test]
     fn cases_in_both_header_orders() {
         let run = parse(SELFTEST.lines());
-        let got: Vec<(usize, &str, Outcome, bool)> =
-            run.cases.iter().map(|c| (c.depth, c.name.as_str(), c.outcome, c.leaf)).collect();
+        let got: Vec<(usize, &str, Outcome, bool)> = run.cases.iter().map(|c| (c.depth, c.name.as_str(), c.outcome, c.leaf)).collect();
         assert_eq!(
             got,
             [

@@ -62,7 +62,8 @@ pub struct JobOptions {
 /// image for a lab board.
 pub fn artefact(board: &Board) -> Result<String, String> {
     if board.lava_device_type == "qemu" {
-        let qemu = board.qemu.as_ref().ok_or_else(|| format!("board '{}': LAVA device type qemu but qemu_machine = \"none\"", board.name))?;
+        let qemu =
+            board.qemu.as_ref().ok_or_else(|| format!("board '{}': LAVA device type qemu but qemu_machine = \"none\"", board.name))?;
         Ok(match (qemu.kernel, &board.image) {
             (QemuKernel::Image, Some(image)) => image.clone(),
             _ => "cachescope.elf".to_string(),
@@ -319,7 +320,10 @@ mod tests {
                 let kernel = &deploy["images"]["kernel"];
                 assert_eq!(kernel["url"], json!("https://example.com/cs/qemu-virt/cachescope.elf"));
                 let arg = kernel["image_arg"].as_str().unwrap();
-                assert!(arg.starts_with("-kernel {kernel} -append 'only=boot,selftest' -semihosting-config enable=on,target=native -nic none"), "{arg}");
+                assert!(
+                    arg.starts_with("-kernel {kernel} -append 'only=boot,selftest' -semihosting-config enable=on,target=native -nic none"),
+                    "{arg}"
+                );
             } else {
                 assert_eq!(deploy["to"], json!("flasher"));
                 assert_eq!(deploy["images"]["image"]["url"], json!(format!("https://example.com/cs/{0}/cachescope-{0}.img", b.name)));

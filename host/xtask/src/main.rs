@@ -10,6 +10,8 @@
 //! Exit status: 0 ok, 1 a check failed, 2 bad input (usage, unknown board, malformed
 //! boards.toml, unreadable file).
 
+#![deny(missing_docs)]
+
 mod boards;
 mod ktap;
 mod lava;

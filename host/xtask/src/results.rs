@@ -124,7 +124,9 @@ pub fn check(log: &LavaLog, run: &Run, suite: &str, must_fail: &[String]) -> Res
                     ));
                 }
             }
-            (Some(c), None) => problems.push(format!("case {}: KTAP '{}' {} is missing from LAVA's results", i + 1, c.name, c.outcome.lava())),
+            (Some(c), None) => {
+                problems.push(format!("case {}: KTAP '{}' {} is missing from LAVA's results", i + 1, c.name, c.outcome.lava()))
+            }
             (None, Some(r)) => problems.push(format!("case {}: LAVA '{}' {} is not a KTAP case of the run", i + 1, r.case, r.result)),
             (None, None) => {}
         }
@@ -168,7 +170,10 @@ mod tests {
 
     fn good_log() -> String {
         let mut s = line("info", "\"start\"");
-        s += &line("results", "{\"case\": \"file-download\", \"definition\": \"lava\", \"extra\": {\"size\": ! \"6804832\"}, \"result\": \"pass\"}");
+        s += &line(
+            "results",
+            "{\"case\": \"file-download\", \"definition\": \"lava\", \"extra\": {\"size\": ! \"6804832\"}, \"result\": \"pass\"}",
+        );
         s += &target(KTAP);
         s += &result("cachescope", "unexpected_data_abort", "fail");
         s += &result("cachescope", "runs_after_abort", "skip");
@@ -192,7 +197,10 @@ mod tests {
 
     #[test]
     fn disagreements_are_all_reported() {
-        let text = good_log().replace("\"runs_after_abort\", \"definition\": \"cachescope\", \"result\": \"skip\"", "\"runs_after_abort\", \"definition\": \"cachescope\", \"result\": \"pass\"");
+        let text = good_log().replace(
+            "\"runs_after_abort\", \"definition\": \"cachescope\", \"result\": \"skip\"",
+            "\"runs_after_abort\", \"definition\": \"cachescope\", \"result\": \"pass\"",
+        );
         let text = text.replace(&result("cachescope", "selftest", "fail"), "");
         let log = parse_log(&text);
         let e = check(&log, &run_of(&log), "cachescope", &["runs-after-abort".into()]).unwrap_err();

@@ -69,7 +69,9 @@ fn lava_check_fails_with_exit_1_on_disagreement() {
     let log = dir.join("lava.log");
     let line = |lvl: &str, msg: &str| format!("{{\"dt\": \"t\", \"lvl\": \"{lvl}\", \"msg\": {msg}}}\n");
     let mut text = String::new();
-    for l in ["KTAP version 1", "1..1", "ok 1 only", "# cs: {\\\"record\\\":\\\"end\\\",\\\"passed\\\":1,\\\"failed\\\":0,\\\"skipped\\\":0}"] {
+    for l in
+        ["KTAP version 1", "1..1", "ok 1 only", "# cs: {\\\"record\\\":\\\"end\\\",\\\"passed\\\":1,\\\"failed\\\":0,\\\"skipped\\\":0}"]
+    {
         text += &line("target", &format!("\"{l}\""));
     }
     text += &line("results", "{\"definition\": \"cachescope\", \"case\": \"only\", \"result\": \"fail\"}");
