@@ -387,7 +387,12 @@ pub fn check_run(base: Option<&RunInfo>, log: &RunInfo) -> RunCheck {
     let lead = if decisive { "compare: this log was made differently from the baseline" } else { "compare: note" };
     RunCheck {
         lines: vec![
-            format!("{lead} ({} differ{}): baseline made with {}", names.join(", "), if names.len() == 1 { "s" } else { "" }, base.describe(log)),
+            format!(
+                "{lead} ({} differ{}): baseline made with {}",
+                names.join(", "),
+                if names.len() == 1 { "s" } else { "" },
+                base.describe(log)
+            ),
             format!("compare: this log: {}", log.describe(base)),
         ],
         decisive,

@@ -133,7 +133,16 @@ struct Frame {
 
 impl Frame {
     fn new(depth: usize, name: Option<String>) -> Frame {
-        Frame { depth, name, plan: None, results: 0, pending: Vec::new(), pending_records: Vec::new(), cases: Vec::new(), kinds: BTreeMap::new() }
+        Frame {
+            depth,
+            name,
+            plan: None,
+            results: 0,
+            pending: Vec::new(),
+            pending_records: Vec::new(),
+            cases: Vec::new(),
+            kinds: BTreeMap::new(),
+        }
     }
 }
 
@@ -364,7 +373,12 @@ impl Report {
                 match &c.outcome {
                     Outcome::Passed => {}
                     Outcome::Failed { message, kind } => {
-                        let _ = writeln!(out, "      <failure message=\"{}\" type=\"{}\">{body}</failure>", escape(message, true), escape(kind, true));
+                        let _ = writeln!(
+                            out,
+                            "      <failure message=\"{}\" type=\"{}\">{body}</failure>",
+                            escape(message, true),
+                            escape(kind, true)
+                        );
                     }
                     Outcome::Skipped(reason) => {
                         let _ = writeln!(out, "      <skipped message=\"{}\"/>", escape(reason, true));

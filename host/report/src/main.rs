@@ -439,8 +439,11 @@ fn capture_cmd(a: &CaptureArgs, quiet: bool) -> Result<(), Fail> {
     let (Some(dev), Some(o)) = (&a.device, &a.out) else {
         return Err(Fail(2, "capture: DEVICE and --out LOG are required (or --list)".into()));
     };
-    let file: Box<dyn Write> =
-        if o == "-" { Box::new(Stdout) } else { Box::new(std::fs::File::create(o).map_err(|e| Error(format!("{o}: cannot create: {e}")))?) };
+    let file: Box<dyn Write> = if o == "-" {
+        Box::new(Stdout)
+    } else {
+        Box::new(std::fs::File::create(o).map_err(|e| Error(format!("{o}: cannot create: {e}")))?)
+    };
     let mut sink = Tee { file, echo: a.echo && o != "-" };
     let opts = capture::Options { baud: a.baud, timeout: Duration::from_secs_f64(a.timeout) };
     let got = capture::capture(std::path::Path::new(dev), &opts, &mut sink)?;

@@ -229,7 +229,10 @@ mod tests {
     fn from_the_boot_record_and_diagnostics() {
         let r = info(&format!("KTAP version 1\n{BOOT}\n  # command line     'only=bench   timer=pmccntr'\n"), None);
         assert_eq!(r.args.as_deref(), Some("only=bench timer=pmccntr"));
-        assert_eq!((r.cpu.as_deref(), r.machine.as_deref(), r.entry_el, r.emulated), (Some("Cortex-A72"), Some("qemu-virt"), Some(2), Some(true)));
+        assert_eq!(
+            (r.cpu.as_deref(), r.machine.as_deref(), r.entry_el, r.emulated),
+            (Some("Cortex-A72"), Some("qemu-virt"), Some(2), Some(true))
+        );
         assert_eq!(r.qemu, None);
         assert_eq!(r.timer, None);
         // A cmdline field in the boot record wins; QEMU version from the caller or the noise.

@@ -172,11 +172,23 @@ fn bad_input_gives_clear_errors_never_a_panic() {
     assert_code(&run(&["frobnicate"]), 2, &["unrecognized subcommand 'frobnicate'"]);
     assert_code(&run(&["check"]), 2, &["the following required arguments were not provided", "<FILE>..."]);
     assert_code(&run(&["report", &fixture("bench-qemu.log"), "--out", "r.pdf"]), 2, &["must end in .md or .html"]);
-    assert_code(&run(&["compare", &fixture("bench-qemu.log")]), 2, &["the following required arguments were not provided", "--baseline <BASELINE.json>"]);
+    assert_code(
+        &run(&["compare", &fixture("bench-qemu.log")]),
+        2,
+        &["the following required arguments were not provided", "--baseline <BASELINE.json>"],
+    );
     assert_code(&run(&["compare", &fixture("bench-qemu.log"), "--baseline", "x.json", "--tolerance", "lots"]), 2, &["--tolerance 'lots'"]);
     assert_code(&run(&["compare", &fixture("bench-qemu.log"), "--baseline", "x.json", "--tolerance", "-1%"]), 2, &["--tolerance '-1%'"]);
-    assert_code(&run(&["extract", &fixture("bench-qemu.log"), "--jsn", "x"]), 2, &["unexpected argument '--jsn'", "a similar argument exists: '--json'"]);
-    assert_code(&run(&["extract", &fixture("bench-qemu.log")]), 2, &["the following required arguments were not provided", "--json <OUT>|--csv <DIR>"]);
+    assert_code(
+        &run(&["extract", &fixture("bench-qemu.log"), "--jsn", "x"]),
+        2,
+        &["unexpected argument '--jsn'", "a similar argument exists: '--json'"],
+    );
+    assert_code(
+        &run(&["extract", &fixture("bench-qemu.log")]),
+        2,
+        &["the following required arguments were not provided", "--json <OUT>|--csv <DIR>"],
+    );
     assert_code(&run(&["capture", "/dev/null", "--out", "x", "--baud", "12345"]), 2, &["--baud 12345: not a supported rate"]);
     assert_code(&run(&["capture", "/dev/null", "--out", "x", "--timeout", "-1"]), 2, &["--timeout '-1'"]);
 }
@@ -371,7 +383,11 @@ fn typos_get_suggestions_and_exit_2() {
     assert_code(&run(&["chek", "x.log"]), 2, &["unrecognized subcommand 'chek'", "a similar subcommand exists: 'check'"]);
     assert_code(&run(&["compar"]), 2, &["a similar subcommand exists: 'compare'"]);
     assert_code(&run(&["check", "--allow-unknwn", "x.log"]), 2, &["a similar argument exists: '--allow-unknown'"]);
-    assert_code(&run(&["report", &fixture("bench-qemu.log"), "--svgdir", "d", "-o", "r.html"]), 2, &["a similar argument exists: '--svg-dir'"]);
+    assert_code(
+        &run(&["report", &fixture("bench-qemu.log"), "--svgdir", "d", "-o", "r.html"]),
+        2,
+        &["a similar argument exists: '--svg-dir'"],
+    );
     assert_code(&run(&["capture", "/dev/null", "-o", "x", "--timout", "3"]), 2, &["a similar argument exists: '--timeout'"]);
 }
 
@@ -457,7 +473,10 @@ fn junit_round_trip_counts_equal_ktap_counts() {
         assert_eq!(x.matches("<skipped ").count(), skipped, "{log}");
         // The same counts as check's.
         let c = text(&run(&["check", &fixture(log)]));
-        assert!(c.contains(&format!("{tests} leaf results ({} passed, {failures} failed, {skipped} skipped)", tests - failures - skipped)), "{c}");
+        assert!(
+            c.contains(&format!("{tests} leaf results ({} passed, {failures} failed, {skipped} skipped)", tests - failures - skipped)),
+            "{c}"
+        );
     }
     let x = std::fs::read_to_string(t.path("qemu-failing.log.xml")).unwrap();
     assert!(x.contains("<testsuite name=\"boot\" tests=\"6\" failures=\"1\" errors=\"0\" skipped=\"1\">"), "{x}");
@@ -480,11 +499,7 @@ fn junit_round_trip_counts_equal_ktap_counts() {
 fn junit_escapes_control_characters_and_reports_a_cut_run() {
     let t = Scratch::new("junit_escapes_control_characters_and_reports_a_cut_run");
     let full = std::fs::read_to_string(fixture("qemu-failing.log")).unwrap();
-    let cut: String = full
-        .split_inclusive('\n')
-        .take(30)
-        .map(|l| l.replace("found 0x00000000", "found \u{1b}[31m0\u{0}\u{7}"))
-        .collect();
+    let cut: String = full.split_inclusive('\n').take(30).map(|l| l.replace("found 0x00000000", "found \u{1b}[31m0\u{0}\u{7}")).collect();
     let log = t.path("cut.log");
     std::fs::write(&log, cut).unwrap();
     let xml = t.path("cut.xml");
@@ -533,7 +548,11 @@ fn write_baseline_records_run_parameters_and_old_baselines_still_load() {
         .env("CS_QEMU_VERSION", "QEMU emulator version 10.0.2")
         .output()
         .unwrap();
-    assert_code(&o, 0, &["wrote 736 metrics", "run: args='' timer=cntvct cpu=Cortex-A72 machine=qemu-virt emulated=true el=1 qemu='10.0.2'"]);
+    assert_code(
+        &o,
+        0,
+        &["wrote 736 metrics", "run: args='' timer=cntvct cpu=Cortex-A72 machine=qemu-virt emulated=true el=1 qemu='10.0.2'"],
+    );
     let written = std::fs::read_to_string(&b).unwrap();
     let v: serde_json::Value = serde_json::from_str(&written).unwrap();
     assert_eq!(
@@ -549,7 +568,6 @@ fn write_baseline_records_run_parameters_and_old_baselines_still_load() {
     let o = run(&["compare", &fixture("qemu-real.log"), "-b", old.to_str().unwrap()]);
     assert_code(&o, 1, &["CHANGED    latency/"]);
 }
-
 
 #[test]
 fn byte_order_mark_is_skipped() {
