@@ -21,8 +21,10 @@ pub struct BootInfo {
     pub uart: usize,
     /// True when `uart` came from the DTB.
     pub uart_from_dtb: bool,
-    /// Kernel command line.
+    /// Kernel command line (empty when [`cmdline_error`](Self::cmdline_error) is set).
     pub cmdline: String,
+    /// Why the command line the loader handed over is unusable (the run refuses to start).
+    pub cmdline_error: Option<crate::firmware::cmdline::CmdlineError>,
     /// MIDR_EL1.
     pub midr: u64,
     /// CNTFRQ_EL0 in Hz.
@@ -114,7 +116,7 @@ mod target {
                 info.uart = uart;
                 info.uart_from_dtb = true;
             }
-            bootargs = fdt.bootargs();
+            bootargs = fdt.find("/chosen").and_then(|c| c.property("bootargs")).map(|v| v.split(|&b| b == 0).next().unwrap_or(v));
         }
         console::install(bsp::console(info.uart));
         if let Some((addr, e)) = rejected.filter(|_| fdt.is_none()) {
@@ -130,7 +132,10 @@ mod target {
         unsafe { ALLOCATOR.lock().init(heap_start as *mut u8, heap_size) };
         info.heap = (heap_start, heap_size);
         info.arena = (heap_start + heap_size, ram_end.saturating_sub(heap_start + heap_size));
-        info.cmdline = bsp::command_line(bootargs);
+        match bsp::command_line(bootargs) {
+            Ok(line) => info.cmdline = line,
+            Err(e) => info.cmdline_error = Some(e),
+        }
         info.emulated = bsp::emulated();
         info
     }

@@ -3,4 +3,4 @@
 #![no_std]
 #![no_main]
 
-cachescope::kernel_main!(cachescope::harness::KernelSpec { suites: &[cachescope::suites::boot::SUITE], args: &[] });
+cachescope::kernel_main!(cachescope::harness::KernelSpec { suites: &[cachescope::suites::boot::SUITE] });

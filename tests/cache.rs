@@ -5,4 +5,4 @@
 #![no_std]
 #![no_main]
 
-cachescope::kernel_main!(cachescope::harness::KernelSpec { suites: &[cachescope::suites::cache::SUITE], args: &[] });
+cachescope::kernel_main!(cachescope::harness::KernelSpec { suites: &[cachescope::suites::cache::SUITE] });

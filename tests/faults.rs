@@ -97,6 +97,8 @@ const SUITE: Suite = Suite {
         Case { name: "nested-catchers", run: nested_catchers },
     ],
     on_request: false,
+    args: &[],
+    validate: None,
 };
 
-cachescope::kernel_main!(KernelSpec { suites: &[SUITE], args: &[] });
+cachescope::kernel_main!(KernelSpec { suites: &[SUITE] });

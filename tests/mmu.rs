@@ -4,4 +4,4 @@
 #![no_std]
 #![no_main]
 
-cachescope::kernel_main!(cachescope::harness::KernelSpec { suites: &[cachescope::suites::mmu::SUITE], args: &[] });
+cachescope::kernel_main!(cachescope::harness::KernelSpec { suites: &[cachescope::suites::mmu::SUITE] });

@@ -17,21 +17,10 @@ extern crate alloc;
 use core::arch::asm;
 
 use cachescope::cache::setway::{self, Scope, SetWayOp};
-use cachescope::harness::{ArgKind, ArgSpec, Case, Ctx, KernelSpec, Record, Suite};
+use cachescope::harness::{ArgDefault::Literal, ArgKind, ArgSpec, Case, Ctx, KernelSpec, Record, Suite};
 use cachescope::model::{self, ModelAttr};
 
-cachescope::kernel_main!(KernelSpec {
-    suites: &[SUITE, BENCH],
-    args: &[
-        ArgSpec { key: "accesses", kind: ArgKind::Number { min: 1 << 10, max: 1 << 40 }, help: "bench: number of loads (default 100M)" },
-        ArgSpec {
-            key: "pattern",
-            kind: ArgKind::OneOf(&["seq", "chase"]),
-            help: "bench: sequential 8-byte loads, or a dependent random pointer chase"
-        },
-        ArgSpec { key: "bytes", kind: ArgKind::Number { min: 1 << 12, max: 256 << 20 }, help: "bench: working set in bytes (default 8M)" },
-    ],
-});
+cachescope::kernel_main!(KernelSpec { suites: &[SUITE, BENCH] });
 
 const SUITE: Suite = Suite {
     name: "model",
@@ -47,11 +36,29 @@ const SUITE: Suite = Suite {
         Case { name: "ic-iallu", run: ic_iallu },
     ],
     on_request: false,
+    args: &[],
+    validate: None,
 };
 
 /// The speed benchmark of scripts/bench-model (`only=bench`): one memory-bound loop, timed by
 /// the generic timer (which follows host time under TCG), reported as a `bench-model` record.
-const BENCH: Suite = Suite { name: "bench", report: None, cases: &[Case { name: "loop", run: bench_loop }], on_request: true };
+const BENCH: Suite = Suite {
+    name: "bench",
+    report: None,
+    cases: &[Case { name: "loop", run: bench_loop }],
+    on_request: true,
+    args: &[
+        ArgSpec { key: "accesses", kind: ArgKind::Number { min: 1 << 10, max: 1 << 40 }, default: Literal("100000000"), help: "number of loads" },
+        ArgSpec {
+            key: "pattern",
+            kind: ArgKind::OneOf(&["seq", "chase"]),
+            default: Literal("seq"),
+            help: "sequential 8-byte loads, or a dependent random pointer chase",
+        },
+        ArgSpec { key: "bytes", kind: ArgKind::Number { min: 1 << 12, max: 256 << 20 }, default: Literal("8M"), help: "working set in bytes" },
+    ],
+    validate: None,
+};
 
 /// Lines per test buffer (16 KiB: fits every modelled L1D).
 const LINES: usize = 256;
@@ -187,9 +194,9 @@ fn ic_iallu(ctx: &mut Ctx) {
 /// load per 64-byte node of a random cyclic permutation of `bytes`.
 fn bench_loop(ctx: &mut Ctx) {
     announce(ctx);
-    let accesses = ctx.args.number("accesses", 100_000_000);
-    let bytes = ctx.args.number("bytes", 8 << 20) as usize / 64 * 64;
-    let chase = ctx.args.get("pattern") == Some("chase");
+    let accesses = ctx.args.number("accesses");
+    let bytes = ctx.args.number("bytes") as usize / 64 * 64;
+    let chase = ctx.args.word("pattern") == Some("chase");
     let base = buffer(ctx, 0);
     if !ctx.check(base + bytes <= ctx.boot.arena.0 + ctx.boot.arena.1, "working set fits the arena") {
         return;

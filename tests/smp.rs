@@ -104,6 +104,8 @@ const SUITE: Suite = Suite {
     report: None,
     cases: &[Case { name: "refuses-bad-requests", run: refuses_bad_requests }, Case { name: "start-secondaries", run: start_all }],
     on_request: false,
+    args: &[],
+    validate: None,
 };
 
-cachescope::kernel_main!(KernelSpec { suites: &[SUITE], args: &[] });
+cachescope::kernel_main!(KernelSpec { suites: &[SUITE] });

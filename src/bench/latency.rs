@@ -10,6 +10,15 @@ use super::{measure, Env, Metric, Of, Region, Unit};
 /// Page size used for grouping (one TLB entry at the 4 KiB granule).
 pub const GROUP_BYTES: usize = 4096;
 
+/// Heap bytes [`build_chain`] needs for a `bytes` working set: the visiting order (4 bytes a
+/// line) plus the group order and one group's lines.
+pub fn chase_table_bytes(bytes: u64, line: u64) -> u64 {
+    let line = line.max(1);
+    let lines = bytes / line;
+    let per_group = (GROUP_BYTES as u64 / line).max(1);
+    lines * 4 + lines.div_ceil(per_group) * 8 + per_group * 4
+}
+
 /// Writes the chain into `region` for a working set of `bytes` with `line`-byte nodes.
 /// Returns the address of the first node.
 pub fn build_chain(region: &Region, bytes: usize, line: usize, seed: u64) -> usize {

@@ -6,7 +6,9 @@ use alloc::string::String;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::arch::smp::{self, SecondaryEntry, StartError};
-use crate::arch::{cpu, semihosting};
+use crate::arch::semihosting::{self, NoCommandLine};
+use crate::arch::cpu;
+use crate::firmware::cmdline::{self, CmdlineError};
 use crate::drivers::pl011::Pl011;
 use crate::firmware::psci::{self, ConduitCell};
 
@@ -68,13 +70,15 @@ pub fn console(base: usize) -> Pl011 {
     uart
 }
 
-/// The kernel command line: semihosting SYS_GET_CMDLINE minus the kernel path; falls back to
-/// the DTB's `/chosen/bootargs`.
-pub fn command_line(bootargs: Option<&str>) -> String {
-    let mut buf = [0u8; 1024];
+/// The kernel command line: semihosting SYS_GET_CMDLINE minus argv0 (scripts/qemu-run makes it
+/// the one word `cachescope`); without semihosting the DTB's `/chosen/bootargs`.
+pub fn command_line(bootargs: Option<&[u8]>) -> Result<String, CmdlineError> {
+    // On the heap (initialised before this is called): room for any realistic command line.
+    let mut buf = alloc::vec![0u8; 64 << 10];
     match semihosting::command_line(&mut buf) {
-        Some(line) => String::from(line.split_once(' ').map(|(_, rest)| rest).unwrap_or("")),
-        None => String::from(bootargs.unwrap_or("")),
+        Ok(raw) => Ok(String::from(cmdline::decode(cmdline::without_argv0(raw))?)),
+        Err(NoCommandLine::Refused) => Err(CmdlineError::Unreadable("semihosting SYS_GET_CMDLINE failed (longer than 64 KiB?)")),
+        Err(NoCommandLine::Unavailable) => Ok(String::from(cmdline::decode(bootargs.unwrap_or(&[]))?)),
     }
 }
 

@@ -19,8 +19,9 @@ pub const ATAG_CMDLINE: u32 = 0x5441_0009;
 pub struct Atags<'a> {
     /// The first RAM bank: (start, size).
     pub mem: Option<(u64, u64)>,
-    /// The command line, without its NUL terminator.
-    pub cmdline: Option<&'a str>,
+    /// The command line as raw bytes, without its NUL terminator (decoded and checked by
+    /// [`cmdline`](super::cmdline), so that bad bytes are reported, never dropped).
+    pub cmdline: Option<&'a [u8]>,
 }
 
 /// Why a word sequence is not a tag list.
@@ -76,7 +77,7 @@ pub fn parse(bytes: &[u8]) -> Result<Atags<'_>, AtagError> {
             ATAG_CMDLINE => {
                 let text = &bytes[(at + 2) * 4..(at + size) * 4];
                 let end = text.iter().position(|&b| b == 0).unwrap_or(text.len());
-                out.cmdline = core::str::from_utf8(&text[..end]).ok();
+                out.cmdline = Some(&text[..end]);
             }
             _ => {}
         }
@@ -115,14 +116,14 @@ mod tests {
         let b = bytes(&w);
         let a = parse(&b).unwrap();
         assert_eq!(a.mem, Some((0, 0x3c00_0000)));
-        assert_eq!(a.cmdline, Some("hello world emulator=qemu"));
+        assert_eq!(a.cmdline, Some(&b"hello world emulator=qemu"[..]));
         assert!(looks_like_atags([w[0], w[1]]));
     }
 
     #[test]
     fn empty_cmdline_and_short_core() {
         let w = [2, ATAG_CORE, 3, ATAG_CMDLINE, 0, 0, 0];
-        assert_eq!(parse(&bytes(&w)).unwrap(), Atags { mem: None, cmdline: Some("") });
+        assert_eq!(parse(&bytes(&w)).unwrap(), Atags { mem: None, cmdline: Some(&b""[..]) });
     }
 
     #[test]
@@ -136,8 +137,8 @@ mod tests {
     }
 
     #[test]
-    fn non_utf8_cmdline_is_ignored() {
+    fn non_utf8_cmdline_is_kept_as_bytes() {
         let w = [2, ATAG_CORE, 3, ATAG_CMDLINE, u32::from_le_bytes([0xff, 0xfe, 0, 0]), 0, 0];
-        assert_eq!(parse(&bytes(&w)).unwrap().cmdline, None);
+        assert_eq!(parse(&bytes(&w)).unwrap().cmdline, Some(&[0xff, 0xfe][..]));
     }
 }

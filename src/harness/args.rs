@@ -1,7 +1,9 @@
 //! Kernel arguments: `key=value` words from the semihosting command line or `/chosen/bootargs`.
 //!
-//! Every accepted key is declared up front ([`ArgSpec`]); an unknown key or a malformed value is
-//! an error that names the word and lists the accepted forms. Pure and host-tested.
+//! Every accepted key is declared once, by the suite that uses it ([`ArgSpec`]: type, default,
+//! help); values are parsed once, into typed [`Value`]s. An unknown key or a malformed value is
+//! an error that names the word (escaped and clipped, see [`Shown`]), suggests the nearest key,
+//! and lists the accepted forms. Pure and host-tested.
 
 use alloc::{string::String, vec::Vec};
 use core::fmt;
@@ -31,6 +33,17 @@ pub enum ArgKind {
     },
 }
 
+/// A key's value when the command line does not give one.
+#[derive(Clone, Copy, Debug)]
+pub enum ArgDefault {
+    /// Absent means "not given" (lists: everything; selections: none).
+    Unset,
+    /// This literal, parsed like a given value (a host test checks that it parses).
+    Literal(&'static str),
+    /// Computed at run time from the machine; the text says how (for the help).
+    Computed(&'static str),
+}
+
 /// One accepted key.
 #[derive(Clone, Copy, Debug)]
 pub struct ArgSpec {
@@ -38,8 +51,25 @@ pub struct ArgSpec {
     pub key: &'static str,
     /// Accepted values.
     pub kind: ArgKind,
-    /// One line of help: what it selects.
+    /// The value when not given.
+    pub default: ArgDefault,
+    /// One line of help: what it selects (the default is printed from `default`).
     pub help: &'static str,
+}
+
+/// A parsed value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    /// [`ArgKind::OneOf`].
+    Word(&'static str),
+    /// [`ArgKind::NameList`].
+    Names(Vec<String>),
+    /// [`ArgKind::SubsetOf`].
+    Words(Vec<&'static str>),
+    /// [`ArgKind::Number`].
+    Number(u64),
+    /// [`ArgKind::NumberList`].
+    Numbers(Vec<u64>),
 }
 
 /// Why the command line was refused.
@@ -47,8 +77,13 @@ pub struct ArgSpec {
 pub enum ArgError {
     /// A word that is not `key=value`.
     Malformed(String),
-    /// A key nobody declared.
-    UnknownKey(String),
+    /// A key nobody declared; with the nearest declared key, if one is close.
+    UnknownKey {
+        /// The key as given.
+        key: String,
+        /// A declared key within two edits.
+        nearest: Option<&'static str>,
+    },
     /// The same key twice.
     Duplicate(String),
     /// A value outside what the key accepts.
@@ -65,33 +100,79 @@ pub enum ArgError {
 impl fmt::Display for ArgError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Malformed(w) => write!(f, "malformed argument '{}': expected key=value", Clip(w)),
-            Self::UnknownKey(k) => write!(f, "unknown argument '{}'", Clip(k)),
-            Self::Duplicate(k) => write!(f, "argument '{}' given twice", Clip(k)),
-            Self::BadValue { key, value, why } => write!(f, "bad value '{}' for '{}': {why}", Clip(value), Clip(key)),
+            Self::Malformed(w) => write!(f, "malformed argument '{}': expected key=value (or 'help')", Shown(w)),
+            Self::UnknownKey { key, nearest: Some(n) } => write!(f, "unknown argument '{}' (did you mean '{n}'?)", Shown(key)),
+            Self::UnknownKey { key, nearest: None } => write!(f, "unknown argument '{}'", Shown(key)),
+            Self::Duplicate(k) => write!(f, "argument '{}' given twice", Shown(k)),
+            Self::BadValue { key, value, why } => write!(f, "bad value '{}' for '{}': {why}", Shown(value), Shown(key)),
         }
     }
 }
 
-/// Shows at most 64 characters of user input in an error (then `…`).
-struct Clip<'a>(&'a str);
+/// User input as it may be echoed in an error: control characters escaped (`\r`, `\u{1b}`), so
+/// a log line stays one valid line, and at most 64 characters (then `…`).
+pub struct Shown<'a>(pub &'a str);
 
-impl fmt::Display for Clip<'_> {
+/// User input echoed whole (the boot report's command line), control characters escaped.
+pub struct Escaped<'a>(pub &'a str);
+
+fn write_escaped(f: &mut fmt::Formatter<'_>, s: &str, limit: usize) -> fmt::Result {
+    for (i, c) in s.chars().enumerate() {
+        if i == limit {
+            return f.write_str("…");
+        }
+        if c.is_control() {
+            write!(f, "{}", c.escape_default())?;
+        } else {
+            fmt::Write::write_char(f, c)?;
+        }
+    }
+    Ok(())
+}
+
+impl fmt::Display for Shown<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0.char_indices().nth(64) {
-            Some((i, _)) => write!(f, "{}…", &self.0[..i]),
-            None => f.write_str(self.0),
-        }
+        write_escaped(f, self.0, 64)
     }
 }
 
-/// Parsed arguments (validated against the specs).
-#[derive(Clone, Debug, Default)]
-pub struct Args {
-    pairs: Vec<(String, String)>,
+impl fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write_escaped(f, self.0, usize::MAX)
+    }
 }
 
-/// Parses an unsigned number: decimal, `0x` hex, optional `K`/`M`/`G` (×1024ⁿ) suffix.
+/// Edit distance (Levenshtein) of two short ASCII-ish strings, capped at `cap + 1`.
+fn distance(a: &str, b: &str, cap: usize) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    if a.len().abs_diff(b.len()) > cap {
+        return cap + 1;
+    }
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = alloc::vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()].min(cap + 1)
+}
+
+/// The candidate nearest to `given` within two edits (or of which it is a prefix), if any.
+pub fn nearest<'c>(given: &str, candidates: impl IntoIterator<Item = &'c str>) -> Option<&'c str> {
+    let mut best: Option<(usize, &str)> = None;
+    for c in candidates {
+        let d = if c.starts_with(given) && given.len() >= 3 { 1 } else { distance(given, c, 2) };
+        if d <= 2 && best.is_none_or(|(bd, _)| d < bd) {
+            best = Some((d, c));
+        }
+    }
+    best.map(|(_, c)| c)
+}
+
+/// Parses an unsigned number: decimal or `0x` hex digits only, optional `K`/`M`/`G` (×1024ⁿ)
+/// suffix. Signs, spaces and empty digit strings are refused.
 pub fn parse_number(s: &str) -> Option<u64> {
     let (digits, mult) = match s.as_bytes().last()? {
         b'K' | b'k' => (&s[..s.len() - 1], 1u64 << 10),
@@ -99,124 +180,146 @@ pub fn parse_number(s: &str) -> Option<u64> {
         b'G' | b'g' => (&s[..s.len() - 1], 1 << 30),
         _ => (s, 1),
     };
-    let v = if let Some(h) = digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
-        u64::from_str_radix(h, 16).ok()?
-    } else {
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        digits.parse::<u64>().ok()?
+    let (digits, radix) = match digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+        Some(h) => (h, 16),
+        None => (digits, 10),
     };
-    v.checked_mul(mult)
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    u64::from_str_radix(digits, radix).ok()?.checked_mul(mult)
 }
 
-fn check_number(key: &str, value: &str, v: &str, min: u64, max: u64) -> Result<(), ArgError> {
-    let bad = |why| ArgError::BadValue { key: key.into(), value: value.into(), why };
-    let n = parse_number(v).ok_or_else(|| bad("not a number (decimal, 0x hex, optional K/M/G)"))?;
-    if n < min || n > max {
-        return Err(bad("out of range"));
-    }
-    Ok(())
+/// Parses `value` as `spec` says.
+fn parse_value(spec: &ArgSpec, value: &str) -> Result<Value, ArgError> {
+    let bad = |why| ArgError::BadValue { key: spec.key.into(), value: value.into(), why };
+    let number = |v: &str, min: u64, max: u64| {
+        let n = parse_number(v).ok_or_else(|| bad("not a number (decimal, 0x hex, optional K/M/G)"))?;
+        if n < min || n > max {
+            return Err(bad("out of range"));
+        }
+        Ok(n)
+    };
+    Ok(match spec.kind {
+        ArgKind::OneOf(words) => Value::Word(words.iter().find(|w| **w == value).ok_or_else(|| bad("not one of the accepted words"))?),
+        ArgKind::NameList => {
+            if value.split(',').any(|n| n.is_empty() || !n.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))) {
+                return Err(bad("expected comma-separated names of [A-Za-z0-9._-]"));
+            }
+            Value::Names(value.split(',').map(String::from).collect())
+        }
+        ArgKind::SubsetOf(words) => Value::Words(
+            value
+                .split(',')
+                .map(|n| words.iter().find(|w| **w == n).copied())
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| bad("a name in the list is not one of the accepted words"))?,
+        ),
+        ArgKind::Number { min, max } => Value::Number(number(value, min, max)?),
+        ArgKind::NumberList { min, max } => Value::Numbers(value.split(',').map(|v| number(v, min, max)).collect::<Result<_, _>>()?),
+    })
+}
+
+/// Parsed arguments: every given key and every key with a literal default, typed.
+#[derive(Clone, Debug, Default)]
+pub struct Args {
+    values: Vec<(&'static str, Value)>,
+    given: Vec<&'static str>,
 }
 
 impl Args {
-    /// Parses whitespace-separated words against `specs`.
+    /// Parses whitespace-separated words against `specs` (which must have distinct keys), then
+    /// fills in the literal defaults of the keys not given.
     pub fn parse(cmdline: &str, specs: &[ArgSpec]) -> Result<Self, ArgError> {
-        let mut pairs: Vec<(String, String)> = Vec::new();
+        let mut args = Args::default();
         for word in cmdline.split_whitespace() {
             let (key, value) = word.split_once('=').ok_or_else(|| ArgError::Malformed(word.into()))?;
             if key.is_empty() || value.is_empty() {
                 return Err(ArgError::Malformed(word.into()));
             }
-            let spec = specs.iter().find(|s| s.key == key).ok_or_else(|| ArgError::UnknownKey(key.into()))?;
-            if pairs.iter().any(|(k, _)| k == key) {
+            let spec = specs
+                .iter()
+                .find(|s| s.key == key)
+                .ok_or_else(|| ArgError::UnknownKey { key: key.into(), nearest: nearest(key, specs.iter().map(|s| s.key)) })?;
+            if args.given.contains(&spec.key) {
                 return Err(ArgError::Duplicate(key.into()));
             }
-            let bad = |why| ArgError::BadValue { key: key.into(), value: value.into(), why };
-            match spec.kind {
-                ArgKind::OneOf(words) => {
-                    if !words.contains(&value) {
-                        return Err(bad("not one of the accepted words"));
-                    }
-                }
-                ArgKind::NameList => {
-                    if value.split(',').any(|n| n.is_empty() || !n.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))) {
-                        return Err(bad("expected comma-separated names of [A-Za-z0-9._-]"));
-                    }
-                }
-                ArgKind::SubsetOf(words) => {
-                    if value.split(',').any(|n| !words.contains(&n)) {
-                        return Err(bad("a name in the list is not one of the accepted words"));
-                    }
-                }
-                ArgKind::Number { min, max } => check_number(key, value, value, min, max)?,
-                ArgKind::NumberList { min, max } => {
-                    for v in value.split(',') {
-                        check_number(key, value, v, min, max)?;
-                    }
-                }
-            }
-            pairs.push((key.into(), value.into()));
+            args.values.push((spec.key, parse_value(spec, value)?));
+            args.given.push(spec.key);
         }
-        Ok(Self { pairs })
+        for spec in specs {
+            if let (ArgDefault::Literal(v), false) = (spec.default, args.given.contains(&spec.key)) {
+                args.values.push((spec.key, parse_value(spec, v)?));
+            }
+        }
+        Ok(args)
     }
 
-    /// The raw value of `key`, if given.
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    fn value(&self, key: &str) -> Option<&Value> {
+        self.values.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
     }
 
-    /// A number argument (already validated), or `default`.
-    pub fn number(&self, key: &str, default: u64) -> u64 {
-        self.get(key).and_then(parse_number).unwrap_or(default)
+    /// True when the command line gave `key`.
+    pub fn given(&self, key: &str) -> bool {
+        self.given.contains(&key)
     }
 
-    /// A list argument split at commas (empty if absent).
+    /// The keys the command line gave, in order.
+    pub fn given_keys(&self) -> &[&'static str] {
+        &self.given
+    }
+
+    /// A number: the given value, else the literal default (0 for an undeclared key).
+    pub fn number(&self, key: &str) -> u64 {
+        self.number_opt(key).unwrap_or(0)
+    }
+
+    /// A number with a computed default: the given value, else `computed`.
+    pub fn number_or(&self, key: &str, computed: u64) -> u64 {
+        self.number_opt(key).unwrap_or(computed)
+    }
+
+    fn number_opt(&self, key: &str) -> Option<u64> {
+        match self.value(key)? {
+            Value::Number(n) => Some(*n),
+            _ => None,
+        }
+    }
+
+    /// A list of numbers, if given (or defaulted).
+    pub fn numbers(&self, key: &str) -> Option<&[u64]> {
+        match self.value(key)? {
+            Value::Numbers(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// A one-of word, if given (or defaulted).
+    pub fn word(&self, key: &str) -> Option<&'static str> {
+        match self.value(key)? {
+            Value::Word(w) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// A list of names or words (empty if absent).
     pub fn list(&self, key: &str) -> Vec<&str> {
-        self.get(key).map(|v| v.split(',').collect()).unwrap_or_default()
+        match self.value(key) {
+            Some(Value::Names(v)) => v.iter().map(String::as_str).collect(),
+            Some(Value::Words(v)) => v.clone(),
+            _ => Vec::new(),
+        }
     }
 
     /// True when no argument was given.
     pub fn is_empty(&self) -> bool {
-        self.pairs.is_empty()
+        self.given.is_empty()
     }
 }
 
-/// Removes every whitespace-separated occurrence of `word` from `cmdline`: returns the other
-/// words joined by single spaces, and whether `word` was there. Board code uses it for words
-/// addressed to the board rather than the harness (the runner's `emulator=qemu` on raspi4b).
-pub fn take_word(cmdline: &str, word: &str) -> (String, bool) {
-    let mut rest = String::new();
-    let mut found = false;
-    for w in cmdline.split_whitespace() {
-        if w == word {
-            found = true;
-            continue;
-        }
-        if !rest.is_empty() {
-            rest.push(' ');
-        }
-        rest.push_str(w);
-    }
-    (rest, found)
-}
-
-/// The words after the last `--` of `cmdline`, or all of it when there is no `--`. On a
-/// Raspberry Pi the firmware puts its own words (`coherent_pool=1M 8250.nr_uarts=1 …`) in
-/// front of cmdline.txt; a cmdline.txt of `-- only=boot` keeps them out of the harness.
-pub fn after_separator(cmdline: &str) -> &str {
-    let mut rest = cmdline;
-    let mut tail = cmdline;
-    while let Some(i) = rest.find("--") {
-        let before_ok = i == 0 || rest.as_bytes()[i - 1].is_ascii_whitespace();
-        let after = &rest[i + 2..];
-        let after_ok = after.is_empty() || after.as_bytes()[0].is_ascii_whitespace();
-        if before_ok && after_ok {
-            tail = after;
-        }
-        rest = after;
-    }
-    tail.trim()
+/// True when the command line asks for help (`help`, `--help` or `-h` as a word).
+pub fn wants_help(cmdline: &str) -> bool {
+    cmdline.split_whitespace().any(|w| matches!(w, "help" | "--help" | "-h"))
 }
 
 /// Writes the accepted forms, one per line, each prefixed by `prefix`.
@@ -240,77 +343,14 @@ pub fn write_usage(out: &mut dyn fmt::Write, specs: &[ArgSpec], prefix: &str) ->
             ArgKind::Number { min, max } => write!(out, "{prefix}  {}=N ({min}..={max})", s.key)?,
             ArgKind::NumberList { min, max } => write!(out, "{prefix}  {}=N[,N…] ({min}..={max})", s.key)?,
         }
-        writeln!(out, "  — {}", s.help)?;
+        write!(out, "  — {}", s.help)?;
+        match s.default {
+            ArgDefault::Unset => writeln!(out)?,
+            ArgDefault::Literal(v) | ArgDefault::Computed(v) => writeln!(out, " (default {v})")?,
+        }
     }
     Ok(())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use alloc::string::ToString;
-
-    const SPECS: &[ArgSpec] = &[
-        ArgSpec { key: "only", kind: ArgKind::NameList, help: "suites" },
-        ArgSpec { key: "reps", kind: ArgKind::Number { min: 1, max: 1000 }, help: "repeats" },
-        ArgSpec { key: "mode", kind: ArgKind::OneOf(&["a", "b"]), help: "mode" },
-        ArgSpec { key: "sizes", kind: ArgKind::NumberList { min: 1024, max: 1 << 30 }, help: "sizes" },
-        ArgSpec { key: "attrs", kind: ArgKind::SubsetOf(&["wb", "nc"]), help: "attrs" },
-    ];
-
-    #[test]
-    fn accepts_valid() {
-        let a = Args::parse("only=boot,cache.geometry reps=0x10 mode=b sizes=4K,1M", SPECS).unwrap();
-        assert_eq!(a.list("only"), ["boot", "cache.geometry"]);
-        assert_eq!(a.number("reps", 1), 16);
-        assert_eq!(a.get("mode"), Some("b"));
-        assert!(Args::parse("   ", SPECS).unwrap().is_empty());
-    }
-
-    #[test]
-    fn refuses_bad() {
-        assert_eq!(Args::parse("bogus=1", SPECS).unwrap_err(), ArgError::UnknownKey("bogus".into()));
-        assert_eq!(Args::parse("only", SPECS).unwrap_err(), ArgError::Malformed("only".into()));
-        assert_eq!(Args::parse("only=", SPECS).unwrap_err(), ArgError::Malformed("only=".into()));
-        assert!(matches!(Args::parse("reps=0", SPECS), Err(ArgError::BadValue { .. })));
-        assert!(matches!(Args::parse("reps=12x", SPECS), Err(ArgError::BadValue { .. })));
-        assert!(matches!(Args::parse("mode=c", SPECS), Err(ArgError::BadValue { .. })));
-        assert!(matches!(Args::parse("sizes=4K,1", SPECS), Err(ArgError::BadValue { .. })));
-        assert!(matches!(Args::parse("reps=1 reps=2", SPECS), Err(ArgError::Duplicate(_))));
-        assert!(matches!(Args::parse("only=a;b", SPECS), Err(ArgError::BadValue { .. })));
-        assert!(Args::parse("attrs=nc,wb", SPECS).is_ok());
-        assert!(matches!(Args::parse("attrs=nc,xx", SPECS), Err(ArgError::BadValue { .. })));
-        let msg = Args::parse("reps=99999999999999999999", SPECS).unwrap_err().to_string();
-        assert!(msg.contains("reps"), "{msg}");
-        let long = alloc::format!("{}=1", "x".repeat(5000));
-        let msg = Args::parse(&long, SPECS).unwrap_err().to_string();
-        assert!(msg.len() < 120 && msg.ends_with("…'"), "{msg}");
-    }
-
-    #[test]
-    fn take_word_removes_only_whole_words() {
-        assert_eq!(take_word("emulator=qemu only=boot", "emulator=qemu"), ("only=boot".into(), true));
-        assert_eq!(take_word("  only=boot   emulator=qemu ", "emulator=qemu"), ("only=boot".into(), true));
-        assert_eq!(take_word("emulator=qemu2 x=emulator=qemu", "emulator=qemu"), ("emulator=qemu2 x=emulator=qemu".into(), false));
-        assert_eq!(take_word("", "emulator=qemu"), (String::new(), false));
-    }
-
-    #[test]
-    fn separator() {
-        let pi = "coherent_pool=1M 8250.nr_uarts=1 video=HDMI-A-1:1920x1080M@60  -- only=boot skip=boot.heap";
-        assert_eq!(after_separator(pi), "only=boot skip=boot.heap");
-        assert_eq!(after_separator("only=boot"), "only=boot");
-        assert_eq!(after_separator("x=1 --"), "");
-        assert_eq!(after_separator("-- a=1 -- b=2"), "b=2");
-        assert_eq!(after_separator("a=--x --b c=1"), "a=--x --b c=1");
-    }
-
-    #[test]
-    fn numbers() {
-        assert_eq!(parse_number("64K"), Some(65536));
-        assert_eq!(parse_number("0x1M"), Some(1 << 20));
-        assert_eq!(parse_number("M"), None);
-        assert_eq!(parse_number("-1"), None);
-        assert_eq!(parse_number("20000000000G"), None);
-    }
-}
+mod tests;

@@ -10,7 +10,7 @@ use alloc::{string::String, vec::Vec};
 use core::fmt::Display;
 
 use crate::boot_info::BootInfo;
-pub use args::{ArgKind, ArgSpec, Args};
+pub use args::{ArgDefault, ArgKind, ArgSpec, Args};
 pub use catalogue::{Case, Suite};
 pub use record::Record;
 

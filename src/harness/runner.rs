@@ -4,44 +4,41 @@
 use alloc::string::String;
 use core::fmt::Write;
 
-use super::{args, catalogue, ktap, ktap::Verdict, ArgSpec, Args, Ctx, Record, Suite, Totals};
+use super::catalogue::{Plan, Request};
+use super::{args, catalogue, ktap, ktap::Verdict, Args, Ctx, Record, Suite, Totals};
 use crate::{arch, boot_info::BootInfo, bsp, console, diag, println};
 
-/// What a kernel binary (the main job or a test kernel) runs.
+/// What a kernel binary (the main job or a test kernel) runs: its suites in order. The
+/// arguments it accepts are those its suites declare (plus `only=` / `skip=`).
 pub struct KernelSpec {
     /// The suites in order.
     pub suites: &'static [Suite],
-    /// Extra arguments this kernel accepts beyond the harness's own.
-    pub args: &'static [ArgSpec],
 }
-
-/// The harness's own arguments.
-pub const HARNESS_ARGS: &[ArgSpec] = &[
-    ArgSpec { key: "only", kind: args::ArgKind::NameList, help: "run only these suites or suite.case entries" },
-    ArgSpec { key: "skip", kind: args::ArgKind::NameList, help: "leave out these suites or suite.case entries" },
-];
 
 fn arg_error(msg: &dyn core::fmt::Display, spec: &KernelSpec) -> ! {
     println!("cachescope: error: {msg}");
     let mut usage = String::new();
-    let _ = writeln!(usage, "cachescope: accepted arguments:");
-    let _ = args::write_usage(&mut usage, HARNESS_ARGS, "cachescope:");
-    let _ = args::write_usage(&mut usage, spec.args, "cachescope:");
+    let _ = writeln!(usage, "cachescope: accepted arguments ('help' lists them with the cases):");
+    let _ = args::write_usage(&mut usage, &catalogue::all_specs(spec.suites), "cachescope:");
     crate::print!("{usage}");
     bsp::exit(2)
 }
 
 /// Parses the command line, runs the selected suites, prints the `end` record and exits with
-/// 0 only when nothing failed.
+/// 0 only when nothing failed. `help` prints the accepted arguments and exits 0; a bad command
+/// line prints `cachescope: error: …` and exits 2 before anything runs.
 pub fn run_kernel(boot: &BootInfo, spec: &KernelSpec) -> ! {
-    let mut specs = alloc::vec::Vec::from(HARNESS_ARGS);
-    specs.extend_from_slice(spec.args);
-    let args = match Args::parse(&boot.cmdline, &specs) {
-        Ok(a) => a,
-        Err(e) => arg_error(&e, spec),
-    };
-    let selection = match catalogue::select(spec.suites, &args.list("only"), &args.list("skip")) {
-        Ok(s) => s,
+    if let Some(e) = &boot.cmdline_error {
+        arg_error(e, spec);
+    }
+    let Plan { args, selection } = match catalogue::plan(spec.suites, &boot.cmdline, boot) {
+        Ok(Request::Run(p)) => p,
+        Ok(Request::Help) => {
+            let mut help = String::new();
+            let _ = catalogue::write_help(&mut help, spec.suites, "cachescope: ");
+            crate::print!("{help}");
+            bsp::exit(0)
+        }
         Err(e) => arg_error(&e, spec),
     };
 

@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 use crate::bench::{self, kv::KvShape, timer::Timer, Env, Region};
 use crate::cache::topology::Kind;
 use crate::diag;
-use crate::harness::{ArgKind, ArgSpec, Case, Ctx, Suite};
+use crate::harness::{ArgDefault::{Computed, Literal}, ArgKind, ArgSpec, Case, Ctx, Suite};
 use crate::mem::attr::MemAttr;
 
 /// The benchmark suite.
@@ -22,52 +22,155 @@ pub const SUITE: Suite = Suite {
         Case { name: "handoff", run: handoff },
         Case { name: "kv", run: kv },
     ],
+    args: ARGS,
+    validate: Some(validate),
     on_request: false,
 };
 
-/// Kernel arguments of the benchmarks.
+/// Kernel arguments of the benchmarks: each declared once, with its type, default and help.
 pub const ARGS: &[ArgSpec] = &[
-    ArgSpec { key: "reps", kind: ArgKind::Number { min: 1, max: 1000 }, help: "measured repetitions per point (default 5)" },
-    ArgSpec { key: "warmup", kind: ArgKind::Number { min: 0, max: 100 }, help: "warm-up runs per point (default 1)" },
-    ArgSpec { key: "timer", kind: ArgKind::OneOf(&["cntvct", "pmccntr"]), help: "timer for measured windows (default cntvct)" },
-    ArgSpec { key: "attrs", kind: ArgKind::SubsetOf(ATTR_NAMES), help: "attributes to run over (default: all)" },
+    ArgSpec { key: "reps", kind: ArgKind::Number { min: 1, max: 1000 }, default: Literal("5"), help: "measured repetitions per point" },
+    ArgSpec { key: "warmup", kind: ArgKind::Number { min: 0, max: 100 }, default: Literal("1"), help: "warm-up runs per point" },
+    ArgSpec { key: "timer", kind: ArgKind::OneOf(&["cntvct", "pmccntr"]), default: Literal("cntvct"), help: "timer for measured windows" },
+    ArgSpec { key: "attrs", kind: ArgKind::SubsetOf(ATTR_NAMES), default: Computed("all"), help: "attributes to run over" },
     ArgSpec {
         key: "sizes",
         kind: ArgKind::NumberList { min: 1024, max: 1 << 30 },
-        help: "latency working sets in bytes (default: ladder 1 KiB..4x largest cache)",
+        default: Computed("a ladder from 1 KiB to max_size"),
+        help: "latency working sets in bytes",
     },
     ArgSpec {
         key: "max_size",
         kind: ArgKind::Number { min: 4096, max: 1 << 30 },
-        help: "largest latency working set (default 4x largest cache)",
+        default: Computed("4x the largest cache, within the test window and the heap"),
+        help: "largest latency working set",
     },
     ArgSpec {
         key: "stream_bytes",
         kind: ArgKind::Number { min: 4096, max: 1 << 30 },
-        help: "streaming buffer size (default 2x largest cache)",
+        default: Computed("2x the largest cache, within the test window"),
+        help: "streaming buffer size",
     },
-    ArgSpec { key: "prefetch", kind: ArgKind::Number { min: 0, max: 65536 }, help: "PRFM distance in bytes (default 512)" },
+    ArgSpec { key: "prefetch", kind: ArgKind::Number { min: 0, max: 65536 }, default: Literal("512"), help: "PRFM distance in bytes" },
     ArgSpec {
         key: "handoff_bytes",
         kind: ArgKind::Number { min: 4096, max: 1 << 30 },
-        help: "DMA-like hand-off buffer size (default 256 KiB)",
+        default: Literal("256K"),
+        help: "DMA-like hand-off buffer size",
     },
-    ArgSpec { key: "kv_layers", kind: ArgKind::Number { min: 1, max: 128 }, help: "KV layers (default 4)" },
-    ArgSpec { key: "kv_heads", kind: ArgKind::Number { min: 1, max: 64 }, help: "KV heads (default 2)" },
-    ArgSpec { key: "kv_head_dim", kind: ArgKind::Number { min: 4, max: 1024 }, help: "head dimension (default 64; multiple of 4)" },
-    ArgSpec { key: "kv_dtype", kind: ArgKind::OneOf(&["1", "2", "4"]), help: "bytes per element (default 2)" },
-    ArgSpec { key: "kv_capacity", kind: ArgKind::Number { min: 2, max: 65536 }, help: "ring capacity in tokens (default 256)" },
+    ArgSpec { key: "kv_layers", kind: ArgKind::Number { min: 1, max: 128 }, default: Literal("4"), help: "KV layers" },
+    ArgSpec { key: "kv_heads", kind: ArgKind::Number { min: 1, max: 64 }, default: Literal("2"), help: "KV heads" },
+    ArgSpec {
+        key: "kv_head_dim",
+        kind: ArgKind::Number { min: 4, max: 1024 },
+        default: Literal("64"),
+        help: "head dimension (kv_heads x kv_head_dim x kv_dtype must be a multiple of 8 bytes)",
+    },
+    ArgSpec { key: "kv_dtype", kind: ArgKind::OneOf(&["1", "2", "4"]), default: Literal("2"), help: "bytes per element" },
+    ArgSpec { key: "kv_capacity", kind: ArgKind::Number { min: 2, max: 65536 }, default: Literal("256"), help: "ring capacity in tokens" },
 ];
 
+/// What this machine leaves the benchmarks: the alias windows' length (every window maps the
+/// same span of the test arena) and the heap (the pointer chase's visiting order lives there).
+struct Room {
+    window: u64,
+    heap: u64,
+}
+
+impl Room {
+    fn of(ctx: &Ctx) -> Self {
+        Room { window: crate::mem::alias::default_span(ctx.boot.arena).1 as u64, heap: ctx.boot.heap.1 as u64 }
+    }
+
+    /// Largest pointer-chase working set: inside the window, with its visiting-order table in
+    /// at most half the heap.
+    fn chase_max(&self, line: u64) -> u64 {
+        let mut max = self.window / line * line;
+        while max > line && bench::latency::chase_table_bytes(max, line) > self.heap / 2 {
+            max /= 2;
+        }
+        max
+    }
+}
+
+fn mib(b: u64) -> alloc::string::String {
+    if b >= 1 << 20 {
+        alloc::format!("{} MiB", b >> 20)
+    } else {
+        alloc::format!("{} KiB", b >> 10)
+    }
+}
+
+/// The latency sweep's largest working set: `max_size=`, else 4x the largest cache within room.
+fn max_size(ctx: &Ctx, caches: &CacheFacts) -> u64 {
+    ctx.args.number_or("max_size", (4 * caches.largest).min(Room::of(ctx).chase_max(caches.line as u64)))
+}
+
+fn kv_shape(ctx: &Ctx) -> KvShape {
+    KvShape {
+        layers: ctx.args.number("kv_layers") as usize,
+        kv_heads: ctx.args.number("kv_heads") as usize,
+        head_dim: ctx.args.number("kv_head_dim") as usize,
+        dtype_bytes: ctx.args.word("kv_dtype").and_then(|w| w.parse().ok()).unwrap_or(2),
+        capacity: ctx.args.number("kv_capacity") as usize,
+    }
+}
+
+/// Refuses, before anything runs, argument values this machine cannot run: working sets or
+/// buffers larger than the test window, a chase whose table does not fit the heap, a KV shape
+/// whose records are not whole 8-byte words or whose ring does not fit.
+fn validate(ctx: &Ctx) -> Result<(), alloc::string::String> {
+    let room = Room::of(ctx);
+    let caches = CacheFacts::read();
+    let line = caches.line as u64;
+    let chase_max = room.chase_max(line);
+    let too_big = |key: &str, v: u64, max: u64, why: &str| {
+        Err(alloc::format!("{key}={v} ({}) exceeds the {} this machine allows ({why}; RAM {})", mib(v), mib(max), mib(ctx.boot.ram.1)))
+    };
+    let chase_why = "the test window, and the pointer chase's order table in half the heap";
+    if let Some(sizes) = ctx.args.numbers("sizes") {
+        if let Some(&s) = sizes.iter().find(|&&s| s > chase_max) {
+            return too_big("sizes", s, chase_max, chase_why);
+        }
+    }
+    if ctx.args.given("max_size") && ctx.args.number("max_size") > chase_max {
+        return too_big("max_size", ctx.args.number("max_size"), chase_max, chase_why);
+    }
+    for key in ["stream_bytes", "handoff_bytes"] {
+        if ctx.args.given(key) && ctx.args.number(key) > room.window {
+            return too_big(key, ctx.args.number(key), room.window, "the test window");
+        }
+    }
+    let shape = kv_shape(ctx);
+    if !shape.record_bytes().is_multiple_of(8) {
+        return Err(alloc::format!(
+            "a K/V record of kv_heads x kv_head_dim x kv_dtype = {} x {} x {} = {} B is not a multiple of 8 bytes",
+            shape.kv_heads,
+            shape.head_dim,
+            shape.dtype_bytes,
+            shape.record_bytes()
+        ));
+    }
+    let ring = shape.footprint(caches.line, true).max(shape.footprint(caches.line, false)) as u64;
+    if ring > room.window {
+        return Err(alloc::format!(
+            "the KV ring (kv_layers x kv_capacity x slot = {} B) exceeds the {} test window",
+            ring,
+            mib(room.window)
+        ));
+    }
+    Ok(())
+}
+
 fn env<'a>(ctx: &Ctx<'a>) -> Result<Env<'a>, &'static str> {
-    let timer = match ctx.args.get("timer") {
+    let timer = match ctx.args.word("timer") {
         Some("pmccntr") => Timer::cycles()?,
         _ => Timer::generic(),
     };
     Ok(Env {
         timer,
-        reps: ctx.args.number("reps", 5) as usize,
-        warmup: ctx.args.number("warmup", 1) as usize,
+        reps: ctx.args.number("reps") as usize,
+        warmup: ctx.args.number("warmup") as usize,
         emulated: ctx.boot.emulated,
         args: ctx.args,
     })
@@ -176,10 +279,9 @@ fn latency(ctx: &mut Ctx) {
     };
     let caches = CacheFacts::read();
     let line = caches.line;
-    let max = ctx.args.number("max_size", 4 * caches.largest);
-    let sizes: Vec<u64> = match ctx.args.get("sizes") {
-        Some(_) => ctx.args.list("sizes").iter().filter_map(|s| crate::harness::args::parse_number(s)).collect(),
-        None => bench::plan::size_ladder(1024, max, line as u64),
+    let sizes: Vec<u64> = match ctx.args.numbers("sizes") {
+        Some(given) => given.to_vec(),
+        None => bench::plan::size_ladder(1024, max_size(ctx, &caches), line as u64),
     };
     for_each_region(ctx, |ctx, region| {
         // The chain must be a single cycle through every line: follow it and count.
@@ -237,8 +339,8 @@ fn stream(ctx: &mut Ctx) {
         Ok(e) => e,
         Err(why) => return ctx.skip(why),
     };
-    let bytes = ctx.args.number("stream_bytes", 2 * CacheFacts::read().largest) as usize;
-    let distance = ctx.args.number("prefetch", 512) as usize;
+    let bytes = ctx.args.number_or("stream_bytes", (2 * CacheFacts::read().largest).min(Room::of(ctx).window)) as usize;
+    let distance = ctx.args.number("prefetch") as usize;
     for_each_region(ctx, |ctx, region| {
         bench::stream::sweep(&env, region, bytes, distance);
         // The copy kernel ran last: the second half must equal the first.
@@ -272,7 +374,7 @@ fn handoff(ctx: &mut Ctx) {
     let Some(nc) = find("normal-nc") else {
         return ctx.skip("needs the MMU's normal-nc alias window (the device's view of the buffer)");
     };
-    let bytes = ctx.args.number("handoff_bytes", 256 << 10) as usize;
+    let bytes = ctx.args.number("handoff_bytes") as usize;
     for method in bench::handoff::Method::ALL {
         let cpu_attr = match method {
             bench::handoff::Method::NonCacheable => "normal-nc",
@@ -296,17 +398,8 @@ fn kv(ctx: &mut Ctx) {
         Ok(e) => e,
         Err(why) => return ctx.skip(why),
     };
-    let shape = KvShape {
-        layers: ctx.args.number("kv_layers", 4) as usize,
-        kv_heads: ctx.args.number("kv_heads", 2) as usize,
-        head_dim: ctx.args.number("kv_head_dim", 64) as usize,
-        dtype_bytes: ctx.args.number("kv_dtype", 2) as usize,
-        capacity: ctx.args.number("kv_capacity", 256) as usize,
-    };
-    if !shape.record_bytes().is_multiple_of(8) {
-        ctx.fail(alloc::format!("K/V record of {} B is not a multiple of 8 (kv_heads x kv_head_dim x kv_dtype)", shape.record_bytes()));
-        return;
-    }
+    // validate() refused shapes whose records are not whole words or whose ring does not fit.
+    let shape = kv_shape(ctx);
     diag!(
         "kv: layers {} kv_heads {} head_dim {} dtype {} B capacity {} tokens -> {} KV bytes per token (2 x layers x kv_heads x head_dim x dtype)",
         shape.layers, shape.kv_heads, shape.head_dim, shape.dtype_bytes, shape.capacity, shape.bytes_per_token()

@@ -20,6 +20,8 @@ pub const SUITE: Suite = Suite {
         Case { name: "fp-simd", run: fp_simd },
     ],
     on_request: false,
+    args: &[],
+    validate: None,
 };
 
 fn report(ctx: &mut Ctx) {
@@ -56,7 +58,7 @@ fn report(ctx: &mut Ctx) {
     }
     diag!("console          PL011 at {:#x} (from {})", b.uart, if b.uart_from_dtb { "DTB" } else { "board default" });
     diag!("heap             {:#x} + {} MiB; arena {:#x} + {} MiB", b.heap.0, b.heap.1 >> 20, b.arena.0, b.arena.1 >> 20);
-    diag!("command line     '{}'", b.cmdline);
+    diag!("command line     '{}'", crate::harness::args::Escaped(&b.cmdline));
 }
 
 fn runs_at_el1(ctx: &mut Ctx) {

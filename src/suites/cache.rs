@@ -28,6 +28,8 @@ pub const SUITE: Suite = Suite {
         Case { name: "zero-buffer", run: zero_buffer },
     ],
     on_request: false,
+    args: &[],
+    validate: None,
 };
 
 fn kib(bytes: u64) -> String {

@@ -46,6 +46,8 @@ pub const SUITE: Suite = Suite {
         Case { name: "final-state", run: final_state },
     ],
     on_request: false,
+    args: &[],
+    validate: None,
 };
 
 // Arena offsets: each case that writes the arena has its own 1 MiB slot.

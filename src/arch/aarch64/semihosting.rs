@@ -15,15 +15,24 @@ fn call(op: u64, param: usize) -> u64 {
     ret
 }
 
-/// The command line QEMU was given (`<kernel path> <-append text>`), or `None` when
-/// semihosting is not enabled (the HLT was UNDEFINED) or the call failed.
-pub fn command_line(buf: &mut [u8]) -> Option<&str> {
+/// Why SYS_GET_CMDLINE gave no command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoCommandLine {
+    /// Semihosting is not enabled: the HLT was UNDEFINED.
+    Unavailable,
+    /// The call returned an error (QEMU: the line does not fit the buffer).
+    Refused,
+}
+
+/// The command line QEMU was given as raw bytes (`ARGV0 ARGS…` with `-semihosting-config
+/// arg=…`, else `<kernel path> <-append text>`).
+pub fn command_line(buf: &mut [u8]) -> Result<&[u8], NoCommandLine> {
     let mut block = [buf.as_mut_ptr() as u64, buf.len() as u64];
     let ptr = block.as_mut_ptr() as usize;
-    let rc = trap::try_run(|| call(SYS_GET_CMDLINE, ptr)).ok()?;
+    let rc = trap::try_run(|| call(SYS_GET_CMDLINE, ptr)).map_err(|_| NoCommandLine::Unavailable)?;
     if rc != 0 {
-        return None;
+        return Err(NoCommandLine::Refused);
     }
     let len = (block[1] as usize).min(buf.len());
-    core::str::from_utf8(&buf[..len]).ok()
+    Ok(&buf[..len])
 }

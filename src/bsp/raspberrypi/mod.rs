@@ -11,7 +11,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use crate::arch::{cpu, trap};
 use crate::firmware::atags;
 use crate::firmware::psci::{self, Conduit, ConduitCell};
-use crate::harness::args::{after_separator, take_word};
+use crate::firmware::cmdline::{self, CmdlineError};
 
 /// The kernel argument by which scripts/qemu-run says "this is QEMU, not silicon". The board
 /// consumes it (the harness never sees it); only with it does the run end through semihosting.
@@ -24,7 +24,7 @@ const ATAG_WINDOW_END: usize = 0x4000;
 static EMULATED: AtomicBool = AtomicBool::new(false);
 static CONDUIT: ConduitCell = ConduitCell::new();
 /// The ATAG command line: it stays where the loader put it (below the kernel, never reused).
-static ATAG_CMDLINE: spin::Once<&'static str> = spin::Once::new();
+static ATAG_CMDLINE: spin::Once<&'static [u8]> = spin::Once::new();
 
 /// The PSCI conduit this board uses: the DTB's `/psci` method, else the board's firmware fact.
 pub fn conduit() -> Option<Conduit> {
@@ -51,11 +51,14 @@ pub fn probe(x0: usize, fdt: Option<&crate::firmware::fdt::Fdt<'_>>, default_con
 /// the ATAG command line; minus [`EMULATOR_WORD`] (which marks the run as emulated), and only
 /// the words after the last `--` when there is one (scripts/mksdcard writes cmdline.txt as
 /// `-- ARGS` so that the firmware's own words stay out).
-pub fn command_line(bootargs: Option<&str>) -> String {
-    let raw = bootargs.or(ATAG_CMDLINE.get().copied()).unwrap_or("");
-    let (rest, emulated) = take_word(raw, EMULATOR_WORD);
-    EMULATED.store(emulated, Ordering::Relaxed);
-    String::from(after_separator(&rest))
+///
+/// [`EMULATOR_WORD`] is looked for in the raw bytes first, so that a command line that is not
+/// UTF-8 is refused with an error *and* the run still ends through semihosting under QEMU.
+pub fn command_line(bootargs: Option<&[u8]>) -> Result<String, CmdlineError> {
+    let raw = bootargs.or(ATAG_CMDLINE.get().copied()).unwrap_or(&[]);
+    EMULATED.store(cmdline::has_word(raw, EMULATOR_WORD), Ordering::Relaxed);
+    let (rest, _) = cmdline::take_word(cmdline::decode(raw)?, EMULATOR_WORD);
+    Ok(String::from(cmdline::after_separator(&rest)))
 }
 
 /// True only when the runner said this is QEMU (see [`EMULATOR_WORD`]).
