@@ -4,8 +4,9 @@
 //! records (README "Records", schema 1), possibly after emulator noise and with CRLF line
 //! endings. The tool validates it strictly ([`ktap`], [`records`]), extracts the records
 //! ([`extract`]), renders a Markdown/HTML report with SVG plots ([`report`], [`svg`]), compares
-//! metrics against a baseline ([`compare`]) and captures logs from a serial device
-//! ([`capture`]). The command line is in `main.rs`; `cachescope-report help` prints it.
+//! metrics against a baseline ([`compare`], with the run parameters of [`runinfo`]), writes JUnit
+//! XML for CI systems ([`junit`]) and captures logs from a serial device ([`capture`]). The
+//! command line is in `main.rs` (clap); `cachescope-report --help` prints it.
 
 #![deny(missing_docs)]
 
