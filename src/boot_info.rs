@@ -43,8 +43,8 @@ pub use target::*;
 #[cfg(target_os = "none")]
 mod target {
     use super::BootInfo;
-    use crate::harness::Record;
     use crate::firmware::fdt::{Fdt, FdtError, FDT_MAGIC};
+    use crate::harness::Record;
     use crate::{arch::cpu, bsp, console, cpuid::Midr};
 
     /// Heap size cap; RAM beyond it is the test arena.

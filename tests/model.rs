@@ -48,14 +48,24 @@ const BENCH: Suite = Suite {
     cases: &[Case { name: "loop", run: bench_loop }],
     on_request: true,
     args: &[
-        ArgSpec { key: "accesses", kind: ArgKind::Number { min: 1 << 10, max: 1 << 40 }, default: Literal("100000000"), help: "number of loads" },
+        ArgSpec {
+            key: "accesses",
+            kind: ArgKind::Number { min: 1 << 10, max: 1 << 40 },
+            default: Literal("100000000"),
+            help: "number of loads",
+        },
         ArgSpec {
             key: "pattern",
             kind: ArgKind::OneOf(&["seq", "chase"]),
             default: Literal("seq"),
             help: "sequential 8-byte loads, or a dependent random pointer chase",
         },
-        ArgSpec { key: "bytes", kind: ArgKind::Number { min: 1 << 12, max: 256 << 20 }, default: Literal("8M"), help: "working set in bytes" },
+        ArgSpec {
+            key: "bytes",
+            kind: ArgKind::Number { min: 1 << 12, max: 256 << 20 },
+            default: Literal("8M"),
+            help: "working set in bytes",
+        },
     ],
     validate: None,
 };

@@ -5,11 +5,11 @@
 use alloc::string::String;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::arch::smp::{self, SecondaryEntry, StartError};
-use crate::arch::semihosting::{self, NoCommandLine};
 use crate::arch::cpu;
-use crate::firmware::cmdline::{self, CmdlineError};
+use crate::arch::semihosting::{self, NoCommandLine};
+use crate::arch::smp::{self, SecondaryEntry, StartError};
 use crate::drivers::pl011::Pl011;
+use crate::firmware::cmdline::{self, CmdlineError};
 use crate::firmware::psci::{self, ConduitCell};
 
 /// Board name as it appears in the `boot` record.

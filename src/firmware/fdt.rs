@@ -337,11 +337,7 @@ impl<'a> Node<'a> {
 
     /// The strings of a string-list property (e.g. `compatible`).
     pub fn prop_strings(&self, name: &str) -> impl Iterator<Item = &'a str> {
-        self.property(name)
-            .unwrap_or(&[])
-            .split(|&b| b == 0)
-            .filter(|s| !s.is_empty())
-            .map_while(|s| core::str::from_utf8(s).ok())
+        self.property(name).unwrap_or(&[]).split(|&b| b == 0).filter(|s| !s.is_empty()).map_while(|s| core::str::from_utf8(s).ok())
     }
 
     /// A one-cell (u32) property.

@@ -17,6 +17,9 @@ pub struct Case {
     pub run: fn(&mut Ctx),
 }
 
+/// A suite's check of its arguments against the machine: `Err` names the argument and why.
+pub type Validator = fn(&Ctx) -> Result<(), String>;
+
 /// A suite: a KTAP subtest holding cases.
 pub struct Suite {
     /// Stable name, addressed by `only=name`.
@@ -32,7 +35,7 @@ pub struct Suite {
     pub args: &'static [ArgSpec],
     /// Checks the arguments against the machine before anything runs (sizes that do not fit
     /// the arena or the heap, shapes the code cannot run); the message names the argument.
-    pub validate: Option<fn(&Ctx) -> Result<(), String>>,
+    pub validate: Option<Validator>,
 }
 
 /// The arguments of the selection itself.
@@ -144,7 +147,8 @@ pub fn select(suites: &[Suite], only: &[&str], skip: &[&str]) -> Result<Selectio
                 }
                 known.push_str(s.name);
             }
-            let names = public(suites).flat_map(|s| core::iter::once(String::from(s.name)).chain(s.cases.iter().map(move |c| format!("{}.{}", s.name, c.name))));
+            let names = public(suites)
+                .flat_map(|s| core::iter::once(String::from(s.name)).chain(s.cases.iter().map(move |c| format!("{}.{}", s.name, c.name))));
             let names: Vec<String> = names.collect();
             let hint = match args::nearest(pat, names.iter().map(String::as_str)) {
                 Some(n) => format!(" (did you mean '{n}'?)"),
@@ -181,7 +185,11 @@ mod tests {
     const CASES_B: &[Case] = &[Case { name: "z", run: nop }];
     const N: ArgSpec = ArgSpec { key: "n", kind: ArgKind::Number { min: 1, max: 100 }, default: ArgDefault::Literal("3"), help: "n" };
     fn small(ctx: &Ctx) -> Result<(), String> {
-        if ctx.args.number("n") > 50 { Err("n=… above 50 does not fit this machine".into()) } else { Ok(()) }
+        if ctx.args.number("n") > 50 {
+            Err("n=… above 50 does not fit this machine".into())
+        } else {
+            Ok(())
+        }
     }
     const SUITES: &[Suite] = &[
         Suite { name: "a", report: None, cases: CASES_A, on_request: false, args: &[N], validate: Some(small) },

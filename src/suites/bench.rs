@@ -9,7 +9,10 @@ use alloc::vec::Vec;
 use crate::bench::{self, kv::KvShape, timer::Timer, Env, Region};
 use crate::cache::topology::Kind;
 use crate::diag;
-use crate::harness::{ArgDefault::{Computed, Literal}, ArgKind, ArgSpec, Case, Ctx, Suite};
+use crate::harness::{
+    ArgDefault::{Computed, Literal},
+    ArgKind, ArgSpec, Case, Ctx, Suite,
+};
 use crate::mem::attr::MemAttr;
 
 /// The benchmark suite.

@@ -15,10 +15,12 @@ pub const ABORT: Suite = Suite {
 };
 
 /// A hang the runner's timeout must catch.
-pub const HANG: Suite = Suite { name: "hang", report: None, cases: &[Case { name: "forever", run: forever }], on_request: true, args: &[], validate: None };
+pub const HANG: Suite =
+    Suite { name: "hang", report: None, cases: &[Case { name: "forever", run: forever }], on_request: true, args: &[], validate: None };
 
 /// A panic must print its location and fail the run.
-pub const PANIC: Suite = Suite { name: "panic", report: None, cases: &[Case { name: "panics", run: panics }], on_request: true, args: &[], validate: None };
+pub const PANIC: Suite =
+    Suite { name: "panic", report: None, cases: &[Case { name: "panics", run: panics }], on_request: true, args: &[], validate: None };
 
 fn unexpected_data_abort(ctx: &mut Ctx) {
     // With the MMU off every data access is Device-nGnRnE: an unaligned load is an alignment

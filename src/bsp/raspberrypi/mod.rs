@@ -10,8 +10,8 @@ use core::sync::atomic::{AtomicBool, Ordering};
 
 use crate::arch::{cpu, trap};
 use crate::firmware::atags;
-use crate::firmware::psci::{self, Conduit, ConduitCell};
 use crate::firmware::cmdline::{self, CmdlineError};
+use crate::firmware::psci::{self, Conduit, ConduitCell};
 
 /// The kernel argument by which scripts/qemu-run says "this is QEMU, not silicon". The board
 /// consumes it (the harness never sees it); only with it does the run end through semihosting.

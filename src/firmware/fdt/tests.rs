@@ -66,8 +66,7 @@ impl Builder {
         let off_strings = off_struct + self.structs.len();
         let total = off_strings + self.strings.len();
         let mut out = Vec::new();
-        for w in [FDT_MAGIC, total as u32, off_struct as u32, off_strings as u32, rsv as u32, 17, 16, 0, self.strings.len() as u32]
-        {
+        for w in [FDT_MAGIC, total as u32, off_struct as u32, off_strings as u32, rsv as u32, 17, 16, 0, self.strings.len() as u32] {
             out.extend_from_slice(&w.to_be_bytes());
         }
         out.extend_from_slice(&(self.structs.len() as u32).to_be_bytes());

@@ -5,7 +5,12 @@ const SPECS: &[ArgSpec] = &[
     ArgSpec { key: "only", kind: ArgKind::NameList, default: ArgDefault::Unset, help: "suites" },
     ArgSpec { key: "reps", kind: ArgKind::Number { min: 1, max: 1000 }, default: ArgDefault::Literal("5"), help: "repeats" },
     ArgSpec { key: "mode", kind: ArgKind::OneOf(&["a", "b"]), default: ArgDefault::Literal("a"), help: "mode" },
-    ArgSpec { key: "sizes", kind: ArgKind::NumberList { min: 1024, max: 1 << 30 }, default: ArgDefault::Computed("a ladder"), help: "sizes" },
+    ArgSpec {
+        key: "sizes",
+        kind: ArgKind::NumberList { min: 1024, max: 1 << 30 },
+        default: ArgDefault::Computed("a ladder"),
+        help: "sizes",
+    },
     ArgSpec { key: "attrs", kind: ArgKind::SubsetOf(&["wb", "nc"]), default: ArgDefault::Unset, help: "attrs" },
 ];
 
@@ -19,7 +24,11 @@ fn accepts_valid_and_types_once() {
     assert_eq!(a.given_keys(), ["only", "reps", "mode", "sizes"]);
     let d = Args::parse("   ", SPECS).unwrap();
     assert!(d.is_empty());
-    assert_eq!((d.number("reps"), d.word("mode"), d.numbers("sizes")), (5, Some("a"), None), "literal defaults, computed left to the caller");
+    assert_eq!(
+        (d.number("reps"), d.word("mode"), d.numbers("sizes")),
+        (5, Some("a"), None),
+        "literal defaults, computed left to the caller"
+    );
     assert_eq!(d.number_or("nosuch", 7), 7);
     assert!(!d.given("reps"));
 }
@@ -109,9 +118,38 @@ fn fuzz_command_lines_never_panic() {
     use crate::firmware::cmdline;
     let cases: usize = std::env::var("CS_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
     let pieces: &[&[u8]] = &[
-        b"only=", b"skip=", b"reps=", b"mode=", b"sizes=", b"attrs=", b"boot", b"cache.geometry", b",", b"=", b" ", b"\t", b"--", b"0x",
-        b"+", b"-", b"K", b"M", b"G", b"99999999999999999999", b"1", b"4K", b"nc", b"wb", b"\xff", b"\xc3", b"\r", b"\x1b[2J", b"help",
-        b"emulator=qemu", "é".as_bytes(), b"\0",
+        b"only=",
+        b"skip=",
+        b"reps=",
+        b"mode=",
+        b"sizes=",
+        b"attrs=",
+        b"boot",
+        b"cache.geometry",
+        b",",
+        b"=",
+        b" ",
+        b"\t",
+        b"--",
+        b"0x",
+        b"+",
+        b"-",
+        b"K",
+        b"M",
+        b"G",
+        b"99999999999999999999",
+        b"1",
+        b"4K",
+        b"nc",
+        b"wb",
+        b"\xff",
+        b"\xc3",
+        b"\r",
+        b"\x1b[2J",
+        b"help",
+        b"emulator=qemu",
+        "é".as_bytes(),
+        b"\0",
     ];
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let (mut accepted, mut refused) = (0usize, 0usize);
