@@ -84,7 +84,7 @@ macro_rules! write_loop {
 /// `[base, base + bytes)` must be mapped, writable test memory, 16-byte aligned.
 pub unsafe fn run(kernel: Kernel, base: usize, bytes: usize, distance: usize) {
     let end = base + bytes;
-    // SAFETY (all arms): loops touch exactly [base, end) with aligned pair accesses, as the
+    // SAFETY: (all arms) the loops touch exactly [base, end) with aligned pair accesses, as the
     // caller guarantees; PRFM never faults.
     unsafe {
         match kernel {

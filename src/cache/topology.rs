@@ -23,45 +23,7 @@ pub trait IdRegs {
     fn ccsidr2(&mut self) -> Option<u64>;
 }
 
-/// What kind of cache a [`Cache`] is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// Instruction cache.
-    Instruction,
-    /// Data cache.
-    Data,
-    /// Unified cache.
-    Unified,
-}
-
-impl Kind {
-    /// The record name: `instruction`, `data`, `unified`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Kind::Instruction => "instruction",
-            Kind::Data => "data",
-            Kind::Unified => "unified",
-        }
-    }
-
-    /// lscpu's suffix: `i`, `d` or nothing.
-    pub const fn suffix(self) -> &'static str {
-        match self {
-            Kind::Instruction => "i",
-            Kind::Data => "d",
-            Kind::Unified => "",
-        }
-    }
-
-    /// The cache-model protocol code (1 = instruction, 2 = data, 3 = unified).
-    pub const fn model_code(self) -> u8 {
-        match self {
-            Kind::Instruction => 1,
-            Kind::Data => 2,
-            Kind::Unified => 3,
-        }
-    }
-}
+pub use cachescope_arch::cache::Kind;
 
 /// One cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -74,7 +74,8 @@ mod tests {
     #[test]
     fn alt0_on_14_and_15_keeps_other_pins() {
         // GPFSEL1 with pins 10..13 and 16..19 set to outputs: only the 14/15 fields change.
-        let others: u32 = 0o1111_00_1111;
+        // One octal digit per pin, 19 down to 10: outputs (001) but pins 15 and 14 (000).
+        let others: u32 = 0o1_111_001_111;
         let reg = InMemoryRegister::<u32, GPFSEL1::Register>::new(others | (0b010 << 12) | (0b010 << 15));
         reg.modify(GPFSEL1::FSEL14::AltFunc0 + GPFSEL1::FSEL15::AltFunc0);
         assert_eq!(reg.get(), others | (0b100 << 12) | (0b100 << 15));

@@ -98,7 +98,7 @@ mod tests {
         let mut w = alloc::vec![5, ATAG_CORE, 1, 0x1000, 0, 4, ATAG_MEM, 0x3c00_0000, 0];
         let mut bytes = cmd.to_vec();
         bytes.push(0);
-        while bytes.len() % 4 != 0 {
+        while !bytes.len().is_multiple_of(4) {
             bytes.push(0);
         }
         w.push(2 + bytes.len() as u32 / 4);

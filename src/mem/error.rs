@@ -138,3 +138,12 @@ impl fmt::Display for Error {
         }
     }
 }
+
+impl From<cachescope_arch::attr::Refused> for Error {
+    fn from(r: cachescope_arch::attr::Refused) -> Self {
+        match r {
+            cachescope_arch::attr::Refused::WriteExecute => Error::WriteExecute,
+            cachescope_arch::attr::Refused::ExecutableDevice => Error::ExecutableDevice,
+        }
+    }
+}

@@ -33,7 +33,7 @@
 
 pub mod aarch64;
 pub mod alias;
-pub mod attr;
+pub use cachescope_arch::attr;
 mod error;
 pub mod layout;
 #[cfg(target_os = "none")]

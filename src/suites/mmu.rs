@@ -640,7 +640,12 @@ fn dc_zva_device(ctx: &mut Ctx) {
     write_pattern(wb, ZVA_OFF, block / 8, 0x5555);
     // SAFETY: the arena slot of this case, aligned to the block size (1 MiB offset).
     unsafe { dc_zva(wb.va + ZVA_OFF) };
-    let zeroed = (0..block / 8).all(|i| wb.ptr::<u64>(ZVA_OFF + 8 * i).is_some_and(|p| unsafe { p.read_volatile() } == 0));
+    let zeroed = (0..block / 8).all(|i| {
+        wb.ptr::<u64>(ZVA_OFF + 8 * i).is_some_and(|p| {
+            // SAFETY: `ptr` returned an aligned pointer inside the window (test memory).
+            unsafe { p.read_volatile() == 0 }
+        })
+    });
     ctx.check(zeroed, format!("DC ZVA zeroes a {block}-byte block of Normal WB memory"));
     let mut completed = Vec::new();
     for w in device_windows(ws) {

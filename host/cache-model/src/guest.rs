@@ -113,9 +113,9 @@ impl Guest {
         if self.sctlr & SCTLR_M == 0 {
             return Attr::Device;
         }
-        let mapped = self.window_at(va).map_or(Attr::WriteBack, |w| w.attr);
+        let mapped = self.window_at(va).map_or(Attr::NormalWriteBack, |w| w.attr);
         if self.sctlr & SCTLR_C == 0 && mapped != Attr::Device {
-            return Attr::NonCacheable;
+            return Attr::NormalNonCacheable;
         }
         mapped
     }
@@ -123,12 +123,12 @@ impl Guest {
     /// Attribute of an instruction fetch at `va`.
     pub fn fetch_attr(&self, va: u64) -> Attr {
         if self.sctlr & SCTLR_I == 0 {
-            return Attr::NonCacheable;
+            return Attr::NormalNonCacheable;
         }
         if self.sctlr & SCTLR_M == 0 {
-            return Attr::WriteThrough;
+            return Attr::NormalWriteThrough;
         }
-        self.window_at(va).map_or(Attr::WriteBack, |w| w.attr)
+        self.window_at(va).map_or(Attr::NormalWriteBack, |w| w.attr)
     }
 
     /// Whether every byte of the 4 KiB page holding `va` has the same attribute (no window
@@ -183,20 +183,20 @@ mod tests {
     fn attributes_follow_sctlr_and_windows() {
         let mut g = Guest::new();
         assert_eq!(g.data_attr(0x4000_0000), Attr::Device, "MMU off");
-        assert_eq!(g.fetch_attr(0x4000_0000), Attr::NonCacheable, "I off");
+        assert_eq!(g.fetch_attr(0x4000_0000), Attr::NormalNonCacheable, "I off");
         g.set_sctlr(SCTLR_I);
-        assert_eq!(g.fetch_attr(0x4000_0000), Attr::WriteThrough);
+        assert_eq!(g.fetch_attr(0x4000_0000), Attr::NormalWriteThrough);
         g.set_sctlr(SCTLR_M);
-        assert_eq!(g.data_attr(0x4000_0000), Attr::NonCacheable, "C off");
+        assert_eq!(g.data_attr(0x4000_0000), Attr::NormalNonCacheable, "C off");
         g.set_sctlr(ON);
-        assert_eq!(g.data_attr(0x4000_0000), Attr::WriteBack);
-        g.window(0x1_0000_0000, 0x10_0000, Attr::NonCacheable, None);
-        g.window(0x1_0008_0000, 0x1000, Attr::WriteThrough, None);
-        assert_eq!(g.data_attr(0x1_0000_0040), Attr::NonCacheable);
-        assert_eq!(g.data_attr(0x1_0008_0040), Attr::WriteThrough, "later window wins");
-        assert_eq!(g.data_attr(0x1_0010_0000), Attr::WriteBack, "past the end");
-        g.window(0x1_0000_0000, 0, Attr::WriteBack, None);
-        assert_eq!(g.data_attr(0x1_0000_0040), Attr::WriteBack, "removed");
+        assert_eq!(g.data_attr(0x4000_0000), Attr::NormalWriteBack);
+        g.window(0x1_0000_0000, 0x10_0000, Attr::NormalNonCacheable, None);
+        g.window(0x1_0008_0000, 0x1000, Attr::NormalWriteThrough, None);
+        assert_eq!(g.data_attr(0x1_0000_0040), Attr::NormalNonCacheable);
+        assert_eq!(g.data_attr(0x1_0008_0040), Attr::NormalWriteThrough, "later window wins");
+        assert_eq!(g.data_attr(0x1_0010_0000), Attr::NormalWriteBack, "past the end");
+        g.window(0x1_0000_0000, 0, Attr::NormalWriteBack, None);
+        assert_eq!(g.data_attr(0x1_0000_0040), Attr::NormalWriteBack, "removed");
         g.set_sctlr(SCTLR_M);
         g.window(0x900_0000, 0x1000, Attr::Device, None);
         assert_eq!(g.data_attr(0x900_0000), Attr::Device);
@@ -205,10 +205,10 @@ mod tests {
     #[test]
     fn page_uniformity() {
         let mut g = Guest::new();
-        g.window(0x1_0000_0000, 0x2000, Attr::NonCacheable, None);
+        g.window(0x1_0000_0000, 0x2000, Attr::NormalNonCacheable, None);
         assert!(g.page_uniform(0x1_0000_0000));
         assert!(g.page_uniform(0x1_0000_1fff));
-        g.window(0x1_0000_0800, 0x100, Attr::WriteThrough, None);
+        g.window(0x1_0000_0800, 0x100, Attr::NormalWriteThrough, None);
         assert!(!g.page_uniform(0x1_0000_0000));
         assert!(g.page_uniform(0x1_0000_1000));
     }
@@ -217,20 +217,20 @@ mod tests {
     fn translation_order() {
         let mut g = Guest::new();
         assert_eq!(g.translate(0x4000_1234), (0x4000_1234, Translation::Identity));
-        g.window(0x2_0000_0000, 0x10_0000, Attr::NonCacheable, None);
+        g.window(0x2_0000_0000, 0x10_0000, Attr::NormalNonCacheable, None);
         g.learn(0x2_0000_0040, 0x5000_0040);
         assert_eq!(g.translate(0x2_0000_0080), (0x5000_0080, Translation::Learned));
         assert_eq!(g.translate(0x2_0005_0080), (0x5005_0080, Translation::Window));
         g.forget_pages();
         assert_eq!(g.translate(0x2_0000_0080), (0x5000_0080, Translation::Window));
-        g.window(0x2_0000_0000, 0x10_0000, Attr::NonCacheable, None);
+        g.window(0x2_0000_0000, 0x10_0000, Attr::NormalNonCacheable, None);
         assert_eq!(g.translate(0x2_0000_0080), (0x2_0000_0080, Translation::Identity), "re-declared: offset unknown");
     }
 
     #[test]
     fn declared_pa_translates_before_any_access() {
         let mut g = Guest::new();
-        g.window(0x2_0000_0000, 0x10_0000, Attr::NonCacheable, Some(0x5000_0000));
+        g.window(0x2_0000_0000, 0x10_0000, Attr::NormalNonCacheable, Some(0x5000_0000));
         assert_eq!(g.translate(0x2_0005_0080), (0x5005_0080, Translation::Window));
         assert_eq!(g.translate(0x2_0010_0000), (0x2_0010_0000, Translation::Identity), "past the end");
         // A learned page still comes first, and an access does not overwrite the declared offset.
@@ -240,7 +240,7 @@ mod tests {
         // A PA above the VA (the first window's is below it), and a window re-declared without a PA.
         g.window(0x1000, 0x1000, Attr::Device, Some(0x9000_0000));
         assert_eq!(g.translate(0x1010), (0x9000_0010, Translation::Window));
-        g.window(0x2_0000_0000, 0x10_0000, Attr::NonCacheable, None);
+        g.window(0x2_0000_0000, 0x10_0000, Attr::NormalNonCacheable, None);
         assert_eq!(g.translate(0x2_0001_0000), (0x2_0001_0000, Translation::Identity), "re-declared without a PA");
     }
 }

@@ -145,40 +145,9 @@ impl Sub for Totals {
     }
 }
 
-/// Memory attribute of an access, as the guest's mapping (or the MMU/cache state) makes it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Attr {
-    /// Normal, write-back, read/write-allocate.
-    WriteBack = 0,
-    /// Normal, write-through (read-allocate, no write-allocate, never dirty).
-    WriteThrough = 1,
-    /// Normal, non-cacheable.
-    NonCacheable = 2,
-    /// Any Device type.
-    Device = 3,
-}
-
-impl Attr {
-    /// Whether the access goes through the caches.
-    pub fn cacheable(self) -> bool {
-        matches!(self, Attr::WriteBack | Attr::WriteThrough)
-    }
-
-    /// Protocol code (0 WB, 1 WT, 2 NC, 3 Device).
-    pub fn from_code(code: u64) -> Option<Attr> {
-        [Attr::WriteBack, Attr::WriteThrough, Attr::NonCacheable, Attr::Device].get(code as usize).copied()
-    }
-
-    /// `"wb"`, `"wt"`, `"nc"`, `"device"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Attr::WriteBack => "wb",
-            Attr::WriteThrough => "wt",
-            Attr::NonCacheable => "nc",
-            Attr::Device => "device",
-        }
-    }
-}
+/// Memory attribute of an access, as the guest's mapping (or the MMU/cache state) makes it: the
+/// marker protocol's attribute, one type shared with the kernel (`cachescope_arch::marker`).
+pub use cachescope_arch::marker::ModelAttr as Attr;
 
 /// What a maintenance operation does to a line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -359,15 +328,15 @@ impl Model {
     #[inline]
     fn data_line(&mut self, cpu: usize, addr: u64, write: bool, attr: Attr) -> Option<usize> {
         match attr {
-            Attr::NonCacheable | Attr::Device => {
+            Attr::NormalNonCacheable | Attr::Device => {
                 self.totals.at(Level::L1D).bypass += 1;
                 None
             }
-            Attr::WriteThrough if write => {
+            Attr::NormalWriteThrough if write => {
                 self.write_through(cpu, addr);
                 None
             }
-            Attr::WriteBack | Attr::WriteThrough => Some(self.demand_l1(cpu, false, addr, write)),
+            Attr::NormalWriteBack | Attr::NormalWriteThrough => Some(self.demand_l1(cpu, false, addr, write)),
         }
     }
 
@@ -577,14 +546,14 @@ impl Model {
         let block = u64::from(self.config.zva_bytes);
         let start = pa & !(block - 1);
         match attr {
-            Attr::NonCacheable | Attr::Device => self.totals.at(Level::L1D).bypass += 1,
-            Attr::WriteThrough => {
+            Attr::NormalNonCacheable | Attr::Device => self.totals.at(Level::L1D).bypass += 1,
+            Attr::NormalWriteThrough => {
                 let step = 1u64 << self.l1d[cpu].line_shift();
                 for a in (start..start + block).step_by(step as usize) {
                     self.write_through(cpu, a);
                 }
             }
-            Attr::WriteBack => {
+            Attr::NormalWriteBack => {
                 let shift = self.l1d[cpu].line_shift();
                 let step = 1u64 << shift;
                 for a in (start..start + block).step_by(step as usize) {

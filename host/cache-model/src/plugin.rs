@@ -442,7 +442,7 @@ impl State {
                 f.p_attr.store(NONE, Relaxed);
             }
         }
-        let cached = if same_page { Attr::from_code(f.p_attr.load(Relaxed)) } else { None };
+        let cached = if same_page { Attr::try_from(f.p_attr.load(Relaxed)).ok() } else { None };
         let attr = match cached {
             Some(a) => a,
             None => {
@@ -471,9 +471,9 @@ impl State {
         let m = self.model(&mut core);
         let shift = u64::from(m.config().l1d.line_shift());
         let slot = m.data(cpu, pa, size, write, attr);
-        let mode = if attr == Attr::WriteBack { 2 } else { 1 };
+        let mode = if attr == Attr::NormalWriteBack { 2 } else { 1 };
         match slot {
-            Some(s) if !(write && attr == Attr::WriteThrough) => self.remember_data(f, vaddr >> shift, mode, s as u64, pa >> shift, true),
+            Some(s) if !(write && attr == Attr::NormalWriteThrough) => self.remember_data(f, vaddr >> shift, mode, s as u64, pa >> shift, true),
             _ => f.drop_data(),
         }
     }
@@ -647,9 +647,9 @@ impl State {
     /// One marker; `x` = x9..x13.
     fn marker(&self, core: &mut Core, x: [u64; 5]) {
         core.stats.markers += 1;
-        let marker = match protocol::parse(core.kernel_protocol, x[0], x[1], x[2], x[3], x[4]) {
+        let marker = match protocol::parse(core.kernel_protocol, x) {
             Ok(m) => m,
-            Err(e) => return core.warn(&format!("marker ignored: {}", e.0)),
+            Err(e) => return core.warn(&format!("marker ignored: {e}")),
         };
         match marker {
             Marker::Hello { version } => {
@@ -661,7 +661,7 @@ impl State {
                 core.kernel_protocol = version;
             }
             Marker::Geometry { level, kind, line, sets, ways } => {
-                if core.guest_geo.report(level, kind, line, sets, ways) {
+                if core.guest_geo.report(level.into(), kind, line, sets, ways) {
                     core.geometry_changed = true;
                 }
             }

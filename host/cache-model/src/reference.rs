@@ -202,8 +202,8 @@ impl RefModel {
         let mut a = pa / line * line;
         while a < pa + u64::from(size.max(1)) {
             match attr {
-                Attr::NonCacheable | Attr::Device => self.totals.levels[D].bypass += 1,
-                Attr::WriteThrough if write => {
+                Attr::NormalNonCacheable | Attr::Device => self.totals.levels[D].bypass += 1,
+                Attr::NormalWriteThrough if write => {
                     for p in 0..self.depth() {
                         self.lookup(cpu, D, p, a);
                     }
@@ -306,15 +306,15 @@ impl RefModel {
         let start = pa / block * block;
         let line = u64::from(self.l1d[cpu].geo.line);
         match attr {
-            Attr::NonCacheable | Attr::Device => self.totals.levels[D].bypass += 1,
-            Attr::WriteThrough => {
+            Attr::NormalNonCacheable | Attr::Device => self.totals.levels[D].bypass += 1,
+            Attr::NormalWriteThrough => {
                 for a in (start..start + block).step_by(line as usize) {
                     for p in 0..self.depth() {
                         self.lookup(cpu, D, p, a);
                     }
                 }
             }
-            Attr::WriteBack => {
+            Attr::NormalWriteBack => {
                 for a in (start..start + block).step_by(line as usize) {
                     let now = self.tick();
                     let c = &mut self.l1d[cpu];

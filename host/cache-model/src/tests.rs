@@ -6,7 +6,7 @@ use crate::geometry::{Geometry, Hierarchy, LowerLevel, Sharing};
 use crate::model::{Attr, Level, MaintOp, Model, Point, Totals};
 use crate::reference::RefModel;
 
-const WB: Attr = Attr::WriteBack;
+const WB: Attr = Attr::NormalWriteBack;
 const BASE: u64 = 0x4000_0000;
 
 fn g(s: &str) -> Geometry {
@@ -174,21 +174,21 @@ fn invalidate_by_set_way_empties_every_level() {
 
 #[test]
 fn write_through_never_writes_back() {
-    for (attr, want_wb) in [(Attr::WriteBack, 512u64), (Attr::WriteThrough, 0)] {
+    for (attr, want_wb) in [(Attr::NormalWriteBack, 512u64), (Attr::NormalWriteThrough, 0)] {
         let mut m = Model::new(&rpi4(), 1);
         scan(&mut m, BASE, 32 << 10, 64, false, attr); // bring the lines in (reads allocate)
         let w = scan(&mut m, BASE, 32 << 10, 64, true, attr);
         assert_eq!(w.get(Level::L1D).hits, 512, "{attr:?}");
-        let wt_l2 = if attr == Attr::WriteThrough { 512 } else { 0 };
+        let wt_l2 = if attr == Attr::NormalWriteThrough { 512 } else { 0 };
         assert_eq!(w.get(Level::L2).accesses, wt_l2, "{attr:?}: write-through writes reach L2");
         // Evict everything by reading another 2 MiB.
-        let t = scan(&mut m, BASE + (64 << 20), 2 << 20, 64, false, Attr::WriteBack);
+        let t = scan(&mut m, BASE + (64 << 20), 2 << 20, 64, false, Attr::NormalWriteBack);
         assert_eq!(t.get(Level::L1D).writebacks, want_wb, "{attr:?}");
         assert_eq!(t.get(Level::L2).writebacks, want_wb, "{attr:?}");
     }
     // A write-through write miss allocates nothing.
     let mut m = Model::new(&rpi4(), 1);
-    let t = scan(&mut m, BASE, 4096, 64, true, Attr::WriteThrough);
+    let t = scan(&mut m, BASE, 4096, 64, true, Attr::NormalWriteThrough);
     assert_eq!((t.get(Level::L1D).misses, t.get(Level::L2).misses), (64, 64));
     assert_eq!(m.l1d(0).occupancy(), 0);
 }
@@ -196,12 +196,12 @@ fn write_through_never_writes_back() {
 #[test]
 fn non_cacheable_and_device_bypass() {
     let mut m = Model::new(&rpi4(), 1);
-    for attr in [Attr::NonCacheable, Attr::Device] {
+    for attr in [Attr::NormalNonCacheable, Attr::Device] {
         let t = scan(&mut m, BASE, 4096, 8, false, attr);
         assert_eq!(t.get(Level::L1D).bypass, 512);
         assert_eq!(t.get(Level::L1D).accesses + t.get(Level::L2).accesses, 0);
     }
-    m.fetch(0, BASE, Attr::NonCacheable);
+    m.fetch(0, BASE, Attr::NormalNonCacheable);
     assert_eq!(m.totals().get(Level::L1I).bypass, 1);
 }
 
@@ -299,8 +299,8 @@ fn random_op(rng: &mut u64, vcpus: usize, span: u64, mixed: bool) -> Op {
     let cpu = (r() % vcpus as u64) as usize;
     let pa = BASE + r() % span;
     let attr = match r() % 10 {
-        0 if mixed => Attr::WriteThrough,
-        1 if mixed => Attr::NonCacheable,
+        0 if mixed => Attr::NormalWriteThrough,
+        1 if mixed => Attr::NormalNonCacheable,
         _ => WB,
     };
     let pick = r() % 100;
@@ -473,7 +473,7 @@ fn replay_plugin_trace() {
         }
         t
     };
-    let attr = |w: &str| Attr::from_code(num(w)).expect("attribute code");
+    let attr = |w: &str| Attr::try_from(num(w)).expect("attribute code");
     let op = |w: &str| [MaintOp::Clean, MaintOp::Invalidate, MaintOp::CleanInvalidate][num(w) as usize];
     let mut r: Option<(RefModel, u64)> = None;
     let mut ops = 0u64;

@@ -4,7 +4,6 @@ pub mod cache;
 pub mod cpu;
 pub mod exception;
 pub mod mmu;
-pub mod model;
 pub mod pmu;
 pub mod psci;
 pub mod semihosting;

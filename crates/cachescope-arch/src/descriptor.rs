@@ -7,7 +7,7 @@
 
 use tock_registers::{fields::FieldValue, LocalRegisterCopy};
 
-use crate::mem::attr::{Access, Attributes, MemAttr, Shareability};
+use crate::attr::{Access, Attributes, MemAttr, Shareability};
 
 /// Descriptor layouts (the macro generates items without docs; every field is documented).
 #[allow(missing_docs)]

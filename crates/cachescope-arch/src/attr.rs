@@ -4,8 +4,7 @@
 
 use core::fmt;
 
-use super::Error;
-use crate::model::ModelAttr;
+use crate::marker::ModelAttr;
 
 /// Memory type, ordered from the strictest (Device-nGnRnE) to the most relaxed (Normal
 /// write-back): `a < b` means `a` allows fewer optimisations than `b`.
@@ -160,14 +159,32 @@ impl Attributes {
 
     /// Refuses combinations no mapping may have: writable and executable at once, and
     /// executable Device memory (speculative instruction fetches would touch devices).
-    pub const fn validate(&self) -> Result<(), Error> {
+    pub const fn validate(&self) -> Result<(), Refused> {
         if self.executable && matches!(self.access, Access::ReadWrite) {
-            return Err(Error::WriteExecute);
+            return Err(Refused::WriteExecute);
         }
         if self.executable && self.mem.is_device() {
-            return Err(Error::ExecutableDevice);
+            return Err(Refused::ExecutableDevice);
         }
         Ok(())
+    }
+}
+
+/// Attribute combinations no mapping may have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// Writable and executable at once.
+    WriteExecute,
+    /// Executable Device memory.
+    ExecutableDevice,
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Refused::WriteExecute => "writable and executable at once",
+            Refused::ExecutableDevice => "executable Device memory (speculative fetches would touch devices)",
+        })
     }
 }
 
@@ -192,7 +209,7 @@ mod tests {
             assert_eq!(MemAttr::from_name(a.name()), Some(a));
         }
         assert_eq!(MemAttr::from_name("normal"), None);
-        let mut names: alloc::vec::Vec<_> = MemAttr::ALL.iter().map(|a| a.name()).collect();
+        let mut names: std::vec::Vec<_> = MemAttr::ALL.iter().map(|a| a.name()).collect();
         names.sort();
         names.dedup();
         assert_eq!(names.len(), 6);
@@ -210,9 +227,9 @@ mod tests {
     #[test]
     fn unsafe_combinations_refused() {
         let wx = Attributes { executable: true, ..Attributes::RW_DATA };
-        assert_eq!(wx.validate(), Err(Error::WriteExecute));
+        assert_eq!(wx.validate(), Err(Refused::WriteExecute));
         let xdev = Attributes { executable: true, access: Access::ReadOnly, ..Attributes::MMIO };
-        assert_eq!(xdev.validate(), Err(Error::ExecutableDevice));
+        assert_eq!(xdev.validate(), Err(Refused::ExecutableDevice));
         for ok in [Attributes::CODE, Attributes::RO_DATA, Attributes::RW_DATA, Attributes::MMIO] {
             assert_eq!(ok.validate(), Ok(()), "{ok}");
         }
@@ -223,7 +240,7 @@ mod tests {
 
     #[test]
     fn display() {
-        assert_eq!(alloc::format!("{}", Attributes::CODE), "normal-wb RO X inner-shareable");
-        assert_eq!(alloc::format!("{}", Attributes::MMIO), "device-ngnre RW XN inner-shareable");
+        assert_eq!(std::format!("{}", Attributes::CODE), "normal-wb RO X inner-shareable");
+        assert_eq!(std::format!("{}", Attributes::MMIO), "device-ngnre RW XN inner-shareable");
     }
 }

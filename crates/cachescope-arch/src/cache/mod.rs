@@ -1,0 +1,54 @@
+//! Caches: what kind a cache is.
+
+use crate::marker::MarkerError;
+
+/// What kind of cache a cache is (CLIDR_EL1 Ctype splits a level into these).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u64)]
+pub enum Kind {
+    /// Instruction cache.
+    Instruction = 1,
+    /// Data cache.
+    Data = 2,
+    /// Unified cache.
+    Unified = 3,
+}
+
+impl Kind {
+    /// The record name: `instruction`, `data`, `unified`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Kind::Instruction => "instruction",
+            Kind::Data => "data",
+            Kind::Unified => "unified",
+        }
+    }
+
+    /// lscpu's suffix: `i`, `d` or nothing.
+    pub const fn suffix(self) -> &'static str {
+        match self {
+            Kind::Instruction => "i",
+            Kind::Data => "d",
+            Kind::Unified => "",
+        }
+    }
+
+    /// The cache-model protocol code (1 = instruction, 2 = data, 3 = unified).
+    pub const fn model_code(self) -> u8 {
+        self as u8
+    }
+}
+
+impl TryFrom<u64> for Kind {
+    type Error = MarkerError;
+
+    /// From the marker protocol's geometry kind code.
+    fn try_from(code: u64) -> Result<Self, MarkerError> {
+        Ok(match code {
+            1 => Kind::Instruction,
+            2 => Kind::Data,
+            3 => Kind::Unified,
+            k => return Err(MarkerError::UnknownKind(k)),
+        })
+    }
+}

@@ -1,0 +1,27 @@
+//! `cachescope-arch`: the parts of cachescope that other AArch64 firmware can use as they are.
+//!
+//! `no_std`, no allocation, no panic handler, allocator, entry point or console: the caller
+//! brings those. Everything decodes raw values or works through a small backend trait, so it
+//! runs in host tests with recorded register values and on the target with real registers.
+//!
+//! - [`cpuid`]: MIDR_EL1 (implementer, part, variant, revision; core names).
+//! - [`exception`]: ESR_ELx decoding (class, fault status with level, WnR) and trap reports.
+//! - [`cache`]: cache kinds.
+//! - [`attr`]: arch-neutral memory types and attributes (MAIR encodings, validation).
+//! - [`descriptor`]: VMSAv8-64 stage 1 descriptors (tock-registers layouts) and MAIR_EL1.
+//! - [`marker`]: the cache-model marker protocol (`hint #0x7f`), shared with the QEMU plugin.
+//!
+//! See the crate's README for a firmware that uses it.
+
+#![no_std]
+#![deny(missing_docs)]
+
+#[cfg(test)]
+extern crate std;
+
+pub mod attr;
+pub mod cache;
+pub mod cpuid;
+pub mod descriptor;
+pub mod exception;
+pub mod marker;

@@ -1,0 +1,359 @@
+//! The cache-model marker protocol: how firmware tells an emulator's cache model (cachescope's
+//! QEMU TCG plugin, host/cache-model) what it is doing — cache geometry, memory-attribute
+//! windows, MMU state and named phases. A stable interface: any bare-metal firmware can speak it.
+//!
+//! Every marker is one `hint #0x7f` ([`MARKER_ENCODING`]) with x9 = command and x10..x13 =
+//! arguments. HINT #0x7f is an unallocated hint, which the architecture executes as a NOP (Arm
+//! ARM C6.2.122), so markers cost nothing on hardware and on QEMU without the plugin.
+//!
+//! Protocol version 2 (x9 = command; x10..x13 = arguments):
+//!
+//! | x9 | command        | x10                                  | x11              | x12          | x13                  |
+//! |----|----------------|--------------------------------------|------------------|--------------|----------------------|
+//! | 1  | hello          | protocol version (2)                 | –                | –            | –                    |
+//! | 2  | geometry       | level \| kind << 8 \| line << 16     | sets             | ways         | –                    |
+//! | 3  | window         | VA start                             | length (bytes)   | attribute    | PA start or all ones |
+//! | 4  | sctlr          | SCTLR_EL1 (M bit 0, C bit 2, I bit 12)| –               | –            | –                    |
+//! | 5  | phase begin    | VA of a NUL-terminated name (≤ 63 B) | phase id         | –            | –                    |
+//! | 6  | phase end      | –                                    | phase id         | –            | –                    |
+//!
+//! Geometry kind: [`Kind`] codes (1 = instruction, 2 = data, 3 = unified). Attribute:
+//! [`ModelAttr`] codes (0 = Normal write-back, 1 = Normal write-through, 2 = Normal
+//! non-cacheable, 3 = Device). A window re-declared over the same start replaces the earlier one;
+//! length 0 removes it. Accesses outside every window are Normal write-back while SCTLR.M=1 and
+//! C=1, and bypass the caches otherwise (MMU off = Device).
+//!
+//! Window PA (x13, version 2): the physical address of the window's first byte, the window being
+//! physically contiguous, so the model translates by-VA maintenance inside it before any access
+//! has shown the translation; [`PA_UNKNOWN`] when not known, and for a removal. Version 1
+//! firmware left x13 undefined: a decoder reads x13 only after a hello announcing version 2 or
+//! later. Unused argument registers are 0.
+//!
+//! ```
+//! use cachescope_arch::marker::{Marker, ModelAttr, PROTOCOL_VERSION};
+//! let m = Marker::Window { va: 0x4000_0000, len: 4096, attr: ModelAttr::NormalNonCacheable, pa: Some(0x4000_0000) };
+//! let regs = m.encode();
+//! assert_eq!(regs, [3, 0x4000_0000, 4096, 2, 0x4000_0000]);
+//! assert_eq!(Marker::decode(PROTOCOL_VERSION, regs), Ok(m));
+//! ```
+
+use core::fmt;
+
+use crate::cache::Kind;
+
+/// Encoding of `hint #0x7f` (0xd503201f | 0x7f << 5), what a model looks for.
+pub const MARKER_ENCODING: u32 = 0xd503_2fff;
+
+/// Protocol version sent with [`Command::Hello`]. Version 2 added the window's PA in x13.
+pub const PROTOCOL_VERSION: u64 = 2;
+
+/// Oldest protocol version a decoder understands (v1: windows without a PA).
+pub const OLDEST_VERSION: u64 = 1;
+
+/// First version whose window marker carries the PA in x13.
+pub const WINDOW_PA_SINCE: u64 = 2;
+
+/// Window PA meaning "not known" (x13 of [`Command::Window`]).
+pub const PA_UNKNOWN: u64 = u64::MAX;
+
+/// Marker commands (x9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u64)]
+pub enum Command {
+    /// Announces the protocol version.
+    Hello = 1,
+    /// Reports one cache's geometry.
+    Geometry = 2,
+    /// Declares a memory-attribute window (and, from version 2, its physical address).
+    Window = 3,
+    /// Reports SCTLR_EL1 after a change.
+    Sctlr = 4,
+    /// Starts a named phase.
+    PhaseBegin = 5,
+    /// Ends a phase.
+    PhaseEnd = 6,
+}
+
+impl TryFrom<u64> for Command {
+    type Error = MarkerError;
+
+    fn try_from(x9: u64) -> Result<Self, MarkerError> {
+        Ok(match x9 {
+            1 => Self::Hello,
+            2 => Self::Geometry,
+            3 => Self::Window,
+            4 => Self::Sctlr,
+            5 => Self::PhaseBegin,
+            6 => Self::PhaseEnd,
+            c => return Err(MarkerError::UnknownCommand(c)),
+        })
+    }
+}
+
+/// Attribute codes of the window command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u64)]
+pub enum ModelAttr {
+    /// Normal write-back, read/write-allocate.
+    NormalWriteBack = 0,
+    /// Normal write-through.
+    NormalWriteThrough = 1,
+    /// Normal non-cacheable.
+    NormalNonCacheable = 2,
+    /// Any Device type.
+    Device = 3,
+}
+
+impl ModelAttr {
+    /// Whether accesses through such a window go through the caches.
+    pub const fn cacheable(self) -> bool {
+        matches!(self, Self::NormalWriteBack | Self::NormalWriteThrough)
+    }
+
+    /// `"wb"`, `"wt"`, `"nc"`, `"device"`.
+    pub const fn short_name(self) -> &'static str {
+        match self {
+            Self::NormalWriteBack => "wb",
+            Self::NormalWriteThrough => "wt",
+            Self::NormalNonCacheable => "nc",
+            Self::Device => "device",
+        }
+    }
+}
+
+impl TryFrom<u64> for ModelAttr {
+    type Error = MarkerError;
+
+    fn try_from(code: u64) -> Result<Self, MarkerError> {
+        Ok(match code {
+            0 => Self::NormalWriteBack,
+            1 => Self::NormalWriteThrough,
+            2 => Self::NormalNonCacheable,
+            3 => Self::Device,
+            a => return Err(MarkerError::UnknownAttribute(a)),
+        })
+    }
+}
+
+/// One marker, decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Marker {
+    /// Protocol version announcement.
+    Hello {
+        /// The firmware's protocol version.
+        version: u64,
+    },
+    /// One cache's geometry as the firmware reads it (CCSIDR).
+    Geometry {
+        /// Level, 1-based.
+        level: u8,
+        /// I, D or unified.
+        kind: Kind,
+        /// Line size in bytes.
+        line: u32,
+        /// Number of sets.
+        sets: u64,
+        /// Associativity.
+        ways: u64,
+    },
+    /// A memory-attribute window over a VA range (length 0 removes the window at `va`).
+    Window {
+        /// First VA.
+        va: u64,
+        /// Length in bytes.
+        len: u64,
+        /// Attribute.
+        attr: ModelAttr,
+        /// PA of the first byte (the window is physically contiguous), when known.
+        pa: Option<u64>,
+    },
+    /// SCTLR_EL1 after a change.
+    Sctlr(u64),
+    /// Start of a named phase (the name is a NUL-terminated string at `name_va`).
+    PhaseBegin {
+        /// VA of the name.
+        name_va: u64,
+        /// Phase id.
+        id: u64,
+    },
+    /// End of a phase.
+    PhaseEnd {
+        /// Phase id.
+        id: u64,
+    },
+}
+
+/// Why x9..x13 are not a marker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MarkerError {
+    /// x9 names no command.
+    UnknownCommand(u64),
+    /// A geometry kind code that is not 1, 2 or 3.
+    UnknownKind(u64),
+    /// A window attribute code that is not 0..=3.
+    UnknownAttribute(u64),
+    /// A geometry that describes no cache.
+    NotACache {
+        /// Level.
+        level: u64,
+        /// Line size.
+        line: u64,
+        /// Sets.
+        sets: u64,
+        /// Ways.
+        ways: u64,
+    },
+    /// A window whose PA range wraps past the end of the address space.
+    PaWraps {
+        /// PA start.
+        pa: u64,
+        /// Length.
+        len: u64,
+    },
+}
+
+impl fmt::Display for MarkerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::UnknownCommand(c) => write!(f, "unknown command {c}"),
+            Self::UnknownKind(k) => write!(f, "geometry: unknown cache kind {k}"),
+            Self::UnknownAttribute(a) => write!(f, "window: unknown attribute {a}"),
+            Self::NotACache { level, line, sets, ways } => {
+                write!(f, "geometry: level {level}, line {line}, sets {sets}, ways {ways} is not a cache")
+            }
+            Self::PaWraps { pa, len } => write!(f, "window: PA {pa:#x} + length {len:#x} is past the end of the address space"),
+        }
+    }
+}
+
+impl Marker {
+    /// Decodes x9..x13 (`regs[0]` = x9). `version` is the protocol version the firmware's hello
+    /// announced (0 before any hello): x13 is read only from version 2 on.
+    pub fn decode(version: u64, regs: [u64; 5]) -> Result<Self, MarkerError> {
+        let [x9, x10, x11, x12, x13] = regs;
+        Ok(match Command::try_from(x9)? {
+            Command::Hello => Marker::Hello { version: x10 },
+            Command::Geometry => {
+                let level = x10 & 0xff;
+                let kind = Kind::try_from((x10 >> 8) & 0xff)?;
+                let line = (x10 >> 16) & 0xffff_ffff;
+                if !(1..=7).contains(&level) || !line.is_power_of_two() || x11 == 0 || x12 == 0 {
+                    return Err(MarkerError::NotACache { level, line, sets: x11, ways: x12 });
+                }
+                Marker::Geometry { level: level as u8, kind, line: line as u32, sets: x11, ways: x12 }
+            }
+            Command::Window => {
+                let attr = ModelAttr::try_from(x12)?;
+                let pa = (version >= WINDOW_PA_SINCE && x13 != PA_UNKNOWN && x11 > 0).then_some(x13);
+                if let Some(pa) = pa {
+                    if pa.checked_add(x11 - 1).is_none() {
+                        return Err(MarkerError::PaWraps { pa, len: x11 });
+                    }
+                }
+                Marker::Window { va: x10, len: x11, attr, pa }
+            }
+            Command::Sctlr => Marker::Sctlr(x10),
+            Command::PhaseBegin => Marker::PhaseBegin { name_va: x10, id: x11 },
+            Command::PhaseEnd => Marker::PhaseEnd { id: x11 },
+        })
+    }
+
+    /// The x9..x13 values that carry this marker (unused arguments 0).
+    pub fn encode(&self) -> [u64; 5] {
+        match *self {
+            Marker::Hello { version } => [Command::Hello as u64, version, 0, 0, 0],
+            Marker::Geometry { level, kind, line, sets, ways } => {
+                [Command::Geometry as u64, level as u64 | (kind as u64) << 8 | (line as u64) << 16, sets, ways, 0]
+            }
+            Marker::Window { va, len, attr, pa } => [Command::Window as u64, va, len, attr as u64, pa.unwrap_or(PA_UNKNOWN)],
+            Marker::Sctlr(v) => [Command::Sctlr as u64, v, 0, 0, 0],
+            Marker::PhaseBegin { name_va, id } => [Command::PhaseBegin as u64, name_va, id, 0, 0],
+            Marker::PhaseEnd { id } => [Command::PhaseEnd as u64, 0, id, 0, 0],
+        }
+    }
+}
+
+/// Issues one marker on the CPU this runs on (a NOP without a cache model).
+#[cfg(all(target_arch = "aarch64", target_os = "none"))]
+#[inline(always)]
+pub fn emit(m: Marker) {
+    let [x9, x10, x11, x12, x13] = m.encode();
+    // SAFETY: an unallocated HINT is architecturally a NOP; the registers are only read.
+    unsafe {
+        core::arch::asm!(
+            "hint #0x7f",
+            in("x9") x9, in("x10") x10, in("x11") x11, in("x12") x12, in("x13") x13,
+            options(nostack, nomem, preserves_flags)
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(version: u64, x9: u64, x10: u64, x11: u64, x12: u64, x13: u64) -> Result<Marker, MarkerError> {
+        Marker::decode(version, [x9, x10, x11, x12, x13])
+    }
+
+    #[test]
+    fn parses_every_command() {
+        assert_eq!(parse(0, 1, 2, 0, 0, 0), Ok(Marker::Hello { version: 2 }));
+        assert_eq!(
+            parse(2, 2, 1 | 2 << 8 | 64 << 16, 256, 2, 0),
+            Ok(Marker::Geometry { level: 1, kind: Kind::Data, line: 64, sets: 256, ways: 2 })
+        );
+        assert_eq!(
+            parse(2, 3, 0x4000_0000, 4096, 2, 0x4000_0000),
+            Ok(Marker::Window { va: 0x4000_0000, len: 4096, attr: ModelAttr::NormalNonCacheable, pa: Some(0x4000_0000) })
+        );
+        assert_eq!(parse(2, 4, 0x1005, 0, 0, 0), Ok(Marker::Sctlr(0x1005)));
+        assert_eq!(parse(2, 5, 0x1234, 7, 0, 0), Ok(Marker::PhaseBegin { name_va: 0x1234, id: 7 }));
+        assert_eq!(parse(2, 6, 0, 7, 0, 0), Ok(Marker::PhaseEnd { id: 7 }));
+    }
+
+    #[test]
+    fn encode_decode_round_trip() {
+        let all = [
+            Marker::Hello { version: PROTOCOL_VERSION },
+            Marker::Geometry { level: 2, kind: Kind::Unified, line: 64, sets: 1024, ways: 16 },
+            Marker::Window { va: 0x1000, len: 0x2000, attr: ModelAttr::Device, pa: None },
+            Marker::Window { va: 0x1000, len: 0x2000, attr: ModelAttr::NormalWriteThrough, pa: Some(0x8000) },
+            Marker::Sctlr(0x30d0_1805),
+            Marker::PhaseBegin { name_va: 0xdead, id: 3 },
+            Marker::PhaseEnd { id: 3 },
+        ];
+        for m in all {
+            assert_eq!(Marker::decode(PROTOCOL_VERSION, m.encode()), Ok(m));
+        }
+    }
+
+    #[test]
+    fn window_pa_needs_version_2() {
+        let window = |version, len, x13| parse(version, 3, 0x1000_4140_0000, len, 0, x13);
+        let pa = |m: Result<Marker, MarkerError>| match m {
+            Ok(Marker::Window { pa, .. }) => pa,
+            other => panic!("not a window: {other:?}"),
+        };
+        assert_eq!(pa(window(2, 0x10_0000, 0x4140_0000)), Some(0x4140_0000));
+        assert_eq!(pa(window(3, 0x10_0000, 0x4140_0000)), Some(0x4140_0000), "a newer firmware keeps x13");
+        assert_eq!(pa(window(2, 0x10_0000, PA_UNKNOWN)), None, "all ones = unknown");
+        assert_eq!(pa(window(2, 0, 0x4140_0000)), None, "a removal has no PA");
+        assert_eq!(pa(window(1, 0x10_0000, 0x4140_0000)), None, "v1: x13 is garbage");
+        assert_eq!(pa(window(0, 0x10_0000, 0x4140_0000)), None, "no hello yet");
+        assert_eq!(pa(window(2, 0x1000, 0)), Some(0), "PA 0 is a PA");
+    }
+
+    #[test]
+    fn refuses_nonsense() {
+        assert_eq!(parse(2, 0, 0, 0, 0, 0), Err(MarkerError::UnknownCommand(0)));
+        assert!(parse(2, 9, 0, 0, 0, 0).is_err());
+        assert_eq!(parse(2, 2, 1 | 4 << 8 | 64 << 16, 256, 2, 0), Err(MarkerError::UnknownKind(4)));
+        assert!(parse(2, 2, 1 | 2 << 8 | 48 << 16, 256, 2, 0).is_err());
+        assert!(parse(2, 2, 1 | 2 << 8 | 64 << 16, 0, 2, 0).is_err());
+        assert_eq!(parse(2, 3, 0, 10, 4, 0), Err(MarkerError::UnknownAttribute(4)));
+        assert!(parse(2, 3, 0, 0x2000, 0, u64::MAX - 0x1000).is_err(), "PA range wraps");
+        assert!(parse(2, 3, 0, 0x1000, 0, u64::MAX - 0xfff).is_ok(), "PA range ends at the top");
+        assert!(std::format!("{}", MarkerError::UnknownCommand(9)).contains("unknown command 9"));
+    }
+}
