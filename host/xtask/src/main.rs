@@ -1,21 +1,37 @@
-//! cachescope-xtask: host tasks that read the one board description (boards.toml).
+//! cachescope-xtask: host tasks that read the one board description (boards.toml) and the test
+//! catalogue (tests/catalogue.toml).
 //!
 //! ```text
+//! cachescope-xtask catalogue run [--kernel NAME --elf PATH]… [--test-kernels [--features F]] [-- ARGS]
+//! cachescope-xtask catalogue check-logs
+//! cachescope-xtask catalogue list
+//! cachescope-xtask setway-observed [--elf ELF] [CPU]…
+//! cachescope-xtask model-records FILE [--drop-kind K]… [--source model] [--level L]
+//! cachescope-xtask bench-model-ms FILE
+//! cachescope-xtask board-of FILE
+//! cachescope-xtask board-value BOARD KEY
+//! cachescope-xtask qemu-board ELF
 //! cachescope-xtask lava-jobs [--board B]… [--args "KERNEL ARGS"] [--base-url URL] --out DIR
 //! cachescope-xtask lava-device [--board B] --out DIR
 //! cachescope-xtask lava-check --log LAVA_RUN_LOG [--must-fail NAME]…
-//! cachescope-xtask board-value BOARD KEY
 //! ```
 //!
-//! Exit status: 0 ok, 1 a check failed, 2 bad input (usage, unknown board, malformed
-//! boards.toml, unreadable file).
+//! Environment of `catalogue`: CS_GROUP (rows of one group), CS_ROWS (row names matching a
+//! regular expression), CS_JOBS (parallel runs; default the number of CPUs), QEMU_EXTRA.
+//!
+//! Exit status: 0 ok, 1 a check failed, 2 bad input (usage, unknown board or key, malformed
+//! boards.toml or catalogue, bad environment value, unreadable file).
 
 #![deny(missing_docs)]
 
 mod boards;
+mod catalogue;
+mod checklogs;
 mod ktap;
 mod lava;
+mod records;
 mod results;
+mod run;
 mod yaml;
 
 use std::path::{Path, PathBuf};
@@ -36,6 +52,54 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// The test catalogue (tests/catalogue.toml): run its rows, check their logs, list them.
+    Catalogue {
+        /// The catalogue (default: tests/catalogue.toml at the repository root).
+        #[arg(long, value_name = "FILE")]
+        file: Option<PathBuf>,
+        #[command(subcommand)]
+        command: CatalogueCommand,
+    },
+    /// The kernel's `setway` op counts against the DC set/way instructions the cache-model plugin
+    /// decoded: the main job's cache suite under the model, once per CPU model, in parallel.
+    SetwayObserved {
+        /// The main job (default: target/aarch64-unknown-none/debug/cachescope).
+        #[arg(long, value_name = "ELF")]
+        elf: Option<PathBuf>,
+        /// CPU models (default: cortex-a72 cortex-a53 cortex-a710 max).
+        cpus: Vec<String>,
+    },
+    /// Print the record lines (`# cs: {…}`) of a log or model file that pass the filters, verbatim.
+    Records {
+        /// The log or model file.
+        file: PathBuf,
+        /// Only records with this `source` (e.g. model).
+        #[arg(long, value_name = "S")]
+        source: Option<String>,
+        /// Only records of this kind (repeatable).
+        #[arg(long, value_name = "K")]
+        kind: Vec<String>,
+        /// Leave out records of this kind (repeatable).
+        #[arg(long, value_name = "K")]
+        drop_kind: Vec<String>,
+        /// Only records with this `level`.
+        #[arg(long, value_name = "L")]
+        level: Option<String>,
+        /// Print only this field's value (of every record left).
+        #[arg(long, value_name = "F")]
+        field: Option<String>,
+    },
+    /// Print the board a kernel ELF or raw image was built for (its cachescope-board tag).
+    BoardOf {
+        /// ELF or image.
+        file: PathBuf,
+    },
+    /// Print, as NAME=value lines, how scripts/qemu-run boots a kernel: board, machine, kernel
+    /// (elf or image), kernel_args, cpu, memory. Exit 2 when no QEMU machine emulates its board.
+    QemuBoard {
+        /// Kernel ELF.
+        elf: PathBuf,
+    },
     /// Write one LAVA job definition per board (DIR/BOARD.yaml).
     LavaJobs {
         /// Only this board (repeatable; default: every board in boards.toml).
@@ -87,23 +151,49 @@ enum Command {
     },
 }
 
+#[derive(Subcommand, Debug)]
+enum CatalogueCommand {
+    /// Run the rows of the given kernels (parallel; results in catalogue order). A row runs for
+    /// the kernel of its `kernel` name built for the board its machine emulates.
+    Run {
+        /// Kernel name of the next --elf (the catalogue's `kernel` key; repeatable, paired with --elf).
+        #[arg(long, value_name = "NAME")]
+        kernel: Vec<String>,
+        /// Kernel ELF of the preceding --kernel.
+        #[arg(long, value_name = "PATH")]
+        elf: Vec<PathBuf>,
+        /// Also every test kernel of `cargo test --no-run` (tests/*.rs).
+        #[arg(long)]
+        test_kernels: bool,
+        /// Cargo features for --test-kernels (e.g. rpi4).
+        #[arg(long, value_name = "F", requires = "test_kernels")]
+        features: Option<String>,
+        /// Kernel arguments appended to every row.
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
+    /// Strict KTAP v1 + records check of the rows' logs: runs that end normally must pass,
+    /// cut-short runs must be rejected.
+    CheckLogs,
+    /// One line per row: name, kernel, machine, groups.
+    List,
+}
+
 /// Why a command stopped.
 enum Failure {
     /// Bad input: exit 2.
     Usage(String),
     /// A check that ran and found problems: exit 1.
     Check(Vec<String>),
+    /// A check that ran, failed and has said why: exit 1.
+    Quiet,
 }
 
 fn usage(e: impl std::fmt::Display) -> Failure {
     Failure::Usage(e.to_string())
 }
 
-/// Prints a line; a closed stdout (`| head -1`) is not an error worth a panic.
-fn say(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stdout().lock(), "{line}");
-}
+use run::say;
 
 fn repo_root() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -125,6 +215,130 @@ fn mkdir(dir: &Path) -> Result<(), Failure> {
 fn run(cli: Cli) -> Result<(), Failure> {
     let boards_path = cli.boards.unwrap_or_else(|| repo_root().join("boards.toml"));
     match cli.command {
+        Command::Catalogue { file, command } => {
+            let path = file.unwrap_or_else(|| repo_root().join("tests/catalogue.toml"));
+            let rows = catalogue::load(&path).map_err(usage)?;
+            let filter = run::Filter::from_env().map_err(usage)?;
+            let root = repo_root();
+            let logs = root.join("target/cachescope-logs");
+            match command {
+                CatalogueCommand::Run { kernel, elf, test_kernels, features, args } => {
+                    let boards = boards::load(&boards_path).map_err(usage)?;
+                    let jobs = run::jobs_from_env().map_err(usage)?;
+                    if kernel.len() != elf.len() {
+                        return Err(usage("--kernel NAME and --elf PATH come in pairs"));
+                    }
+                    let mut pairs: Vec<(String, PathBuf)> = kernel.into_iter().zip(elf).collect();
+                    if test_kernels {
+                        pairs.extend(run::discover_test_kernels(&root, features.as_deref()).map_err(usage)?);
+                    }
+                    if pairs.is_empty() {
+                        return Err(usage("no kernel: give --kernel NAME --elf PATH or --test-kernels"));
+                    }
+                    let mut kernels = Vec::new();
+                    for (name, elf) in pairs {
+                        let board = run::board_of(&elf, &boards).map_err(usage)?;
+                        kernels.push(run::Kernel { name, elf, board });
+                    }
+                    let planned = run::plan(&rows, &kernels, &boards, &filter).map_err(usage)?;
+                    let mut names: Vec<String> = kernels.iter().map(|k| format!("{} ({})", k.name, k.board)).collect();
+                    names.dedup();
+                    let title = names.join(", ");
+                    if planned.is_empty() {
+                        say(&format!("catalogue: no rows for {title} ({})", filter.describe()));
+                        return Ok(());
+                    }
+                    mkdir(&logs)?;
+                    // Rows under the cache model share one plugin build, made here once.
+                    if planned.iter().any(|j| j.row.env.iter().any(|(k, _)| k == "QEMU_CACHE_MODEL")) {
+                        records::build_plugin(&root).map_err(usage)?;
+                    }
+                    let runner = run::Runner {
+                        root: root.clone(),
+                        logs,
+                        extra_args: args,
+                        jobs,
+                        qemu_extra: std::env::var("QEMU_EXTRA").unwrap_or_default(),
+                    };
+                    let failed = runner.run_all(&planned, &title);
+                    if failed > 0 {
+                        return Err(Failure::Quiet);
+                    }
+                    Ok(())
+                }
+                CatalogueCommand::CheckLogs => {
+                    if checklogs::check(&rows, &logs, &root, &filter).map_err(usage)? {
+                        Ok(())
+                    } else {
+                        Err(Failure::Quiet)
+                    }
+                }
+                CatalogueCommand::List => {
+                    for r in rows.iter().filter(|r| filter.selects(r)) {
+                        say(&format!("{:<22} {:<11} {:<34} {}", r.name, r.kernel, r.machine, r.groups.join(",")));
+                    }
+                    Ok(())
+                }
+            }
+        }
+        Command::SetwayObserved { elf, cpus } => {
+            let root = repo_root();
+            let elf = elf.unwrap_or_else(|| root.join("target/aarch64-unknown-none/debug/cachescope"));
+            let cpus = if cpus.is_empty() { ["cortex-a72", "cortex-a53", "cortex-a710", "max"].map(String::from).to_vec() } else { cpus };
+            let jobs = run::jobs_from_env().map_err(usage)?;
+            if records::setway_observed(&root, &elf, &cpus, jobs).map_err(usage)? {
+                Ok(())
+            } else {
+                Err(Failure::Quiet)
+            }
+        }
+        Command::Records { file, source, kind, drop_kind, level, field } => {
+            let text = String::from_utf8_lossy(&std::fs::read(&file).map_err(|e| usage(format!("{}: cannot read: {e}", file.display())))?).into_owned();
+            let f = records::Select { source, kind, drop_kind, level };
+            for (line, rec) in records::records(&text) {
+                if !f.keeps(&rec) {
+                    continue;
+                }
+                match &field {
+                    None => say(line),
+                    Some(name) => match rec.get(name) {
+                        Some(serde_json::Value::String(s)) => say(s),
+                        Some(v) => say(&v.to_string()),
+                        None => {}
+                    },
+                }
+            }
+            Ok(())
+        }
+        Command::BoardOf { file } => {
+            let boards = boards::load(&boards_path).map_err(usage)?;
+            say(&run::board_of(&file, &boards).map_err(usage)?);
+            Ok(())
+        }
+        Command::QemuBoard { elf } => {
+            let boards = boards::load(&boards_path).map_err(usage)?;
+            let name = run::board_of(&elf, &boards).map_err(usage)?;
+            let b = boards::find(&boards, &name).map_err(usage)?;
+            let q = b.qemu.as_ref().ok_or_else(|| {
+                usage(format!(
+                    "{} is built for '{name}', which no QEMU machine emulates; make SD-card images with scripts/mkimage / scripts/mksdcard",
+                    elf.display()
+                ))
+            })?;
+            say(&format!("board={name}"));
+            say(&format!("machine={}", q.machine));
+            say(&format!("kernel={}", if q.kernel == boards::QemuKernel::Image { "image" } else { "elf" }));
+            say(&format!("kernel_args={}", q.kernel_args));
+            say(&format!("cpu={}", q.cpu.as_deref().unwrap_or("")));
+            say(&format!("memory={}", q.memory.as_deref().unwrap_or("")));
+            // Every machine that emulates some board, with its board, for QEMU_MACHINE checks.
+            for other in &boards {
+                if let Some(oq) = &other.qemu {
+                    say(&format!("machine_board={}:{}:{}", oq.machine, other.name, other.feature));
+                }
+            }
+            Ok(())
+        }
         Command::LavaJobs { board, args, base_url, out } => {
             let all = boards::load(&boards_path).map_err(usage)?;
             let chosen: Vec<&boards::Board> = if board.is_empty() {
@@ -198,5 +412,6 @@ fn main() -> ExitCode {
             eprintln!("lava-check: FAILED ({} problem(s))", problems.len());
             ExitCode::from(1)
         }
+        Err(Failure::Quiet) => ExitCode::from(1),
     }
 }
