@@ -97,7 +97,7 @@ fn maintain(step: Step, m: Method, cpu: &Region, bytes: usize) {
             let _ = unsafe { maintenance::invalidate_to_poc(cpu.va, bytes) };
         }
         (Method::SetWay, _) => {
-            let _ = setway::dcsw_silent(setway::SetWayOp::CleanInvalidate, setway::Scope::ToLoC);
+            let _ = setway::dcsw(setway::SetWayOp::CleanInvalidate, setway::Scope::ToLoC);
         }
         (Method::NonCacheable | Method::Device, _) => crate::arch::cpu::dsb_sy(),
     }

@@ -179,7 +179,7 @@ pub fn windows() -> &'static [AliasWindow] {
 }
 
 fn clean_invalidate_all() -> Result<(), Error> {
-    setway::dcsw_silent(SetWayOp::CleanInvalidate, Scope::ToLoC)
+    setway::dcsw(SetWayOp::CleanInvalidate, Scope::ToLoC)
         .map(|_| ())
         .map_err(|_| Error::CacheMaintenance { what: "set/way clean+invalidate to LoC" })
 }

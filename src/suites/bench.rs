@@ -231,7 +231,7 @@ struct CacheFacts {
 
 impl CacheFacts {
     fn read() -> Self {
-        let topo = crate::cache::topology::this_cpu();
+        let topo = crate::cache::this_cpu();
         let capacities: Vec<(u8, u64)> =
             topo.caches.iter().filter(|c| c.kind != Kind::Instruction).map(|c| (c.level, c.ccsidr.size())).collect();
         let largest = capacities.iter().map(|&(_, size)| size).max().unwrap_or(1 << 20);

@@ -9,7 +9,7 @@ use crate::cache::id::{CcsidrFormat, L1Ip};
 use crate::cache::maintenance::{self, RangeError};
 use crate::cache::setway::{self, Recorder, Scope, SetWayOp, WalkError};
 use crate::cache::silicon;
-use crate::cache::topology::{self, Kind, Topology};
+use crate::cache::topology::{Kind, Topology};
 use crate::cpuid::Midr;
 use crate::diag;
 use crate::harness::{Case, Ctx, Record, Suite};
@@ -50,7 +50,7 @@ fn granule(g: Option<u32>) -> String {
 }
 
 fn report(ctx: &mut Ctx) {
-    let t = topology::this_cpu();
+    let t = crate::cache::this_cpu();
     let midr = Midr { raw: ctx.boot.midr };
     let core = midr.core_name().unwrap_or("unknown core");
 
@@ -225,7 +225,7 @@ fn emit_id_records(t: &Topology) {
 // ---- cases -------------------------------------------------------------------------------------
 
 fn id_registers(ctx: &mut Ctx) {
-    let t = topology::this_cpu();
+    let t = crate::cache::this_cpu();
     for (at, p) in t.problems() {
         ctx.fail(format!("{at}: {p}"));
     }
@@ -244,7 +244,7 @@ fn id_registers(ctx: &mut Ctx) {
     }
     // CSSELR was restored by the topology read.
     let before = hw::csselr_el1();
-    let _ = topology::this_cpu();
+    let _ = crate::cache::this_cpu();
     ctx.check_eq(hw::csselr_el1(), before, "CSSELR_EL1 restored after reading the topology");
 }
 
@@ -260,7 +260,7 @@ fn recorded_ops(t: &Topology, op: SetWayOp, scope: Scope) -> Result<u64, WalkErr
 }
 
 fn setway_walk_counts(ctx: &mut Ctx) {
-    let t = topology::this_cpu();
+    let t = crate::cache::this_cpu();
     let c = &t.clidr;
     let mut scopes = vec![(Scope::ToLoC, 1, c.loc), (Scope::ToLoUIS, 1, c.louis)];
     for l in 1..=c.levels() {
@@ -272,22 +272,18 @@ fn setway_walk_counts(ctx: &mut Ctx) {
         for &(scope, first, last) in &scopes {
             let what = format!("{} {}", op.name(), scope.name());
             if op == SetWayOp::Invalidate && caches_on {
-                ctx.check_eq(
-                    setway::dcsw_silent(op, scope),
-                    Err(WalkError::InvalidateWithCachesOn),
-                    format!("{what} refused with caches on"),
-                );
+                ctx.check_eq(setway::dcsw(op, scope), Err(WalkError::InvalidateWithCachesOn), format!("{what} refused with caches on"));
                 continue;
             }
             let expected = t.setway_ops(first, last);
-            let n = setway::dcsw(op, scope);
+            let n = crate::cache::dcsw(op, scope);
             ctx.check_eq(n, expected, format!("{what}: DC instructions executed = Σ sets × ways"));
             ctx.check_eq(recorded_ops(&t, op, scope), Ok(expected), format!("{what}: recorded walk issues the same count"));
         }
     }
     ctx.check_eq(hw::csselr_el1(), saved, "CSSELR_EL1 restored after the walks");
-    ctx.check_eq(setway::dcsw_silent(SetWayOp::Clean, Scope::Level(0)), Err(WalkError::BadLevel(0)), "level 0 refused");
-    ctx.check_eq(setway::dcsw_silent(SetWayOp::Clean, Scope::Level(8)), Err(WalkError::BadLevel(8)), "level 8 refused");
+    ctx.check_eq(setway::dcsw(SetWayOp::Clean, Scope::Level(0)), Err(WalkError::BadLevel(0)), "level 0 refused");
+    ctx.check_eq(setway::dcsw(SetWayOp::Clean, Scope::Level(8)), Err(WalkError::BadLevel(8)), "level 8 refused");
 }
 
 /// A heap buffer of `n` bytes whose start (returned) is aligned to `align`.
@@ -299,7 +295,7 @@ fn aligned_buffer(n: usize, align: usize) -> (Vec<u8>, usize) {
 }
 
 fn va_range_counts(ctx: &mut Ctx) {
-    let line = topology::this_cpu().ctr.dmin_line() as usize;
+    let line = crate::cache::this_cpu().ctr.dmin_line() as usize;
     let (buf, off) = aligned_buffer(8 * line, line);
     let a = buf.as_ptr() as usize + off;
     ctx.check_eq(maintenance::clean_to_poc(a, 4 * line), Ok(4), "clean_to_poc of 4 aligned lines: 4 DC CVAC");
@@ -314,7 +310,7 @@ fn va_range_counts(ctx: &mut Ctx) {
 }
 
 fn invalidate_keeps_neighbours(ctx: &mut Ctx) {
-    let line = topology::this_cpu().ctr.dmin_line() as usize;
+    let line = crate::cache::this_cpu().ctr.dmin_line() as usize;
     let (mut buf, off) = aligned_buffer(4 * line, line);
     let b = &mut buf[off..off + 4 * line];
     // Range: from the middle of line 0 to the middle of line 2; lines 0 and 2 are shared with
@@ -358,7 +354,7 @@ fn self_modifying_code(ctx: &mut Ctx) {
         trap::try_run(|| f())
     };
     let n = maintenance::sync_instructions(addr, bytes);
-    let ctr = topology::this_cpu().ctr;
+    let ctr = crate::cache::this_cpu().ctr;
     let lines = |l: u32| maintenance::line_span(addr, bytes, l as usize).map(|(a, b)| ((b - a) / l as usize) as u64).unwrap_or(0);
     let expected = (if ctr.idc() { 0 } else { lines(ctr.dmin_line()) }) + (if ctr.dic() { 0 } else { lines(ctr.imin_line()) });
     ctx.check_eq(n, Ok(expected), format!("sync_instructions issued DC CVAU/IC IVAU per IDC={} DIC={}", ctr.idc() as u8, ctr.dic() as u8));
@@ -376,7 +372,7 @@ fn self_modifying_code(ctx: &mut Ctx) {
 }
 
 fn dc_zva_one_block(ctx: &mut Ctx) {
-    let d = topology::this_cpu().dczid;
+    let d = crate::cache::this_cpu().dczid;
     let Some(block) = d.usable_block().map(|b| b as usize) else {
         diag!("DC ZVA not usable ({}): zero() falls back to stores", if d.prohibited() { "DZP=1" } else { "reserved BS" });
         zero_and_check(ctx, 0x1234 % 64 + 1, 300);
@@ -410,7 +406,7 @@ fn zero_and_check(ctx: &mut Ctx, skew: usize, len: usize) -> maintenance::Zeroed
     let z = maintenance::zero(&mut buf[skew..skew + len]);
     ctx.check(buf[skew..skew + len].iter().all(|&x| x == 0), "zero(): every byte of the slice is 0");
     ctx.check(buf[..skew].iter().chain(&buf[skew + len..]).all(|&x| x == 0x5a), "zero(): bytes beside the slice untouched");
-    let bs = topology::this_cpu().dczid.block().unwrap_or(0) as usize;
+    let bs = crate::cache::this_cpu().dczid.block().unwrap_or(0) as usize;
     ctx.check_eq(z.zva_blocks * bs + z.stored, len, "zero(): DC ZVA blocks + stored bytes cover the slice");
     z
 }

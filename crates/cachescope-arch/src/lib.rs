@@ -9,6 +9,8 @@
 //! - [`cache`]: cache kinds.
 //! - [`attr`]: arch-neutral memory types and attributes (MAIR encodings, validation).
 //! - [`descriptor`]: VMSAv8-64 stage 1 descriptors (tock-registers layouts) and MAIR_EL1.
+//! - [`list`]: the fixed-capacity list returned where a `Vec` would need an allocator.
+//! - `hw` (target only): the instructions, one wrapper each, and the real CPU behind the seams.
 //! - [`marker`]: the cache-model marker protocol (`hint #0x7f`), shared with the QEMU plugin.
 //!
 //! See the crate's README for a firmware that uses it.
@@ -19,9 +21,16 @@
 #[cfg(test)]
 extern crate std;
 
+#[cfg(any(test, feature = "recorder"))]
+extern crate alloc;
+
 pub mod attr;
 pub mod cache;
 pub mod cpuid;
 pub mod descriptor;
 pub mod exception;
+pub mod list;
 pub mod marker;
+
+#[cfg(target_os = "none")]
+pub mod hw;

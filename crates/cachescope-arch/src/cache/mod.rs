@@ -1,4 +1,18 @@
-//! Caches: what kind a cache is.
+//! Caches: pure decoders of the identification registers ([`id`]), the topology they describe
+//! ([`topology`]), the one set/way walker ([`setway`]), maintenance by virtual address
+//! ([`maintenance`]) and published silicon geometries ([`silicon`]).
+//!
+//! The decoders and the loops are pure and host-tested; each loop is generic over a small
+//! backend trait whose target implementation (in each module's target part) issues the real
+//! instructions through `crate::hw`.
+
+pub mod id;
+pub mod maintenance;
+pub mod setway;
+pub mod silicon;
+pub mod topology;
+
+pub use id::{CacheType, Ccsidr, Clidr, Ctr, Dczid};
 
 use crate::marker::MarkerError;
 

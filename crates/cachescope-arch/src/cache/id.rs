@@ -6,7 +6,7 @@
 //! Field layouts follow the Arm ARM (DDI 0487K.a): CLIDR_EL1 D24.2.29, CTR_EL0 D24.2.33,
 //! CCSIDR_EL1 D24.2.26, CCSIDR2_EL1 D24.2.27, CSSELR_EL1 D24.2.32, DCZID_EL0 D24.2.36.
 
-use alloc::vec::Vec;
+use crate::list::List;
 use core::fmt;
 
 use aarch64_cpu::registers::{CCSIDR_EL1, CLIDR_EL1};
@@ -61,6 +61,9 @@ pub mod fields {
     ]
     }
 }
+
+/// The problems one register shows (at most 24: CLIDR_EL1 can show 18).
+pub type Problems = List<Problem, 24>;
 
 /// Something reserved, out of range or inconsistent in an identification register.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -265,27 +268,27 @@ impl Clidr {
     }
 
     /// Reserved or inconsistent contents.
-    pub fn problems(&self) -> Vec<Problem> {
-        let mut p = Vec::new();
+    pub fn problems(&self) -> Problems {
+        let mut p = Problems::new();
         for (i, t) in self.ctype.iter().enumerate() {
             if let CacheType::Reserved(value) = *t {
-                p.push(Problem::ReservedCtype { level: i as u8 + 1, value });
+                let _ = p.push(Problem::ReservedCtype { level: i as u8 + 1, value });
             }
         }
         let n = self.levels();
         for l in n + 2..=7 {
             if self.level(l).present() {
-                p.push(Problem::CacheAfterGap { level: l });
+                let _ = p.push(Problem::CacheAfterGap { level: l });
             }
         }
         for (field, value) in [("LoUIS", self.louis), ("LoC", self.loc), ("LoUU", self.louu), ("ICB", self.icb)] {
             if value > n {
-                p.push(Problem::LevelBeyondCaches { field, value });
+                let _ = p.push(Problem::LevelBeyondCaches { field, value });
             }
         }
         let res0 = self.raw & !((1u64 << 47) - 1);
         if res0 != 0 {
-            p.push(Problem::Res0Set { register: "CLIDR_EL1", bits: res0 });
+            let _ = p.push(Problem::Res0Set { register: "CLIDR_EL1", bits: res0 });
         }
         p
     }
@@ -382,8 +385,8 @@ impl Ccsidr {
     }
 
     /// Reserved or inconsistent contents.
-    pub fn problems(&self) -> Vec<Problem> {
-        let mut p = Vec::new();
+    pub fn problems(&self) -> Problems {
+        let mut p = Problems::new();
         // Short format: [31:28] were the Armv8.0 WT/WB/RA/WA flags (now UNKNOWN), so only
         // [63:32] is RES0. CCIDX format: [31:24] and [63:56] are RES0.
         let res0 = match self.format {
@@ -391,10 +394,10 @@ impl Ccsidr {
             CcsidrFormat::Ccidx => self.raw & 0xff00_0000_ff00_0000,
         };
         if res0 != 0 {
-            p.push(Problem::Res0Set { register: "CCSIDR_EL1", bits: res0 });
+            let _ = p.push(Problem::Res0Set { register: "CCSIDR_EL1", bits: res0 });
         }
         if !self.setway_fits() {
-            p.push(Problem::SetWayDoesNotFit {
+            let _ = p.push(Problem::SetWayDoesNotFit {
                 log2_line: self.log2_line,
                 set_bits: ceil_log2(self.sets as u64),
                 way_bits: ceil_log2(self.ways as u64),
@@ -421,13 +424,13 @@ impl Ccsidr2 {
     }
 
     /// Reserved contents.
-    pub fn problems(&self) -> Vec<Problem> {
+    pub fn problems(&self) -> Problems {
         let res0 = self.raw & !0xff_ffff;
+        let mut p = Problems::new();
         if res0 != 0 {
-            alloc::vec![Problem::Res0Set { register: "CCSIDR2_EL1", bits: res0 }]
-        } else {
-            Vec::new()
+            let _ = p.push(Problem::Res0Set { register: "CCSIDR2_EL1", bits: res0 });
         }
+        p
     }
 }
 
@@ -522,28 +525,28 @@ impl Ctr {
     }
 
     /// Reserved or inconsistent contents.
-    pub fn problems(&self) -> Vec<Problem> {
+    pub fn problems(&self) -> Problems {
         let r = self.reg();
-        let mut p = Vec::new();
+        let mut p = Problems::new();
         if !r.is_set(CTR_EL0::Res1) {
-            p.push(Problem::CtrNotAarch64Format);
+            let _ = p.push(Problem::CtrNotAarch64Format);
         }
         let l1ip = r.read(CTR_EL0::L1Ip) as u8;
         if l1ip < 2 {
-            p.push(Problem::CtrL1IpReserved { value: l1ip });
+            let _ = p.push(Problem::CtrL1IpReserved { value: l1ip });
         }
         for (field, v) in [("ERG", r.read(CTR_EL0::ERG)), ("CWG", r.read(CTR_EL0::CWG))] {
             if v > 9 {
-                p.push(Problem::GranuleReserved { field, value: v as u8 });
+                let _ = p.push(Problem::GranuleReserved { field, value: v as u8 });
             }
         }
         if r.read(CTR_EL0::TminLine) != 0 && self.tmin_line().is_none() {
-            p.push(Problem::TminLineTooLarge { value: r.read(CTR_EL0::TminLine) as u8 });
+            let _ = p.push(Problem::TminLineTooLarge { value: r.read(CTR_EL0::TminLine) as u8 });
         }
         // RES0: [63:38], [30], [13:4].
         let res0 = self.raw & (!((1u64 << 38) - 1) | 1 << 30 | 0x3ff0);
         if res0 != 0 {
-            p.push(Problem::Res0Set { register: "CTR_EL0", bits: res0 });
+            let _ = p.push(Problem::Res0Set { register: "CTR_EL0", bits: res0 });
         }
         p
     }
@@ -598,14 +601,14 @@ impl Dczid {
     }
 
     /// Reserved contents.
-    pub fn problems(&self) -> Vec<Problem> {
-        let mut p = Vec::new();
+    pub fn problems(&self) -> Problems {
+        let mut p = Problems::new();
         if self.block().is_none() {
-            p.push(Problem::ZvaBlockReserved { value: self.bs() });
+            let _ = p.push(Problem::ZvaBlockReserved { value: self.bs() });
         }
         let res0 = self.raw & !0x1f;
         if res0 != 0 {
-            p.push(Problem::Res0Set { register: "DCZID_EL0", bits: res0 });
+            let _ = p.push(Problem::Res0Set { register: "DCZID_EL0", bits: res0 });
         }
         p
     }

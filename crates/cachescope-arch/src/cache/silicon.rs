@@ -15,7 +15,7 @@
 //! - Neoverse N1 Core TRM r4p1, 100616: L1 I and D 64 KB 4-way 64 B; L2 512 KB or 1 MB 8-way.
 
 use super::id::Ccsidr;
-use super::topology::Kind;
+use super::Kind;
 use crate::cpuid::Midr;
 
 /// One published cache geometry.

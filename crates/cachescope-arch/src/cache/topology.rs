@@ -2,7 +2,9 @@
 //! (level, kind, CCSIDR geometry, CCSIDR2 when readable) plus CLIDR/CTR/DCZID and the CCSIDR
 //! format. Read through the [`IdRegs`] seam, so host tests feed raw values.
 
-use alloc::vec::Vec;
+use core::fmt;
+
+use crate::list::List;
 
 use super::id::{csselr, CacheType, Ccsidr, Ccsidr2, CcsidrFormat, Clidr, Ctr, Dczid, Problem};
 
@@ -23,7 +25,7 @@ pub trait IdRegs {
     fn ccsidr2(&mut self) -> Option<u64>;
 }
 
-pub use cachescope_arch::cache::Kind;
+pub use super::Kind;
 
 /// One cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,10 +42,46 @@ pub struct Cache {
 
 impl Cache {
     /// `L1d`, `L1i`, `L2`, … (lscpu's names).
-    pub fn name(&self) -> alloc::string::String {
-        alloc::format!("L{}{}", self.level, self.kind.suffix())
+    pub fn name(&self) -> CacheName {
+        CacheName { level: self.level, kind: self.kind }
     }
 }
+
+/// A cache's name as lscpu writes it (`L1d`, `L1i`, `L2`); compares equal to that text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheName {
+    /// Level.
+    pub level: u8,
+    /// Kind.
+    pub kind: Kind,
+}
+
+impl fmt::Display for CacheName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "L{}{}", self.level, self.kind.suffix())
+    }
+}
+
+/// Where a [`Problem`] was found: a register or one cache's CCSIDR/CCSIDR2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// A register by name (`CLIDR_EL1`, `CTR_EL0`, `DCZID_EL0`).
+    Register(&'static str),
+    /// A cache's CCSIDR_EL1 / CCSIDR2_EL1.
+    Cache(CacheName),
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::Register(r) => f.write_str(r),
+            Origin::Cache(c) => c.fmt(f),
+        }
+    }
+}
+
+/// Every cache of a CPU: at most 7 levels, each with up to two caches.
+pub type Caches = List<Cache, 14>;
 
 /// Everything the identification registers say about the caches.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,7 +97,7 @@ pub struct Topology {
     /// The CCSIDR format in use.
     pub format: CcsidrFormat,
     /// Every cache, outermost last; per level data/unified first, then instruction.
-    pub caches: Vec<Cache>,
+    pub caches: Caches,
 }
 
 impl Topology {
@@ -70,22 +108,22 @@ impl Topology {
         let mmfr2 = r.mmfr2();
         let format = CcsidrFormat::from_mmfr2(mmfr2);
         let saved = r.csselr();
-        let mut caches = Vec::new();
+        let mut caches = Caches::new();
         for level in 1..=clidr.levels() {
             let t = clidr.level(level);
-            let mut kinds: Vec<Kind> = Vec::new();
-            match t {
-                CacheType::Unified => kinds.push(Kind::Unified),
-                CacheType::Data => kinds.push(Kind::Data),
-                CacheType::Instruction => kinds.push(Kind::Instruction),
-                CacheType::Separate => kinds.extend([Kind::Data, Kind::Instruction]),
-                CacheType::None | CacheType::Reserved(_) => {}
-            }
-            for kind in kinds {
+            let kinds: &[Kind] = match t {
+                CacheType::Unified => &[Kind::Unified],
+                CacheType::Data => &[Kind::Data],
+                CacheType::Instruction => &[Kind::Instruction],
+                CacheType::Separate => &[Kind::Data, Kind::Instruction],
+                CacheType::None | CacheType::Reserved(_) => &[],
+            };
+            for &kind in kinds {
                 r.select(csselr(level, kind == Kind::Instruction));
                 let ccsidr = Ccsidr::decode(r.ccsidr(), format);
                 let ccsidr2 = r.ccsidr2().map(Ccsidr2::decode);
-                caches.push(Cache { level, kind, ccsidr, ccsidr2 });
+                // 7 levels × 2 caches fit the list by construction.
+                let _ = caches.push(Cache { level, kind, ccsidr, ccsidr2 });
             }
         }
         r.select(saved);
@@ -103,68 +141,23 @@ impl Topology {
         self.caches.iter().filter(|c| c.kind != Kind::Instruction && (first..=last).contains(&c.level)).map(|c| c.ccsidr.lines()).sum()
     }
 
-    /// Every reserved or inconsistent value, labelled with the register or cache it was found in.
-    pub fn problems(&self) -> Vec<(alloc::string::String, Problem)> {
-        let mut out = Vec::new();
-        for p in self.clidr.problems() {
-            out.push(("CLIDR_EL1".into(), p));
-        }
-        for p in self.ctr.problems() {
-            out.push(("CTR_EL0".into(), p));
-        }
-        for p in self.dczid.problems() {
-            out.push(("DCZID_EL0".into(), p));
+    /// Every reserved or inconsistent value, labelled with the register or cache it was found
+    /// in (at most 64; more are dropped).
+    pub fn problems(&self) -> List<(Origin, Problem), 64> {
+        let mut out = List::new();
+        let registers = [("CLIDR_EL1", self.clidr.problems()), ("CTR_EL0", self.ctr.problems()), ("DCZID_EL0", self.dczid.problems())];
+        for (name, problems) in registers {
+            for p in problems {
+                let _ = out.push((Origin::Register(name), p));
+            }
         }
         for c in &self.caches {
-            for p in c.ccsidr.problems() {
-                out.push((c.name(), p));
-            }
-            if let Some(c2) = c.ccsidr2 {
-                for p in c2.problems() {
-                    out.push((c.name(), p));
-                }
+            let ccsidr2 = c.ccsidr2.map(|c2| c2.problems()).unwrap_or_default();
+            for p in c.ccsidr.problems().into_iter().chain(ccsidr2) {
+                let _ = out.push((Origin::Cache(c.name()), p));
             }
         }
         out
-    }
-}
-
-#[cfg(target_os = "none")]
-pub use target::*;
-
-#[cfg(target_os = "none")]
-mod target {
-    use super::*;
-    use crate::arch::cache as hw;
-
-    /// This CPU's identification registers.
-    #[derive(Clone, Copy, Debug, Default)]
-    pub struct ThisCpu;
-
-    impl IdRegs for ThisCpu {
-        fn clidr(&mut self) -> u64 {
-            hw::clidr_el1()
-        }
-        fn mmfr2(&mut self) -> u64 {
-            hw::id_aa64mmfr2_el1()
-        }
-        fn csselr(&mut self) -> u64 {
-            hw::csselr_el1()
-        }
-        fn select(&mut self, v: u64) {
-            hw::select_cache(v);
-        }
-        fn ccsidr(&mut self) -> u64 {
-            hw::ccsidr_el1()
-        }
-        fn ccsidr2(&mut self) -> Option<u64> {
-            crate::arch::trap::try_run(hw::ccsidr2_el1).ok()
-        }
-    }
-
-    /// Reads this CPU's cache topology.
-    pub fn this_cpu() -> Topology {
-        Topology::read(&mut ThisCpu, hw::ctr_el0(), hw::dczid_el0())
     }
 }
 
@@ -172,6 +165,8 @@ mod target {
 mod tests {
     use super::*;
     use crate::cache::setway::Recorder;
+    use std::string::ToString;
+    use std::vec::Vec;
 
     /// QEMU cortex-a710 (measured): FEAT_CCIDX, CCSIDR2 readable.
     fn a710() -> Recorder {
@@ -190,7 +185,7 @@ mod tests {
         let mut r = a710();
         let t = Topology::read(&mut r, 0x4_9444_c004, 0x4);
         assert_eq!(t.format, CcsidrFormat::Ccidx);
-        let names: Vec<_> = t.caches.iter().map(|c| (c.name(), c.ccsidr.size(), c.ccsidr.ways, c.ccsidr.sets)).collect();
+        let names: Vec<_> = t.caches.iter().map(|c| (c.name().to_string(), c.ccsidr.size(), c.ccsidr.ways, c.ccsidr.sets)).collect();
         assert_eq!(names, [("L1d".into(), 65536, 4, 256), ("L1i".into(), 65536, 4, 256), ("L2".into(), 524288, 8, 1024)]);
         assert_eq!(t.cache(2, Kind::Unified).unwrap().ccsidr2.unwrap().sets, 1024);
         assert_eq!(t.setway_ops(1, 2), 4 * 256 + 8 * 1024, "instruction caches are not walked");

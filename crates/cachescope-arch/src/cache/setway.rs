@@ -14,10 +14,9 @@
 //! Operand (Arm ARM C5.3.x, DC CISW): `(level − 1) << 1 | set << log2(line) | way << (32 −
 //! ⌈log2(ways)⌉)`; with one way there is no way field.
 //!
-//! Entry points on the target: [`dcsw`] (walks and emits the `setway` record) and
-//! [`dcsw_silent`] (walks, returns the count or the refusal, prints nothing).
+//! Entry point on the target: `dcsw(op, scope)` (walks, returns the count or the refusal; prints
+//! nothing — the caller records).
 
-use alloc::vec::Vec;
 use core::fmt;
 
 use super::id::{ceil_log2, csselr, Ccsidr, CcsidrFormat, Clidr, Problem};
@@ -207,7 +206,7 @@ pub fn walk<B: Backend>(b: &mut B, op: SetWayOp, scope: Scope) -> Result<Walk, W
     Ok(Walk { levels, count, ops })
 }
 
-/// One event seen by a [`Recorder`].
+/// One event seen by a `Recorder`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// CSSELR_EL1 write (+ ISB).
@@ -220,7 +219,9 @@ pub enum Event {
     Dc(SetWayOp, u64),
 }
 
-/// A CPU played from raw register values that logs everything the walker does.
+/// A CPU played from raw register values that logs everything the walker does (feature
+/// `recorder`: its log needs `alloc`).
+#[cfg(any(test, feature = "recorder"))]
 #[derive(Clone, Debug, Default)]
 pub struct Recorder {
     /// CLIDR_EL1.
@@ -234,9 +235,10 @@ pub struct Recorder {
     /// Current CSSELR_EL1.
     pub csselr: u64,
     /// Everything the walker did, in order.
-    pub log: Vec<Event>,
+    pub log: alloc::vec::Vec<Event>,
 }
 
+#[cfg(any(test, feature = "recorder"))]
 impl IdRegs for Recorder {
     fn clidr(&mut self) -> u64 {
         self.clidr
@@ -259,6 +261,7 @@ impl IdRegs for Recorder {
     }
 }
 
+#[cfg(any(test, feature = "recorder"))]
 impl Backend for Recorder {
     type Ids = Self;
     fn ids(&mut self) -> &mut Self {
@@ -281,23 +284,24 @@ pub use target::*;
 #[cfg(target_os = "none")]
 mod target {
     use super::*;
-    use crate::arch::cache as hw;
-    use crate::cache::topology::ThisCpu;
+    use crate::hw;
+    use aarch64_cpu::registers::{Readable, SCTLR_EL1};
 
     /// The real CPU: issues DC instructions and counts them.
     pub struct Hardware {
         /// DC set/way instructions executed so far.
         pub executed: u64,
         invalidate_allowed: bool,
-        cpu: ThisCpu,
+        cpu: hw::Cpu,
     }
 
     impl Hardware {
         /// A backend that has executed nothing yet. DC ISW is only issued when SCTLR_EL1.C = 0
-        /// at creation: otherwise Invalidate operations are dropped and not counted
-        /// ([`dcsw_silent`] refuses such a walk before it starts).
+        /// at creation: otherwise Invalidate operations are dropped and not counted ([`dcsw`]
+        /// refuses such a walk before it starts).
         pub fn new() -> Self {
-            Self { executed: 0, invalidate_allowed: hw::sctlr_el1() & (1 << 2) == 0, cpu: ThisCpu }
+            let caches_on = SCTLR_EL1.is_set(SCTLR_EL1::C);
+            Self { executed: 0, invalidate_allowed: !caches_on, cpu: hw::Cpu }
         }
     }
 
@@ -308,8 +312,8 @@ mod target {
     }
 
     impl Backend for Hardware {
-        type Ids = ThisCpu;
-        fn ids(&mut self) -> &mut ThisCpu {
+        type Ids = hw::Cpu;
+        fn ids(&mut self) -> &mut hw::Cpu {
             &mut self.cpu
         }
         fn dsb(&mut self) {
@@ -321,7 +325,7 @@ mod target {
         fn dc(&mut self, op: SetWayOp, operand: u64) {
             match op {
                 // SAFETY: `invalidate_allowed` means data caches were off when the walk began
-                // (SCTLR_EL1.C = 0): nothing this kernel wrote is held dirty in a cache.
+                // (SCTLR_EL1.C = 0): nothing written through them is held dirty in a cache.
                 SetWayOp::Invalidate if self.invalidate_allowed => unsafe { hw::dc_isw(operand) },
                 SetWayOp::Invalidate => return,
                 SetWayOp::Clean => hw::dc_csw(operand),
@@ -331,10 +335,11 @@ mod target {
         }
     }
 
-    /// Walks `scope` with `op` on this CPU without printing anything. Returns the number of DC
-    /// instructions executed (Σ sets × ways over the data/unified levels in scope), or why the
-    /// walk was refused (then nothing was executed). `Invalidate` is refused while SCTLR_EL1.C=1.
-    pub fn dcsw_silent(op: SetWayOp, scope: Scope) -> Result<u64, WalkError> {
+    /// Walks `scope` with `op` on this CPU. Returns the number of DC instructions executed
+    /// (Σ sets × ways over the data/unified levels in scope), or why the walk was refused (then
+    /// nothing was executed). `Invalidate` is refused while SCTLR_EL1.C=1. Prints nothing and
+    /// allocates nothing: the caller records.
+    pub fn dcsw(op: SetWayOp, scope: Scope) -> Result<u64, WalkError> {
         let mut b = Hardware::new();
         if op == SetWayOp::Invalidate && !b.invalidate_allowed {
             return Err(WalkError::InvalidateWithCachesOn);
@@ -342,31 +347,13 @@ mod target {
         walk(&mut b, op, scope)?;
         Ok(b.executed)
     }
-
-    /// Walks `scope` with `op` and emits `{"record":"setway","op":…,"scope":…,"ops":N}` with N
-    /// the DC instructions actually executed. A refused walk prints the reason as a diagnostic
-    /// and a record with `"ops":0` and an `"error"` field, and returns 0.
-    pub fn dcsw(op: SetWayOp, scope: Scope) -> u64 {
-        let rec = crate::harness::Record::new("setway").str("op", op.name()).str("scope", scope.name());
-        match dcsw_silent(op, scope) {
-            Ok(n) => {
-                rec.u64("ops", n).emit();
-                n
-            }
-            Err(e) => {
-                let msg = alloc::format!("{e}");
-                crate::diag!("set/way {} {} refused: {msg}", op.name(), scope.name());
-                rec.u64("ops", 0).str("error", &msg).emit();
-                0
-            }
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
+    use std::vec::Vec;
 
     /// A two-level CPU (CLIDR: L1 I+D, L2 unified, LoUIS 1, LoC 2); the tests derive every
     /// expectation from the decoded CCSIDR values, never from constants.

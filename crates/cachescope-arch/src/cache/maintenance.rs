@@ -173,8 +173,9 @@ pub use target::*;
 #[cfg(target_os = "none")]
 mod target {
     use super::*;
-    use crate::arch::cache as hw;
     use crate::cache::id::Dczid;
+    use crate::hw;
+    use aarch64_cpu::registers::{Readable, SCTLR_EL1};
 
     /// The real CPU. `allow_invalidate` gates DC IVAC (only [`invalidate_to_poc`] sets it).
     struct Hardware {
@@ -269,7 +270,7 @@ mod target {
             Some("DCZID_EL0.DZP=1: DC ZVA prohibited")
         } else if dczid.block().is_none() {
             Some("DCZID_EL0.BS reserved")
-        } else if hw::sctlr_el1() & 1 == 0 {
+        } else if !SCTLR_EL1.is_set(SCTLR_EL1::M) {
             Some("MMU off: memory is Device, DC ZVA would fault")
         } else {
             None
