@@ -1,26 +1,71 @@
 //! Selects the board's link address for linker.ld and passes the script to every kernel binary.
+//!
+//! The link base comes from boards.toml (the one board description, also read by host/xtask and
+//! the scripts): the `[[board]]` table whose `feature` is enabled. The first table is the
+//! default board; another board's feature takes precedence over it (src/bsp/mod.rs reports two
+//! non-default boards at once as a compile error). The file is read with a minimal parser:
+//! `[[board]]` headers and flat `key = value` lines, which is all boards.toml uses.
 use std::{env, fs, path::PathBuf};
+
+/// One `[[board]]` table: its `feature` and `link_base`.
+struct Board {
+    feature: String,
+    link_base: Option<u64>,
+}
+
+/// An integer as TOML writes it (`0x4020_0000`, `524288`).
+fn integer(text: &str) -> Option<u64> {
+    let t: String = text.chars().filter(|&c| c != '_').collect();
+    match t.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => t.parse().ok(),
+    }
+}
+
+fn boards(text: &str) -> Vec<Board> {
+    let mut boards: Vec<Board> = Vec::new();
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line == "[[board]]" {
+            boards.push(Board { feature: String::new(), link_base: None });
+            continue;
+        }
+        let (Some(board), Some((key, value))) = (boards.last_mut(), line.split_once('=')) else { continue };
+        match key.trim() {
+            "feature" => board.feature = value.trim().trim_matches('"').to_string(),
+            "link_base" => board.link_base = integer(value.trim()),
+            _ => {}
+        }
+    }
+    boards
+}
 
 fn main() {
     let target = env::var("TARGET").unwrap_or_default();
+    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     println!("cargo:rerun-if-changed=linker.ld");
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=boards.toml");
     if !target.starts_with("aarch64") || !target.ends_with("-none") {
         return; // host build of the library (unit tests): nothing to link.
     }
-    let rpi4 = env::var_os("CARGO_FEATURE_RPI4").is_some();
-    let rpi5 = env::var_os("CARGO_FEATURE_RPI5").is_some();
-    // QEMU virt keeps its DTB at the base of RAM only when the image starts at or above
-    // 0x4010_0000 (see README: boot facts); the Pi firmware loads kernel8.img at 0x8_0000.
-    let base: u64 = match (rpi4, rpi5) {
-        (false, false) => 0x4020_0000,
-        (true, false) | (false, true) => 0x8_0000,
-        // src/bsp/mod.rs reports this combination as a compile error with a clear message.
-        (true, true) => 0x8_0000,
+    let path = manifest.join("boards.toml");
+    let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: cannot read: {e}", path.display()));
+    let all = boards(&text);
+    let enabled = |b: &&Board| {
+        let var = format!("CARGO_FEATURE_{}", b.feature.to_uppercase().replace('-', "_"));
+        !b.feature.is_empty() && env::var_os(var).is_some()
     };
+    // A non-default board's feature wins over the default one (the first table).
+    let board = all.iter().skip(1).find(enabled).or_else(|| all.first().filter(enabled)).unwrap_or_else(|| {
+        panic!(
+            "boards.toml: no [[board]] table's feature is enabled (features: {})",
+            all.iter().map(|b| b.feature.as_str()).collect::<Vec<_>>().join(", ")
+        )
+    });
+    let base = board.link_base.unwrap_or_else(|| panic!("boards.toml: board with feature '{}': no integer link_base", board.feature));
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     fs::write(out.join("board.ld"), format!("__kernel_base = {base:#x};\n")).unwrap();
-    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     println!("cargo:rustc-link-search={}", out.display());
     println!("cargo:rustc-link-arg=-T{}", manifest.join("linker.ld").display());
 }

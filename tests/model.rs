@@ -128,7 +128,7 @@ fn scan_twice(ctx: &mut Ctx) {
 
 fn cisw_then_miss(ctx: &mut Ctx) {
     let b = buffer(ctx, 0);
-    let n = model::phase(c"cisw-all", 3, || setway::dcsw_silent(SetWayOp::CleanInvalidate, Scope::ToLoC));
+    let n = model::phase(c"cisw-all", 3, || setway::dcsw(SetWayOp::CleanInvalidate, Scope::ToLoC));
     model::phase(c"after-cisw", 4, || read_lines(b));
     ctx.check(n.is_ok_and(|n| n > 0), "set/way clean+invalidate to LoC issued");
 }

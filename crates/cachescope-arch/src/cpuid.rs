@@ -9,23 +9,23 @@ pub struct Midr {
 }
 
 impl Midr {
-    /// Implementer code, MIDR[31:24] (0x41 = Arm Ltd, 0x00 = reserved for software use).
+    /// Implementer code, MIDR\[31:24\] (0x41 = Arm Ltd, 0x00 = reserved for software use).
     pub const fn implementer(self) -> u8 {
         (self.raw >> 24) as u8
     }
-    /// Variant (major revision), MIDR[23:20].
+    /// Variant (major revision), MIDR\[23:20\].
     pub const fn variant(self) -> u8 {
         ((self.raw >> 20) & 0xf) as u8
     }
-    /// Architecture, MIDR[19:16] (0xf = see the ID registers).
+    /// Architecture, MIDR\[19:16\] (0xf = see the ID registers).
     pub const fn architecture(self) -> u8 {
         ((self.raw >> 16) & 0xf) as u8
     }
-    /// Primary part number, MIDR[15:4].
+    /// Primary part number, MIDR\[15:4\].
     pub const fn part(self) -> u16 {
         ((self.raw >> 4) & 0xfff) as u16
     }
-    /// Revision (minor), MIDR[3:0].
+    /// Revision (minor), MIDR\[3:0\].
     pub const fn revision(self) -> u8 {
         (self.raw & 0xf) as u8
     }

@@ -17,7 +17,7 @@ pub mod fields {
     register_bitfields! {u64,
         /// Table descriptor (lookup levels 0 to 2).
         pub TABLE [
-            /// Next-level table address, bits [47:12].
+            /// Next-level table address, bits \[47:12\].
             NEXT_TABLE OFFSET(12) NUMBITS(36) [],
             /// 1 = table (at levels 0–2; 0 would be a block).
             TYPE OFFSET(1) NUMBITS(1) [
@@ -35,7 +35,7 @@ pub mod fields {
             PXN OFFSET(53) NUMBITS(1) [],
             /// Contiguous hint.
             CONTIGUOUS OFFSET(52) NUMBITS(1) [],
-            /// Output address bits [47:12] (a block's low bits are zero).
+            /// Output address bits \[47:12\] (a block's low bits are zero).
             OUTPUT_ADDR OFFSET(12) NUMBITS(36) [],
             /// Not global (ASID-tagged).
             NG OFFSET(11) NUMBITS(1) [],
@@ -47,7 +47,7 @@ pub mod fields {
                 Outer = 0b10,
                 Inner = 0b11
             ],
-            /// Data access permissions AP[2:1].
+            /// Data access permissions AP\[2:1\].
             AP OFFSET(6) NUMBITS(2) [
                 RW_EL1 = 0b00,
                 RW_EL1_EL0 = 0b01,

@@ -88,7 +88,7 @@ pub const fn ec_name(ec: u8) -> &'static str {
     }
 }
 
-/// A decoded fault status code (DFSC/IFSC, ESR_ELx.ISS[5:0]).
+/// A decoded fault status code (DFSC/IFSC, ESR_ELx.ISS\[5:0\]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FaultStatus {
     /// Address size fault at the given lookup level (-1..=3).
@@ -156,15 +156,15 @@ pub struct Syndrome {
 }
 
 impl Syndrome {
-    /// Exception class, ESR[31:26].
+    /// Exception class, ESR\[31:26\].
     pub const fn ec(self) -> u8 {
         ((self.raw >> 26) & 0x3f) as u8
     }
-    /// Instruction length bit, ESR[25] (1 = 32-bit instruction).
+    /// Instruction length bit, ESR\[25\] (1 = 32-bit instruction).
     pub const fn il(self) -> bool {
         self.raw & (1 << 25) != 0
     }
-    /// Instruction-specific syndrome, ESR[24:0].
+    /// Instruction-specific syndrome, ESR\[24:0\].
     pub const fn iss(self) -> u32 {
         (self.raw & 0x1ff_ffff) as u32
     }
@@ -192,7 +192,7 @@ impl Syndrome {
             None
         }
     }
-    /// FnV: FAR is not valid (ISS[10]) for aborts.
+    /// FnV: FAR is not valid (ISS\[10\]) for aborts.
     pub const fn far_valid(self) -> bool {
         !(self.is_abort() && self.raw & (1 << 10) != 0)
     }

@@ -473,7 +473,9 @@ impl State {
         let slot = m.data(cpu, pa, size, write, attr);
         let mode = if attr == Attr::NormalWriteBack { 2 } else { 1 };
         match slot {
-            Some(s) if !(write && attr == Attr::NormalWriteThrough) => self.remember_data(f, vaddr >> shift, mode, s as u64, pa >> shift, true),
+            Some(s) if !(write && attr == Attr::NormalWriteThrough) => {
+                self.remember_data(f, vaddr >> shift, mode, s as u64, pa >> shift, true)
+            }
             _ => f.drop_data(),
         }
     }

@@ -293,7 +293,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
         Command::Records { file, source, kind, drop_kind, level, field } => {
-            let text = String::from_utf8_lossy(&std::fs::read(&file).map_err(|e| usage(format!("{}: cannot read: {e}", file.display())))?).into_owned();
+            let text = String::from_utf8_lossy(&std::fs::read(&file).map_err(|e| usage(format!("{}: cannot read: {e}", file.display())))?)
+                .into_owned();
             let f = records::Select { source, kind, drop_kind, level };
             for (line, rec) in records::records(&text) {
                 if !f.keeps(&rec) {

@@ -22,7 +22,7 @@ pub mod fields {
         pub PAR [
             /// Memory attributes of the translation, in MAIR byte format (F = 0).
             ATTR OFFSET(56) NUMBITS(8) [],
-            /// Output address bits [47:12] (F = 0).
+            /// Output address bits \[47:12\] (F = 0).
             PA OFFSET(12) NUMBITS(36) [],
             /// Fault in a stage 2 translation (F = 1).
             S OFFSET(9) NUMBITS(1) [],

@@ -68,7 +68,7 @@ pub type Problems = List<Problem, 24>;
 /// Something reserved, out of range or inconsistent in an identification register.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Problem {
-    /// CLIDR Ctype<level> holds a reserved encoding (0b101..0b111).
+    /// CLIDR `Ctype<level>` holds a reserved encoding (0b101..0b111).
     ReservedCtype {
         /// Cache level (1..=7).
         level: u8,
@@ -297,7 +297,7 @@ impl Clidr {
 // ---- CSSELR_EL1 --------------------------------------------------------------------------------
 
 /// The CSSELR_EL1 value selecting the data/unified (`instruction == false`) or instruction cache
-/// at `level` (1..=7). Level is stored as level − 1 in bits [3:1]; InD is bit 0.
+/// at `level` (1..=7). Level is stored as level − 1 in bits \[3:1\]; InD is bit 0.
 pub const fn csselr(level: u8, instruction: bool) -> u64 {
     (((level.saturating_sub(1) & 7) as u64) << 1) | instruction as u64
 }
@@ -307,14 +307,14 @@ pub const fn csselr(level: u8, instruction: bool) -> u64 {
 /// Which CCSIDR_EL1 layout applies (ID_AA64MMFR2_EL1.CCIDX).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CcsidrFormat {
-    /// Without FEAT_CCIDX: NumSets [27:13], Associativity [12:3], LineSize [2:0].
+    /// Without FEAT_CCIDX: NumSets \[27:13\], Associativity \[12:3\], LineSize \[2:0\].
     Short,
-    /// With FEAT_CCIDX: NumSets [55:32], Associativity [23:3], LineSize [2:0].
+    /// With FEAT_CCIDX: NumSets \[55:32\], Associativity \[23:3\], LineSize \[2:0\].
     Ccidx,
 }
 
 impl CcsidrFormat {
-    /// The format selected by a raw ID_AA64MMFR2_EL1 value (CCIDX, bits [23:20], non-zero).
+    /// The format selected by a raw ID_AA64MMFR2_EL1 value (CCIDX, bits \[23:20\], non-zero).
     pub const fn from_mmfr2(mmfr2: u64) -> Self {
         if (mmfr2 >> 20) & 0xf != 0 {
             CcsidrFormat::Ccidx

@@ -1,7 +1,7 @@
 //! The one set/way walker, in the shape of TF-A's `do_dcsw_op` (lib/aarch64/cache_helpers.S).
 //!
 //! [`walk`] is generic over a [`Backend`]: on the target [`Hardware`] issues real DC ISW/CSW/CISW
-//! instructions and counts them; on the host (and in target self-checks) [`Recorder`] plays a
+//! instructions and counts them; on the host (and in target self-checks) `Recorder` (feature `recorder`) plays a
 //! CPU from raw register values and logs every event, so tests prove that every (level, set, way)
 //! of every data/unified level in scope is visited exactly once and in the right barriers.
 //!
@@ -228,7 +228,7 @@ pub struct Recorder {
     pub clidr: u64,
     /// ID_AA64MMFR2_EL1.
     pub mmfr2: u64,
-    /// CCSIDR_EL1 per CSSELR value (index = CSSELR[3:0]: (level − 1) << 1 | InD).
+    /// CCSIDR_EL1 per CSSELR value (index = CSSELR\[3:0\]: (level − 1) << 1 | InD).
     pub ccsidr: [u64; 16],
     /// CCSIDR2_EL1 per CSSELR value; `None` plays an UNDEFINED register.
     pub ccsidr2: [Option<u64>; 16],
