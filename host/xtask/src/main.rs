@@ -286,7 +286,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let elf = elf.unwrap_or_else(|| root.join("target/aarch64-unknown-none/debug/cachescope"));
             let cpus = if cpus.is_empty() { ["cortex-a72", "cortex-a53", "cortex-a710", "max"].map(String::from).to_vec() } else { cpus };
             let jobs = run::jobs_from_env().map_err(usage)?;
-            if records::setway_observed(&root, &elf, &cpus, jobs).map_err(usage)? {
+            let boards = boards::load(&boards_path).map_err(usage)?;
+            if records::setway_observed(&root, &elf, &boards, &cpus, jobs).map_err(usage)? {
                 Ok(())
             } else {
                 Err(Failure::Quiet)
