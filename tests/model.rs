@@ -17,8 +17,11 @@ extern crate alloc;
 use core::arch::asm;
 
 use cachescope::cache::setway::{self, Scope, SetWayOp};
+use cachescope::cache::Dczid;
 use cachescope::harness::{ArgDefault::Literal, ArgKind, ArgSpec, Case, Ctx, KernelSpec, Record, Suite};
 use cachescope::model::{self, ModelAttr};
+use cachescope_arch::sysreg::DCZID_EL0;
+use tock_registers::interfaces::Readable;
 
 cachescope::kernel_main!(KernelSpec { suites: &[SUITE, BENCH] });
 
@@ -172,11 +175,8 @@ fn zva(ctx: &mut Ctx) {
     let b = buffer(ctx, 5);
     write_lines(b); // non-zero contents
     dc_lines(b, false);
-    let dczid: u64;
-    // SAFETY: an ID-register read.
-    unsafe { asm!("mrs {v}, dczid_el0", v = out(reg) dczid, options(nostack, nomem)) };
-    let block = 4usize << (dczid & 15);
-    if dczid & 16 != 0 || block != LINE {
+    let dczid = Dczid { raw: DCZID_EL0.get() };
+    if dczid.prohibited() || dczid.block() != Some(LINE as u32) {
         return ctx.skip("DC ZVA is prohibited or its block is not one 64-byte line");
     }
     model::phase(c"zva", 11, || {
@@ -262,8 +262,5 @@ fn bench_loop(ctx: &mut Ctx) {
 }
 
 fn counter() -> u64 {
-    let v: u64;
-    // SAFETY: reads the virtual counter after an ISB.
-    unsafe { asm!("isb", "mrs {v}, cntvct_el0", v = out(reg) v, options(nostack, nomem)) };
-    v
+    cachescope::arch::cpu::counter()
 }

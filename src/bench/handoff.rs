@@ -99,7 +99,7 @@ fn maintain(step: Step, m: Method, cpu: &Region, bytes: usize) {
         (Method::SetWay, _) => {
             let _ = setway::dcsw(setway::SetWayOp::CleanInvalidate, setway::Scope::ToLoC);
         }
-        (Method::NonCacheable | Method::Device, _) => crate::arch::cpu::dsb_sy(),
+        (Method::NonCacheable | Method::Device, _) => cachescope_arch::hw::dsb_sy(),
     }
 }
 

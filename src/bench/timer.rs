@@ -70,12 +70,12 @@ impl Timer {
     /// One measured window: DSB SY; ISB; read; `f`; DSB SY; ISB; read.
     #[inline(always)]
     pub fn window(&self, f: &mut impl FnMut()) -> u64 {
-        cpu::dsb_sy();
-        cpu::isb();
+        cachescope_arch::hw::dsb_sy();
+        cachescope_arch::hw::isb();
         let t0 = self.now();
         f();
-        cpu::dsb_sy();
-        cpu::isb();
+        cachescope_arch::hw::dsb_sy();
+        cachescope_arch::hw::isb();
         self.now().wrapping_sub(t0)
     }
 

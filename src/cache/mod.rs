@@ -20,6 +20,8 @@ mod target {
     use super::setway::{self, Scope, SetWayOp};
     use super::topology::{IdRegs, Topology};
     use crate::arch::cache as hw;
+    use cachescope_arch::sysreg::{CCSIDR2_EL1, CTR_EL0, DCZID_EL0};
+    use tock_registers::interfaces::Readable;
 
     /// This CPU's identification registers, CCSIDR2_EL1 read under the trap catcher whatever
     /// ID_AA64MMFR2_EL1 says (the library's `hw::Cpu` reads it only with FEAT_CCIDX).
@@ -43,13 +45,13 @@ mod target {
             hw::Cpu.ccsidr()
         }
         fn ccsidr2(&mut self) -> Option<u64> {
-            crate::arch::trap::try_run(hw::ccsidr2_el1).ok()
+            crate::arch::trap::try_run(|| CCSIDR2_EL1.get()).ok()
         }
     }
 
     /// Reads this CPU's cache topology.
     pub fn this_cpu() -> Topology {
-        Topology::read(&mut ThisCpu, hw::ctr_el0(), hw::dczid_el0())
+        Topology::read(&mut ThisCpu, CTR_EL0.get(), DCZID_EL0.get())
     }
 
     /// Walks `scope` with `op` and emits `{"record":"setway","op":…,"scope":…,"ops":N}` with N

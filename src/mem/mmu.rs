@@ -30,7 +30,6 @@ use super::{
     table::{Mapping, PAGE_SIZE},
     Attributes, Error, Granularity, MemAttr, Tables, Walk,
 };
-use crate::arch::cache::sctlr_el1;
 use crate::arch::mmu::{self as hw, SCTLR_C, SCTLR_I, SCTLR_M};
 use crate::boot_info::BootInfo;
 use crate::cache::{
@@ -38,6 +37,8 @@ use crate::cache::{
     setway::{self, Scope, SetWayOp},
 };
 use crate::model;
+use cachescope_arch::sysreg::SCTLR_EL1;
+use tock_registers::interfaces::Readable;
 
 extern "C" {
     static __image_start: u8;
@@ -103,12 +104,12 @@ pub struct Registers {
 
 /// Reads SCTLR_EL1, TCR_EL1, MAIR_EL1 and TTBR0_EL1.
 pub fn registers() -> Registers {
-    Registers { sctlr: sctlr_el1(), tcr: hw::tcr(), mair: hw::mair(), ttbr0: hw::ttbr0() }
+    Registers { sctlr: SCTLR_EL1.get(), tcr: hw::tcr(), mair: hw::mair(), ttbr0: hw::ttbr0() }
 }
 
 /// The current switches.
 pub fn control() -> Control {
-    Control::from_sctlr(sctlr_el1())
+    Control::from_sctlr(SCTLR_EL1.get())
 }
 
 /// The kernel image's sections from the linker script.
@@ -187,7 +188,7 @@ fn clean_invalidate_all() -> Result<(), Error> {
 /// Sets the MMU, D-cache and I-cache switches, with the maintenance each transition needs
 /// (module docs). Turning the MMU on needs [`build`] first.
 pub fn set_control(want: Control) -> Result<(), Error> {
-    let cur_raw = sctlr_el1();
+    let cur_raw = SCTLR_EL1.get();
     let cur = Control::from_sctlr(cur_raw);
     let new_raw = (cur_raw & !Control::ALL_ON.bits()) | want.bits();
     if want.mmu && !cur.mmu {
@@ -221,7 +222,7 @@ pub fn set_control(want: Control) -> Result<(), Error> {
     if cur.mmu && !want.mmu {
         hw::tlbi_all();
     }
-    model::sctlr(sctlr_el1());
+    model::sctlr(SCTLR_EL1.get());
     Ok(())
 }
 

@@ -13,6 +13,8 @@ use crate::cache::topology::{Kind, Topology};
 use crate::cpuid::Midr;
 use crate::diag;
 use crate::harness::{Case, Ctx, Record, Suite};
+use cachescope_arch::sysreg::{CSSELR_EL1, SCTLR_EL1};
+use tock_registers::interfaces::Readable;
 
 /// The cache suite.
 pub const SUITE: Suite = Suite {
@@ -243,9 +245,9 @@ fn id_registers(ctx: &mut Ctx) {
         }
     }
     // CSSELR was restored by the topology read.
-    let before = hw::csselr_el1();
+    let before = CSSELR_EL1.get();
     let _ = crate::cache::this_cpu();
-    ctx.check_eq(hw::csselr_el1(), before, "CSSELR_EL1 restored after reading the topology");
+    ctx.check_eq(CSSELR_EL1.get(), before, "CSSELR_EL1 restored after reading the topology");
 }
 
 /// Replays a walk on a [`Recorder`] loaded with this CPU's raw ID values: the count the walker
@@ -266,8 +268,8 @@ fn setway_walk_counts(ctx: &mut Ctx) {
     for l in 1..=c.levels() {
         scopes.push((Scope::Level(l), l, l));
     }
-    let caches_on = hw::sctlr_el1() & (1 << 2) != 0;
-    let saved = hw::csselr_el1();
+    let caches_on = SCTLR_EL1.is_set(SCTLR_EL1::C);
+    let saved = CSSELR_EL1.get();
     for op in [SetWayOp::Clean, SetWayOp::CleanInvalidate, SetWayOp::Invalidate] {
         for &(scope, first, last) in &scopes {
             let what = format!("{} {}", op.name(), scope.name());
@@ -281,7 +283,7 @@ fn setway_walk_counts(ctx: &mut Ctx) {
             ctx.check_eq(recorded_ops(&t, op, scope), Ok(expected), format!("{what}: recorded walk issues the same count"));
         }
     }
-    ctx.check_eq(hw::csselr_el1(), saved, "CSSELR_EL1 restored after the walks");
+    ctx.check_eq(CSSELR_EL1.get(), saved, "CSSELR_EL1 restored after the walks");
     ctx.check_eq(setway::dcsw(SetWayOp::Clean, Scope::Level(0)), Err(WalkError::BadLevel(0)), "level 0 refused");
     ctx.check_eq(setway::dcsw(SetWayOp::Clean, Scope::Level(8)), Err(WalkError::BadLevel(8)), "level 8 refused");
 }

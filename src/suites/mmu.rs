@@ -8,7 +8,7 @@
 
 use alloc::{format, string::String, vec::Vec};
 
-use crate::arch::cache::{dc_zva, dczid_el0, sctlr_el1};
+use crate::arch::cache::dc_zva;
 use crate::arch::{cpu, mmu as hw, trap};
 use crate::cache::{maintenance, Dczid};
 use crate::diag;
@@ -24,6 +24,8 @@ use crate::mem::{
     table::{level_size, PAGE_SIZE},
     Access, Attributes, Error, Granularity, MemAttr, Shareability, Walk,
 };
+use cachescope_arch::sysreg::{DCZID_EL0, SCTLR_EL1};
+use tock_registers::interfaces::Readable;
 
 /// The MMU suite.
 pub const SUITE: Suite = Suite {
@@ -427,7 +429,7 @@ fn cache_control(ctx: &mut Ctx) {
         ctx.check_eq(v, k as u64 + 1, format!("value written before '{what}' reads back after it"));
         // SAFETY: as above.
         unsafe { p.write_volatile(k as u64 + 2) };
-        diag!("{what}: {}", SctlrView(sctlr_el1()));
+        diag!("{what}: {}", SctlrView(SCTLR_EL1.get()));
     }
     let _ = mmu::set_control(on);
 }
@@ -630,7 +632,7 @@ fn unmapped_translation_fault(ctx: &mut Ctx) {
 
 fn dc_zva_device(ctx: &mut Ctx) {
     let Some(ws) = windows(ctx) else { return };
-    let dczid = Dczid { raw: dczid_el0() };
+    let dczid = Dczid { raw: DCZID_EL0.get() };
     let Some(block) = dczid.usable_block().map(|b| b as usize) else {
         ctx.skip(format!("DC ZVA unusable (DCZID_EL0 {:#x}: prohibited or reserved block size)", dczid.raw));
         return;

@@ -1,6 +1,6 @@
-//! The instructions (target only, `target_os = "none"` at EL1): cache maintenance and the cache
-//! identification registers, one thin wrapper each, and [`Cpu`], the real CPU behind the
-//! [`IdRegs`] seam.
+//! The instructions (target only, `target_os = "none"` at EL1): cache maintenance and barriers,
+//! one thin wrapper each, and [`Cpu`], the real CPU behind the [`IdRegs`] seam. Registers are
+//! read and written through [`crate::sysreg`].
 //!
 //! Nothing here loops or decides: the set/way walker and the VA-range loops live in
 //! [`crate::cache`]. Wrappers that can lose data (invalidate) or write memory (DC ZVA) are `unsafe`.
@@ -9,8 +9,11 @@
 
 use core::arch::asm;
 
+use tock_registers::interfaces::{Readable, Writeable};
+
 use crate::cache::id::CcsidrFormat;
 use crate::cache::topology::{IdRegs, Topology};
+use crate::sysreg::{CCSIDR2_EL1, CCSIDR_EL1, CLIDR_EL1, CSSELR_EL1, CTR_EL0, DCZID_EL0, ID_AA64MMFR2_EL1};
 
 /// One wrapper per maintenance instruction that takes a register operand. The `unsafe` form is
 /// for instructions that can discard data or write memory (the caller carries the contract).
@@ -111,82 +114,20 @@ plain_op! {
     dsb_sy, "dsb sy";
     /// DSB ISH: completes earlier maintenance in the Inner Shareable domain (PoU operations).
     dsb_ish, "dsb ish";
+    /// DSB ISHST: earlier stores (e.g. descriptor writes) complete in the Inner Shareable domain
+    /// before what follows (a TLBI).
+    dsb_ishst, "dsb ishst";
     /// ISB: context synchronisation (after CSSELR writes and after I-cache invalidation).
     isb, "isb";
 }
 
-// ---- identification registers ------------------------------------------------------------------
-
-macro_rules! read_sysreg {
-    ($(#[$m:meta])* $name:ident, $reg:literal) => {
-        $(#[$m])*
-        #[inline(always)]
-        pub fn $name() -> u64 {
-            let v: u64;
-            // SAFETY: reading an identification register has no side effect.
-            unsafe { asm!(concat!("mrs {0}, ", $reg), out(reg) v, options(nostack, nomem, preserves_flags)) };
-            v
-        }
-    };
-}
-
-read_sysreg!(
-    /// CTR_EL0: minimum line sizes, L1 I-cache policy, ERG/CWG, IDC/DIC.
-    ctr_el0,
-    "ctr_el0"
-);
-read_sysreg!(
-    /// CLIDR_EL1: cache types per level and the LoUIS/LoC/LoUU levels.
-    clidr_el1,
-    "clidr_el1"
-);
-read_sysreg!(
-    /// DCZID_EL0: DC ZVA block size and whether DC ZVA is prohibited.
-    dczid_el0,
-    "dczid_el0"
-);
-read_sysreg!(
-    /// ID_AA64MMFR2_EL1 (its CCIDX field selects the CCSIDR format).
-    id_aa64mmfr2_el1,
-    "id_aa64mmfr2_el1"
-);
-read_sysreg!(
-    /// CSSELR_EL1: the cache selected for CCSIDR_EL1.
-    csselr_el1,
-    "csselr_el1"
-);
-read_sysreg!(
-    /// SCTLR_EL1 (C, bit 2: data caches enabled at EL1/EL0).
-    sctlr_el1,
-    "sctlr_el1"
-);
-
-/// CCSIDR_EL1 of the cache currently selected by CSSELR_EL1 (use [`select_cache`] first).
-#[inline(always)]
-pub fn ccsidr_el1() -> u64 {
-    let v: u64;
-    // SAFETY: reading an identification register has no side effect. Not `nomem`: the value
-    // depends on the preceding CSSELR write, which must not be reordered across it.
-    unsafe { asm!("mrs {0}, ccsidr_el1", out(reg) v, options(nostack, preserves_flags)) };
-    v
-}
-
-/// CCSIDR2_EL1 (FEAT_CCIDX) of the selected cache. UNDEFINED without FEAT_CCIDX and may trap
-/// (FEAT_IDST) otherwise: call it only when FEAT_CCIDX is present, or under a trap catcher.
-#[inline(always)]
-pub fn ccsidr2_el1() -> u64 {
-    let v: u64;
-    // SAFETY: a read of an ID register; if unimplemented it raises an exception that the
-    // caller's trap catcher turns into an error (documented precondition).
-    unsafe { asm!("mrs {0}, s3_1_c0_c0_2", out(reg) v, options(nostack, preserves_flags)) };
-    v
-}
+// ---- cache selection (a register write whose effect needs an ISB) --------------------------
 
 /// Writes CSSELR_EL1 and synchronises (ISB), so a following CCSIDR read sees the new selection.
 #[inline(always)]
 pub fn select_cache(csselr: u64) {
-    // SAFETY: CSSELR only selects which cache CCSIDR describes; an ISB makes it effective.
-    unsafe { asm!("msr csselr_el1, {0}", "isb", in(reg) csselr, options(nostack, preserves_flags)) };
+    CSSELR_EL1.set(csselr);
+    isb();
 }
 
 // ---- the real CPU behind the identification-register seam -----------------------------------
@@ -199,26 +140,26 @@ pub struct Cpu;
 
 impl IdRegs for Cpu {
     fn clidr(&mut self) -> u64 {
-        clidr_el1()
+        CLIDR_EL1.get()
     }
     fn mmfr2(&mut self) -> u64 {
-        id_aa64mmfr2_el1()
+        ID_AA64MMFR2_EL1.get()
     }
     fn csselr(&mut self) -> u64 {
-        csselr_el1()
+        CSSELR_EL1.get()
     }
     fn select(&mut self, v: u64) {
         select_cache(v);
     }
     fn ccsidr(&mut self) -> u64 {
-        ccsidr_el1()
+        CCSIDR_EL1.get()
     }
     fn ccsidr2(&mut self) -> Option<u64> {
-        (CcsidrFormat::from_mmfr2(id_aa64mmfr2_el1()) == CcsidrFormat::Ccidx).then(ccsidr2_el1)
+        (CcsidrFormat::from_mmfr2(ID_AA64MMFR2_EL1.get()) == CcsidrFormat::Ccidx).then(|| CCSIDR2_EL1.get())
     }
 }
 
 /// This CPU's cache topology, read through [`Cpu`].
 pub fn topology() -> Topology {
-    Topology::read(&mut Cpu, ctr_el0(), dczid_el0())
+    Topology::read(&mut Cpu, CTR_EL0.get(), DCZID_EL0.get())
 }

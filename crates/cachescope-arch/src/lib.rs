@@ -11,6 +11,7 @@
 //! - [`descriptor`]: VMSAv8-64 stage 1 descriptors (tock-registers layouts) and MAIR_EL1.
 //! - [`list`]: the fixed-capacity list returned where a `Vec` would need an allocator.
 //! - `hw` (target only): the instructions, one wrapper each, and the real CPU behind the seams.
+//! - [`sysreg`]: every system-register layout (tock-registers) and the one access style.
 //! - [`marker`]: the cache-model marker protocol (`hint #0x7f`), shared with the QEMU plugin.
 //!
 //! See the crate's README for a firmware that uses it.
@@ -31,6 +32,7 @@ pub mod descriptor;
 pub mod exception;
 pub mod list;
 pub mod marker;
+pub mod sysreg;
 
 #[cfg(target_os = "none")]
 pub mod hw;

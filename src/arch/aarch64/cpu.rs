@@ -1,22 +1,9 @@
-//! Small CPU primitives: barriers, the generic timer, identification registers.
+//! Small CPU primitives: the generic timer, identification registers. (Barriers are the
+//! library's, `cachescope_arch::hw`: one set.)
 
-use aarch64_cpu::{
-    asm::barrier,
-    registers::{CurrentEL, CNTFRQ_EL0, CNTVCT_EL0, MIDR_EL1, MPIDR_EL1},
-};
+use aarch64_cpu::registers::{CurrentEL, CNTFRQ_EL0, CNTVCT_EL0, MIDR_EL1, MPIDR_EL1};
+use cachescope_arch::hw::isb;
 use tock_registers::interfaces::Readable;
-
-/// Data synchronisation barrier, full system.
-#[inline(always)]
-pub fn dsb_sy() {
-    barrier::dsb(barrier::SY);
-}
-
-/// Instruction synchronisation barrier.
-#[inline(always)]
-pub fn isb() {
-    barrier::isb(barrier::SY);
-}
 
 /// The current exception level (1, 2 or 3).
 pub fn current_el() -> u8 {

@@ -1,9 +1,10 @@
-//! MMU registers and instructions at EL1: SCTLR_EL1 writes (reads: `arch::cache::sctlr_el1`),
+//! MMU registers and instructions at EL1: SCTLR_EL1 writes (reads: `sysreg::SCTLR_EL1.get()`),
 //! TCR_EL1/MAIR_EL1/TTBR0_EL1 access, TLB
 //! invalidation, address translation (`AT S1E1R` → PAR_EL1), the SCTLR write that stops data
 //! caching, and the probes the expected-fault tests execute. Decoding is in `mem::aarch64::regs`.
 
 use aarch64_cpu::registers::{ID_AA64MMFR0_EL1, MAIR_EL1, TCR_EL1, TTBR0_EL1};
+use cachescope_arch::hw::{dsb_ish, isb};
 use core::arch::asm;
 use tock_registers::interfaces::{Readable, Writeable};
 
@@ -43,16 +44,11 @@ pub unsafe fn set_translation(mair: u64, tcr: u64, ttbr0: u64) {
     MAIR_EL1.set(mair);
     TCR_EL1.set(tcr);
     TTBR0_EL1.set(ttbr0);
-    // SAFETY: a barrier only.
-    unsafe { asm!("isb", options(nostack, preserves_flags)) };
+    isb();
 }
 
 /// DSB ISHST: descriptor writes are visible to table walks before what follows (a TLBI).
-#[inline(always)]
-pub fn dsb_ishst() {
-    // SAFETY: a barrier only.
-    unsafe { asm!("dsb ishst", options(nostack, preserves_flags)) };
-}
+pub use cachescope_arch::hw::dsb_ishst;
 
 /// TLBI VMALLE1IS; DSB ISH; ISB: every EL1&0 TLB entry of the Inner Shareable domain is gone.
 pub fn tlbi_all() {
@@ -71,8 +67,8 @@ pub fn tlbi_va(va: u64) {
 /// DSB ISH; ISB: completes earlier TLB invalidations and resynchronises the instruction stream.
 #[inline(always)]
 pub fn tlbi_sync() {
-    // SAFETY: barriers only.
-    unsafe { asm!("dsb ish", "isb", options(nostack, preserves_flags)) };
+    dsb_ish();
+    isb();
 }
 
 /// `AT S1E1R` for `va`, then ISB and PAR_EL1: the stage 1 EL1 read translation of `va` as the

@@ -12,32 +12,7 @@ use super::table::VA_BITS;
 use crate::exception::FaultStatus;
 use crate::mem::attr::{Attributes, MemAttr, Shareability};
 
-/// PAR_EL1 layout (the macro generates items without docs; every field is documented).
-#[allow(missing_docs)]
-pub mod fields {
-    use tock_registers::register_bitfields;
-
-    register_bitfields! {u64,
-        /// PAR_EL1 after an address translation instruction (aarch64-cpu declares only F and PA).
-        pub PAR [
-            /// Memory attributes of the translation, in MAIR byte format (F = 0).
-            ATTR OFFSET(56) NUMBITS(8) [],
-            /// Output address bits \[47:12\] (F = 0).
-            PA OFFSET(12) NUMBITS(36) [],
-            /// Fault in a stage 2 translation (F = 1).
-            S OFFSET(9) NUMBITS(1) [],
-            /// Fault on a stage 2 walk of a stage 1 table (F = 1).
-            PTW OFFSET(8) NUMBITS(1) [],
-            /// Shareability (F = 0).
-            SH OFFSET(7) NUMBITS(2) [],
-            /// Fault status code, DFSC encoding (F = 1).
-            FST OFFSET(1) NUMBITS(6) [],
-            /// The translation aborted.
-            F OFFSET(0) NUMBITS(1) []
-        ]
-    }
-}
-pub use fields::PAR;
+pub use cachescope_arch::sysreg::PAR;
 
 /// The output address limit for ID_AA64MMFR0_EL1.PARange, capped at 48 bits (the 4 KiB
 /// descriptor format without FEAT_LPA2 holds 48-bit addresses).

@@ -12,55 +12,7 @@ use core::fmt;
 use aarch64_cpu::registers::{CCSIDR_EL1, CLIDR_EL1};
 use tock_registers::LocalRegisterCopy;
 
-pub use fields::{CCSIDR2_EL1, CTR_EL0, DCZID_EL0};
-
-/// Register layouts aarch64-cpu lacks, declared with tock-registers (the macro generates
-/// undocumented helper items, hence the `allow`).
-#[allow(missing_docs)]
-pub mod fields {
-    use tock_registers::register_bitfields;
-
-    register_bitfields! {u64,
-    /// Cache Type Register (aarch64-cpu has no definition of it).
-    pub CTR_EL0 [
-        /// Log2 of the number of words (4 B) in the smallest allocation-tag cache line (FEAT_MTE2).
-        TminLine OFFSET(32) NUMBITS(6) [],
-        /// RES1 in the AArch64 format (0 means an Armv6/Armv7-style layout).
-        Res1 OFFSET(31) NUMBITS(1) [],
-        /// Instruction cache invalidation to PoU is not required for data-to-instruction coherence.
-        DIC OFFSET(29) NUMBITS(1) [],
-        /// Data cache clean to PoU is not required for instruction-to-data coherence.
-        IDC OFFSET(28) NUMBITS(1) [],
-        /// Cache writeback granule: log2 words (0 = not provided).
-        CWG OFFSET(24) NUMBITS(4) [],
-        /// Exclusives reservation granule: log2 words (0 = not provided).
-        ERG OFFSET(20) NUMBITS(4) [],
-        /// Log2 of the number of words in the smallest data/unified line that maintenance affects.
-        DminLine OFFSET(16) NUMBITS(4) [],
-        /// Level 1 instruction cache policy.
-        L1Ip OFFSET(14) NUMBITS(2) [
-            VPIPT = 0b00,
-            AIVIVT = 0b01,
-            VIPT = 0b10,
-            PIPT = 0b11
-        ],
-        /// Log2 of the number of words in the smallest instruction cache line.
-        IminLine OFFSET(0) NUMBITS(4) []
-    ],
-    /// Data Cache Zero ID register (aarch64-cpu has no definition of it).
-    pub DCZID_EL0 [
-        /// DC ZVA (and DC GVA/GZVA) prohibited.
-        DZP OFFSET(4) NUMBITS(1) [],
-        /// Log2 of the block size in words (4 B); 9 (2 KiB) is the largest permitted value.
-        BS OFFSET(0) NUMBITS(4) []
-    ],
-    /// Current Cache Size ID Register 2 (FEAT_CCIDX; aarch64-cpu has no definition of it).
-    pub CCSIDR2_EL1 [
-        /// Number of sets minus 1.
-        NumSets OFFSET(0) NUMBITS(24) []
-    ]
-    }
-}
+pub use crate::sysreg::{CCSIDR2_EL1, CTR_EL0, DCZID_EL0};
 
 /// The problems one register shows (at most 24: CLIDR_EL1 can show 18).
 pub type Problems = List<Problem, 24>;

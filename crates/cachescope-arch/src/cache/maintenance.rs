@@ -175,7 +175,8 @@ mod target {
     use super::*;
     use crate::cache::id::Dczid;
     use crate::hw;
-    use aarch64_cpu::registers::{Readable, SCTLR_EL1};
+    use crate::sysreg::{CTR_EL0, DCZID_EL0, SCTLR_EL1};
+    use tock_registers::interfaces::Readable;
 
     /// The real CPU. `allow_invalidate` gates DC IVAC (only [`invalidate_to_poc`] sets it).
     struct Hardware {
@@ -205,7 +206,7 @@ mod target {
     }
 
     fn ctr() -> Ctr {
-        Ctr { raw: hw::ctr_el0() }
+        Ctr { raw: CTR_EL0.get() }
     }
 
     /// DC CVAC over the range, then DSB SY: its data reaches the Point of Coherency (visible to
@@ -265,7 +266,7 @@ mod target {
     /// hardware). Anything else, and the partial blocks at the edges, uses stores. With the MMU on,
     /// `buf` must be mapped Normal (DC ZVA to Device memory raises an alignment fault).
     pub fn zero(buf: &mut [u8]) -> Zeroed {
-        let dczid = Dczid { raw: hw::dczid_el0() };
+        let dczid = Dczid { raw: DCZID_EL0.get() };
         let fallback = if dczid.prohibited() {
             Some("DCZID_EL0.DZP=1: DC ZVA prohibited")
         } else if dczid.block().is_none() {

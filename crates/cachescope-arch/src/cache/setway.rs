@@ -285,7 +285,8 @@ pub use target::*;
 mod target {
     use super::*;
     use crate::hw;
-    use aarch64_cpu::registers::{Readable, SCTLR_EL1};
+    use crate::sysreg::SCTLR_EL1;
+    use tock_registers::interfaces::Readable;
 
     /// The real CPU: issues DC instructions and counts them.
     pub struct Hardware {
