@@ -106,7 +106,7 @@ pub fn setway_observed(root: &Path, elf: &Path, boards: &[Board], cpus: &[String
         return Err(format!("no such kernel: {} (cargo build)", elf.display()));
     }
     let board = crate::run::board_of(elf, boards)?;
-    if !crate::boards::find(boards, &board).map_err(|e| e.0)?.qemu.as_ref().is_some_and(|q| q.cpu.is_some()) {
+    if crate::boards::find(boards, &board).map_err(|e| e.0)?.qemu.as_ref().is_none_or(|q| q.cpu.is_none()) {
         return Err(format!("{} is built for '{board}', whose QEMU machine has a fixed CPU: setway-observed needs a board whose machine takes -cpu (the default build)", elf.display()));
     }
     build_plugin(root)?;
