@@ -8,6 +8,7 @@
 //! cachescope-xtask setway-observed [--elf ELF] [CPU]…
 //! cachescope-xtask model-records FILE [--drop-kind K]… [--source model] [--level L]
 //! cachescope-xtask bench-model-ms FILE
+//! cachescope-xtask board-names
 //! cachescope-xtask board-of FILE
 //! cachescope-xtask board-value BOARD KEY
 //! cachescope-xtask qemu-board ELF
@@ -89,6 +90,8 @@ enum Command {
         #[arg(long, value_name = "F")]
         field: Option<String>,
     },
+    /// Print the name of every board in boards.toml, one per line.
+    BoardNames,
     /// Print the board a kernel ELF or raw image was built for (its cachescope-board tag).
     BoardOf {
         /// ELF or image.
@@ -309,6 +312,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
                         None => {}
                     },
                 }
+            }
+            Ok(())
+        }
+        Command::BoardNames => {
+            for b in boards::load(&boards_path).map_err(usage)? {
+                say(&b.name);
             }
             Ok(())
         }
