@@ -143,7 +143,7 @@ mod target {
     /// Emits the `boot` record: always the first record of a run.
     pub fn emit_boot_record(b: &BootInfo) {
         let midr = Midr { raw: b.midr };
-        Record::new("boot")
+        Record::new(&cachescope_arch::record::BOOT)
             .u64("schema", crate::harness::record::SCHEMA as u64)
             .u64("el", b.entry_el as u64)
             .u64("current_el", b.current_el as u64)
@@ -156,6 +156,7 @@ mod target {
             .u64("ram_size", b.ram.1)
             .hex("uart", b.uart as u64)
             .bool("emulated", b.emulated)
+            .str("args", &alloc::format!("{}", crate::harness::args::Escaped(&b.cmdline)))
             .emit();
     }
 }

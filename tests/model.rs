@@ -251,7 +251,7 @@ fn bench_loop(ctx: &mut Ctx) {
         }
     }
     let ticks = counter() - t0;
-    Record::new("bench-model")
+    Record::new(&cachescope_arch::record::BENCH_MODEL)
         .str("pattern", if chase { "chase" } else { "seq" })
         .u64("bytes", bytes as u64)
         .u64("accesses", done)

@@ -18,7 +18,7 @@
 
 use alloc::vec::Vec;
 
-use super::{stats, Env, Metric, Of, Region, Unit};
+use super::{stats, Env, Metric, MetricId, Region, Unit};
 use crate::cache::{maintenance, setway};
 
 /// How the CPU side handles the buffer.
@@ -122,7 +122,8 @@ pub fn run(env: &Env, method: Method, cpu: &Region, device: &Region, bytes: usiz
     let (to_name, from_name) = (name("to-device"), name("from-device"));
     // CPU → device: produce + maintenance is the CPU's cost; the device then checks every word.
     let mut to_dev: Vec<u64> = Vec::new();
-    super::phase(Of("handoff", &to_name, cpu.attr, bytes as u64), || {
+    let id = |variant| MetricId { bench: "handoff", variant, attr: cpu.attr, bytes: bytes as u64, params: &[] };
+    super::phase(id(&to_name), || {
         for rep in 0..env.warmup + env.reps {
             seed += 1;
             let s = seed;
@@ -139,7 +140,7 @@ pub fn run(env: &Env, method: Method, cpu: &Region, device: &Region, bytes: usiz
     });
     // Device → CPU: prepare (before the device writes) + invalidate + consume is the CPU's cost.
     let mut from_dev: Vec<u64> = Vec::new();
-    super::phase(Of("handoff", &from_name, cpu.attr, bytes as u64), || {
+    super::phase(id(&from_name), || {
         for rep in 0..env.warmup + env.reps {
             seed += 1;
             let s = seed;
@@ -159,17 +160,7 @@ pub fn run(env: &Env, method: Method, cpu: &Region, device: &Region, bytes: usiz
     });
     for (variant, samples) in [(&to_name, &mut to_dev), (&from_name, &mut from_dev)] {
         let Some(summary) = stats::summarize(samples) else { continue };
-        Metric {
-            bench: "handoff",
-            variant,
-            attr: cpu.attr,
-            bytes: bytes as u64,
-            summary,
-            work: bytes as u64,
-            unit: Unit::TimePerMiB,
-            extra: &[],
-        }
-        .emit(env);
+        Metric { id: id(variant), summary, work: bytes as u64, unit: Unit::TimePerMiB, notes: &[] }.emit(env);
     }
     out
 }

@@ -5,7 +5,7 @@
 
 use alloc::vec::Vec;
 
-use super::{measure, Env, Metric, Of, Region, Unit};
+use super::{measure, Env, Metric, MetricId, Region, Unit};
 
 /// Shape of the KV cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,36 +125,22 @@ pub fn run(env: &Env, region: &Region, shape: KvShape, line: usize) {
             let tok = t;
             let cached = (t + 1).min(shape.capacity);
             let scanned = (cached * 2 * shape.record_bytes()) as u64;
-            let append = measure(env, Of("kv", append_name, region.attr, scanned), || ring.append(tok));
+            // The identity of both measurements: the token count after this append, and so on.
+            let params = [
+                ("tokens", tok as u64 + 1),
+                ("cached", cached as u64),
+                ("stride", stride as u64),
+                ("wrapped", (tok + 1 > shape.capacity) as u64),
+            ];
+            let id = |variant| MetricId { bench: "kv", variant, attr: region.attr, bytes: scanned, params: &params };
+            let append = measure(env, id(append_name), || ring.append(tok));
             t += 1;
             let layer = tok % shape.layers;
-            let scan = measure(env, Of("kv", scan_name, region.attr, scanned), || {
+            let scan = measure(env, id(scan_name), || {
                 core::hint::black_box(ring.scan(layer, cached));
             });
-            let extra =
-                [("tokens", t as u64), ("cached", cached as u64), ("stride", stride as u64), ("wrapped", (t > shape.capacity) as u64)];
-            Metric {
-                bench: "kv",
-                variant: append_name,
-                attr: region.attr,
-                bytes: scanned,
-                summary: append,
-                work: 1,
-                unit: Unit::TimePerOp,
-                extra: &extra,
-            }
-            .emit(env);
-            Metric {
-                bench: "kv",
-                variant: scan_name,
-                attr: region.attr,
-                bytes: scanned,
-                summary: scan,
-                work: scanned,
-                unit: Unit::Rate,
-                extra: &extra,
-            }
-            .emit(env);
+            Metric { id: id(append_name), summary: append, work: 1, unit: Unit::TimePerOp, notes: &[] }.emit(env);
+            Metric { id: id(scan_name), summary: scan, work: scanned, unit: Unit::Rate, notes: &[] }.emit(env);
         }
     }
 }

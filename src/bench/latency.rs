@@ -5,7 +5,7 @@
 use alloc::vec::Vec;
 
 use super::plan::{chase_order, Rng};
-use super::{measure, Env, Metric, Of, Region, Unit};
+use super::{measure, Env, Metric, MetricId, Region, Unit};
 
 /// Page size used for grouping (one TLB entry at the 4 KiB granule).
 pub const GROUP_BYTES: usize = 4096;
@@ -62,19 +62,11 @@ pub fn sweep(env: &Env, region: &Region, sizes: &[u64], line: usize) -> Vec<(u64
         let start = build_chain(region, size, line, 0x5eed ^ size as u64);
         let lines = (size / line).max(1);
         let steps = (2 * lines).max(4096);
-        let summary = measure(env, Of("latency", "chase", region.attr, size as u64), || {
+        let id = MetricId { bench: "latency", variant: "chase", attr: region.attr, bytes: size as u64, params: &[("line", line as u64)] };
+        let summary = measure(env, id, || {
             core::hint::black_box(chase(start, steps));
         });
-        let m = Metric {
-            bench: "latency",
-            variant: "chase",
-            attr: region.attr,
-            bytes: size as u64,
-            summary,
-            work: steps as u64,
-            unit: Unit::TimePerOp,
-            extra: &[("line", line as u64)],
-        };
+        let m = Metric { id, summary, work: steps as u64, unit: Unit::TimePerOp, notes: &[] };
         m.emit(env);
         curve.push((size as u64, m.values(&env.timer).1));
     }

@@ -37,6 +37,7 @@ pub enum Unit {
 mod target {
     use super::{stats::Summary, timer::Timer, Unit};
     use crate::harness::Record;
+    use cachescope_arch::marker::PHASE_NAME_MAX;
     use core::fmt::Write;
 
     /// One memory region a benchmark runs over: an alias window of the test arena (or the arena
@@ -73,22 +74,17 @@ mod target {
 
     /// One measurement, ready to be printed as a table row and emitted as a `metric` record.
     pub struct Metric<'a> {
-        /// Benchmark (`latency`, `stream`, `handoff`, `kv`).
-        pub bench: &'a str,
-        /// Variant within the benchmark.
-        pub variant: &'a str,
-        /// Attribute of the region.
-        pub attr: &'a str,
-        /// Working-set or transfer size in bytes.
-        pub bytes: u64,
+        /// What it is of: benchmark, variant, attribute, bytes and the other parameters.
+        pub id: MetricId<'a>,
         /// Raw window statistics (timer counts).
         pub summary: Summary,
         /// Work per window: operations (TimePerOp) or bytes (Rate).
         pub work: u64,
         /// How the figure is expressed.
         pub unit: Unit,
-        /// Extra integer fields (e.g. tokens, stride).
-        pub extra: &'a [(&'a str, u64)],
+        /// Further integer facts about the measurement that are not part of its identity
+        /// (e.g. `bytes_per_load`).
+        pub notes: &'a [(&'a str, u64)],
     }
 
     impl Metric<'_> {
@@ -124,21 +120,24 @@ mod target {
             let (min, median, max, mad, unit) = self.values(&env.timer);
             crate::diag!(
                 "{:<8} {:<22} {:<14} {:>10} B  median {:>12.3} {:<7} min {:>12.3}  max {:>12.3}  mad {:>9.3}",
-                self.bench,
-                self.variant,
-                self.attr,
-                self.bytes,
+                self.id.bench,
+                self.id.variant,
+                self.id.attr,
+                self.id.bytes,
                 median,
                 unit,
                 min,
                 max,
                 mad
             );
-            let mut r = Record::new("metric")
-                .str("bench", self.bench)
-                .str("variant", self.variant)
-                .str("attr", self.attr)
-                .u64("bytes", self.bytes)
+            let id = &self.id;
+            let mut r = Record::new(&cachescope_arch::record::METRIC)
+                .str("bench", id.bench)
+                .str("variant", id.variant)
+                .str("attr", id.attr)
+                .u64("bytes", id.bytes)
+                .params("params", id.params)
+                .str("phase", &alloc::format!("{id}"))
                 .u64("reps", self.summary.n as u64)
                 .f64("min", min, 3)
                 .f64("median", median, 3)
@@ -147,43 +146,44 @@ mod target {
                 .str("unit", unit)
                 .str("source", env.timer.source.name())
                 .bool("emulated", env.emulated);
-            for (k, v) in self.extra {
+            for (k, v) in self.notes {
                 r = r.u64(k, *v);
             }
             r.emit();
         }
     }
 
-    /// What a measurement is of: its `metric` record's bench, variant, attr and bytes. It also
-    /// names the cache-model phase of the measured windows: `bench/variant/attr/bytes`.
-    #[derive(Clone, Copy, Debug)]
-    pub struct Of<'a>(pub &'a str, pub &'a str, pub &'a str, pub u64);
+    /// What a measurement is of (the record contract's one identity): the `metric` record's
+    /// bench, variant, attr, bytes and params, and the name of the cache-model phase of its
+    /// measured windows (its `Display`, the record's `phase`).
+    pub use cachescope_arch::record::MetricId;
 
     static PHASE_ID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
 
     /// Measures `f` `env.reps` times after `env.warmup` runs and summarises the windows. The
-    /// measured windows (not the warm-up runs) are one cache-model phase named after `of`
-    /// (truncated to 63 bytes; ids count up from 1), so the model's counts pair with the metric.
-    pub fn measure(env: &Env, of: Of, mut f: impl FnMut()) -> Summary {
+    /// measured windows (not the warm-up runs) are one cache-model phase named after `id`
+    /// (ids count up from 1), so the model's counts pair with the metric.
+    pub fn measure(env: &Env, id: MetricId, mut f: impl FnMut()) -> Summary {
         for _ in 0..env.warmup {
             f();
         }
-        let mut samples = phase(of, || env.timer.measure(env.reps, 0, f));
+        let mut samples = phase(id, || env.timer.measure(env.reps, 0, f));
         super::stats::summarize(&mut samples).expect("reps >= 1")
     }
 
-    /// Runs `f` as the cache-model phase `bench/variant/attr/bytes` (see [`measure`]).
-    pub fn phase<R>(of: Of, f: impl FnOnce() -> R) -> R {
-        let mut name = PhaseName { buf: [0; 64], len: 0 };
-        let _ = write!(name, "{}/{}/{}/{}", of.0, of.1, of.2, of.3);
+    /// Runs `f` as the cache-model phase named after `id` (see [`measure`]; cut at
+    /// `PHASE_NAME_MAX` bytes).
+    pub fn phase<R>(id: MetricId, f: impl FnOnce() -> R) -> R {
+        let mut name = PhaseName { buf: [0; PHASE_NAME_MAX + 1], len: 0 };
+        let _ = write!(name, "{id}");
         let id = PHASE_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
         let name = core::ffi::CStr::from_bytes_until_nul(&name.buf).unwrap_or(c"bench");
         crate::model::phase(name, id, f)
     }
 
-    /// A NUL-terminated phase name of at most 63 bytes (longer text is cut).
+    /// A NUL-terminated phase name of at most `PHASE_NAME_MAX` bytes (longer text is cut).
     struct PhaseName {
-        buf: [u8; 64],
+        buf: [u8; PHASE_NAME_MAX + 1],
         len: usize,
     }
 

@@ -3,7 +3,7 @@
 //! Each kernel is a hand-written loop, 64 bytes (four pair instructions) per iteration, so the
 //! instruction mix is known exactly: 16 bytes per load instruction.
 
-use super::{measure, Env, Metric, Of, Region, Unit};
+use super::{measure, Env, Metric, MetricId, Region, Unit};
 
 /// One streaming kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,20 +115,12 @@ pub fn sweep(env: &Env, region: &Region, bytes: usize, distance: usize) {
         return;
     }
     for k in Kernel::ALL {
-        // SAFETY: the region is mapped test memory of at least `bytes`, page aligned.
-        let summary = measure(env, Of("stream", k.name(), region.attr, bytes as u64), || unsafe { run(k, region.va, bytes, distance) });
         let moved = if k == Kernel::CopyLdpStp { bytes as u64 / 2 } else { bytes as u64 };
         let dist = if matches!(k, Kernel::ReadLdpPldl1strm | Kernel::ReadLdpPldl2keep) { distance as u64 } else { 0 };
-        Metric {
-            bench: "stream",
-            variant: k.name(),
-            attr: region.attr,
-            bytes: bytes as u64,
-            summary,
-            work: moved,
-            unit: Unit::Rate,
-            extra: &[("bytes_per_load", k.bytes_per_load()), ("prefetch_distance", dist)],
-        }
-        .emit(env);
+        let id =
+            MetricId { bench: "stream", variant: k.name(), attr: region.attr, bytes: bytes as u64, params: &[("prefetch_distance", dist)] };
+        // SAFETY: the region is mapped test memory of at least `bytes` (clipped above), page aligned.
+        let summary = measure(env, id, || unsafe { run(k, region.va, bytes, distance) });
+        Metric { id, summary, work: moved, unit: Unit::Rate, notes: &[("bytes_per_load", k.bytes_per_load())] }.emit(env);
     }
 }

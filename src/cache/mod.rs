@@ -58,7 +58,7 @@ mod target {
     /// the DC instructions actually executed. A refused walk prints the reason as a diagnostic
     /// and a record with `"ops":0` and an `"error"` field, and returns 0.
     pub fn dcsw(op: SetWayOp, scope: Scope) -> u64 {
-        let rec = crate::harness::Record::new("setway").str("op", op.name()).str("scope", scope.name());
+        let rec = crate::harness::Record::new(&cachescope_arch::record::SETWAY).str("op", op.name()).str("scope", scope.name());
         match setway::dcsw(op, scope) {
             Ok(n) => {
                 rec.u64("ops", n).emit();

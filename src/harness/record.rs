@@ -1,12 +1,13 @@
-//! The record emitter: one JSON object per `# cs: {…}` line (schema in README, "Records").
+//! The record emitter: one JSON object per `# cs: {…}` line, of a kind the record contract
+//! declares ([`cachescope_arch::record`], docs/records.md): the one emitter of the kernel and of
+//! the cache-model plugin.
 //!
 //! Building is pure (host-tested); [`Record::emit`] prints the line at the current KTAP depth.
 
 use alloc::string::String;
 use core::fmt::Write;
 
-/// Schema version of the record contract.
-pub const SCHEMA: u32 = 1;
+pub use cachescope_arch::record::{Kind, SCHEMA};
 
 /// A record under construction. Field order is insertion order.
 #[must_use = "a record is printed only by emit()"]
@@ -15,12 +16,13 @@ pub struct Record {
 }
 
 impl Record {
-    /// Starts a record of the given kind (`"record":kind`).
-    pub fn new(kind: &str) -> Self {
+    /// Starts a record of the given kind (`"record":kind`); its fields follow in declaration
+    /// order (the host checks every record against the declaration).
+    pub fn new(kind: &Kind) -> Self {
         let mut r = Self { buf: String::with_capacity(128) };
         r.buf.push('{');
         r.key("record");
-        push_json_str(&mut r.buf, kind);
+        push_json_str(&mut r.buf, kind.name);
         r
     }
 
@@ -85,6 +87,21 @@ impl Record {
         self
     }
 
+    /// Adds an object of name → unsigned integer (a measurement's `params`).
+    pub fn params(mut self, k: &str, vs: &[(&str, u64)]) -> Self {
+        self.key(k);
+        self.buf.push('{');
+        for (i, (name, v)) in vs.iter().enumerate() {
+            if i > 0 {
+                self.buf.push(',');
+            }
+            push_json_str(&mut self.buf, name);
+            let _ = write!(self.buf, ":{v}");
+        }
+        self.buf.push('}');
+        self
+    }
+
     /// Adds an array of unsigned integers.
     pub fn u64_array(mut self, k: &str, vs: &[u64]) -> Self {
         self.key(k);
@@ -138,14 +155,24 @@ mod tests {
 
     #[test]
     fn fields_in_order_and_escaped() {
-        let j = Record::new("boot").u64("schema", 1).str("cpu", "a \"q\"\n").hex("midr", 0x410f_d083).bool("x", true).finish();
+        let j = Record::new(&cachescope_arch::record::BOOT)
+            .u64("schema", 1)
+            .str("cpu", "a \"q\"\n")
+            .hex("midr", 0x410f_d083)
+            .bool("x", true)
+            .finish();
         assert_eq!(j, r#"{"record":"boot","schema":1,"cpu":"a \"q\"\n","midr":"0x410fd083","x":true}"#);
     }
 
     #[test]
     fn floats_and_arrays() {
-        let j = Record::new("m").f64("v", 1.23456, 2).f64("n", f64::NAN, 1).u64_array("a", &[1, 2]).finish();
-        assert_eq!(j, r#"{"record":"m","v":1.23,"n":null,"a":[1,2]}"#);
+        let j = Record::new(&cachescope_arch::record::METRIC)
+            .f64("v", 1.23456, 2)
+            .f64("n", f64::NAN, 1)
+            .u64_array("a", &[1, 2])
+            .params("p", &[("t", 3), ("u", 4)])
+            .finish();
+        assert_eq!(j, r#"{"record":"metric","v":1.23,"n":null,"a":[1,2],"p":{"t":3,"u":4}}"#);
     }
 
     #[test]

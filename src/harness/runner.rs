@@ -112,7 +112,11 @@ fn run_suite(boot: &BootInfo, args: &Args, suite: &Suite, cases: &[usize]) -> To
 /// Prints the `end` record and totals, then ends the run (exit status 0 only if nothing failed).
 pub fn finish(t: Totals) -> ! {
     console::set_depth(0);
-    Record::new("end").u64("passed", t.passed as u64).u64("failed", t.failed as u64).u64("skipped", t.skipped as u64).emit();
+    Record::new(&cachescope_arch::record::END)
+        .u64("passed", t.passed as u64)
+        .u64("failed", t.failed as u64)
+        .u64("skipped", t.skipped as u64)
+        .emit();
     let mut line = String::new();
     let _ = ktap::totals_line(&mut line, 0, "Totals", t.passed, t.failed, t.skipped);
     println!("{line}");

@@ -325,7 +325,7 @@ fn latency(ctx: &mut Ctx) {
                     k.above
                 );
             }
-            crate::harness::Record::new("knee")
+            crate::harness::Record::new(&cachescope_arch::record::KNEE)
                 .str("attr", region.attr)
                 .u64("capacity", k.capacity)
                 .f64("below", k.below, 3)
@@ -407,7 +407,7 @@ fn kv(ctx: &mut Ctx) {
         "kv: layers {} kv_heads {} head_dim {} dtype {} B capacity {} tokens -> {} KV bytes per token (2 x layers x kv_heads x head_dim x dtype)",
         shape.layers, shape.kv_heads, shape.head_dim, shape.dtype_bytes, shape.capacity, shape.bytes_per_token()
     );
-    crate::harness::Record::new("kv-shape")
+    crate::harness::Record::new(&cachescope_arch::record::KV_SHAPE)
         .u64("layers", shape.layers as u64)
         .u64("kv_heads", shape.kv_heads as u64)
         .u64("head_dim", shape.head_dim as u64)

@@ -82,7 +82,7 @@ fn report(ctx: &mut Ctx) {
             g.raw,
             published
         );
-        Record::new("cache")
+        Record::new(&cachescope_arch::record::CACHE)
             .u64("level", c.level as u64)
             .str("type", c.kind.name())
             .u64("line", g.line() as u64)
@@ -198,7 +198,7 @@ fn emit_id_records(t: &Topology) {
         Some(v) => r.u64(k, v),
         None => r.null(k),
     };
-    let r = Record::new("ctr")
+    let r = Record::new(&cachescope_arch::record::CTR)
         .hex("raw", ctr.raw)
         .u64("imin_line", ctr.imin_line() as u64)
         .u64("dmin_line", ctr.dmin_line() as u64)
@@ -209,7 +209,7 @@ fn emit_id_records(t: &Topology) {
     opt(r, "tmin_line", ctr.tmin_line()).emit();
     let c = &t.clidr;
     let ctypes: Vec<u64> = (0..7).map(|i| (c.raw >> (3 * i)) & 7).collect();
-    Record::new("clidr")
+    Record::new(&cachescope_arch::record::CLIDR)
         .hex("raw", c.raw)
         .u64_array("ctype", &ctypes)
         .u64("levels", c.levels() as u64)
@@ -220,7 +220,7 @@ fn emit_id_records(t: &Topology) {
         .str("ccsidr_format", if t.format == CcsidrFormat::Ccidx { "ccidx" } else { "32bit" })
         .emit();
     let d = &t.dczid;
-    let r = Record::new("dczid").hex("raw", d.raw).u64("bs", d.bs() as u64);
+    let r = Record::new(&cachescope_arch::record::DCZID).hex("raw", d.raw).u64("bs", d.bs() as u64);
     opt(r, "block", d.block().map(u64::from)).bool("dzp", d.prohibited()).emit();
 }
 

@@ -148,7 +148,7 @@ fn report(ctx: &mut Ctx) {
         diag!("  Attr{i} {b:#04x} {:<14} {}", mem_at_index(i).map_or("unused", MemAttr::name), MairByte(b));
     }
     diag!("TTBR0_EL1 = {:#x}: {tables} tables ({} KiB), 4 KiB granule, 48-bit VA, walks start at level 0", r.ttbr0, tables * 4);
-    Record::new("mmu")
+    Record::new(&cachescope_arch::record::MMU)
         .hex("sctlr", r.sctlr)
         .hex("tcr", r.tcr)
         .hex("mair", r.mair)
@@ -235,7 +235,7 @@ fn alias_attributes(ctx: &mut Ctx) {
             verified &= ctx.failures().len() == failures;
             first.get_or_insert(par);
         }
-        let rec = Record::new("attr")
+        let rec = Record::new(&cachescope_arch::record::ATTR)
             .str("name", w.name)
             .hex("va", w.va as u64)
             .hex("pa", w.pa as u64)

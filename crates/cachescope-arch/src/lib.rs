@@ -11,6 +11,7 @@
 //! - [`descriptor`]: VMSAv8-64 stage 1 descriptors (tock-registers layouts) and MAIR_EL1.
 //! - [`list`]: the fixed-capacity list returned where a `Vec` would need an allocator.
 //! - `hw` (target only): the instructions, one wrapper each, and the real CPU behind the seams.
+//! - [`record`]: the record contract (every `# cs:` record kind and field), shared with the host.
 //! - [`sysreg`]: every system-register layout (tock-registers) and the one access style.
 //! - [`marker`]: the cache-model marker protocol (`hint #0x7f`), shared with the QEMU plugin.
 //!
@@ -32,6 +33,7 @@ pub mod descriptor;
 pub mod exception;
 pub mod list;
 pub mod marker;
+pub mod record;
 pub mod sysreg;
 
 #[cfg(target_os = "none")]

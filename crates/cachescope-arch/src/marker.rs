@@ -6,7 +6,7 @@
 //! arguments. HINT #0x7f is an unallocated hint, which the architecture executes as a NOP (Arm
 //! ARM C6.2.122), so markers cost nothing on hardware and on QEMU without the plugin.
 //!
-//! Protocol version 2 (x9 = command; x10..x13 = arguments):
+//! Protocol version 3 (x9 = command; x10..x13 = arguments):
 //!
 //! | x9 | command        | x10                                  | x11              | x12          | x13                  |
 //! |----|----------------|--------------------------------------|------------------|--------------|----------------------|
@@ -14,7 +14,7 @@
 //! | 2  | geometry       | level \| kind << 8 \| line << 16     | sets             | ways         | –                    |
 //! | 3  | window         | VA start                             | length (bytes)   | attribute    | PA start or all ones |
 //! | 4  | sctlr          | SCTLR_EL1 (M bit 0, C bit 2, I bit 12)| –               | –            | –                    |
-//! | 5  | phase begin    | VA of a NUL-terminated name (≤ 63 B) | phase id         | –            | –                    |
+//! | 5  | phase begin    | VA of a NUL-terminated name (≤ [`PHASE_NAME_MAX`] B) | phase id | –     | –                    |
 //! | 6  | phase end      | –                                    | phase id         | –            | –                    |
 //!
 //! Geometry kind: [`Kind`] codes (1 = instruction, 2 = data, 3 = unified). Attribute:
@@ -44,8 +44,12 @@ use crate::cache::Kind;
 /// Encoding of `hint #0x7f` (0xd503201f | 0x7f << 5), what a model looks for.
 pub const MARKER_ENCODING: u32 = 0xd503_2fff;
 
-/// Protocol version sent with [`Command::Hello`]. Version 2 added the window's PA in x13.
-pub const PROTOCOL_VERSION: u64 = 2;
+/// Protocol version sent with [`Command::Hello`]. Version 2 added the window's PA in x13;
+/// version 3 phase names up to [`PHASE_NAME_MAX`] bytes (63 before).
+pub const PROTOCOL_VERSION: u64 = 3;
+
+/// Longest phase name, bytes (without the NUL), from protocol version 3.
+pub const PHASE_NAME_MAX: usize = 127;
 
 /// Oldest protocol version a decoder understands (v1: windows without a PA).
 pub const OLDEST_VERSION: u64 = 1;

@@ -243,7 +243,7 @@ impl Core {
 
     fn warn(&mut self, what: &str) {
         self.stats.warnings += 1;
-        let text = report::line(Record::new("model-warning").str("what", what));
+        let text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", what));
         self.emit(&text);
     }
 
@@ -354,7 +354,7 @@ impl State {
         for (k, (level, g)) in l1.into_iter().chain(lower).enumerate() {
             let sharing = if k < 2 { "private" } else { h.lower[k - 2].sharing.name() };
             text += &report::line(
-                Record::new("model-geometry")
+                Record::new(&cachescope_arch::record::MODEL_GEOMETRY)
                     .str("level", level.name())
                     .u64("size", g.size())
                     .u64("line", u64::from(g.line))
@@ -701,7 +701,7 @@ impl State {
         let lower = core.lower_levels();
         let mut text = report::total_lines(&now, lower);
         text += &report::line(
-            Record::new("model-run")
+            Record::new(&cachescope_arch::record::MODEL_RUN)
                 .u64("protocol", protocol::VERSION)
                 .u64("markers", core.stats.markers)
                 .u64("phases", core.phases.finished())
@@ -726,10 +726,11 @@ extern "C" {
     fn g_byte_array_free(array: *mut qemu_plugin::sys::GByteArray, free_segment: bool) -> *mut u8;
 }
 
-/// Reads a NUL-terminated name (≤ 63 bytes) from guest memory at `va`.
+/// Reads a NUL-terminated phase name (≤ `PHASE_NAME_MAX` bytes) from guest memory at `va`.
 fn read_name(va: u64) -> Option<String> {
-    // Up to 64 bytes, but never across the page end (the next page may be unmapped).
-    let len = (64u64).min((1 << PAGE_SHIFT) - (va & ((1 << PAGE_SHIFT) - 1))) as usize;
+    // The name and its NUL, but never across the page end (the next page may be unmapped).
+    let want = cachescope_arch::marker::PHASE_NAME_MAX as u64 + 1;
+    let len = want.min((1 << PAGE_SHIFT) - (va & ((1 << PAGE_SHIFT) - 1))) as usize;
     // SAFETY: a GByteArray from glib's own constructor (QEMU resizes it), read only within its
     // length, freed with its segment. Called from a vCPU callback, as the API requires.
     let bytes = unsafe {

@@ -38,13 +38,20 @@ pub fn levels(lower: usize) -> impl Iterator<Item = Level> {
 /// One `model` record per level for a finished phase.
 pub fn phase_lines(name: &str, id: u64, counts: &Totals, lower: usize) -> String {
     levels(lower)
-        .map(|l| line(with_counts(Record::new("model").str("phase", name).u64("phase_id", id).str("level", l.name()), counts.get(l))))
+        .map(|l| {
+            line(with_counts(
+                Record::new(&cachescope_arch::record::MODEL).str("phase", name).u64("phase_id", id).str("level", l.name()),
+                counts.get(l),
+            ))
+        })
         .collect()
 }
 
 /// One `model-total` record per level.
 pub fn total_lines(counts: &Totals, lower: usize) -> String {
-    levels(lower).map(|l| line(with_counts(Record::new("model-total").str("level", l.name()), counts.get(l)))).collect()
+    levels(lower)
+        .map(|l| line(with_counts(Record::new(&cachescope_arch::record::MODEL_TOTAL).str("level", l.name()), counts.get(l))))
+        .collect()
 }
 
 /// An open phase.
@@ -107,7 +114,8 @@ mod tests {
     #[test]
     fn record_format() {
         let c = Counts { accesses: 5, hits: 3, misses: 2, writebacks: 1, maint: 0, bypass: 4 };
-        let out = line(with_counts(Record::new("model").str("phase", "a\"b").u64("phase_id", 7).str("level", "L1D"), &c));
+        let out =
+            line(with_counts(Record::new(&cachescope_arch::record::MODEL).str("phase", "a\"b").u64("phase_id", 7).str("level", "L1D"), &c));
         assert_eq!(
             out,
             "# cs: {\"record\":\"model\",\"phase\":\"a\\\"b\",\"phase_id\":7,\"level\":\"L1D\",\"accesses\":5,\"hits\":3,\"misses\":2,\"writebacks\":1,\"maint\":0,\"bypass\":4,\"source\":\"model\"}\n"

@@ -7,8 +7,10 @@
 //! non-negative integers, `min`/`max`/`mad` numbers with min ≤ median ≤ max and mad ≥ 0.
 //!
 //! **Metric key** (identity of a measurement across runs, used by `compare` and to spot
-//! duplicates): `bench/variant/attr/bytes`, then every extra field whose value is a string or
-//! an integer (e.g. `tokens=512`, `stride=80`), sorted by name, then `[source unit]`.
+//! duplicates): `bench/variant/attr/bytes`, then its parameters sorted by name (e.g.
+//! `tokens=512`, `stride=80`), then `[source unit]`. From schema 2 the record names its
+//! parameters (`params`, declared in `cachescope_arch::record`); in schema-1 logs they are
+//! every extra field whose value is a string or an integer, except the rule below.
 //! Excluded from the key: the statistics and flags above, `phase`, booleans (flags or outcomes
 //! such as `"verified":true`), non-integer numbers (a
 //! derived measurement such as `"gib_per_s":1.8`), arrays/objects, and names in
@@ -228,7 +230,24 @@ impl Metric {
         if mad.is_some_and(|d| d < 0.0) {
             issues.push("mad is negative".into());
         }
-        let mut extras: Vec<(String, String)> = o.iter().filter_map(|(k, v)| is_key_extra(k, v).map(|s| (k.clone(), s))).collect();
+        // Schema 2 names the identity (`params`); schema-1 logs leave it to the rule above.
+        let mut extras: Vec<(String, String)> = match o.get("params") {
+            Some(Value::Object(params)) => params
+                .iter()
+                .map(|(k, v)| match v.as_u64() {
+                    Some(n) => (k.clone(), n.to_string()),
+                    None => {
+                        issues.push(format!("params.{k} must be a non-negative integer, found {v}"));
+                        (k.clone(), v.to_string())
+                    }
+                })
+                .collect(),
+            Some(v) => {
+                issues.push(format!("\"params\" must be an object of name: integer, found {v}"));
+                Vec::new()
+            }
+            None => o.iter().filter_map(|(k, v)| is_key_extra(k, v).map(|s| (k.clone(), s))).collect(),
+        };
         extras.sort();
         let key = MetricKey { bench, variant, attr, bytes, extras, source, unit };
         Ok((Metric { line: r.line, key, median, min, max, mad, reps, emulated, obj: o.clone() }, issues))
@@ -248,9 +267,10 @@ impl Metric {
         (out, skipped)
     }
 
-    /// A numeric extra field (e.g. `tokens`).
+    /// A numeric parameter or extra field (e.g. `tokens`: in `params` from schema 2).
     pub fn num(&self, k: &str) -> Option<f64> {
-        self.obj.get(k).and_then(Value::as_f64)
+        let params = self.obj.get("params").and_then(Value::as_object);
+        params.and_then(|p| p.get(k)).or_else(|| self.obj.get(k)).and_then(Value::as_f64)
     }
 }
 

@@ -1,7 +1,10 @@
-//! The `# cs: {json}` record lines (README "Records", schema 1) and the records contract:
+//! The `# cs: {json}` record lines and the records contract (docs/records.md, declared in
+//! `cachescope_arch::record`; schemas 1 and 2 are read):
+//! - every record is of a declared kind, with its required fields, each of its declared type,
+//!   and no undeclared field;
 //! - every record line is `# cs: ` followed by one JSON object with a non-empty string
 //!   `"record"` field naming its kind;
-//! - the first record is `boot` with `"schema": 1` and the issue-2 fields (`el`, `board`,
+//! - the first record is `boot` with a known `"schema"` and the issue-2 fields (`el`, `board`,
 //!   `midr`, `cpu`, `cntfrq`), and there is only one;
 //! - the last record is `end`, the only one, with `passed`/`failed`/`skipped` equal to the
 //!   KTAP leaf results;
@@ -11,11 +14,16 @@
 use crate::input::Log;
 use crate::ktap::{self, Problem};
 use crate::metrics::Metric;
+use cachescope_arch::record::{self, Ty};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
-/// The record schema version this tool reads.
-pub const SCHEMA: u64 = 1;
+/// The newest record schema version this tool reads (it reads every version from
+/// `cachescope_arch::record::OLDEST_SCHEMA`).
+pub const SCHEMA: u64 = cachescope_arch::record::SCHEMA as u64;
+
+/// The oldest record schema version this tool reads.
+pub const OLDEST_SCHEMA: u64 = cachescope_arch::record::OLDEST_SCHEMA as u64;
 
 /// A JSON object record.
 pub type Object = Map<String, Value>;
@@ -130,8 +138,8 @@ fn want_str<'a>(obj: &'a Object, key: &str, at: (usize, &str), problems: &mut Ve
 fn check_boot(r: &Record, problems: &mut Vec<Problem>) {
     let (o, l) = (&r.obj, r.line);
     if let Some(s) = want_uint(o, "schema", (l, "boot"), problems) {
-        if s != SCHEMA {
-            problems.push(Problem::new(l, format!("boot record has schema {s}; this tool reads schema {SCHEMA}")));
+        if !(OLDEST_SCHEMA..=SCHEMA).contains(&s) {
+            problems.push(Problem::new(l, format!("boot record has schema {s}; this tool reads schemas {OLDEST_SCHEMA}..={SCHEMA}")));
         }
     }
     if let Some(el) = want_uint(o, "el", (l, "boot"), problems) {
@@ -169,6 +177,47 @@ fn check_end(r: &Record, leaves: ktap::Counts, problems: &mut Vec<Problem>) {
     }
 }
 
+/// Whether `v` has the declared type.
+fn has_type(v: &Value, ty: Ty) -> bool {
+    match ty {
+        Ty::Str => v.is_string(),
+        Ty::UInt => v.is_u64(),
+        Ty::Num => v.is_number() || v.is_null(),
+        Ty::Hex => v.as_str().and_then(|s| s.strip_prefix("0x")).is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit())),
+        Ty::Bool => v.is_boolean(),
+        Ty::UIntOrNull => v.is_u64() || v.is_null(),
+        Ty::StrOrNull => v.is_string() || v.is_null(),
+        Ty::UIntList => v.as_array().is_some_and(|a| a.iter().all(Value::is_u64)),
+        Ty::Params => v.as_object().is_some_and(|o| o.values().all(Value::is_u64)),
+    }
+}
+
+/// Checks a record against its kind's declaration in `cachescope_arch::record` (the one record
+/// contract, shared with the kernel's emitter): a declared kind, every field required in the
+/// log's schema present, every field of its declared type, no undeclared field.
+fn check_declared(r: &Record, schema: u32, problems: &mut Vec<Problem>) {
+    let Some(kind) = record::kind(r.kind()) else {
+        problems
+            .push(Problem::new(r.line, format!("record kind '{}' is not declared (docs/records.md lists every kind)", short(r.kind()))));
+        return;
+    };
+    for f in kind.fields.iter().filter(|f| f.required && f.since <= schema) {
+        if !r.obj.contains_key(f.name) {
+            problems.push(Problem::new(r.line, format!("'{}' record has no \"{}\" field", kind.name, f.name)));
+        }
+    }
+    for (name, v) in r.obj.iter().filter(|(k, _)| k.as_str() != "record") {
+        match kind.field(name) {
+            Some(f) if !has_type(v, f.ty) => problems.push(Problem::new(
+                r.line,
+                format!("'{}' record: \"{name}\" must be {}, found {}", kind.name, f.ty.name(), short(&v.to_string())),
+            )),
+            Some(_) => {}
+            None => problems.push(Problem::new(r.line, format!("'{}' record has an undeclared field \"{}\"", kind.name, short(name)))),
+        }
+    }
+}
+
 /// Checks the records contract of a validated log; `ktap` is its KTAP outcome.
 pub fn check_contract(log: &Log, ktap: &ktap::Outcome) -> Vec<Problem> {
     let (records, mut problems) = extract(log);
@@ -193,6 +242,14 @@ pub fn check_contract(log: &Log, ktap: &ktap::Outcome) -> Vec<Problem> {
         check_end(last, ktap.leaves, &mut problems);
     } else {
         problems.push(Problem::new(last.line, format!("last record is '{}', expected 'end' (truncated log?)", last.kind())));
+    }
+    // Schema-1 logs are checked as the schema-1 tool checked them (any kind, any extra field);
+    // from schema 2 every record must follow its declaration.
+    let schema = first.obj.get("schema").and_then(Value::as_u64).filter(|s| (OLDEST_SCHEMA..=SCHEMA).contains(s)).unwrap_or(OLDEST_SCHEMA);
+    if schema >= 2 {
+        for r in &records {
+            check_declared(r, schema as u32, &mut problems);
+        }
     }
     let mut keys: HashMap<String, usize> = HashMap::new();
     for (i, r) in records.iter().enumerate() {
@@ -222,7 +279,7 @@ pub fn check_contract(log: &Log, ktap: &ktap::Outcome) -> Vec<Problem> {
 mod tests {
     use super::*;
 
-    const BOOT: &str = r#"# cs: {"record":"boot","schema":1,"el":1,"board":"qemu-virt","midr":"0x410fd083","cpu":"Cortex-A72","cntfrq":62500000,"emulated":true}"#;
+    const BOOT: &str = r#"# cs: {"record":"boot","schema":2,"el":1,"current_el":1,"board":"qemu-virt","midr":"0x410fd083","cpu":"Cortex-A72","cntfrq":62500000,"dtb":true,"ram_base":"0x40000000","ram_size":536870912,"uart":"0x9000000","emulated":true,"args":""}"#;
 
     fn contract(body: &str) -> Vec<String> {
         let log = Log::from_bytes("t", body.as_bytes());
@@ -272,18 +329,39 @@ mod tests {
     }
 
     #[test]
-    fn first_must_be_boot_with_schema_1() {
+    fn first_must_be_boot_with_a_known_schema() {
         let end = r#"# cs: {"record":"end","passed":1,"failed":0,"skipped":0}"#;
         assert_has(
             &contract(&doc(&[r#"# cs: {"record":"cache"}"#], &format!("ok 1 a\n{end}\n"))),
             "first record is 'cache', expected 'boot'",
         );
-        let b2 = BOOT.replace("\"schema\":1", "\"schema\":2");
-        assert_has(&contract(&doc(&[&b2], &format!("ok 1 a\n{end}\n"))), "boot record has schema 2; this tool reads schema 1");
-        let b3 = BOOT.replace("\"schema\":1,", "");
+        let b9 = BOOT.replace("\"schema\":2", "\"schema\":9");
+        assert_has(&contract(&doc(&[&b9], &format!("ok 1 a\n{end}\n"))), "boot record has schema 9; this tool reads schemas 1..=2");
+        // Schema 1 is read as the schema-1 tool read it: no "args", kinds it did not know.
+        let b1 = BOOT.replace("\"schema\":2", "\"schema\":1").replace(",\"args\":\"\"", "");
+        let timer = r#"# cs: {"record":"timer","source":"cntvct","hz":54000000}"#;
+        assert_eq!(contract(&doc(&[&b1, timer], &format!("ok 1 a\n{end}\n"))), Vec::<String>::new());
+        let b3 = BOOT.replace("\"schema\":2,", "");
         assert_has(&contract(&doc(&[&b3], &format!("ok 1 a\n{end}\n"))), "'boot' record has no \"schema\" field");
         let b4 = BOOT.replace("0x410fd083", "410fd083");
         assert_has(&contract(&doc(&[&b4], &format!("ok 1 a\n{end}\n"))), "is not a 0x… hex string");
+    }
+
+    #[test]
+    fn records_follow_their_declaration() {
+        let end = r#"# cs: {"record":"end","passed":1,"failed":0,"skipped":0}"#;
+        let p = contract(&doc(&[BOOT, r#"# cs: {"record":"nosuch","x":1}"#], &format!("ok 1 a\n{end}\n")));
+        assert_has(&p, "record kind 'nosuch' is not declared");
+        let p = contract(&doc(
+            &[BOOT, r#"# cs: {"record":"setway","op":"cisw","scope":"loc","ops":"many","bogus":1}"#],
+            &format!("ok 1 a\n{end}\n"),
+        ));
+        assert_has(&p, "'setway' record: \"ops\" must be uint, found \"many\"");
+        assert_has(&p, "'setway' record has an undeclared field \"bogus\"");
+        let p = contract(&doc(&[BOOT, r#"# cs: {"record":"setway","op":"cisw","ops":1}"#], &format!("ok 1 a\n{end}\n")));
+        assert_has(&p, "'setway' record has no \"scope\" field");
+        let no_args = BOOT.replace(",\"args\":\"\"", "");
+        assert_has(&contract(&doc(&[&no_args], &format!("ok 1 a\n{end}\n"))), "'boot' record has no \"args\" field");
     }
 
     #[test]

@@ -975,18 +975,17 @@ mod tests {
 
     const RUN: &str = concat!(
         "KTAP version 1\n1..1\n",
-        "# cs: {\"record\":\"boot\",\"schema\":1,\"el\":1,\"board\":\"qemu-virt\",\"midr\":\"0x410fd083\",\"cpu\":\"Cortex-A72\",\"cntfrq\":62500000,\"emulated\":true}\n",
+        "# cs: {\"record\":\"boot\",\"schema\":2,\"el\":1,\"current_el\":1,\"board\":\"qemu-virt\",\"midr\":\"0x410fd083\",\"cpu\":\"Cortex-A72\",\"cntfrq\":62500000,\"dtb\":true,\"ram_base\":\"0x40000000\",\"ram_size\":536870912,\"uart\":\"0x9000000\",\"emulated\":true,\"args\":\"\"}\n",
         "  KTAP version 1\n  # Subtest: bench\n  1..1\n",
-        "  # cs: {\"record\":\"cache\",\"level\":1,\"type\":\"data\",\"size\":32768}\n",
-        "  # cs: {\"record\":\"cache\",\"level\":1,\"type\":\"instruction\",\"size\":49152}\n",
-        "  # cs: {\"record\":\"metric\",\"bench\":\"latency\",\"variant\":\"chase\",\"attr\":\"wb\",\"bytes\":4096,\"reps\":5,\"min\":1,\"median\":2,\"max\":3,\"mad\":0.5,\"unit\":\"ns\",\"source\":\"cntvct\",\"emulated\":true,\"phase\":\"lat-wb-4k\"}\n",
-        "  # cs: {\"record\":\"metric\",\"bench\":\"latency\",\"variant\":\"chase\",\"attr\":\"wb\",\"bytes\":65536,\"reps\":5,\"min\":4,\"median\":5,\"max\":6,\"mad\":0.5,\"unit\":\"ns\",\"source\":\"cntvct\",\"emulated\":true}\n",
-        "  # cs: {\"record\":\"metric\",\"bench\":\"handoff\",\"variant\":\"nc\",\"attr\":\"nc\",\"bytes\":65536,\"median\":7,\"unit\":\"ns/MiB\",\"source\":\"cntvct\",\"emulated\":true}\n",
+        "  # cs: {\"record\":\"cache\",\"level\":1,\"type\":\"data\",\"line\":64,\"ways\":2,\"sets\":256,\"size\":32768,\"source\":\"ccsidr\"}\n",
+        "  # cs: {\"record\":\"cache\",\"level\":1,\"type\":\"instruction\",\"line\":64,\"ways\":3,\"sets\":256,\"size\":49152,\"source\":\"ccsidr\"}\n",
+        "  # cs: {\"record\":\"metric\",\"bench\":\"latency\",\"variant\":\"chase\",\"attr\":\"wb\",\"bytes\":4096,\"params\":{},\"phase\":\"lat-wb-4k\",\"reps\":5,\"min\":1,\"median\":2,\"max\":3,\"mad\":0.5,\"unit\":\"ns\",\"source\":\"cntvct\",\"emulated\":true}\n",
+        "  # cs: {\"record\":\"metric\",\"bench\":\"latency\",\"variant\":\"chase\",\"attr\":\"wb\",\"bytes\":65536,\"params\":{},\"phase\":\"latency/chase/wb/65536\",\"reps\":5,\"min\":4,\"median\":5,\"max\":6,\"mad\":0.5,\"unit\":\"ns\",\"source\":\"cntvct\",\"emulated\":true}\n",
+        "  # cs: {\"record\":\"metric\",\"bench\":\"handoff\",\"variant\":\"nc\",\"attr\":\"nc\",\"bytes\":65536,\"params\":{},\"phase\":\"handoff/nc/nc/65536\",\"reps\":1,\"min\":7,\"median\":7,\"max\":7,\"mad\":0,\"unit\":\"ns/MiB\",\"source\":\"cntvct\",\"emulated\":true}\n",
         "  ok 1 lat\nok 1 bench\n",
         "# cs: {\"record\":\"end\",\"passed\":1,\"failed\":0,\"skipped\":0}\n",
     );
-    const MODEL: &str =
-        "# cs: {\"record\":\"model-phase\",\"source\":\"model\",\"phase\":\"lat-wb-4k\",\"level\":1,\"accesses\":4096,\"misses\":64}\n";
+    const MODEL: &str = "# cs: {\"record\":\"model\",\"phase\":\"lat-wb-4k\",\"phase_id\":1,\"level\":\"L1D\",\"accesses\":4096,\"hits\":4032,\"misses\":64,\"writebacks\":0,\"maint\":0,\"bypass\":0,\"source\":\"model\"}\n";
 
     #[test]
     fn report_has_figures_labels_tables_and_model_merge() {
@@ -1004,8 +1003,8 @@ mod tests {
             "source: cntvct (CNTVCT\\_EL0 generic timer, 62.5 MHz, one tick = 16 ns)",
             "No `stream` metrics in this log.",
             "No `kv` metrics in this log.",
-            "| chase | wb | 4 KiB | 5 | 1 | 2 | 3 | 0.5 | ns | cntvct | true | L1 accesses=4096 misses=64 |",
-            "### model-phase (1 records, from the cache model)",
+            "| chase | wb | 4 KiB | 5 | 1 | 2 | 3 | 0.5 | ns | cntvct | true | L1D phase\\_id=1 accesses=4096 hits=4032 misses=64 writebacks=0 maint=0 bypass=0 |",
+            "### model (1 records, from the cache model)",
         ] {
             assert!(md.contains(needle), "missing {needle:?} in\n{md}");
         }

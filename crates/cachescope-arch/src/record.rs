@@ -1,0 +1,563 @@
+//! The record contract: every `# cs: {json}` record kind and its fields, declared once.
+//!
+//! The kernel's emitter builds records of these kinds (and nothing else), the cache-model
+//! plugin likewise for its kinds, and the host report tool checks every record of a log against
+//! these declarations; docs/records.md is generated from them ([`write_markdown`]) and a test
+//! keeps it equal. A measurement carries its identity explicitly: a `metric` record names its
+//! parameters in `params` and its phase in `phase`, both built by [`MetricId`].
+//!
+//! Wire format: one JSON object per line after [`PREFIX`], fields in declaration order,
+//! `"record"` (the kind) first. Schema history: 1 — the first landing; 2 — `metric` gains
+//! `params` (its identity) and `phase` (unique per measurement), `boot` gains `args`. Readers
+//! accept both.
+//!
+//! ```
+//! use cachescope_arch::record::{self, MetricId};
+//! assert_eq!(record::kind("metric").unwrap().field("params").unwrap().ty, record::Ty::Params);
+//! let id = MetricId { bench: "kv", variant: "scan-aligned", attr: "normal-wb", bytes: 131072, params: &[("tokens", 512)] };
+//! assert_eq!(format!("{id}"), "kv/scan-aligned/normal-wb/131072/tokens=512");
+//! ```
+
+use core::fmt;
+
+/// Schema version of the wire format (the `boot` record's `schema`).
+pub const SCHEMA: u32 = 2;
+
+/// Oldest schema a reader must accept.
+pub const OLDEST_SCHEMA: u32 = 1;
+
+/// What starts a record line (after any KTAP indentation).
+pub const PREFIX: &str = "# cs: ";
+
+/// A field's JSON type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ty {
+    /// A string.
+    Str,
+    /// A non-negative integer.
+    UInt,
+    /// A number (`null` where a figure cannot be computed, e.g. a rate over zero time).
+    Num,
+    /// A hexadecimal string `"0x…"` (addresses, raw register values).
+    Hex,
+    /// `true` / `false`.
+    Bool,
+    /// A non-negative integer or `null` (not reported).
+    UIntOrNull,
+    /// A string or `null` (not known).
+    StrOrNull,
+    /// An array of non-negative integers.
+    UIntList,
+    /// An object of parameter name → non-negative integer: a measurement's identity.
+    Params,
+}
+
+impl Ty {
+    /// How docs/records.md names the type.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Ty::Str => "string",
+            Ty::UInt => "uint",
+            Ty::Num => "number|null",
+            Ty::Hex => "\"0x…\"",
+            Ty::Bool => "bool",
+            Ty::UIntOrNull => "uint|null",
+            Ty::StrOrNull => "string|null",
+            Ty::UIntList => "[uint]",
+            Ty::Params => "{name: uint}",
+        }
+    }
+}
+
+/// One field of a record kind.
+#[derive(Clone, Copy, Debug)]
+pub struct Field {
+    /// JSON key.
+    pub name: &'static str,
+    /// JSON type.
+    pub ty: Ty,
+    /// Must be present (from the schema in `since`).
+    pub required: bool,
+    /// Schema version that introduced the field.
+    pub since: u32,
+    /// What it means (with its unit).
+    pub doc: &'static str,
+}
+
+/// Who emits a record kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Emitter {
+    /// The kernel (on the console, in the KTAP document).
+    Kernel,
+    /// The cache-model plugin (its own output, `source: "model"`).
+    Model,
+}
+
+/// One record kind.
+#[derive(Clone, Copy, Debug)]
+pub struct Kind {
+    /// The `"record"` value.
+    pub name: &'static str,
+    /// Who emits it.
+    pub emitter: Emitter,
+    /// When and why.
+    pub doc: &'static str,
+    /// Its fields after `"record"`, in wire order.
+    pub fields: &'static [Field],
+}
+
+impl Kind {
+    /// The declaration of field `name`.
+    pub fn field(&self, name: &str) -> Option<&'static Field> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+}
+
+const fn req(name: &'static str, ty: Ty, doc: &'static str) -> Field {
+    Field { name, ty, required: true, since: 1, doc }
+}
+
+const fn opt(name: &'static str, ty: Ty, doc: &'static str) -> Field {
+    Field { name, ty, required: false, since: 1, doc }
+}
+
+const fn req_since(since: u32, name: &'static str, ty: Ty, doc: &'static str) -> Field {
+    Field { name, ty, required: true, since, doc }
+}
+
+const fn kernel(name: &'static str, doc: &'static str, fields: &'static [Field]) -> Kind {
+    Kind { name, emitter: Emitter::Kernel, doc, fields }
+}
+
+const fn model(name: &'static str, doc: &'static str, fields: &'static [Field]) -> Kind {
+    Kind { name, emitter: Emitter::Model, doc, fields }
+}
+
+/// `boot`: the first record of every run.
+pub const BOOT: Kind = kernel(
+    "boot",
+    "First record of a run: where and how the kernel runs.",
+    &[
+        req("schema", Ty::UInt, "wire-format version (this document: 2; readers accept 1)"),
+        req("el", Ty::UInt, "exception level at entry (1, 2 or 3)"),
+        req("current_el", Ty::UInt, "exception level the suites run at (always 1)"),
+        req("board", Ty::Str, "board the kernel was built for: qemu-virt, rpi4, rpi5"),
+        req("midr", Ty::Hex, "MIDR_EL1"),
+        req("cpu", Ty::Str, "core name decoded from MIDR, or `unknown`"),
+        req("cntfrq", Ty::UInt, "generic timer frequency, Hz (CNTFRQ_EL0)"),
+        req("dtb", Ty::Bool, "a valid device tree was found"),
+        req("ram_base", Ty::Hex, "RAM base (DTB, else the board default)"),
+        req("ram_size", Ty::UInt, "RAM size, bytes"),
+        req("uart", Ty::Hex, "console PL011 base address"),
+        req("emulated", Ty::Bool, "running under QEMU: timings measure the emulator"),
+        req_since(2, "args", Ty::Str, "the kernel arguments of the run, control characters escaped"),
+    ],
+);
+
+/// `end`: the last record of every complete run.
+pub const END: Kind = kernel(
+    "end",
+    "Last record of a complete run (on boards: the end-of-run marker the capture stops at).",
+    &[
+        req("passed", Ty::UInt, "leaf cases passed"),
+        req("failed", Ty::UInt, "leaf cases failed"),
+        req("skipped", Ty::UInt, "leaf cases skipped"),
+    ],
+);
+
+/// `cache`: one cache level as CCSIDR describes it.
+pub const CACHE: Kind = kernel(
+    "cache",
+    "One cache as its CCSIDR_EL1 describes it (cache suite).",
+    &[
+        req("level", Ty::UInt, "cache level, 1..7"),
+        req("type", Ty::Str, "instruction, data or unified"),
+        req("line", Ty::UInt, "line size, bytes"),
+        req("ways", Ty::UInt, "associativity"),
+        req("sets", Ty::UInt, "number of sets"),
+        req("size", Ty::UInt, "line × ways × sets, bytes"),
+        req("source", Ty::Str, "`ccsidr` (the register; architecturally only a set/way geometry)"),
+    ],
+);
+
+/// `clidr`: CLIDR_EL1 decoded.
+pub const CLIDR: Kind = kernel(
+    "clidr",
+    "CLIDR_EL1 decoded (cache suite).",
+    &[
+        req("raw", Ty::Hex, "raw value"),
+        req("ctype", Ty::UIntList, "Ctype field per level 1..7"),
+        req("levels", Ty::UInt, "levels before the first empty one"),
+        req("louu", Ty::UInt, "Level of Unification, Uniprocessor"),
+        req("louis", Ty::UInt, "Level of Unification, Inner Shareable"),
+        req("loc", Ty::UInt, "Level of Coherence"),
+        req("icb", Ty::UInt, "Inner cache boundary (0 = not disclosed)"),
+        req("ccsidr_format", Ty::Str, "`32bit` or `ccidx` (FEAT_CCIDX)"),
+    ],
+);
+
+/// `ctr`: CTR_EL0 decoded.
+pub const CTR: Kind = kernel(
+    "ctr",
+    "CTR_EL0 decoded (cache suite).",
+    &[
+        req("raw", Ty::Hex, "raw value"),
+        req("imin_line", Ty::UInt, "smallest instruction-cache line, bytes"),
+        req("dmin_line", Ty::UInt, "smallest data-cache line, bytes (the by-VA maintenance stride)"),
+        req("l1ip", Ty::Str, "L1 instruction-cache policy: PIPT, VIPT, AIVIVT, VPIPT"),
+        req("erg", Ty::UInt, "exclusives reservation granule, bytes (0 = not provided)"),
+        req("cwg", Ty::UInt, "cache writeback granule, bytes (0 = not provided)"),
+        req("idc", Ty::Bool, "data clean to PoU not needed for instruction coherence"),
+        req("dic", Ty::Bool, "instruction invalidation to PoU not needed for instruction coherence"),
+        req("tmin_line", Ty::UIntOrNull, "smallest tag-cache line, bytes (FEAT_MTE2), null when not reported"),
+    ],
+);
+
+/// `dczid`: DCZID_EL0 decoded.
+pub const DCZID: Kind = kernel(
+    "dczid",
+    "DCZID_EL0 decoded (cache suite).",
+    &[
+        req("raw", Ty::Hex, "raw value"),
+        req("bs", Ty::UInt, "BS field: log2 of the block in words"),
+        req("block", Ty::UInt, "DC ZVA block, bytes"),
+        req("dzp", Ty::Bool, "DC ZVA prohibited"),
+    ],
+);
+
+/// `setway`: one set/way walk.
+pub const SETWAY: Kind = kernel(
+    "setway",
+    "One set/way walk: the DC ISW/CSW/CISW instructions it executed.",
+    &[
+        req("op", Ty::Str, "isw, csw or cisw"),
+        req("scope", Ty::Str, "loc, louis or level1..level7"),
+        req("ops", Ty::UInt, "DC instructions executed (0 when refused)"),
+        opt("error", Ty::Str, "why the walk was refused (then nothing was executed)"),
+    ],
+);
+
+/// `mmu`: the translation regime as programmed.
+pub const MMU: Kind = kernel(
+    "mmu",
+    "The translation regime after the MMU is on (mmu suite).",
+    &[
+        req("sctlr", Ty::Hex, "SCTLR_EL1"),
+        req("tcr", Ty::Hex, "TCR_EL1"),
+        req("mair", Ty::Hex, "MAIR_EL1"),
+        req("ttbr0", Ty::Hex, "TTBR0_EL1"),
+        req("va_bits", Ty::UInt, "virtual address bits"),
+        req("tables", Ty::UInt, "translation tables allocated"),
+    ],
+);
+
+/// `attr`: one alias window's attributes as AT S1E1R reports them.
+pub const ATTR: Kind = kernel(
+    "attr",
+    "One alias window: its mapping and what AT S1E1R + PAR_EL1 report for it (mmu suite).",
+    &[
+        req("name", Ty::Str, "attribute name: normal-wb, normal-wt, normal-nc, device-ngnrne, device-ngnre, device-gre"),
+        req("va", Ty::Hex, "window start, VA"),
+        req("pa", Ty::Hex, "window start, PA"),
+        req("mair", Ty::Str, "the MAIR byte programmed, \"0x..\""),
+        req("par_attr", Ty::StrOrNull, "PAR_EL1.ATTR after AT S1E1R, \"0x..\" (null when the walk failed)"),
+        req("sh", Ty::StrOrNull, "PAR_EL1.SH: inner, outer, non (null when the walk failed)"),
+    ],
+);
+
+/// `metric`: one measurement.
+pub const METRIC: Kind = Kind {
+    name: "metric",
+    emitter: Emitter::Kernel,
+    doc: "One measurement: the statistics of its measured windows, its identity (bench, variant, attr, bytes, params) and the timer.",
+    fields: &[
+        req("bench", Ty::Str, "benchmark: latency, stream, handoff, kv"),
+        req("variant", Ty::Str, "variant within the benchmark"),
+        req("attr", Ty::Str, "memory attribute of the region"),
+        req("bytes", Ty::UInt, "working set or transfer size, bytes"),
+        req_since(2, "params", Ty::Params, "the rest of the measurement's identity (e.g. tokens, stride); {} when none"),
+        req_since(2, "phase", Ty::Str, "the cache-model phase of its measured windows: bench/variant/attr/bytes[/name=value…]"),
+        req("reps", Ty::UInt, "measured windows"),
+        req("min", Ty::Num, "best window, in `unit`"),
+        req("median", Ty::Num, "median window, in `unit`"),
+        req("max", Ty::Num, "worst window, in `unit`"),
+        req("mad", Ty::Num, "median absolute deviation, in `unit`"),
+        req("unit", Ty::Str, "ns, cycles, ns/MiB, cycles/MiB, MB/s (10^6 B/s), B/cycle"),
+        req("source", Ty::Str, "timer: cntvct (generic timer), pmccntr (cycle counter); model figures carry `model`"),
+        req("emulated", Ty::Bool, "measured under an emulator: the figure measures the emulator"),
+        opt("bytes_per_load", Ty::UInt, "stream: bytes one load instruction moves"),
+        opt("line", Ty::UInt, "latency (schema 1 only; now in params): pointer-chase node size"),
+        opt("prefetch_distance", Ty::UInt, "stream (schema 1 only; now in params)"),
+        opt("tokens", Ty::UInt, "kv (schema 1 only; now in params)"),
+        opt("cached", Ty::UInt, "kv (schema 1 only; now in params)"),
+        opt("stride", Ty::UInt, "kv (schema 1 only; now in params)"),
+        opt("wrapped", Ty::UInt, "kv (schema 1 only; now in params)"),
+    ],
+};
+
+/// `knee`: a step in a latency curve.
+pub const KNEE: Kind = kernel(
+    "knee",
+    "A step in a latency curve: an inferred capacity (on an emulator: the host's caches, not the guest's).",
+    &[
+        req("attr", Ty::Str, "memory attribute of the curve"),
+        req("capacity", Ty::UInt, "working set after which latency steps up, bytes"),
+        req("below", Ty::Num, "latency before the step, in the curve's unit"),
+        req("above", Ty::Num, "latency after the step"),
+        req("source", Ty::Str, "timer of the curve"),
+        req("emulated", Ty::Bool, "measured under an emulator"),
+    ],
+);
+
+/// `kv-shape`: the KV cache shape of a kv benchmark run.
+pub const KV_SHAPE: Kind = kernel(
+    "kv-shape",
+    "The KV cache shape the kv benchmark runs with.",
+    &[
+        req("layers", Ty::UInt, "transformer layers"),
+        req("kv_heads", Ty::UInt, "KV heads per layer"),
+        req("head_dim", Ty::UInt, "head dimension"),
+        req("dtype_bytes", Ty::UInt, "bytes per element"),
+        req("capacity", Ty::UInt, "ring capacity, tokens"),
+        req("bytes_per_token", Ty::UInt, "2 × layers × kv_heads × head_dim × dtype_bytes"),
+    ],
+);
+
+/// `bench-model`: the cache-model speed benchmark's loop (tests/model.rs).
+pub const BENCH_MODEL: Kind = kernel(
+    "bench-model",
+    "One memory-bound loop of the cache-model speed benchmark (model test kernel, `only=bench`).",
+    &[
+        req("pattern", Ty::Str, "seq or chase"),
+        req("accesses", Ty::UInt, "loads executed"),
+        req("bytes", Ty::UInt, "working set, bytes"),
+        req("ticks", Ty::UInt, "generic-timer ticks of the loop"),
+        req("cntfrq", Ty::UInt, "timer frequency, Hz"),
+        req("ms", Ty::UInt, "loop time, ms (host time under TCG)"),
+    ],
+);
+
+const MODEL_COUNTS: [Field; 6] = [
+    req("accesses", Ty::UInt, "accesses that reached this level"),
+    req("hits", Ty::UInt, "of which hits"),
+    req("misses", Ty::UInt, "of which misses"),
+    req("writebacks", Ty::UInt, "dirty lines written to the next level"),
+    req("maint", Ty::UInt, "lines touched by maintenance operations"),
+    req("bypass", Ty::UInt, "accesses that bypassed the caches (non-cacheable, Device, caches off)"),
+];
+
+/// `model-geometry`: one modelled cache.
+pub const MODEL_GEOMETRY: Kind = model(
+    "model-geometry",
+    "One cache the model simulates.",
+    &[
+        req("level", Ty::Str, "L1I, L1D, L2, L3"),
+        req("size", Ty::UInt, "bytes"),
+        req("line", Ty::UInt, "line size, bytes"),
+        req("sets", Ty::UInt, "sets"),
+        req("ways", Ty::UInt, "ways"),
+        req("sharing", Ty::Str, "private or shared"),
+        req("policy", Ty::Str, "replacement policy: lru, fifo, random"),
+        req("origin", Ty::Str, "guest (the kernel's CCSIDR), a profile name, or the plugin arguments"),
+        req("vcpus", Ty::UInt, "vCPUs"),
+        req("source", Ty::Str, "`model`"),
+    ],
+);
+
+/// `model`: one level's counts in one phase.
+pub const MODEL: Kind = model(
+    "model",
+    "One cache level's counts during one named phase (a benchmark's measured windows).",
+    &[
+        req("phase", Ty::Str, "phase name (a metric's `phase`)"),
+        req("phase_id", Ty::UInt, "phase id"),
+        req("level", Ty::Str, "L1I, L1D, L2, L3"),
+        MODEL_COUNTS[0],
+        MODEL_COUNTS[1],
+        MODEL_COUNTS[2],
+        MODEL_COUNTS[3],
+        MODEL_COUNTS[4],
+        MODEL_COUNTS[5],
+        req("source", Ty::Str, "`model`"),
+    ],
+);
+
+/// `model-total`: one level's counts over the whole run.
+pub const MODEL_TOTAL: Kind = model(
+    "model-total",
+    "One cache level's counts over the whole run.",
+    &[
+        req("level", Ty::Str, "L1I, L1D, L2, L3"),
+        MODEL_COUNTS[0],
+        MODEL_COUNTS[1],
+        MODEL_COUNTS[2],
+        MODEL_COUNTS[3],
+        MODEL_COUNTS[4],
+        MODEL_COUNTS[5],
+        req("source", Ty::Str, "`model`"),
+    ],
+);
+
+/// `model-run`: the model's bookkeeping at exit.
+pub const MODEL_RUN: Kind = model(
+    "model-run",
+    "The model's bookkeeping at the end of the run.",
+    &[
+        req("protocol", Ty::UInt, "marker protocol version the plugin speaks"),
+        req("markers", Ty::UInt, "markers received"),
+        req("phases", Ty::UInt, "phases completed"),
+        req("va_learned", Ty::UInt, "by-VA operations translated from the guest's own accesses"),
+        req("va_window", Ty::UInt, "… from a window's declared PA"),
+        req("va_identity", Ty::UInt, "… as PA = VA"),
+        req("setway_ops", Ty::UInt, "DC set/way instructions decoded"),
+        req("warnings", Ty::UInt, "model-warning records"),
+        req("fast", Ty::Bool, "the shortcuts were on"),
+        req("source", Ty::Str, "`model`"),
+    ],
+);
+
+/// `model-warning`: something the model could not follow.
+pub const MODEL_WARNING: Kind = model(
+    "model-warning",
+    "Something the model could not follow (a malformed marker, a phase never ended).",
+    &[req("what", Ty::Str, "the problem"), req("source", Ty::Str, "`model`")],
+);
+
+/// Every record kind, kernel first.
+pub const KINDS: &[Kind] = &[
+    BOOT,
+    END,
+    CACHE,
+    CLIDR,
+    CTR,
+    DCZID,
+    SETWAY,
+    MMU,
+    ATTR,
+    METRIC,
+    KNEE,
+    KV_SHAPE,
+    BENCH_MODEL,
+    MODEL_GEOMETRY,
+    MODEL,
+    MODEL_TOTAL,
+    MODEL_RUN,
+    MODEL_WARNING,
+];
+
+/// The declaration of record kind `name`.
+pub fn kind(name: &str) -> Option<&'static Kind> {
+    KINDS.iter().find(|k| k.name == name)
+}
+
+/// What a measurement is of: its identity, the same in the `metric` record (`bench`, `variant`,
+/// `attr`, `bytes`, `params`) and in the name of the cache-model phase of its measured windows
+/// (`phase`, this type's `Display`): `bench/variant/attr/bytes` then `/name=value` per parameter.
+#[derive(Clone, Copy, Debug)]
+pub struct MetricId<'a> {
+    /// Benchmark.
+    pub bench: &'a str,
+    /// Variant.
+    pub variant: &'a str,
+    /// Memory attribute.
+    pub attr: &'a str,
+    /// Working set or transfer size, bytes.
+    pub bytes: u64,
+    /// The other parameters that tell two measurements apart, in a fixed order.
+    pub params: &'a [(&'a str, u64)],
+}
+
+impl fmt::Display for MetricId<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}/{}/{}", self.bench, self.variant, self.attr, self.bytes)?;
+        for (k, v) in self.params {
+            write!(f, "/{k}={v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes docs/records.md: every kind with its fields (a test keeps the file equal to this).
+pub fn write_markdown(out: &mut dyn fmt::Write) -> fmt::Result {
+    writeln!(out, "# Records (schema {SCHEMA})")?;
+    writeln!(out)?;
+    writeln!(out, "<!-- Generated from crates/cachescope-arch/src/record.rs (`record::write_markdown`); do not edit by hand:")?;
+    writeln!(out, "     UPDATE_DOCS=1 cargo test -p cachescope-arch --target host-tuple records_doc rewrites it. -->")?;
+    writeln!(out)?;
+    writeln!(out, "Every fact and measurement is also a record: a KTAP diagnostic line `{PREFIX}{{json}}` (at the line's KTAP")?;
+    writeln!(out, "indentation) holding one JSON object whose `\"record\"` field names its kind, then the fields below in")?;
+    writeln!(out, "this order. Kernel records are part of the KTAP document (`boot` first, `end` last); cache-model records")?;
+    writeln!(out, "come from the QEMU plugin's own output. Schema 1 logs (no `params`/`phase` in `metric`, no `args` in")?;
+    writeln!(out, "`boot`) are still read as before: any kind, and a metric's further integer fields were its parameters.")?;
+    for k in KINDS {
+        writeln!(out)?;
+        let who = match k.emitter {
+            Emitter::Kernel => "kernel",
+            Emitter::Model => "cache model",
+        };
+        writeln!(out, "## `{}` ({who})", k.name)?;
+        writeln!(out)?;
+        writeln!(out, "{}", k.doc)?;
+        writeln!(out)?;
+        writeln!(out, "| field | type | required | meaning |")?;
+        writeln!(out, "|---|---|---|---|")?;
+        for f in k.fields {
+            write!(out, "| `{}` | ", f.name)?;
+            for c in f.ty.name().chars() {
+                if c == '|' {
+                    out.write_str("\\|")?;
+                } else {
+                    out.write_char(c)?;
+                }
+            }
+            write!(out, " | ")?;
+            match (f.required, f.since) {
+                (true, 1) => write!(out, "yes")?,
+                (true, since) => write!(out, "from schema {since}")?,
+                (false, _) => write!(out, "no")?,
+            }
+            writeln!(out, " | {} |", f.doc)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::string::String;
+
+    #[test]
+    fn kinds_are_unique_and_well_formed() {
+        for (i, k) in KINDS.iter().enumerate() {
+            assert!(KINDS[..i].iter().all(|o| o.name != k.name), "{} declared twice", k.name);
+            for (j, f) in k.fields.iter().enumerate() {
+                assert!(k.fields[..j].iter().all(|o| o.name != f.name), "{}.{} declared twice", k.name, f.name);
+                assert!(f.name != "record" && (1..=SCHEMA).contains(&f.since), "{}.{}", k.name, f.name);
+            }
+        }
+        assert!(kind("boot").unwrap().field("schema").unwrap().required);
+        assert!(kind("nosuch").is_none());
+    }
+
+    #[test]
+    fn metric_ids() {
+        let none = MetricId { bench: "latency", variant: "chase", attr: "normal-wb", bytes: 4096, params: &[] };
+        assert_eq!(std::format!("{none}"), "latency/chase/normal-wb/4096");
+        let kv = MetricId { params: &[("tokens", 320), ("wrapped", 1)], ..none };
+        assert_eq!(std::format!("{kv}"), "latency/chase/normal-wb/4096/tokens=320/wrapped=1");
+    }
+
+    /// docs/records.md equals what [`write_markdown`] generates (`UPDATE_DOCS=1` rewrites it).
+    #[test]
+    fn records_doc() {
+        let mut want = String::new();
+        write_markdown(&mut want).unwrap();
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/records.md");
+        if std::env::var_os("UPDATE_DOCS").is_some() {
+            std::fs::write(&path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(have == want, "{} is not what record::write_markdown generates: run UPDATE_DOCS=1 cargo test -p cachescope-arch --target host-tuple records_doc", path.display());
+    }
+}
