@@ -28,7 +28,7 @@ extern "C" fn secondary(core: u64) -> ! {
     let me = &CHECK_IN[core as usize];
     me.el.store(cpu::current_el() as u64, Ordering::Relaxed);
     me.mpidr.store(cpu::mpidr() | 1 << 63, Ordering::Release);
-    cpu::dsb_sy();
+    cachescope_arch::hw::dsb_sy();
     aarch64_cpu::asm::sev();
     cpu::park()
 }
