@@ -164,20 +164,29 @@ mod target {
     /// measured windows (not the warm-up runs) are one cache-model phase named after `id`
     /// (ids count up from 1), so the model's counts pair with the metric.
     pub fn measure(env: &Env, id: MetricId, mut f: impl FnMut()) -> Summary {
-        for _ in 0..env.warmup {
-            f();
-        }
-        let mut samples = phase(id, || env.timer.measure(env.reps, 0, f));
+        // The warm-up runs through the very same frames as the measured windows (only the
+        // markers are off), so the measured windows find the stack lines they use warm too.
+        let _ = in_phase(id, false, || env.timer.measure(env.warmup, 0, &mut f));
+        let mut samples = in_phase(id, true, || env.timer.measure(env.reps, 0, &mut f));
         super::stats::summarize(&mut samples).expect("reps >= 1")
     }
 
     /// Runs `f` as the cache-model phase named after `id` (see [`measure`]; cut at
     /// `PHASE_NAME_MAX` bytes).
     pub fn phase<R>(id: MetricId, f: impl FnOnce() -> R) -> R {
+        in_phase(id, true, f)
+    }
+
+    /// [`phase`], or the same frames without the markers (`marked` false: a warm-up).
+    #[inline(never)]
+    fn in_phase<R>(id: MetricId, marked: bool, f: impl FnOnce() -> R) -> R {
         let mut name = PhaseName { buf: [0; PHASE_NAME_MAX + 1], len: 0 };
         let _ = write!(name, "{id}");
-        let id = PHASE_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
         let name = core::ffi::CStr::from_bytes_until_nul(&name.buf).unwrap_or(c"bench");
+        if !marked {
+            return core::hint::black_box(f)();
+        }
+        let id = PHASE_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
         crate::model::phase(name, id, f)
     }
 
