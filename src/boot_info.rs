@@ -44,8 +44,7 @@ pub use target::*;
 mod target {
     use super::BootInfo;
     use crate::firmware::fdt::{Fdt, FdtError, FDT_MAGIC};
-    use crate::harness::Record;
-    use crate::{arch::cpu, bsp, console, cpuid::Midr};
+    use crate::{arch::cpu, bsp, console};
 
     /// Heap size cap; RAM beyond it is the test arena.
     const HEAP_MAX: usize = 16 << 20;
@@ -138,25 +137,5 @@ mod target {
         }
         info.emulated = bsp::emulated();
         info
-    }
-
-    /// Emits the `boot` record: always the first record of a run.
-    pub fn emit_boot_record(b: &BootInfo) {
-        let midr = Midr { raw: b.midr };
-        Record::new(&cachescope_arch::record::BOOT)
-            .u64("schema", crate::harness::record::SCHEMA as u64)
-            .u64("el", b.entry_el as u64)
-            .u64("current_el", b.current_el as u64)
-            .str("board", b.board)
-            .hex("midr", b.midr)
-            .str("cpu", midr.core_name().unwrap_or("unknown"))
-            .u64("cntfrq", b.cntfrq)
-            .bool("dtb", b.dtb.is_some())
-            .hex("ram_base", b.ram.0)
-            .u64("ram_size", b.ram.1)
-            .hex("uart", b.uart as u64)
-            .bool("emulated", b.emulated)
-            .str("args", &alloc::format!("{}", crate::harness::args::Escaped(&b.cmdline)))
-            .emit();
     }
 }

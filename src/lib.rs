@@ -31,7 +31,7 @@ mod panic;
 pub mod suites;
 
 /// Defines a kernel binary's entry: `kernel_entry` (called by boot.s) initialises the board and
-/// runs the given [`harness::KernelSpec`].
+/// runs the given `harness::KernelSpec`.
 #[macro_export]
 macro_rules! kernel_main {
     ($spec:expr) => {
@@ -42,3 +42,10 @@ macro_rules! kernel_main {
         }
     };
 }
+
+/// The layering rule, checked on the sources: a module imports only from layers below its own
+/// (`crate::` paths outside test code). Layers, bottom up: drivers, firmware, the library's
+/// re-exports (exception, cpuid) → arch → console, model → bsp → boot_info, panic → harness →
+/// cache → mem → bench → suites.
+#[cfg(test)]
+mod layering;

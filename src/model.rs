@@ -23,7 +23,7 @@ mod target {
     /// boot by the harness, so the model knows the guest's caches whatever suites run.
     pub fn announce() {
         hello();
-        for c in crate::cache::this_cpu().caches {
+        for c in cachescope_arch::hw::topology().caches {
             let g = &c.ccsidr;
             emit(Marker::Geometry { level: c.level, kind: c.kind, line: g.line(), sets: g.sets as u64, ways: g.ways as u64 });
         }

@@ -6,7 +6,7 @@ use core::fmt::Write;
 
 use super::catalogue::{Plan, Request};
 use super::{args, catalogue, ktap, ktap::Verdict, Args, Ctx, Record, Suite, Totals};
-use crate::{arch, boot_info::BootInfo, bsp, console, diag, println};
+use crate::{arch, boot_info::BootInfo, bsp, console, cpuid::Midr, diag, println};
 
 /// What a kernel binary (the main job or a test kernel) runs: its suites in order. The
 /// arguments it accepts are those its suites declare (plus `only=` / `skip=`).
@@ -45,7 +45,7 @@ pub fn run_kernel(boot: &BootInfo, spec: &KernelSpec) -> ! {
     let mut line = String::new();
     let _ = ktap::header(&mut line, 0, None, selection.len());
     println!("{line}");
-    crate::boot_info::emit_boot_record(boot);
+    emit_boot_record(boot);
     crate::model::announce();
 
     let mut totals = Totals::default();
@@ -121,4 +121,24 @@ pub fn finish(t: Totals) -> ! {
     let _ = ktap::totals_line(&mut line, 0, "Totals", t.passed, t.failed, t.skipped);
     println!("{line}");
     bsp::exit(if t.failed == 0 { 0 } else { 1 })
+}
+
+/// Emits the `boot` record: always the first record of a run.
+fn emit_boot_record(b: &BootInfo) {
+    let midr = Midr { raw: b.midr };
+    Record::new(&cachescope_arch::record::BOOT)
+        .u64("schema", super::record::SCHEMA as u64)
+        .u64("el", b.entry_el as u64)
+        .u64("current_el", b.current_el as u64)
+        .str("board", b.board)
+        .hex("midr", b.midr)
+        .str("cpu", midr.core_name().unwrap_or("unknown"))
+        .u64("cntfrq", b.cntfrq)
+        .bool("dtb", b.dtb.is_some())
+        .hex("ram_base", b.ram.0)
+        .u64("ram_size", b.ram.1)
+        .hex("uart", b.uart as u64)
+        .bool("emulated", b.emulated)
+        .str("args", &alloc::format!("{}", super::args::Escaped(&b.cmdline)))
+        .emit();
 }

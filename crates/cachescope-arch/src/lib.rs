@@ -6,7 +6,8 @@
 //!
 //! - [`cpuid`]: MIDR_EL1 (implementer, part, variant, revision; core names).
 //! - [`exception`]: ESR_ELx decoding (class, fault status with level, WnR) and trap reports.
-//! - [`cache`]: cache kinds.
+//! - [`cache`]: ID-register decoders, topology, the set/way walker, by-VA maintenance, silicon
+//!   geometries.
 //! - [`attr`]: arch-neutral memory types and attributes (MAIR encodings, validation).
 //! - [`descriptor`]: VMSAv8-64 stage 1 descriptors (tock-registers layouts) and MAIR_EL1.
 //! - [`list`]: the fixed-capacity list returned where a `Vec` would need an allocator.
@@ -15,10 +16,11 @@
 //! - [`sysreg`]: every system-register layout (tock-registers) and the one access style.
 //! - [`marker`]: the cache-model marker protocol (`hint #0x7f`), shared with the QEMU plugin.
 //!
-//! See the crate's README for a firmware that uses it.
+//! What follows is the crate's README.
 
 #![no_std]
 #![deny(missing_docs)]
+#![doc = include_str!("../README.md")]
 
 #[cfg(test)]
 extern crate std;

@@ -1,8 +1,8 @@
 //! System registers: the one home of their layouts and the one way to access them.
 //!
-//! Layouts are tock-registers bitfields: aarch64-cpu's (re-exported here, e.g. [`CLIDR_EL1`],
-//! [`SCTLR_EL1`], [`TCR_EL1`]) and, for the registers aarch64-cpu lacks, ours below
-//! ([`CTR_EL0`], [`DCZID_EL0`], [`CCSIDR2_EL1`], [`PAR`], [`PMCR_EL0`]). Access, on the target,
+//! Layouts are tock-registers bitfields: aarch64-cpu's (re-exported here, e.g. [`CLIDR_EL1`](mod@CLIDR_EL1),
+//! [`SCTLR_EL1`](mod@SCTLR_EL1), [`TCR_EL1`](mod@TCR_EL1)) and, for the registers aarch64-cpu lacks, ours below
+//! ([`CTR_EL0`](mod@CTR_EL0), [`DCZID_EL0`](mod@DCZID_EL0), [`CCSIDR2_EL1`](mod@CCSIDR2_EL1), [`PAR`], [`PMCR_EL0`](mod@PMCR_EL0)). Access, on the target,
 //! is always the tock-registers interface on a register value: `CTR_EL0.get()`,
 //! `SCTLR_EL1.is_set(SCTLR_EL1::C)`, `PMCR_EL0.write(PMCR_EL0::E::SET)` — aarch64-cpu's
 //! registers and ours alike. Decoders work on raw values (`LocalRegisterCopy`) and run on the

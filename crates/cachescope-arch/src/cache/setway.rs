@@ -1,6 +1,6 @@
 //! The one set/way walker, in the shape of TF-A's `do_dcsw_op` (lib/aarch64/cache_helpers.S).
 //!
-//! [`walk`] is generic over a [`Backend`]: on the target [`Hardware`] issues real DC ISW/CSW/CISW
+//! [`walk`] is generic over a [`Backend`]: on the target `Hardware` issues real DC ISW/CSW/CISW
 //! instructions and counts them; on the host (and in target self-checks) `Recorder` (feature `recorder`) plays a
 //! CPU from raw register values and logs every event, so tests prove that every (level, set, way)
 //! of every data/unified level in scope is visited exactly once and in the right barriers.
