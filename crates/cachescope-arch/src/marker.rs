@@ -10,7 +10,7 @@
 //!
 //! | x9 | command        | x10                                  | x11              | x12          | x13                  |
 //! |----|----------------|--------------------------------------|------------------|--------------|----------------------|
-//! | 1  | hello          | protocol version (2)                 | –                | –            | –                    |
+//! | 1  | hello          | protocol version (3)                 | –                | –            | –                    |
 //! | 2  | geometry       | level \| kind << 8 \| line << 16     | sets             | ways         | –                    |
 //! | 3  | window         | VA start                             | length (bytes)   | attribute    | PA start or all ones |
 //! | 4  | sctlr          | SCTLR_EL1 (M bit 0, C bit 2, I bit 12)| –               | –            | –                    |

@@ -494,6 +494,33 @@ mod tests {
         ])
     }
 
+    /// What scripts/bench-regress used to prove at run time, as a unit test: with tolerance 0
+    /// (an exact baseline, as the icount benchmark baseline is) every single metric moved by
+    /// 1 % in either direction — and by the smallest step its 3 decimals can show — fails the
+    /// comparison naming exactly that metric (an exact baseline fails on any change, better or
+    /// worse); the unperturbed baseline passes.
+    #[test]
+    fn exact_baseline_rejects_any_single_perturbed_metric() {
+        let run = run();
+        let (exact, _) = Baseline::from_metrics(&run, 0.0);
+        assert!(!compare(&run, &exact, Some(0.0)).unwrap().failed());
+        for key in exact.metrics.keys() {
+            for factor in [1.01, 0.99] {
+                for step in [None, Some(0.001)] {
+                    let mut b = exact.clone();
+                    let e = b.metrics.get_mut(key).unwrap();
+                    e.median = step.map_or(e.median * factor, |s| e.median + s * (factor - 1.0).signum());
+                    let c = compare(&run, &b, Some(0.0)).unwrap();
+                    let named: Vec<&(String, Finding)> = c.findings.iter().collect();
+                    assert_eq!(named.len(), 1, "{key} moved by {factor}/{step:?}: exactly one finding, got {named:?}");
+                    let (k, f) = named[0];
+                    assert_eq!(k, key);
+                    assert!(c.failed() && f.fails(), "{key} moved by {factor}/{step:?} passed: {f:?}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn identical_run_passes_and_roundtrips() {
         let (b, notes) = Baseline::from_metrics(&run(), 5.0);
