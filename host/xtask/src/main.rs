@@ -25,6 +25,7 @@
 
 #![deny(missing_docs)]
 
+mod benchmodel;
 mod boards;
 mod catalogue;
 mod checklogs;
@@ -69,6 +70,16 @@ enum Command {
         elf: Option<PathBuf>,
         /// CPU models (default: cortex-a72 cortex-a53 cortex-a710 max).
         cpus: Vec<String>,
+    },
+    /// The cache-model plugin's speed: memory-bound loops of the model test kernel, plain TCG
+    /// against TCG with the plugin, best of N, as loop time and whole-QEMU wall time.
+    BenchModel {
+        /// Loads per run.
+        #[arg(long, default_value_t = 100_000_000)]
+        accesses: u64,
+        /// Runs of each configuration (the best counts).
+        #[arg(long, default_value_t = 3)]
+        reps: u32,
     },
     /// Print the record lines (`# cs: {…}`) of a log or model file that pass the filters, verbatim.
     Records {
@@ -296,6 +307,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 Err(Failure::Quiet)
             }
         }
+        Command::BenchModel { accesses, reps } => benchmodel::bench_model(&repo_root(), accesses, reps.max(1)).map_err(usage),
         Command::Records { file, source, kind, drop_kind, level, field } => {
             let text = String::from_utf8_lossy(&std::fs::read(&file).map_err(|e| usage(format!("{}: cannot read: {e}", file.display())))?)
                 .into_owned();

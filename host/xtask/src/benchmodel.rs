@@ -1,0 +1,105 @@
+//! `cachescope-xtask bench-model`: the cache-model plugin's speed on memory-bound loops, plain
+//! TCG against TCG with the plugin (the model test kernel's `bench` suite: one loop timed by the
+//! generic timer, which follows host time under TCG, reported as a `bench-model` record), best of
+//! N runs of each, as the loop's own time and the whole QEMU process's wall time.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use crate::run::discover_test_kernels;
+
+/// One configuration: (name, kernel arguments).
+const LOOPS: [(&str, &str); 3] =
+    [("seq-8M", "pattern=seq bytes=8M"), ("seq-16K", "pattern=seq bytes=16K"), ("chase-8M", "pattern=chase bytes=8M")];
+
+/// One run: the loop's milliseconds (its record) and the QEMU process's wall milliseconds.
+fn run(root: &Path, elf: &Path, model: &str, args: &str, accesses: u64) -> Result<(u64, u64), String> {
+    let t0 = Instant::now();
+    let out = Command::new(root.join("scripts/qemu-run"))
+        .arg(elf)
+        .arg("only=bench")
+        .args(args.split_whitespace())
+        .arg(format!("accesses={accesses}"))
+        .env("QEMU_CACHE_MODEL", model)
+        .env("CS_NO_MATRIX", "1")
+        .env("QEMU_TIMEOUT", "600")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run scripts/qemu-run: {e}"))?;
+    let wall = t0.elapsed().as_millis() as u64;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let ms = text
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("# cs: "))
+        .filter_map(|j| serde_json::from_str::<serde_json::Value>(j).ok())
+        .find(|r| r["record"] == "bench-model")
+        .and_then(|r| r["ms"].as_u64());
+    match ms {
+        Some(ms) if out.status.success() => Ok((ms, wall)),
+        _ => Err(format!(
+            "no bench-model record from QEMU_CACHE_MODEL={model} {args} (exit {:?}): {}",
+            out.status.code(),
+            text.lines().rev().take(5).collect::<Vec<_>>().join(" | ")
+        )),
+    }
+}
+
+/// Best (smallest) loop and wall time over `reps` runs.
+fn best(root: &Path, elf: &Path, model: &str, args: &str, accesses: u64, reps: u32) -> Result<(u64, u64), String> {
+    let (mut l, mut w) = (u64::MAX, u64::MAX);
+    for _ in 0..reps {
+        let (a, b) = run(root, elf, model, args, accesses)?;
+        l = l.min(a);
+        w = w.min(b);
+    }
+    Ok((l, w))
+}
+
+/// The table's row: times in seconds and the model's slowdown over plain TCG.
+pub fn row(name: &str, plain: (u64, u64), model: (u64, u64)) -> String {
+    let s = |ms: u64| ms as f64 / 1000.0;
+    let ratio = |a: u64, b: u64| if b == 0 { f64::NAN } else { a as f64 / b as f64 };
+    format!(
+        "{name:<9} {:>11.2}s {:>11.2}s {:>11.2}s {:>11.2}s {:>8.1} {:>8.1}",
+        s(plain.0),
+        s(model.0),
+        s(plain.1),
+        s(model.1),
+        ratio(model.0, plain.0),
+        ratio(model.1, plain.1)
+    )
+}
+
+/// Runs every loop plain and under the model and prints the table.
+pub fn bench_model(root: &Path, accesses: u64, reps: u32) -> Result<(), String> {
+    let elf = discover_test_kernels(root, None)?
+        .into_iter()
+        .find(|(n, _)| n == "model")
+        .map(|(_, e)| e)
+        .ok_or("the model test kernel (tests/model.rs) was not built")?;
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "host load average {}; {accesses} loads per run, best of {reps}",
+        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    );
+    println!("{:<9} {:>12} {:>12} {:>12} {:>12} {:>8} {:>8}", "pattern", "plain loop", "model loop", "plain QEMU", "model QEMU", "loop ×", "QEMU ×");
+    for (name, args) in LOOPS {
+        let plain = best(root, &elf, "off", args, accesses, reps)?;
+        let model = best(root, &elf, "on", args, accesses, reps)?;
+        println!("{}", row(name, plain, model));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_formats_seconds_and_ratios() {
+        let r = row("seq-8M", (100, 250), (640, 1000));
+        assert_eq!(r, "seq-8M           0.10s        0.64s        0.25s        1.00s      6.4      4.0");
+        assert!(row("x", (0, 0), (1, 1)).contains("NaN"));
+    }
+}
