@@ -149,6 +149,14 @@ impl fmt::Display for FaultStatus {
 }
 
 /// A decoded ESR_ELx value.
+///
+/// ```
+/// use cachescope_arch::exception::{FaultStatus, Syndrome};
+/// let esr = Syndrome { raw: 0x9600_0021 }; // an unaligned load with the MMU off
+/// assert!(esr.is_data_abort());
+/// assert_eq!(esr.fault_status(), Some(FaultStatus::Alignment));
+/// assert_eq!(esr.write_not_read(), Some(false));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Syndrome {
     /// Raw register value.

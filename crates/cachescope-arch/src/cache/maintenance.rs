@@ -88,6 +88,21 @@ fn each_line<B: VaBackend>(b: &mut B, start: usize, len: usize, line: usize, mut
 
 /// `op` on every data line of `[start, start + len)`, stride CTR_EL0.DminLine, bracketed by
 /// barriers (DSB SY for PoC operations, DSB ISH for PoU).
+///
+/// ```
+/// use cachescope_arch::cache::maintenance::{range_op, Barrier, VaBackend, VaOp};
+/// use cachescope_arch::cache::Ctr;
+/// struct Count(usize, Vec<usize>);
+/// impl VaBackend for Count {
+///     fn op(&mut self, _: VaOp, va: usize) { self.0 += 1; self.1.push(va) }
+///     fn barrier(&mut self, _: Barrier) {}
+/// }
+/// let ctr = Ctr { raw: 0x8444_c004 }; // DminLine = 64 bytes
+/// let mut b = Count(0, Vec::new());
+/// // 100 bytes from 0x1030 touch three 64-byte lines: 0x1000, 0x1040, 0x1080.
+/// assert_eq!(range_op(&mut b, ctr, VaOp::CleanPoc, 0x1030, 100), Ok(3));
+/// assert_eq!(b.1, [0x1000, 0x1040, 0x1080]);
+/// ```
 pub fn range_op<B: VaBackend>(b: &mut B, ctr: Ctr, op: VaOp, start: usize, len: usize) -> Result<u64, RangeError> {
     let line = ctr.dmin_line() as usize;
     line_span(start, len, line)?;

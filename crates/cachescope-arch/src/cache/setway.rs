@@ -161,6 +161,31 @@ pub const fn operand(level: u8, set: u32, way: u32, g: &Ccsidr) -> u64 {
 }
 
 /// The walker. Refuses (no DC issued, CSSELR restored) if a geometry in scope cannot be encoded.
+///
+/// ```
+/// use cachescope_arch::cache::setway::{walk, Backend, Scope, SetWayOp};
+/// use cachescope_arch::cache::topology::IdRegs;
+/// // A CPU with one 4 KiB 2-way L1D (32 sets, 64-byte lines): CLIDR says data cache, LoC = 1.
+/// struct Tiny { csselr: u64, dc: u64 }
+/// impl IdRegs for Tiny {
+///     fn clidr(&mut self) -> u64 { 0b010 | 1 << 24 }
+///     fn mmfr2(&mut self) -> u64 { 0 }
+///     fn csselr(&mut self) -> u64 { self.csselr }
+///     fn select(&mut self, v: u64) { self.csselr = v }
+///     fn ccsidr(&mut self) -> u64 { 31 << 13 | 1 << 3 | 2 }
+///     fn ccsidr2(&mut self) -> Option<u64> { None }
+/// }
+/// impl Backend for Tiny {
+///     type Ids = Self;
+///     fn ids(&mut self) -> &mut Self { self }
+///     fn dsb(&mut self) {}
+///     fn isb(&mut self) {}
+///     fn dc(&mut self, _: SetWayOp, _: u64) { self.dc += 1 }
+/// }
+/// let mut cpu = Tiny { csselr: 0, dc: 0 };
+/// let w = walk(&mut cpu, SetWayOp::Clean, Scope::ToLoC).unwrap();
+/// assert_eq!((w.ops, cpu.dc), (64, 64)); // 32 sets × 2 ways
+/// ```
 pub fn walk<B: Backend>(b: &mut B, op: SetWayOp, scope: Scope) -> Result<Walk, WalkError> {
     let ids = b.ids();
     let clidr = Clidr::decode(ids.clidr());
