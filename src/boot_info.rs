@@ -43,34 +43,11 @@ pub use target::*;
 #[cfg(target_os = "none")]
 mod target {
     use super::BootInfo;
-    use crate::firmware::fdt::{Fdt, FdtError, FDT_MAGIC};
+    use crate::arch::handover;
     use crate::{arch::cpu, bsp, console};
 
     /// Heap size cap; RAM beyond it is the test arena.
     const HEAP_MAX: usize = 16 << 20;
-
-    #[global_allocator]
-    static ALLOCATOR: linked_list_allocator::LockedHeap = linked_list_allocator::LockedHeap::empty();
-
-    extern "C" {
-        static __image_end: u8;
-    }
-
-    /// The tree at `addr`, or why there is none there (`None`: nothing that looks like one).
-    fn read_fdt(addr: usize) -> Option<Result<Fdt<'static>, FdtError>> {
-        if addr == 0 || !addr.is_multiple_of(8) {
-            return None;
-        }
-        // SAFETY: candidates are the loader's x0 or the base of RAM: readable memory. The magic
-        // is checked before the header's size is trusted.
-        let magic = u32::from_be(unsafe { core::ptr::read_volatile(addr as *const u32) });
-        if magic != FDT_MAGIC {
-            return None;
-        }
-        // SAFETY: a header with the FDT magic in RAM; `from_ptr` reads at most MAX_SIZE bytes
-        // and validates every size and offset; nothing writes the tree during the run.
-        Some(unsafe { Fdt::from_ptr(addr as *const u8) })
-    }
 
     /// Brings up console and heap and gathers the boot facts.
     pub fn init(x0: usize, entry_el: u64) -> BootInfo {
@@ -85,7 +62,7 @@ mod target {
             ..BootInfo::default()
         };
         let mut rejected = None;
-        let fdt = bsp::dtb_candidates(x0).into_iter().find_map(|a| match read_fdt(a)? {
+        let fdt = bsp::dtb_candidates(x0).into_iter().find_map(|a| match handover::fdt_at(a)? {
             Ok(f) => Some((a, f)),
             Err(e) => {
                 rejected.get_or_insert((a, e));
@@ -122,13 +99,8 @@ mod target {
             crate::diag!("device tree at {addr:#x} ignored: {e}; using the board's defaults");
         }
 
-        // __image_end is a linker symbol marking the end of the image (2 MiB aligned).
-        let heap_start = core::ptr::addr_of!(__image_end) as usize;
         let ram_end = (info.ram.0 + info.ram.1) as usize;
-        let heap_size = ram_end.saturating_sub(heap_start).min(HEAP_MAX);
-        // SAFETY: [heap_start, +heap_size) is RAM above the image and below the end of RAM,
-        // used by nothing else; init is called once.
-        unsafe { ALLOCATOR.lock().init(heap_start as *mut u8, heap_size) };
+        let (heap_start, heap_size) = handover::init_heap(ram_end, HEAP_MAX);
         info.heap = (heap_start, heap_size);
         info.arena = (heap_start + heap_size, ram_end.saturating_sub(heap_start + heap_size));
         match bsp::command_line(bootargs) {

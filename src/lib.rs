@@ -23,7 +23,8 @@ pub mod model;
 pub mod arch;
 #[cfg(target_os = "none")]
 pub mod bsp;
-pub mod console;
+/// The console (a driver: `drivers::console`), by its short name: the macros use `$crate::console`.
+pub use drivers::console;
 pub mod drivers;
 #[cfg(target_os = "none")]
 mod panic;

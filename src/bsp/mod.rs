@@ -9,22 +9,8 @@
 //! `emulated()`, `exit(code)` (after the `end` record), `cores()` and
 //! `start_core(core, entry, stack_top, arg)` (release a parked secondary core).
 
-#[cfg(all(feature = "rpi4", feature = "rpi5"))]
-compile_error!("select one board: the features `rpi4` and `rpi5` exclude each other");
-
-#[cfg(any(feature = "rpi4", feature = "rpi5"))]
-mod raspberrypi;
-
-#[cfg(feature = "rpi4")]
-#[path = "rpi4.rs"]
-mod board;
-
-#[cfg(all(feature = "rpi5", not(feature = "rpi4")))]
-#[path = "rpi5.rs"]
-mod board;
-
-#[cfg(not(any(feature = "rpi4", feature = "rpi5")))]
-#[path = "qemu_virt.rs"]
-mod board;
+// The board whose cargo feature is enabled, chosen by build.rs from boards.toml: `mod board;`
+// with its `#[path]` (src/bsp/NAME.rs). A new board is its file here and its boards.toml table.
+include!(concat!(env!("OUT_DIR"), "/bsp_board.rs"));
 
 pub use board::*;

@@ -8,10 +8,11 @@
 //! - Secondary cores stay in the armstub's spin loop (release addresses 0xd8 + 8 × core);
 //!   [`start_core`] releases one. With a TF-A armstub the DTB has a `/psci` node and PSCI is
 //!   used instead.
-//! - A run ends as described in [`raspberrypi`](super::raspberrypi): semihosting only under
+//! - A run ends as described in [`raspberrypi`]: semihosting only under
 //!   QEMU, PSCI SYSTEM_OFF only with a `/psci` node (the stock armstub has none), else WFE park.
 
-use super::raspberrypi;
+#[path = "raspberrypi/mod.rs"]
+mod raspberrypi;
 use crate::arch::smp::{self, SecondaryEntry, StartError};
 use crate::drivers::{bcm2711_gpio::Gpio, pl011::Pl011};
 

@@ -10,7 +10,8 @@
 //! - Secondary cores: PSCI CPU_ON through `smc` (BL31); cores are numbered in MPIDR Aff1.
 //! - A run ends with PSCI SYSTEM_OFF through `smc` (falls back to a WFE park if it returns).
 
-use super::raspberrypi;
+#[path = "raspberrypi/mod.rs"]
+mod raspberrypi;
 use crate::arch::smp::{self, SecondaryEntry, StartError};
 use crate::drivers::pl011::Pl011;
 use crate::firmware::psci::Conduit;

@@ -149,24 +149,6 @@ impl<'a> Fdt<'a> {
         Ok(fdt)
     }
 
-    /// Reads the tree at `ptr`: its header first, then `totalsize` bytes.
-    ///
-    /// # Safety
-    /// `ptr` must be readable for 40 bytes, and for the header's `totalsize` (at most
-    /// [`MAX_SIZE`]) when the first word is the magic; the memory must not change while the
-    /// returned tree is used.
-    pub unsafe fn from_ptr(ptr: *const u8) -> Result<Self, FdtError> {
-        // SAFETY: the caller guarantees the header is readable.
-        let header = unsafe { core::slice::from_raw_parts(ptr, HEADER_LEN) };
-        let magic = be32(header, 0).unwrap_or(0);
-        if magic != FDT_MAGIC {
-            return Err(FdtError::BadMagic(magic));
-        }
-        let total = (be32(header, 4).unwrap_or(0) as usize).clamp(HEADER_LEN, MAX_SIZE);
-        // SAFETY: the caller guarantees `totalsize` bytes (bounded by MAX_SIZE) are readable.
-        Self::new(unsafe { core::slice::from_raw_parts(ptr, total) })
-    }
-
     /// Size of the whole blob (`totalsize`).
     pub fn total_size(&self) -> usize {
         self.total_size

@@ -106,6 +106,8 @@ pub enum Error {
         /// Which maintenance.
         what: &'static str,
     },
+    /// The translation registers cannot be reprogrammed while the MMU is on.
+    MmuOn,
 }
 
 impl fmt::Display for Error {
@@ -134,6 +136,9 @@ impl fmt::Display for Error {
             Error::ImageOutsideRam => write!(f, "the kernel image is not inside RAM"),
             Error::GranuleUnsupported => write!(f, "the CPU does not implement the 4 KiB granule"),
             Error::NotBuilt => write!(f, "translation tables not built: call mem::mmu::enable_with_aliases first"),
+            Error::MmuOn => {
+                write!(f, "translation registers cannot be reprogrammed while the MMU is on (break-before-make the tables instead)")
+            }
             Error::CacheMaintenance { what } => write!(f, "cache maintenance refused: {what}"),
         }
     }

@@ -194,9 +194,9 @@ pub fn set_control(want: Control) -> Result<(), Error> {
     if want.mmu && !cur.mmu {
         let st = STATE.lock();
         let st = st.as_ref().ok_or(Error::NotBuilt)?;
-        // SAFETY: the MMU is off, so the new regime takes effect only with the SCTLR write
-        // below; the tables identity-map everything the kernel uses.
-        unsafe { hw::set_translation(MAIR_EL1_VALUE, st.tcr, st.tables.root()) };
+        // The MMU is off (checked above and by the call): the regime takes effect only with the
+        // SCTLR write below.
+        hw::set_translation(MAIR_EL1_VALUE, st.tcr, st.tables.root()).map_err(|_| Error::MmuOn)?;
         hw::tlbi_all();
     }
     if cur.data_cached() && !want.data_cached() {

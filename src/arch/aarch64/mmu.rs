@@ -3,7 +3,7 @@
 //! invalidation, address translation (`AT S1E1R` → PAR_EL1), the SCTLR write that stops data
 //! caching, and the probes the expected-fault tests execute. Decoding is in `mem::aarch64::regs`.
 
-use aarch64_cpu::registers::{ID_AA64MMFR0_EL1, MAIR_EL1, TCR_EL1, TTBR0_EL1};
+use aarch64_cpu::registers::{ID_AA64MMFR0_EL1, MAIR_EL1, SCTLR_EL1, TCR_EL1, TTBR0_EL1};
 use cachescope_arch::hw::{dsb_ish, isb};
 use core::arch::asm;
 use tock_registers::interfaces::{Readable, Writeable};
@@ -36,16 +36,23 @@ pub fn id_aa64mmfr0() -> u64 {
 }
 
 /// Programs the translation regime (MAIR_EL1, TCR_EL1, TTBR0_EL1 with ASID 0), then ISB.
-///
-/// # Safety
-/// The MMU must be off (SCTLR_EL1.M = 0), or `ttbr0` must translate everything the kernel
-/// uses exactly as the tables it replaces.
-pub unsafe fn set_translation(mair: u64, tcr: u64, ttbr0: u64) {
+/// Refused (nothing written) while the MMU is on: a regime change under a live MMU needs
+/// break-before-make on the tables, not a register swap. With the MMU off the registers take
+/// effect only when SCTLR_EL1.M is set, which is [`write_sctlr`]'s contract.
+pub fn set_translation(mair: u64, tcr: u64, ttbr0: u64) -> Result<(), MmuIsOn> {
+    if SCTLR_EL1.is_set(SCTLR_EL1::M) {
+        return Err(MmuIsOn);
+    }
     MAIR_EL1.set(mair);
     TCR_EL1.set(tcr);
     TTBR0_EL1.set(ttbr0);
     isb();
+    Ok(())
 }
+
+/// [`set_translation`] was called with the MMU on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MmuIsOn;
 
 /// DSB ISHST: descriptor writes are visible to table walks before what follows (a TLBI).
 pub use cachescope_arch::hw::dsb_ishst;

@@ -3,7 +3,7 @@
 //! KTAP output is nested, so the console also holds the current indentation depth that
 //! diagnostic and record lines use (`harness::ktap`).
 
-use crate::drivers::pl011::Pl011;
+use super::pl011::Pl011;
 use core::fmt::{self, Write};
 use core::sync::atomic::{AtomicUsize, Ordering};
 use spin::Mutex;
