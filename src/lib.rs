@@ -50,3 +50,6 @@ macro_rules! kernel_main {
 /// cache → mem → bench → suites.
 #[cfg(test)]
 mod layering;
+
+#[cfg(test)]
+mod test_rng;

@@ -337,14 +337,21 @@ pub const BENCH_MODEL: Kind = kernel(
     ],
 );
 
-const MODEL_COUNTS: [Field; 6] = [
-    req("accesses", Ty::UInt, "accesses that reached this level"),
-    req("hits", Ty::UInt, "of which hits"),
-    req("misses", Ty::UInt, "of which misses"),
-    req("writebacks", Ty::UInt, "dirty lines written to the next level"),
-    req("maint", Ty::UInt, "lines touched by maintenance operations"),
-    req("bypass", Ty::UInt, "accesses that bypassed the caches (non-cacheable, Device, caches off)"),
-];
+/// A cache-model kind's fields: the given leading fields, the six per-level counts, `source`.
+macro_rules! model_counts {
+    ($($head:expr),*) => {
+        &[
+            $($head,)*
+            req("accesses", Ty::UInt, "accesses that reached this level"),
+            req("hits", Ty::UInt, "of which hits"),
+            req("misses", Ty::UInt, "of which misses"),
+            req("writebacks", Ty::UInt, "dirty lines written to the next level"),
+            req("maint", Ty::UInt, "lines touched by maintenance operations"),
+            req("bypass", Ty::UInt, "accesses that bypassed the caches (non-cacheable, Device, caches off)"),
+            req("source", Ty::Str, "`model`"),
+        ]
+    };
+}
 
 /// `model-geometry`: one modelled cache.
 pub const MODEL_GEOMETRY: Kind = model(
@@ -368,35 +375,16 @@ pub const MODEL_GEOMETRY: Kind = model(
 pub const MODEL: Kind = model(
     "model",
     "One cache level's counts during one named phase (a benchmark's measured windows).",
-    &[
+    model_counts!(
         req("phase", Ty::Str, "phase name (a metric's `phase`)"),
         req("phase_id", Ty::UInt, "phase id"),
-        req("level", Ty::Str, "L1I, L1D, L2, L3"),
-        MODEL_COUNTS[0],
-        MODEL_COUNTS[1],
-        MODEL_COUNTS[2],
-        MODEL_COUNTS[3],
-        MODEL_COUNTS[4],
-        MODEL_COUNTS[5],
-        req("source", Ty::Str, "`model`"),
-    ],
+        req("level", Ty::Str, "L1I, L1D, L2, L3")
+    ),
 );
 
 /// `model-total`: one level's counts over the whole run.
-pub const MODEL_TOTAL: Kind = model(
-    "model-total",
-    "One cache level's counts over the whole run.",
-    &[
-        req("level", Ty::Str, "L1I, L1D, L2, L3"),
-        MODEL_COUNTS[0],
-        MODEL_COUNTS[1],
-        MODEL_COUNTS[2],
-        MODEL_COUNTS[3],
-        MODEL_COUNTS[4],
-        MODEL_COUNTS[5],
-        req("source", Ty::Str, "`model`"),
-    ],
-);
+pub const MODEL_TOTAL: Kind =
+    model("model-total", "One cache level's counts over the whole run.", model_counts!(req("level", Ty::Str, "L1I, L1D, L2, L3")));
 
 /// `model-run`: the model's bookkeeping at exit.
 pub const MODEL_RUN: Kind = model(

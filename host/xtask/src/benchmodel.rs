@@ -83,7 +83,10 @@ pub fn bench_model(root: &Path, accesses: u64, reps: u32) -> Result<(), String> 
         "host load average {}; {accesses} loads per run, best of {reps}",
         load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
     );
-    println!("{:<9} {:>12} {:>12} {:>12} {:>12} {:>8} {:>8}", "pattern", "plain loop", "model loop", "plain QEMU", "model QEMU", "loop ×", "QEMU ×");
+    println!(
+        "{:<9} {:>12} {:>12} {:>12} {:>12} {:>8} {:>8}",
+        "pattern", "plain loop", "model loop", "plain QEMU", "model QEMU", "loop ×", "QEMU ×"
+    );
     for (name, args) in LOOPS {
         let plain = best(root, &elf, "off", args, accesses, reps)?;
         let model = best(root, &elf, "on", args, accesses, reps)?;

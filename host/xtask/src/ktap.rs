@@ -6,6 +6,8 @@
 //! (`# Subtest:` before or after `KTAP version 1`) does not matter here. The full KTAP checker
 //! is the report tool's (`scripts/report check`).
 
+use cachescope_report::ktap::Directive;
+
 /// The outcome of one case, in LAVA's words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -68,35 +70,26 @@ pub const START: &str = "KTAP version 1";
 /// The start of the kernel's `end` record line.
 pub const END_RECORD: &str = "# cs: {\"record\":\"end\"";
 
-/// Parses one result line (any indentation), without the depth bookkeeping.
+/// A result line: (depth, number, name, outcome), or `None` for any other line. The line is
+/// read by the report tool's KTAP parser (`cachescope_report::ktap::parse_result`), the one
+/// parser of result lines; a malformed one is not a case.
 pub fn result_line(line: &str) -> Option<(usize, u64, String, Outcome)> {
-    let body = line.trim_start_matches(' ');
-    let depth = (line.len() - body.len()) / 2;
-    let body = body.trim_end_matches(['\r', '\n']);
-    let (ok, rest) = if let Some(rest) = body.strip_prefix("not ok ") {
-        (false, rest)
-    } else if let Some(rest) = body.strip_prefix("ok ") {
-        (true, rest)
-    } else {
-        return None;
-    };
-    let (number, rest) = rest.split_once(' ').unwrap_or((rest, ""));
-    let number: u64 = number.parse().ok()?;
-    let (name, directive) = match rest.split_once('#') {
-        Some((name, directive)) => (name, Some(directive.trim_start())),
-        None => (rest, None),
-    };
-    let name = name.trim();
+    let body = line.trim_end_matches(['\r', '\n']);
+    let content = body.trim_start_matches(' ');
+    let depth = (body.len() - content.len()) / 2;
+    let r = cachescope_report::ktap::parse_result(content)?.ok()?;
+    // TAP's optional "- " before the description is not part of the name.
+    let name = r.description.trim();
     let name = name.strip_prefix("- ").unwrap_or(name).trim();
     if name.is_empty() {
         return None;
     }
-    let outcome = match directive {
-        Some(d) if d.starts_with("SKIP") => Outcome::Skip,
-        _ if ok => Outcome::Pass,
+    let outcome = match r.directive {
+        Some(Directive::Skip) => Outcome::Skip,
+        _ if r.ok => Outcome::Pass,
         _ => Outcome::Fail,
     };
-    Some((depth, number, name.to_string(), outcome))
+    Some((depth, r.number as u64, name.to_string(), outcome))
 }
 
 /// Reads the run from console lines.

@@ -4,6 +4,7 @@
 //! `dtb-fuzz` phase of scripts/test sets it).
 
 use super::*;
+use crate::test_rng::Rng;
 use alloc::{string::String, vec, vec::Vec};
 
 /// Writes a DTB (version 17) token by token.
@@ -188,21 +189,6 @@ fn refuses_malformed_headers_and_structure() {
     // Every error has a message.
     let e = Fdt::new(&bad).unwrap_err();
     assert!(alloc::format!("{e}").contains("magic"));
-}
-
-/// xorshift64*: the fuzzer's only source of randomness (seeded: every run is the same).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
 }
 
 /// Uses every lookup the kernel makes on a tree; returns a value so nothing is optimised out.

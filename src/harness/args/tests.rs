@@ -1,4 +1,5 @@
 use super::*;
+use crate::test_rng::Rng;
 use alloc::string::ToString;
 
 const SPECS: &[ArgSpec] = &[
@@ -92,21 +93,6 @@ fn nearest_names() {
     assert_eq!(nearest("cach", ["boot", "cache", "mmu"]), Some("cache"));
     assert_eq!(nearest("mmmu", ["boot", "cache", "mmu"]), Some("mmu"));
     assert_eq!(nearest("zzzzzz", ["boot", "cache", "mmu"]), None);
-}
-
-/// xorshift64*: the fuzzer's seeded randomness.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
 }
 
 /// Random and mutated command lines through the whole argument path the kernel takes (bytes →
