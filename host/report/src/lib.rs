@@ -1,7 +1,7 @@
 //! cachescope-report: the host-side tool for cachescope UART logs.
 //!
 //! A log is what the kernel prints on its PL011: KTAP version 1 results plus `# cs: {json}`
-//! records (README "Records", schema 1), possibly after emulator noise and with CRLF line
+//! records (docs/records.md; schemas 1 and 2), possibly after emulator noise and with CRLF line
 //! endings. The tool validates it strictly ([`ktap`], [`records`]), extracts the records
 //! ([`extract`]), renders a Markdown/HTML report with SVG plots ([`report`], [`svg`]), compares
 //! metrics against a baseline ([`compare`], with the run parameters of [`runinfo`]), writes JUnit

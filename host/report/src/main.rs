@@ -41,8 +41,9 @@ struct Cli {
 enum Cmd {
     /// Strict KTAP v1 validation plus the records contract; prints FILE:LINE: problem.
     ///
-    /// The records contract: the boot record first with schema 1, the end record last matching
-    /// the results, the metric schema. Exit 1 when a log is invalid.
+    /// The records contract (docs/records.md): the boot record first (schema 1 or 2), the end
+    /// record last matching the results, every schema-2 record as declared, the metric schema.
+    /// Exit 1 when a log is invalid.
     Check(CheckArgs),
     /// Records as one JSON array and/or one CSV file per record kind.
     #[command(group(ArgGroup::new("what").required(true).multiple(true).args(["json", "csv"])))]
