@@ -65,7 +65,8 @@ pub fn to_csv(records: &[Record]) -> BTreeMap<String, String> {
                     }
                 }
             }
-            let mut s = String::from("line");
+            // The record's place in the log; not `line`, which records use for a cache line size.
+            let mut s = String::from(LOG_LINE);
             for c in &cols {
                 s.push(',');
                 s.push_str(&csv_field(c));
@@ -83,6 +84,9 @@ pub fn to_csv(records: &[Record]) -> BTreeMap<String, String> {
         })
         .collect()
 }
+
+/// The CSV column (and report-table column) holding a record's line number in its log.
+pub const LOG_LINE: &str = "log_line";
 
 /// Writes `text` to `path` (`-` = stdout).
 pub fn write_out(path: &str, text: &str) -> Result<()> {
@@ -140,9 +144,9 @@ mod tests {
         assert_eq!(csv.keys().collect::<Vec<_>>(), ["metric", "odd_kind"]);
         assert_eq!(
             csv["metric"],
-            "line,record,bench,median,tokens,note,v,arr\n1,metric,x,1.5,,,,\n2,metric,\"a,b\",,3,\"say \"\"hi\"\"\",,[1]\n"
+            "log_line,record,bench,median,tokens,note,v,arr\n1,metric,x,1.5,,,,\n2,metric,\"a,b\",,3,\"say \"\"hi\"\"\",,[1]\n"
         );
-        assert_eq!(csv["odd_kind"], "line,record\n3,odd/kind\n");
+        assert_eq!(csv["odd_kind"], "log_line,record\n3,odd/kind\n");
     }
 
     #[test]

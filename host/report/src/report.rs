@@ -451,7 +451,8 @@ fn make_series(ms: &[&Metric], with_variant: bool, x_field: &str, x: impl Fn(&Me
 }
 
 fn table_of(records: &[&Record], limit: usize) -> (Vec<String>, Vec<Vec<String>>) {
-    let mut cols: Vec<String> = vec!["line".into()];
+    // The record's place in the log, under a name no record field uses (`line` is a cache line).
+    let mut cols: Vec<String> = vec![crate::extract::LOG_LINE.into()];
     for r in records {
         for k in r.obj.keys() {
             if k != "record" && !cols.contains(k) {
@@ -463,7 +464,10 @@ fn table_of(records: &[&Record], limit: usize) -> (Vec<String>, Vec<Vec<String>>
         .iter()
         .take(limit)
         .map(|r| {
-            cols.iter().map(|c| if c == "line" { r.line.to_string() } else { r.obj.get(c).map(value_text).unwrap_or_default() }).collect()
+            cols.iter()
+                .enumerate()
+                .map(|(i, c)| if i == 0 { r.line.to_string() } else { r.obj.get(c).map(value_text).unwrap_or_default() })
+                .collect()
         })
         .collect();
     (cols, rows)
@@ -1011,6 +1015,15 @@ mod tests {
         assert!(!md.contains("L1I"), "instruction caches are not marked");
         let html = r.render(Format::Html);
         assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<figure><svg") && html.contains("<code>stream</code>"));
+    }
+
+    #[test]
+    fn tables_keep_a_records_line_field_apart_from_its_log_line() {
+        let log = Log::from_bytes("t", b"x\n# cs: {\"record\":\"cache\",\"level\":1,\"line\":64}\n");
+        let recs = crate::records::extract(&log).0;
+        let (cols, rows) = table_of(&recs.iter().collect::<Vec<_>>(), 10);
+        assert_eq!(cols, ["log_line", "level", "line"]);
+        assert_eq!(rows, [["2", "1", "64"]]);
     }
 
     #[test]

@@ -210,7 +210,7 @@ fn extract_writes_json_and_csv_per_kind() {
     assert!(lines
         .next()
         .unwrap()
-        .starts_with("line,record,bench,variant,attr,bytes,reps,min,median,max,mad,unit,source,emulated,line,phase"));
+        .starts_with("log_line,record,bench,variant,attr,bytes,reps,min,median,max,mad,unit,source,emulated,line,phase"));
     assert_eq!(metric.lines().count(), 1 + arr.iter().filter(|r| r["record"] == "metric").count());
     for kind in ["boot", "cache", "end", "kv-shape", "knee", "timer"] {
         assert!(dir.join(format!("{kind}.csv")).exists(), "{kind}.csv");
