@@ -315,8 +315,26 @@ fn report_cmd(a: &ReportArgs, quiet: bool) -> Result<(), Fail> {
     let log = Log::load(&a.file)?;
     let model = a.model.as_deref().map(Log::load).transpose()?;
     let r = report::build(&log, model.as_ref());
-    std::fs::write(&a.out, r.render(format)).map_err(|e| Error(format!("{}: cannot write: {e}", a.out)))?;
-    if let Some(dir) = &a.svg_dir {
+    // Markdown links its figures (hosting sites strip inline SVG): they go to --svg-dir, by
+    // default a folder next to the report, named after it.
+    let md_dir = match (format, &a.svg_dir) {
+        (report::Format::Markdown, None) => Some(format!("{}.figures", a.out.strip_suffix(".md").unwrap_or(&a.out))),
+        _ => None,
+    };
+    let svg_dir = a.svg_dir.clone().or(md_dir);
+    let text = match (format, &svg_dir) {
+        (report::Format::Markdown, Some(dir)) => {
+            let base = std::path::Path::new(&a.out).parent().filter(|p| !p.as_os_str().is_empty());
+            let rel = match base {
+                Some(b) => std::path::Path::new(dir).strip_prefix(b).map(|p| p.display().to_string()).unwrap_or_else(|_| dir.clone()),
+                None => dir.clone(),
+            };
+            r.markdown_linked(&rel)
+        }
+        _ => r.render(format),
+    };
+    std::fs::write(&a.out, text).map_err(|e| Error(format!("{}: cannot write: {e}", a.out)))?;
+    if let Some(dir) = &svg_dir {
         std::fs::create_dir_all(dir).map_err(|e| Error(format!("{dir}: cannot create directory: {e}")))?;
         for (stem, svg) in &r.figures {
             let p = format!("{dir}/{stem}.svg");

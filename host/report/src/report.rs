@@ -867,18 +867,30 @@ fn html_inline(s: &str) -> String {
 }
 
 impl Report {
-    /// Renders the report.
+    /// Renders the report; Markdown with every figure inline (see [`Report::markdown_linked`]).
     pub fn render(&self, format: Format) -> String {
         match format {
-            Format::Markdown => self.markdown(),
+            Format::Markdown => self.markdown(None),
             Format::Html => self.html(),
         }
     }
 
-    fn markdown(&self) -> String {
+    /// Markdown whose figures are image links `DIR/STEM.svg` to the files of [`Report::figures`]
+    /// (GitHub and GitLab strip inline SVG from Markdown; the caller writes the files there).
+    pub fn markdown_linked(&self, dir: &str) -> String {
+        self.markdown(Some(dir))
+    }
+
+    fn markdown(&self, svg_dir: Option<&str>) -> String {
         let mut s = String::new();
         for b in &self.blocks {
-            md_block(&mut s, b);
+            match (b, svg_dir) {
+                (Block::Figure { n, caption, .. }, Some(dir)) => {
+                    let stem = self.figures.get(n.saturating_sub(1)).map_or("figure", |(stem, _)| stem.as_str());
+                    s.push_str(&format!("![Figure {n}: {c}]({dir}/{stem}.svg)\n\n*Figure {n}: {c}*\n\n", c = md_esc(caption)));
+                }
+                _ => md_block(&mut s, b),
+            }
         }
         s
     }

@@ -235,17 +235,29 @@ fn report_renders_markdown_html_and_svg_files() {
     ]);
     assert_code(&o, 0, &["(7 figures)"]);
     let m = std::fs::read_to_string(&md).unwrap();
+    for needle in ["This run is emulated", "L1 accesses=4096 misses=0 bypassed=0; L2 accesses=0 misses=0 bypassed=0", "![Figure 1: "] {
+        assert!(m.contains(needle), "{needle} not in the Markdown report");
+    }
+    // Markdown links its figures (hosting sites strip inline SVG); the links resolve.
+    assert!(!m.contains("<svg"), "no inline SVG in Markdown");
+    let links: Vec<&str> = m.match_indices("](svg/").map(|(i, _)| &m[i + 2..i + 2 + m[i + 2..].find(')').unwrap()]).collect();
+    assert_eq!(links.len(), 7, "{m}");
+    let all_svg: String = links.iter().map(|l| std::fs::read_to_string(t.path(l)).unwrap()).collect();
     for needle in [
-        "This run is emulated",
         "EMULATED (QEMU): these figures measure the emulator, not caches",
         "Latency vs working set: L1D misses/access [model]",
         "L1D 32 KiB (CCSIDR)",
         "L2 1 MiB (CCSIDR)",
-        "L1 accesses=4096 misses=0 bypassed=0; L2 accesses=0 misses=0 bypassed=0",
     ] {
-        assert!(m.contains(needle), "{needle} not in the Markdown report");
+        assert!(all_svg.contains(needle), "{needle} not in the figures");
     }
     assert_eq!(std::fs::read_dir(&svgs).unwrap().count(), 7);
+    // Without --svg-dir the figures go next to the report.
+    let md2 = t.path("plain.md");
+    let o = run(&["report", &fixture("bench-qemu.log"), "--out", md2.to_str().unwrap()]);
+    assert_code(&o, 0, &["figures)"]);
+    let m2 = std::fs::read_to_string(&md2).unwrap();
+    assert!(m2.contains("](plain.figures/") && t.path("plain.figures").is_dir(), "{m2}");
     let o = run(&["report", &fixture("bench-pi5.log"), "--out", html.to_str().unwrap()]);
     assert_code(&o, 0, &["(6 figures)"]);
     let h = std::fs::read_to_string(&html).unwrap();
