@@ -173,6 +173,17 @@ fn log_ticks(lo: f64, hi: f64) -> (Vec<f64>, f64, f64) {
     (t, a, b)
 }
 
+/// A tick label short enough for the axis margin: SI multipliers from 10,000 on (`250M`, `1.5G`,
+/// `12k`), 4 significant digits below.
+pub fn si(v: f64) -> String {
+    for (p, s) in [("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)] {
+        if v.abs() >= s && (v.abs() >= 1e4 || s > 1e3) {
+            return format!("{}{p}", sig(v / s, 3));
+        }
+    }
+    sig(v, 4)
+}
+
 /// Compact byte label: 512, 1K, 48K, 1M, 1.5M, 2G.
 pub fn short_bytes(b: f64) -> String {
     let units = [("G", 1073741824.0), ("M", 1048576.0), ("K", 1024.0)];
@@ -224,7 +235,7 @@ fn y_axis(s: &mut String, f: &Frame, ticks: &[f64], ymap: &dyn Fn(f64) -> f64) {
             f.x0,
             f.x0 - 8.0,
             y + 4.0,
-            esc(&sig(t, 4))
+            esc(&si(t))
         );
     }
 }
@@ -534,6 +545,16 @@ mod tests {
 
     fn pt(x: f64, y: f64) -> Point {
         Point { x, y, lo: None, hi: None }
+    }
+
+    #[test]
+    fn tick_labels_use_si_multipliers() {
+        assert_eq!(si(250_000_000.0), "250M");
+        assert_eq!(si(1_500_000_000.0), "1.5G");
+        assert_eq!(si(12_000.0), "12k");
+        assert_eq!(si(2500.0), "2500");
+        assert_eq!(si(0.25), "0.25");
+        assert_eq!(si(-3_000_000.0), "-3M");
     }
 
     #[test]
