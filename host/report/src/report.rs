@@ -237,10 +237,12 @@ impl Ctx<'_> {
     }
 
     fn caption(&self, what: &str, source: &str, unit: &str, ms: &[&Metric]) -> String {
-        let mut c = format!(
-            "{what}; median of each point, whiskers median ± MAD (min and max are in the tables); unit {unit}; {}.",
-            source_text(source, self.cntfrq)
-        );
+        self.caption_of(what, "median of each point, whiskers median ± MAD (min and max are in the tables)", source, unit, ms)
+    }
+
+    /// A caption whose `shows` says what the marks are (line plots: whiskers; bars: none).
+    fn caption_of(&self, what: &str, shows: &str, source: &str, unit: &str, ms: &[&Metric]) -> String {
+        let mut c = format!("{what}; {shows}; unit {unit}; {}.", source_text(source, self.cntfrq));
         if let Some(w) = warning_for(ms) {
             c.push(' ');
             c.push_str(&w);
@@ -332,9 +334,13 @@ impl Ctx<'_> {
                 categories: cats,
                 series,
             };
-            let cap = self
-                .caption(&format!("{title} (bench {bench}), one bar per attribute"), &source, &unit, &group)
-                .replace("median of each point with min–max whiskers", "median of each measurement");
+            let cap = self.caption_of(
+                &format!("{title} (bench {bench}), one bar per attribute"),
+                "bar height the median of each measurement, no whiskers (min, max and MAD are in the tables)",
+                &source,
+                &unit,
+                &group,
+            );
             self.figure(format!("{bench}-{source}"), cap, chart.render());
         }
     }
@@ -1025,6 +1031,7 @@ mod tests {
             assert!(md.contains(needle), "missing {needle:?} in\n{md}");
         }
         assert!(!md.contains("L1I"), "instruction caches are not marked");
+        assert!(md.contains("one bar per attribute; bar height the median of each measurement, no whiskers"), "{md}");
         let html = r.render(Format::Html);
         assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<figure><svg") && html.contains("<code>stream</code>"));
     }
