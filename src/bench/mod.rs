@@ -59,7 +59,7 @@ mod target {
     }
 
     /// The common parameters of a benchmark run.
-    pub struct Env<'a> {
+    pub struct Env {
         /// Timer used for every window.
         pub timer: Timer,
         /// Measured repetitions per point.
@@ -68,8 +68,6 @@ mod target {
         pub warmup: usize,
         /// Running under an emulator.
         pub emulated: bool,
-        /// The kernel arguments.
-        pub args: &'a crate::harness::Args,
     }
 
     /// One measurement, ready to be printed as a table row and emitted as a `metric` record.
@@ -166,8 +164,8 @@ mod target {
     pub fn measure(env: &Env, id: MetricId, mut f: impl FnMut()) -> Summary {
         // The warm-up runs through the very same frames as the measured windows (only the
         // markers are off), so the measured windows find the stack lines they use warm too.
-        let _ = in_phase(id, false, || env.timer.measure(env.warmup, 0, &mut f));
-        let mut samples = in_phase(id, true, || env.timer.measure(env.reps, 0, &mut f));
+        let _ = in_phase(id, false, || env.timer.measure(env.warmup, &mut f));
+        let mut samples = in_phase(id, true, || env.timer.measure(env.reps, &mut f));
         super::stats::summarize(&mut samples).expect("reps >= 1")
     }
 

@@ -79,11 +79,9 @@ impl Timer {
         self.now().wrapping_sub(t0)
     }
 
-    /// `warmup` unmeasured runs of `f`, then `reps` measured windows.
-    pub fn measure(&self, reps: usize, warmup: usize, mut f: impl FnMut()) -> Vec<u64> {
-        for _ in 0..warmup {
-            f();
-        }
+    /// `reps` measured windows of `f` (warm-up is the caller's: `bench::measure` runs it through
+    /// this same function, so warm-up and measured runs take the same path).
+    pub fn measure(&self, reps: usize, mut f: impl FnMut()) -> Vec<u64> {
         (0..reps).map(|_| self.window(&mut f)).collect()
     }
 

@@ -165,18 +165,12 @@ fn validate(ctx: &Ctx) -> Result<(), alloc::string::String> {
     Ok(())
 }
 
-fn env<'a>(ctx: &Ctx<'a>) -> Result<Env<'a>, &'static str> {
+fn env(ctx: &Ctx) -> Result<Env, &'static str> {
     let timer = match ctx.args.word("timer") {
         Some("pmccntr") => Timer::cycles()?,
         _ => Timer::generic(),
     };
-    Ok(Env {
-        timer,
-        reps: ctx.args.number("reps") as usize,
-        warmup: ctx.args.number("warmup") as usize,
-        emulated: ctx.boot.emulated,
-        args: ctx.args,
-    })
+    Ok(Env { timer, reps: ctx.args.number("reps") as usize, warmup: ctx.args.number("warmup") as usize, emulated: ctx.boot.emulated })
 }
 
 /// Attribute names `attrs=` accepts: the MMU's alias windows plus `caches-off`.
