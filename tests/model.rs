@@ -1,5 +1,5 @@
 //! Test kernel for the emulator's cache model (host/cache-model): named phases whose counts the
-//! plugin reports, checked by the `model-*` rows of tests/catalogue (run with QEMU_CACHE_MODEL).
+//! plugin reports, checked by the `model-*` rows of tests/catalogue.toml (run with QEMU_CACHE_MODEL).
 //!
 //! The kernel runs with the MMU off and tells the model, through the SCTLR marker, to treat its
 //! memory as Normal write-back with the caches on (a test of the plugin, not of the MMU: on
