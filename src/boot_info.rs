@@ -92,7 +92,7 @@ mod target {
                 info.uart = uart;
                 info.uart_from_dtb = true;
             }
-            bootargs = fdt.find("/chosen").and_then(|c| c.property("bootargs")).map(|v| v.split(|&b| b == 0).next().unwrap_or(v));
+            bootargs = fdt.bootargs();
         }
         console::install(bsp::console(info.uart));
         if let Some((addr, e)) = rejected.filter(|_| fdt.is_none()) {

@@ -249,8 +249,11 @@ impl<'a> Fdt<'a> {
     }
 
     /// `/chosen/bootargs`.
-    pub fn bootargs(&self) -> Option<&'a str> {
-        self.find("/chosen")?.prop_str("bootargs")
+    /// The bytes up to the NUL, not decoded: the command line is checked (and a bad byte
+    /// reported) by [`super::cmdline`].
+    pub fn bootargs(&self) -> Option<&'a [u8]> {
+        let v = self.find("/chosen")?.property("bootargs")?;
+        v.split(|&b| b == 0).next()
     }
 
     /// The first memory region of non-zero size: (base, size) from the first `memory` node

@@ -29,12 +29,10 @@ fn run(root: &Path, elf: &Path, model: &str, args: &str, accesses: u64) -> Resul
         .map_err(|e| format!("cannot run scripts/qemu-run: {e}"))?;
     let wall = t0.elapsed().as_millis() as u64;
     let text = String::from_utf8_lossy(&out.stdout);
-    let ms = text
-        .lines()
-        .filter_map(|l| l.trim_start().strip_prefix("# cs: "))
-        .filter_map(|j| serde_json::from_str::<serde_json::Value>(j).ok())
-        .find(|r| r["record"] == "bench-model")
-        .and_then(|r| r["ms"].as_u64());
+    let ms = crate::records::records(&text)
+        .into_iter()
+        .find(|(_, r)| crate::records::kind(r) == "bench-model")
+        .and_then(|(_, r)| r.get("ms").and_then(serde_json::Value::as_u64));
     match ms {
         Some(ms) if out.status.success() => Ok((ms, wall)),
         _ => Err(format!(

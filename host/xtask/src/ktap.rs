@@ -124,9 +124,9 @@ pub fn parse<'a>(lines: impl IntoIterator<Item = &'a str>) -> Run {
 }
 
 fn end_counts(line: &str) -> Option<EndCounts> {
-    let json = line.strip_prefix("# cs: ")?;
-    let v: serde_json::Value = serde_json::from_str(json.trim()).ok()?;
-    Some(EndCounts { passed: v["passed"].as_u64()?, failed: v["failed"].as_u64()?, skipped: v["skipped"].as_u64()? })
+    let r = cachescope_report::records::parse_line(line)?.ok()?;
+    let n = |k: &str| r.get(k).and_then(serde_json::Value::as_u64);
+    Some(EndCounts { passed: n("passed")?, failed: n("failed")?, skipped: n("skipped")? })
 }
 
 /// The test-case id LAVA makes from a name (lava_dispatcher's test monitor: strip, lower-case,

@@ -11,18 +11,11 @@ use serde_json::{Map, Value};
 use crate::boards::Board;
 use crate::run::say;
 
-/// The records of a log or model file: each line that holds `# cs: ` followed by a JSON object,
-/// with the line as written (for verbatim baselines).
+/// The records of a log or model file, read by the report tool's record parser
+/// (`cachescope_report::records::parse_line`: the one reader of `# cs: {…}` lines), each with
+/// the line as written (for verbatim baselines); broken record lines are left out.
 pub fn records(text: &str) -> Vec<(&str, Map<String, Value>)> {
-    text.lines()
-        .filter_map(|line| {
-            let json = &line[line.find("# cs: ")? + 6..];
-            match serde_json::from_str::<Value>(json.trim_end()) {
-                Ok(Value::Object(m)) => Some((line, m)),
-                _ => None,
-            }
-        })
-        .collect()
+    text.lines().filter_map(|line| Some((line, cachescope_report::records::parse_line(line)?.ok()?))).collect()
 }
 
 /// A record's kind (its `record` field).

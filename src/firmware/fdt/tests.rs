@@ -123,7 +123,7 @@ fn reads_a_tree_with_nops() {
     assert_eq!(f.cpu_count(), 4);
     assert!(f.find("/cpus").is_some());
     assert_eq!(f.memory(), Some((0, 0x3c00_0000)));
-    assert_eq!(f.bootargs(), Some("coherent_pool=1M -- only=boot"));
+    assert_eq!(f.bootargs(), Some(&b"coherent_pool=1M -- only=boot"[..]));
     let uart = f.resolve(f.find("/chosen").unwrap().prop_str("stdout-path").unwrap()).unwrap();
     assert_eq!(uart.name, "serial@7e201000");
     assert!(uart.is_compatible("arm,primecell") && uart.is_enabled());
@@ -197,7 +197,7 @@ fn exercise(f: &Fdt<'_>) -> usize {
     if let Some((b, s)) = f.memory() {
         acc ^= (b ^ s) as usize;
     }
-    acc += f.bootargs().map_or(0, str::len);
+    acc += f.bootargs().map_or(0, <[u8]>::len);
     if let Some(spec) = f.find("/chosen").and_then(|c| c.prop_str("stdout-path")) {
         acc += f.resolve(spec).map_or(0, |n| n.reg().count());
     }
