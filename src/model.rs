@@ -41,6 +41,16 @@ mod target {
         emit(Marker::Sctlr(value));
     }
 
+    /// Runs `f`, a by-VA maintenance loop meant to cover `[va, va+len)`, between the
+    /// maintenance-range markers (protocol v4): when the range ends, the sanitizer reports every
+    /// line of it that received no maintenance operation (`maintenance-gap`).
+    pub fn maintenance_range<R>(va: usize, len: usize, f: impl FnOnce() -> R) -> R {
+        emit(Marker::MaintBegin { va: va as u64, len: len as u64 });
+        let r = f();
+        emit(Marker::MaintEnd { va: va as u64 });
+        r
+    }
+
     /// Runs `f` as the named phase `id`. `name` must be NUL-terminated (e.g. `c"stream-read"`).
     pub fn phase<R>(name: &core::ffi::CStr, id: u64, f: impl FnOnce() -> R) -> R {
         emit(Marker::PhaseBegin { name_va: name.as_ptr() as u64, id });

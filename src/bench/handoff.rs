@@ -97,7 +97,8 @@ fn maintain(step: Step, m: Method, cpu: &Region, bytes: usize) {
             let _ = unsafe { maintenance::invalidate_to_poc(cpu.va, bytes) };
         }
         (Method::SetWay, _) => {
-            let _ = setway::dcsw(setway::SetWayOp::CleanInvalidate, setway::Scope::ToLoC);
+            // Recorded: one `setway` record per phase (the walks are added up inside it).
+            let _ = crate::cache::try_dcsw(setway::SetWayOp::CleanInvalidate, setway::Scope::ToLoC);
         }
         (Method::NonCacheable | Method::Device, _) => cachescope_arch::hw::dsb_sy(),
     }

@@ -4,12 +4,15 @@
 //! A benchmark is data + a kernel: parameters, a measured window, and [`Metric`] records. Under
 //! an emulator every figure is `"emulated": true`: it counts the emulator's work, not caches.
 
+pub mod coherence;
 pub mod knee;
 pub mod plan;
 pub mod stats;
 
 #[cfg(target_os = "none")]
 pub mod handoff;
+#[cfg(target_os = "none")]
+pub mod infer;
 #[cfg(target_os = "none")]
 pub mod kv;
 #[cfg(target_os = "none")]
@@ -33,9 +36,40 @@ pub enum Unit {
     TimePerMiB,
 }
 
+/// Decimal places that show a figure whose smallest step is `resolution` (of its own unit):
+/// none for a step ≥ 1, one more per decade below, at most 3.
+pub fn decimals_for(resolution: f64) -> usize {
+    let mut step = resolution;
+    let mut decimals = 0;
+    // NaN, ≤ 0: the step is unknown; show the most.
+    if step.is_nan() || step <= 0.0 {
+        return 3;
+    }
+    while step < 1.0 && decimals < 3 {
+        step *= 10.0;
+        decimals += 1;
+    }
+    decimals
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn decimals_follow_the_step() {
+        use super::decimals_for;
+        assert_eq!(decimals_for(16.0), 0); // a 16 ns tick over one operation
+        assert_eq!(decimals_for(1.0), 0);
+        assert_eq!(decimals_for(0.5), 1);
+        assert_eq!(decimals_for(0.016), 2); // 16 ns over 1,000 loads
+        assert_eq!(decimals_for(0.000_01), 3);
+        assert_eq!(decimals_for(0.0), 3);
+        assert_eq!(decimals_for(f64::NAN), 3);
+    }
+}
+
 #[cfg(target_os = "none")]
 mod target {
-    use super::{stats::Summary, timer::Timer, Unit};
+    use super::{decimals_for, stats::Summary, timer::Timer, Unit};
     use crate::harness::Record;
     use cachescope_arch::marker::PHASE_NAME_MAX;
     use core::fmt::Write;
@@ -113,11 +147,33 @@ mod target {
             }
         }
 
+        /// Decimal places the timer supports for this figure: one tick changes the median by
+        /// `resolution`, so digits below it are noise (a 16 ns tick is `5376 ns`, not
+        /// `5376.000 ns`). At most 3.
+        pub fn decimals(&self, timer: &Timer) -> usize {
+            let (_, median, _, _, _) = self.values(timer);
+            let s = &self.summary;
+            let resolution = match self.unit {
+                // One count more or less in the median window.
+                Unit::Rate => median / s.median.max(1) as f64,
+                _ if s.median == 0 => return 3,
+                _ => median / s.median as f64,
+            };
+            decimals_for(resolution)
+        }
+
         /// Prints the table row and emits the `metric` record: the one emitter every benchmark uses.
+        /// The row shows the parameters that tell rows of one variant apart (e.g. a KV row's
+        /// `tokens` and `wrapped`), and every figure at the precision its timer supports.
         pub fn emit(&self, env: &Env) {
             let (min, median, max, mad, unit) = self.values(&env.timer);
+            let d = self.decimals(&env.timer);
+            let mut params = alloc::string::String::new();
+            for (k, v) in self.id.params {
+                let _ = write!(params, " {k}={v}");
+            }
             crate::diag!(
-                "{:<8} {:<22} {:<14} {:>10} B  median {:>12.3} {:<7} min {:>12.3}  max {:>12.3}  mad {:>9.3}",
+                "{:<8} {:<22} {:<14} {:>10} B  median {:>12.d$} {:<7} min {:>12.d$}  max {:>12.d$}  mad {:>9.d$}{params}",
                 self.id.bench,
                 self.id.variant,
                 self.id.attr,
@@ -137,10 +193,10 @@ mod target {
                 .params("params", id.params)
                 .str("phase", &alloc::format!("{id}"))
                 .u64("reps", self.summary.n as u64)
-                .f64("min", min, 3)
-                .f64("median", median, 3)
-                .f64("max", max, 3)
-                .f64("mad", mad, 3)
+                .f64("min", min, d)
+                .f64("median", median, d)
+                .f64("max", max, d)
+                .f64("mad", mad, d)
                 .str("unit", unit)
                 .str("source", env.timer.source.name())
                 .bool("emulated", env.emulated);
@@ -164,20 +220,29 @@ mod target {
     pub fn measure(env: &Env, id: MetricId, mut f: impl FnMut()) -> Summary {
         // The warm-up runs through the very same frames as the measured windows (only the
         // markers are off), so the measured windows find the stack lines they use warm too.
-        let _ = in_phase(id, false, || env.timer.measure(env.warmup, &mut f));
-        let mut samples = in_phase(id, true, || env.timer.measure(env.reps, &mut f));
+        // Set/way walks in it are recorded once for the phase (`cache::per_phase`).
+        let mut samples = crate::cache::per_phase(&id, || {
+            let _ = in_phase(id, false, || env.timer.measure(env.warmup, &mut f));
+            in_phase(id, true, || env.timer.measure(env.reps, &mut f))
+        });
         super::stats::summarize(&mut samples).expect("reps >= 1")
     }
 
     /// Runs `f` as the cache-model phase named after `id` (see [`measure`]; cut at
     /// `PHASE_NAME_MAX` bytes).
     pub fn phase<R>(id: MetricId, f: impl FnOnce() -> R) -> R {
-        in_phase(id, true, f)
+        crate::cache::per_phase(&id, || in_phase(id, true, f))
+    }
+
+    /// Runs `f` as the cache-model phase `name` (any text; cut at `PHASE_NAME_MAX` bytes) with
+    /// the run's next phase id: for phases that are not a metric's (e.g. `mistakes/…`).
+    pub fn named_phase<R>(name: &str, f: impl FnOnce() -> R) -> R {
+        in_phase(name, true, f)
     }
 
     /// [`phase`], or the same frames without the markers (`marked` false: a warm-up).
     #[inline(never)]
-    fn in_phase<R>(id: MetricId, marked: bool, f: impl FnOnce() -> R) -> R {
+    fn in_phase<R>(id: impl core::fmt::Display, marked: bool, f: impl FnOnce() -> R) -> R {
         let mut name = PhaseName { buf: [0; PHASE_NAME_MAX + 1], len: 0 };
         let _ = write!(name, "{id}");
         let name = core::ffi::CStr::from_bytes_until_nul(&name.buf).unwrap_or(c"bench");

@@ -6,8 +6,9 @@
 //! Every board exports the same interface, and generic code only calls that:
 //! `NAME`, `UART_FALLBACK`, `RAM_FALLBACK`, `dtb_candidates(x0)`, `probe(x0, fdt)` (learn from
 //! the handover), `uart_from_dtb(reg)`, `console(base)`, `command_line(bootargs)`,
-//! `emulated()`, `exit(code)` (after the `end` record), `cores()` and
-//! `start_core(core, entry, stack_top, arg)` (release a parked secondary core).
+//! `emulated()`, `exit(code)` (after the `end` record), `cores()`,
+//! `start_core(core, entry, stack_top, arg)` (release a parked secondary core) and `core_off()`
+//! (a secondary powers itself off where firmware can start it again; returns where it cannot).
 
 // The board whose cargo feature is enabled, chosen by build.rs from boards.toml: `mod board;`
 // with its `#[path]` (src/bsp/NAME.rs). A new board is its file here and its boards.toml table.

@@ -57,6 +57,14 @@ pub fn start_core(core: usize, entry: SecondaryEntry, stack_top: usize, arg: u64
     smp::start_with_psci(conduit, core, core as u64, entry, stack_top, arg)
 }
 
+/// Powers the calling secondary core off (PSCI CPU_OFF through the DTB's conduit), so
+/// [`start_core`] can start it again. Returns only when it cannot (no PSCI).
+pub fn core_off() {
+    if let Some(c) = CONDUIT.get() {
+        let _ = crate::arch::psci::cpu_off(c);
+    }
+}
+
 /// Where to look for the flattened device tree: the loader's x0 if set, else the base of RAM.
 pub fn dtb_candidates(x0: usize) -> [usize; 2] {
     [x0, RAM_FALLBACK.0 as usize]

@@ -92,6 +92,15 @@ pub fn start_core(core: usize, entry: SecondaryEntry, stack_top: usize, arg: u64
     Ok(())
 }
 
+/// Powers the calling secondary core off through PSCI CPU_OFF when the DTB offers PSCI (a TF-A
+/// armstub), so [`start_core`] can start it again. Returns with the stock armstub: a core it
+/// released from the spin table cannot go back there, and its caller keeps it waiting for work.
+pub fn core_off() {
+    if let Some(c) = raspberrypi::conduit() {
+        let _ = crate::arch::psci::cpu_off(c);
+    }
+}
+
 /// Cores this board has.
 pub fn cores() -> usize {
     CORES

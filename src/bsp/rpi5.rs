@@ -79,6 +79,12 @@ pub fn start_core(core: usize, entry: SecondaryEntry, stack_top: usize, arg: u64
     smp::start_with_psci(conduit, core, mpidr_of(core), entry, stack_top, arg)
 }
 
+/// Powers the calling secondary core off (PSCI CPU_OFF through BL31), so [`start_core`] can
+/// start it again. Returns only if firmware refuses.
+pub fn core_off() {
+    let _ = crate::arch::psci::cpu_off(raspberrypi::conduit().unwrap_or(Conduit::Smc));
+}
+
 /// Cores this board has.
 pub fn cores() -> usize {
     CORES

@@ -59,6 +59,38 @@ pub fn take_word(cmdline: &str, word: &str) -> (String, bool) {
     (rest, found)
 }
 
+/// Removes every whitespace-separated word of `cmdline` that starts with `prefix` (e.g.
+/// `model=`), with the whitespace that follows it (or precedes it, at the end); every other byte
+/// stays as it was (a user's `\r` is still there to be refused or echoed). Returns the rest and
+/// the value after the prefix of the last such word. The runner tells the kernel so that the
+/// cache model observes it (`model=PROFILE`), a word addressed to the kernel, not to a suite.
+pub fn take_prefixed(cmdline: &str, prefix: &str) -> (String, Option<String>) {
+    let mut rest = String::from(cmdline);
+    let mut value = None;
+    let mut from = 0;
+    while let Some((start, end)) = next_word(&rest, from) {
+        if let Some(v) = rest[start..end].strip_prefix(prefix) {
+            value = Some(String::from(v));
+            // The word and the whitespace after it; at the end of the line, the whitespace before.
+            let after = rest[end..].chars().next().filter(|c| c.is_whitespace()).map_or(0, char::len_utf8);
+            let before =
+                if after == 0 { rest[..start].chars().next_back().filter(|c| c.is_whitespace()).map_or(0, char::len_utf8) } else { 0 };
+            rest.replace_range(start - before..end + after, "");
+            from = start - before;
+        } else {
+            from = end;
+        }
+    }
+    (rest, value)
+}
+
+/// The byte range of the first whitespace-separated word at or after `from`.
+fn next_word(text: &str, from: usize) -> Option<(usize, usize)> {
+    let start = from + text[from..].find(|c: char| !c.is_whitespace())?;
+    let end = text[start..].find(char::is_whitespace).map_or(text.len(), |i| start + i);
+    Some((start, end))
+}
+
 /// The words after the last `--` of `cmdline`, or all of it when there is no `--`. On a
 /// Raspberry Pi the firmware puts its own words (`coherent_pool=1M 8250.nr_uarts=1 …`) in
 /// front of cmdline.txt; a cmdline.txt of `-- only=boot` keeps them out of the harness.
@@ -114,6 +146,13 @@ mod tests {
         assert_eq!(take_word("  only=boot   emulator=qemu ", "emulator=qemu"), ("only=boot".into(), true));
         assert_eq!(take_word("emulator=qemu2 x=emulator=qemu", "emulator=qemu"), ("emulator=qemu2 x=emulator=qemu".into(), false));
         assert_eq!(take_word("", "emulator=qemu"), (String::new(), false));
+        assert_eq!(take_prefixed("only=boot model=rpi4 x=1", "model="), ("only=boot x=1".into(), Some("rpi4".into())));
+        assert_eq!(take_prefixed("only=boot model=rpi4", "model="), ("only=boot".into(), Some("rpi4".into())));
+        assert_eq!(take_prefixed("model=guest only=boot\r", "model="), ("only=boot\r".into(), Some("guest".into())));
+        assert_eq!(take_prefixed("only=boot\r model=guest", "model="), ("only=boot\r".into(), Some("guest".into())));
+        assert_eq!(take_prefixed("only=boot", "model="), ("only=boot".into(), None));
+        assert_eq!(take_prefixed("xmodel=a", "model="), ("xmodel=a".into(), None));
+        assert_eq!(take_prefixed("", "model="), (String::new(), None));
     }
 
     #[test]

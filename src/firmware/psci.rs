@@ -10,6 +10,8 @@ pub const VERSION: u32 = 0x8400_0000;
 pub const SYSTEM_OFF: u32 = 0x8400_0008;
 /// CPU_ON (SMC64): target MPIDR, entry point, context id (arrives in the new core's x0).
 pub const CPU_ON_64: u32 = 0xc400_0003;
+/// CPU_OFF (SMC32): powers the calling core down; returns only on failure (DENIED).
+pub const CPU_OFF: u32 = 0x8400_0002;
 
 /// How PSCI calls reach firmware.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,6 +5,7 @@ pub mod args;
 pub mod catalogue;
 pub mod ktap;
 pub mod record;
+pub mod smp;
 
 use alloc::{string::String, vec::Vec};
 use core::fmt::Display;
@@ -77,6 +78,24 @@ impl<'a> Ctx<'a> {
     /// Number of checks made.
     pub fn checks(&self) -> u32 {
         self.checks
+    }
+
+    /// Declares that the code just run in the cache-model phase `phase` made a deliberate
+    /// mistake the model's sanitizer must report exactly: `kind` at `lines` lines from physical
+    /// address `pa`, `stride` bytes apart, and nothing else in that phase (an `expect-hazard`
+    /// record, checked by the host: `scripts/xtask hazards`). Only under the model (else the
+    /// record would mean nothing).
+    #[cfg(target_os = "none")]
+    pub fn expect_hazard(&self, phase: &str, kind: &str, pa: u64, lines: u64, stride: u64) {
+        if self.boot.model.is_some() {
+            Record::new(&cachescope_arch::record::EXPECT_HAZARD)
+                .str("phase", phase)
+                .str("kind", kind)
+                .hex("pa", pa)
+                .u64("lines", lines)
+                .u64("stride", stride)
+                .emit();
+        }
     }
 
     /// Runs `f`, which must raise exactly `expected`. Passes only when that fault happens;

@@ -109,9 +109,10 @@ fn run_suite(boot: &BootInfo, args: &Args, suite: &Suite, cases: &[usize]) -> To
     t
 }
 
-/// Prints the `end` record and totals, then ends the run (exit status 0 only if nothing failed).
+/// Prints the `maint-total` record, the `end` record and totals, then ends the run (exit status 0 only if nothing failed).
 pub fn finish(t: Totals) -> ! {
     console::set_depth(0);
+    emit_maint_total();
     Record::new(&cachescope_arch::record::END)
         .u64("passed", t.passed as u64)
         .u64("failed", t.failed as u64)
@@ -121,6 +122,17 @@ pub fn finish(t: Totals) -> ! {
     let _ = ktap::totals_line(&mut line, 0, "Totals", t.passed, t.failed, t.skipped);
     println!("{line}");
     bsp::exit(if t.failed == 0 { 0 } else { 1 })
+}
+
+/// The `maint-total` record: every DC, IC and TLBI executed in the run, by operation, as the
+/// instruction wrappers of `cachescope_arch::hw` counted them.
+fn emit_maint_total() {
+    let counts = cachescope_arch::hw::maint_counts();
+    let mut rec = Record::new(&cachescope_arch::record::MAINT_TOTAL);
+    for op in cachescope_arch::cache::ops::MaintOp::ALL {
+        rec = rec.u64(op.name(), counts[op.index()]);
+    }
+    rec.emit();
 }
 
 /// Emits the `boot` record: always the first record of a run.
@@ -140,5 +152,7 @@ fn emit_boot_record(b: &BootInfo) {
         .hex("uart", b.uart as u64)
         .bool("emulated", b.emulated)
         .str("args", &alloc::format!("{}", super::args::Escaped(&b.cmdline)))
+        .str("model", b.model.as_deref().unwrap_or("off"))
+        .u64("cores", bsp::cores() as u64)
         .emit();
 }

@@ -6,7 +6,8 @@
 //! Maintenance rules (data is "cached" while SCTLR_EL1.M = 1 and C = 1):
 //! - cached → not cached (D-cache or MMU off): clean+invalidate every data cache to PoC by
 //!   set/way, then one uninterrupted sequence writes SCTLR and cleans+invalidates the stack by
-//!   VA (`arch::mmu::write_sctlr_uncached`), so nothing dirty outlives the switch;
+//!   VA, then the maintenance counters (`arch::mmu::write_sctlr_uncached`), so nothing dirty
+//!   outlives the switch; the walk's `setway` record is printed after that;
 //! - not cached → cached: clean+invalidate by set/way first (no line of ours is dirty then, so
 //!   this drops stale clean lines without losing anyone's data);
 //! - MMU on: MAIR/TCR/TTBR0 programmed, `TLBI VMALLE1IS; DSB ISH; ISB` before the SCTLR write
@@ -179,10 +180,15 @@ pub fn windows() -> &'static [AliasWindow] {
     WINDOWS.get().map(Vec::as_slice).unwrap_or(&[])
 }
 
+const CLEAN_ALL: (SetWayOp, Scope) = (SetWayOp::CleanInvalidate, Scope::ToLoC);
+
+fn walk_error(_: &setway::WalkError) -> Error {
+    Error::CacheMaintenance { what: "set/way clean+invalidate to LoC" }
+}
+
+/// Set/way clean+invalidate to LoC, recorded (`setway`).
 fn clean_invalidate_all() -> Result<(), Error> {
-    setway::dcsw(SetWayOp::CleanInvalidate, Scope::ToLoC)
-        .map(|_| ())
-        .map_err(|_| Error::CacheMaintenance { what: "set/way clean+invalidate to LoC" })
+    crate::cache::try_dcsw(CLEAN_ALL.0, CLEAN_ALL.1).map(|_| ()).map_err(|e| walk_error(&e))
 }
 
 /// Sets the MMU, D-cache and I-cache switches, with the maintenance each transition needs
@@ -200,11 +206,19 @@ pub fn set_control(want: Control) -> Result<(), Error> {
         hw::tlbi_all();
     }
     if cur.data_cached() && !want.data_cached() {
-        clean_invalidate_all()?;
+        // Nothing may be written between the walk and the switch but the stack and the
+        // maintenance counters (both cleaned by the switch): the walk is recorded once data is
+        // no longer cached.
+        let walk = setway::dcsw(CLEAN_ALL.0, CLEAN_ALL.1);
+        if let Err(e) = &walk {
+            crate::cache::record_walk(CLEAN_ALL.0, CLEAN_ALL.1, &walk);
+            return Err(walk_error(e));
+        }
         let (lo, hi) = stack();
         // SAFETY: every data cache was just cleaned to PoC; the stack is identity mapped in
         // both states; the new value only changes M/C/I.
         unsafe { hw::write_sctlr_uncached(new_raw, lo, hi) };
+        crate::cache::record_walk(CLEAN_ALL.0, CLEAN_ALL.1, &walk);
     } else {
         if want.data_cached() && !cur.data_cached() {
             clean_invalidate_all()?;

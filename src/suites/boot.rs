@@ -28,11 +28,14 @@ fn report(ctx: &mut Ctx) {
     let b = ctx.boot;
     let midr = Midr { raw: b.midr };
     diag!("== cachescope system report ==");
-    diag!(
-        "board            {}{}",
-        b.board,
-        if b.emulated { " (emulator: QEMU models no caches; timings measure the emulator)" } else { "" }
-    );
+    match (&b.model, b.emulated) {
+        (Some(profile), _) => diag!(
+            "board            {} (emulator: caches observed through the cache model, profile {profile}; timings measure the emulator)",
+            b.board
+        ),
+        (None, true) => diag!("board            {} (emulator: QEMU models no caches; timings measure the emulator)", b.board),
+        (None, false) => diag!("board            {}", b.board),
+    }
     diag!("entry EL         EL{} -> running at EL{}", b.entry_el, b.current_el);
     diag!(
         "core             {} (MIDR {:#010x}: implementer {:#04x} {}, part {:#05x}, variant {}, revision {})",

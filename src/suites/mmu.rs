@@ -97,6 +97,11 @@ fn human(len: u64) -> String {
     }
 }
 
+/// DminLine, the stride of by-VA maintenance.
+fn line_bytes() -> usize {
+    crate::cache::this_cpu().ctr.dmin_line() as usize
+}
+
 fn pattern(i: usize, seed: u64) -> u64 {
     seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
@@ -272,8 +277,17 @@ fn alias_wb_to_nc(ctx: &mut Ctx) {
     let seed = cpu::counter();
     write_pattern(wb, DATA_OFF, DATA_WORDS, seed);
     // Without maintenance the new data may still sit dirty in the cache (information only:
-    // QEMU models no cache, so there it is always visible).
-    let early = find_mismatch(nc, DATA_OFF, DATA_WORDS, seed).is_none();
+    // QEMU models no cache, so there it is always visible). The probe is a deliberate
+    // stale read, declared to the cache model's sanitizer.
+    let probe = "mmu/probe-nc-before-clean";
+    let early = crate::bench::named_phase(probe, || find_mismatch(nc, DATA_OFF, DATA_WORDS, seed).is_none());
+    ctx.expect_hazard(
+        probe,
+        "stale-read-by-device",
+        (nc.pa + DATA_OFF) as u64,
+        (DATA_WORDS * 8 / line_bytes()) as u64,
+        line_bytes() as u64,
+    );
     diag!("before the clean, the NC alias {} the data written through WB", if early { "already sees" } else { "does not yet see" });
     if let Err(e) = maintenance::clean_to_poc(wb.va + DATA_OFF, DATA_WORDS * 8) {
         ctx.fail(format!("clean to PoC refused: {e:?}"));
@@ -295,7 +309,10 @@ fn alias_nc_to_wb(ctx: &mut Ctx) {
     check_pattern(ctx, wb, DATA_OFF, DATA_WORDS, old, "old data read back via normal-wb");
     // New data straight to memory.
     write_pattern(nc, DATA_OFF, DATA_WORDS, new);
-    let stale = find_mismatch(wb, DATA_OFF, DATA_WORDS, new).is_some();
+    // A deliberate read of the stale cached copy, declared to the sanitizer.
+    let probe = "mmu/probe-wb-before-invalidate";
+    let stale = crate::bench::named_phase(probe, || find_mismatch(wb, DATA_OFF, DATA_WORDS, new).is_some());
+    ctx.expect_hazard(probe, "stale-read-by-cpu", (wb.pa + DATA_OFF) as u64, (DATA_WORDS * 8 / line_bytes()) as u64, line_bytes() as u64);
     diag!("before the invalidate, the WB alias {}", if stale { "still reads old (cached) data" } else { "already reads the new data" });
     // SAFETY: the arena slot belongs to this case; its dirty lines (none: cleaned above, and
     // the reads since allocate clean lines) may be discarded.
@@ -649,6 +666,11 @@ fn dc_zva_device(ctx: &mut Ctx) {
         })
     });
     ctx.check(zeroed, format!("DC ZVA zeroes a {block}-byte block of Normal WB memory"));
+    // The Device aliases below map the same memory: the zeroed block leaves the cache first,
+    // or it would later be written back over what they write.
+    if let Err(e) = maintenance::clean_invalidate_to_poc(wb.va + ZVA_OFF, block) {
+        ctx.fail(format!("clean+invalidate to PoC refused: {e:?}"));
+    }
     let mut completed = Vec::new();
     for w in device_windows(ws) {
         let target = w.va + ZVA_OFF;

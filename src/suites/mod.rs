@@ -4,10 +4,23 @@
 pub mod bench;
 pub mod boot;
 pub mod cache;
+pub mod mistakes;
 pub mod mmu;
 pub mod selftest;
+pub mod smp;
 
 use crate::harness::Suite;
 
 /// The main job (`cargo run`), in order.
-pub const MAIN: &[Suite] = &[boot::SUITE, cache::SUITE, mmu::SUITE, bench::SUITE, selftest::ABORT, selftest::HANG, selftest::PANIC];
+pub const MAIN: &[Suite] = &[
+    boot::SUITE,
+    cache::SUITE,
+    mmu::SUITE,
+    bench::SUITE,
+    smp::SUITE,
+    mistakes::SUITE,
+    selftest::ABORT,
+    selftest::HANG,
+    selftest::PANIC,
+    smp::SELFTEST,
+];

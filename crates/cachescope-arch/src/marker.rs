@@ -6,7 +6,7 @@
 //! arguments. HINT #0x7f is an unallocated hint, which the architecture executes as a NOP (Arm
 //! ARM C6.2.122), so markers cost nothing on hardware and on QEMU without the plugin.
 //!
-//! Protocol version 3 (x9 = command; x10..x13 = arguments):
+//! Protocol version 4 (x9 = command; x10..x13 = arguments):
 //!
 //! | x9 | command        | x10                                  | x11              | x12          | x13                  |
 //! |----|----------------|--------------------------------------|------------------|--------------|----------------------|
@@ -16,6 +16,17 @@
 //! | 4  | sctlr          | SCTLR_EL1 (M bit 0, C bit 2, I bit 12)| –               | –            | –                    |
 //! | 5  | phase begin    | VA of a NUL-terminated name (≤ [`PHASE_NAME_MAX`] B) | phase id | –     | –                    |
 //! | 6  | phase end      | –                                    | phase id         | –            | –                    |
+//! | 7  | maint begin    | VA start                             | length (bytes)   | –            | –                    |
+//! | 8  | maint end      | VA start (as in its begin)           | –                | –            | –                    |
+//! | 9  | sanitizer quiet| 1 = quiet from here, 0 = report again| –                | –            | –                    |
+//!
+//! Maintenance range (version 4): the firmware declares that it is about to maintain
+//! `[VA, VA + length)` by VA (a DC CIVAC/CVAC/IVAC/CVAU/ZVA loop); at the end marker the model's
+//! sanitizer reports every data-cache line of the range that received no by-VA operation in
+//! between (`maintenance-gap`, e.g. a loop stepping 2 × DminLine). Ranges may nest or overlap;
+//! an end names its begin by the VA. Sanitizer quiet (version 4): hazards between `quiet 1` and
+//! `quiet 0` are not reported — for code that deliberately observes unmaintained data (a
+//! diagnostic that peeks before its clean). Firmware speaking version 3 or older never sends them.
 //!
 //! Geometry kind: [`Kind`] codes (1 = instruction, 2 = data, 3 = unified). Attribute:
 //! [`ModelAttr`] codes (0 = Normal write-back, 1 = Normal write-through, 2 = Normal
@@ -45,8 +56,9 @@ use crate::cache::Kind;
 pub const MARKER_ENCODING: u32 = 0xd503_2fff;
 
 /// Protocol version sent with [`Command::Hello`]. Version 2 added the window's PA in x13;
-/// version 3 phase names up to [`PHASE_NAME_MAX`] bytes (63 before).
-pub const PROTOCOL_VERSION: u64 = 3;
+/// version 3 phase names up to [`PHASE_NAME_MAX`] bytes (63 before); version 4 the maintenance
+/// range markers ([`Command::MaintBegin`], [`Command::MaintEnd`]).
+pub const PROTOCOL_VERSION: u64 = 4;
 
 /// Longest phase name, bytes (without the NUL), from protocol version 3.
 pub const PHASE_NAME_MAX: usize = 127;
@@ -76,6 +88,12 @@ pub enum Command {
     PhaseBegin = 5,
     /// Ends a phase.
     PhaseEnd = 6,
+    /// Declares a range about to be maintained by VA (version 4).
+    MaintBegin = 7,
+    /// Ends a declared maintenance range (version 4).
+    MaintEnd = 8,
+    /// Suspends (x10 = 1) or resumes (x10 = 0) the sanitizer's reports (version 4).
+    Quiet = 9,
 }
 
 impl TryFrom<u64> for Command {
@@ -89,6 +107,9 @@ impl TryFrom<u64> for Command {
             4 => Self::Sctlr,
             5 => Self::PhaseBegin,
             6 => Self::PhaseEnd,
+            7 => Self::MaintBegin,
+            8 => Self::MaintEnd,
+            9 => Self::Quiet,
             c => return Err(MarkerError::UnknownCommand(c)),
         })
     }
@@ -185,6 +206,20 @@ pub enum Marker {
         /// Phase id.
         id: u64,
     },
+    /// Start of by-VA maintenance of `[va, va + len)` (version 4).
+    MaintBegin {
+        /// First VA.
+        va: u64,
+        /// Length in bytes.
+        len: u64,
+    },
+    /// End of the maintenance range that began at `va` (version 4).
+    MaintEnd {
+        /// First VA, as in the begin marker.
+        va: u64,
+    },
+    /// Sanitizer reports off (`true`) or on again (`false`) (version 4).
+    Quiet(bool),
 }
 
 /// Why x9..x13 are not a marker.
@@ -259,6 +294,9 @@ impl Marker {
             Command::Sctlr => Marker::Sctlr(x10),
             Command::PhaseBegin => Marker::PhaseBegin { name_va: x10, id: x11 },
             Command::PhaseEnd => Marker::PhaseEnd { id: x11 },
+            Command::MaintBegin => Marker::MaintBegin { va: x10, len: x11 },
+            Command::MaintEnd => Marker::MaintEnd { va: x10 },
+            Command::Quiet => Marker::Quiet(x10 != 0),
         })
     }
 
@@ -275,6 +313,9 @@ impl Marker {
             Marker::Sctlr(v) => [Command::Sctlr as u64, v, 0, 0, 0],
             Marker::PhaseBegin { name_va, id } => [Command::PhaseBegin as u64, name_va, id, 0, 0],
             Marker::PhaseEnd { id } => [Command::PhaseEnd as u64, 0, id, 0, 0],
+            Marker::MaintBegin { va, len } => [Command::MaintBegin as u64, va, len, 0, 0],
+            Marker::MaintEnd { va } => [Command::MaintEnd as u64, va, 0, 0, 0],
+            Marker::Quiet(on) => [Command::Quiet as u64, on as u64, 0, 0, 0],
         }
     }
 }
@@ -328,6 +369,10 @@ mod tests {
             Marker::Sctlr(0x30d0_1805),
             Marker::PhaseBegin { name_va: 0xdead, id: 3 },
             Marker::PhaseEnd { id: 3 },
+            Marker::MaintBegin { va: 0x4000_1000, len: 4096 },
+            Marker::MaintEnd { va: 0x4000_1000 },
+            Marker::Quiet(true),
+            Marker::Quiet(false),
         ];
         for m in all {
             assert_eq!(Marker::decode(PROTOCOL_VERSION, m.encode()), Ok(m));
@@ -353,7 +398,7 @@ mod tests {
     #[test]
     fn refuses_nonsense() {
         assert_eq!(parse(2, 0, 0, 0, 0, 0), Err(MarkerError::UnknownCommand(0)));
-        assert!(parse(2, 9, 0, 0, 0, 0).is_err());
+        assert!(parse(2, 10, 0, 0, 0, 0).is_err());
         assert_eq!(parse(2, 2, 1 | 4 << 8 | 64 << 16, 256, 2, 0), Err(MarkerError::UnknownKind(4)));
         assert!(parse(2, 2, 1 | 2 << 8 | 48 << 16, 256, 2, 0).is_err());
         assert!(parse(2, 2, 1 | 2 << 8 | 64 << 16, 0, 2, 0).is_err());

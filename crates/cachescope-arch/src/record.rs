@@ -151,6 +151,12 @@ pub const BOOT: Kind = kernel(
         req("uart", Ty::Hex, "console PL011 base address"),
         req("emulated", Ty::Bool, "running under QEMU: timings measure the emulator"),
         req_since(2, "args", Ty::Str, "the kernel arguments of the run, control characters escaped"),
+        opt("model", Ty::Str, "the cache model's profile when the runner loaded it (`model=PROFILE`), else `off`"),
+        opt(
+            "cores",
+            Ty::UInt,
+            "cores the machine has (DTB `/cpus` on QEMU virt, the board's count on the Pis); the `smp` suite uses them all",
+        ),
     ],
 );
 
@@ -225,15 +231,40 @@ pub const DCZID: Kind = kernel(
     ],
 );
 
-/// `setway`: one set/way walk.
+/// `setway`: one set/way walk, or the walks of one benchmark phase.
 pub const SETWAY: Kind = kernel(
     "setway",
-    "One set/way walk: the DC ISW/CSW/CISW instructions it executed.",
+    "One set/way walk: the DC ISW/CSW/CISW instructions it executed. Every walk the kernel makes is recorded; inside a benchmark phase the walks of one op and scope are added up into one record with `walks` and `phase` when the phase ends.",
     &[
         req("op", Ty::Str, "isw, csw or cisw"),
         req("scope", Ty::Str, "loc, louis or level1..level7"),
-        req("ops", Ty::UInt, "DC instructions executed (0 when refused)"),
+        req("ops", Ty::UInt, "DC instructions executed (0 when refused; the sum over `walks`)"),
         opt("error", Ty::Str, "why the walk was refused (then nothing was executed)"),
+        opt("walks", Ty::UInt, "walks added up (absent: one)"),
+        opt("phase", Ty::Str, "the benchmark phase they ran in (a metric's `phase`)"),
+    ],
+);
+
+/// `maint-total`: every maintenance instruction of the run, by operation.
+pub const MAINT_TOTAL: Kind = kernel(
+    "maint-total",
+    "Every DC, IC and TLBI instruction the kernel executed in the run, by operation, as its instruction wrappers counted them (the record before `end`). Field names are `cache::ops::MaintOp` names.",
+    &[
+        req("dc_isw", Ty::UInt, "DC ISW (invalidate by set/way)"),
+        req("dc_csw", Ty::UInt, "DC CSW (clean by set/way)"),
+        req("dc_cisw", Ty::UInt, "DC CISW (clean and invalidate by set/way)"),
+        req("dc_civac", Ty::UInt, "DC CIVAC (clean and invalidate by VA to PoC)"),
+        req("dc_cvac", Ty::UInt, "DC CVAC (clean by VA to PoC)"),
+        req("dc_ivac", Ty::UInt, "DC IVAC (invalidate by VA to PoC)"),
+        req("dc_cvau", Ty::UInt, "DC CVAU (clean by VA to PoU)"),
+        req("dc_zva", Ty::UInt, "DC ZVA (zero a DCZID block)"),
+        req("ic_ivau", Ty::UInt, "IC IVAU (invalidate instruction cache by VA to PoU)"),
+        req("ic_iallu", Ty::UInt, "IC IALLU (invalidate all instruction caches of this PE)"),
+        req("ic_ialluis", Ty::UInt, "IC IALLUIS (… of the Inner Shareable domain)"),
+        req("tlbi_vmalle1is", Ty::UInt, "TLBI VMALLE1IS"),
+        req("tlbi_vaae1is", Ty::UInt, "TLBI VAAE1IS"),
+        req("tlbi_other", Ty::UInt, "any other TLBI"),
+        req("dc_other", Ty::UInt, "any other DC (CVAP, CVADP, MTE tag operations)"),
     ],
 );
 
@@ -309,6 +340,34 @@ pub const KNEE: Kind = kernel(
     ],
 );
 
+/// `inferred`: a cache property inferred from a sweep on the timer.
+pub const INFERRED: Kind = kernel(
+    "inferred",
+    "A cache property the bench suite's `infer` case inferred from a timer sweep (null under an emulator: the host infers it from the cache model's counts).",
+    &[
+        req("property", Ty::Str, "`line` (bytes) or `ways`"),
+        req("level", Ty::UInt, "cache level"),
+        req("ccsidr", Ty::UInt, "what CCSIDR_EL1 says"),
+        req("source", Ty::Str, "timer of the sweep"),
+        req("value", Ty::UIntOrNull, "the inferred value; null when not inferred"),
+        req("published", Ty::UIntOrNull, "the published silicon value; null when the core is not in the table"),
+        req("emulated", Ty::Bool, "measured under an emulator"),
+    ],
+);
+
+/// `expect-hazard`: what the cache model's sanitizer must report for a deliberate mistake.
+pub const EXPECT_HAZARD: Kind = kernel(
+    "expect-hazard",
+    "A deliberate mistake's declaration (`Ctx::expect_hazard`): the sanitizer must report exactly this hazard kind at exactly these lines in this phase, and nothing else there (checked by `scripts/xtask hazards`).",
+    &[
+        req("phase", Ty::Str, "the deliberate mistake's cache-model phase (`mistakes/CASE`, `mmu/probe-…`)"),
+        req("kind", Ty::Str, "the hazard kind (see `hazard`)"),
+        req("pa", Ty::Hex, "physical address of the first line"),
+        req("lines", Ty::UInt, "lines, one hazard record each"),
+        req("stride", Ty::UInt, "bytes from one line to the next"),
+    ],
+);
+
 /// `kv-shape`: the KV cache shape of a kv benchmark run.
 pub const KV_SHAPE: Kind = kernel(
     "kv-shape",
@@ -348,6 +407,8 @@ macro_rules! model_counts {
             req("writebacks", Ty::UInt, "dirty lines written to the next level"),
             req("maint", Ty::UInt, "lines touched by maintenance operations"),
             req("bypass", Ty::UInt, "accesses that bypassed the caches (non-cacheable, Device, caches off)"),
+            req("prefetches", Ty::UInt, "lines this level filled because of a prefetch (PRFM or the hardware prefetcher); a prefetch that finds the line present is not counted"),
+            req("prefetch_hits", Ty::UInt, "demand accesses that hit a prefetched line no demand access had touched yet (once per fill)"),
             req("source", Ty::Str, "`model`"),
         ]
     };
@@ -367,6 +428,8 @@ pub const MODEL_GEOMETRY: Kind = model(
         req("policy", Ty::Str, "replacement policy: lru, fifo, random"),
         req("origin", Ty::Str, "guest (the kernel's CCSIDR), a profile name, or the plugin arguments"),
         req("vcpus", Ty::UInt, "vCPUs"),
+        req("hit_cycles", Ty::UInt, "modelled load-to-use latency of a hit in this level, core cycles"),
+        req("hit_ns", Ty::Num, "the same in ns at the profile's clock"),
         req("source", Ty::Str, "`model`"),
     ],
 );
@@ -411,6 +474,76 @@ pub const MODEL_WARNING: Kind = model(
     &[req("what", Ty::Str, "the problem"), req("source", Ty::Str, "`model`")],
 );
 
+/// `model-profile`: the modelled core's latency table and hardware prefetcher, once per run.
+pub const MODEL_PROFILE: Kind = model(
+    "model-profile",
+    "The modelled core: clock, memory latency and hardware prefetcher, with their sources (once per run, before `model-geometry`).",
+    &[
+        req("profile", Ty::Str, "guest, rpi4, rpi5 or custom"),
+        req("clock_mhz", Ty::UInt, "core clock the cycle figures refer to, MHz"),
+        req("memory_cycles", Ty::UInt, "latency of an access served by memory (and of every access that bypasses the caches), cycles"),
+        req("memory_ns", Ty::Num, "the same in ns"),
+        req("hwpf", Ty::Str, "hardware data prefetcher: off, nextline, stride"),
+        req("hwpf_distance", Ty::UInt, "lines (nextline) or strides (stride) ahead"),
+        req("hwpf_degree", Ty::UInt, "prefetches per trigger"),
+        req("latency_ref", Ty::Str, "where the latencies come from"),
+        req("hwpf_ref", Ty::Str, "which published prefetcher the model approximates"),
+        req("source", Ty::Str, "`model`"),
+    ],
+);
+
+/// `model-time`: a phase's modelled time.
+pub const MODEL_TIME: Kind = model(
+    "model-time",
+    "A phase's modelled data-access time: each demand data access costs the latency of the level that served it, without overlap (an upper bound for streaming code).",
+    &[
+        req("phase", Ty::Str, "phase name"),
+        req("phase_id", Ty::UInt, "phase id"),
+        req("data_accesses", Ty::UInt, "demand data accesses, per L1D line touched, including bypassing ones"),
+        req("cycles", Ty::UInt, "modelled cycles"),
+        req("ns", Ty::Num, "modelled ns at the profile's clock"),
+        req("source", Ty::Str, "`model`"),
+    ],
+);
+
+/// `hazard`: a cache-maintenance mistake the model's sanitizer saw.
+pub const HAZARD: Kind = model(
+    "hazard",
+    "A cache-maintenance hazard, deduplicated per (kind, line, phase): emitted when the phase ends (at exit outside phases).",
+    &[
+        req("kind", Ty::Str, "stale-read-by-device, lost-write, stale-read-by-cpu, stale-instruction, maintenance-gap"),
+        req("pa", Ty::Hex, "physical address of the line"),
+        req("va", Ty::Hex, "virtual address of the first exposing access"),
+        req("pc", Ty::Hex, "PC of the first exposing access"),
+        req("phase", Ty::Str, "phase name (empty outside phases)"),
+        req("phase_id", Ty::UInt, "phase id (0 outside phases)"),
+        req("count", Ty::UInt, "occurrences in this phase"),
+        req("access", Ty::Str, "the exposing access: nc-read, device-read, dc-ivac, dc-isw, read, fetch, maint-end"),
+        req("cause", Ty::Str, "the earlier access that made the line hazardous: write, nc-write, device-write, …"),
+        req("cause_pc", Ty::Hex, "PC of that access (0x0 when not known)"),
+        opt("stale", Ty::Hex, "the value the exposing access would see on silicon, when known"),
+        opt("current", Ty::Hex, "the value the emulator returned or holds, when known"),
+        req("source", Ty::Str, "`model`"),
+    ],
+);
+
+/// `hazard-total`: the sanitizer's whole-run summary.
+pub const HAZARD_TOTAL: Kind = model(
+    "hazard-total",
+    "The sanitizer's summary at exit: hazard records per kind (distinct (kind, line, phase)) and all occurrences.",
+    &[
+        req("sanitize", Ty::Bool, "the sanitizer ran"),
+        req("hazards", Ty::UInt, "hazard records"),
+        req("count", Ty::UInt, "occurrences"),
+        req("stale_read_by_device", Ty::UInt, "hazard records of this kind"),
+        req("lost_write", Ty::UInt, "…"),
+        req("stale_read_by_cpu", Ty::UInt, "…"),
+        req("stale_instruction", Ty::UInt, "…"),
+        req("maintenance_gap", Ty::UInt, "…"),
+        req("source", Ty::Str, "`model`"),
+    ],
+);
+
 /// Every record kind, kernel first.
 pub const KINDS: &[Kind] = &[
     BOOT,
@@ -420,17 +553,24 @@ pub const KINDS: &[Kind] = &[
     CTR,
     DCZID,
     SETWAY,
+    MAINT_TOTAL,
     MMU,
     ATTR,
     METRIC,
     KNEE,
+    INFERRED,
+    EXPECT_HAZARD,
     KV_SHAPE,
     BENCH_MODEL,
+    MODEL_PROFILE,
     MODEL_GEOMETRY,
     MODEL,
+    MODEL_TIME,
     MODEL_TOTAL,
     MODEL_RUN,
     MODEL_WARNING,
+    HAZARD,
+    HAZARD_TOTAL,
 ];
 
 /// The declaration of record kind `name`.
@@ -526,6 +666,13 @@ mod tests {
         }
         assert!(kind("boot").unwrap().field("schema").unwrap().required);
         assert!(kind("nosuch").is_none());
+    }
+
+    #[test]
+    fn maint_total_fields_are_the_operations() {
+        let names: std::vec::Vec<&str> = MAINT_TOTAL.fields.iter().map(|f| f.name).collect();
+        let ops: std::vec::Vec<&str> = crate::cache::ops::MaintOp::ALL.iter().map(|op| op.name()).collect();
+        assert_eq!(names, ops);
     }
 
     #[test]

@@ -19,7 +19,7 @@
 pub use aarch64_cpu::registers::{
     CCSIDR_EL1, CLIDR_EL1, CSSELR_EL1, ID_AA64DFR0_EL1, ID_AA64MMFR0_EL1, ID_AA64MMFR2_EL1, MAIR_EL1, SCTLR_EL1, TCR_EL1, TTBR0_EL1,
 };
-pub use layouts::{CCSIDR2_EL1, CTR_EL0, DCZID_EL0, PAR, PMCR_EL0};
+pub use layouts::{CCSIDR2_EL1, CTR_EL0, DCZID_EL0, ID_AA64ISAR0_EL1, PAR, PMCR_EL0};
 
 /// Register layouts aarch64-cpu lacks (the macro generates undocumented helper items, hence the
 /// `allow`; every field is documented).
@@ -60,6 +60,11 @@ pub mod layouts {
         DZP OFFSET(4) NUMBITS(1) [],
         /// Log2 of the block size in words (4 B); 9 (2 KiB) is the largest permitted value.
         BS OFFSET(0) NUMBITS(4) []
+    ],
+    /// Instruction Set Attribute Register 0 (aarch64-cpu declares only RNDR).
+    pub ID_AA64ISAR0_EL1 [
+        /// Atomic instructions: 0b0010 = FEAT_LSE (LDADD, CAS, SWP, …), 0b0011 = also FEAT_LSE128.
+        Atomic OFFSET(20) NUMBITS(4) []
     ],
     /// Current Cache Size ID Register 2 (FEAT_CCIDX; aarch64-cpu has no definition of it).
     pub CCSIDR2_EL1 [
@@ -155,6 +160,10 @@ mod access {
         /// CCSIDR2_EL1 of the cache CSSELR_EL1 selects: UNDEFINED without FEAT_CCIDX (and may
         /// trap, FEAT_IDST): read it only with FEAT_CCIDX or under a trap catcher.
         CCSIDR2_EL1: Ccsidr2El1, "s3_1_c0_c0_2", layouts::CCSIDR2_EL1::Register, read
+    );
+    sysreg!(
+        /// ID_AA64ISAR0_EL1: instruction-set features (FEAT_LSE in `Atomic`). Readable at EL1.
+        ID_AA64ISAR0_EL1: IdAa64isar0El1, "id_aa64isar0_el1", layouts::ID_AA64ISAR0_EL1::Register, read
     );
     sysreg!(
         /// PMCR_EL0: PMU control. EL1 access needs MDCR_EL2/MDCR_EL3 not to trap it.

@@ -62,6 +62,45 @@ const INVALID: u64 = u64::MAX;
 /// Associativities up to this keep their replacement order in one `u64` (4 bits per way).
 const PACKED_WAYS: usize = 16;
 
+/// Per-way flag: the line holds data newer than the level below.
+const DIRTY: u8 = 1;
+/// Per-way flag: a prefetch brought the line in and no demand access has touched it yet.
+const PREFETCHED: u8 = 2;
+/// Per-way flag (the sanitizer): memory was written behind this copy (a non-cacheable or Device
+/// write, or a D-side write for an L1I copy), so the copy holds older data than memory.
+const STALE: u8 = 4;
+
+/// How a fill places its line in the replacement order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fill {
+    /// Allocate dirty (a write-back write).
+    pub dirty: bool,
+    /// A prefetch fill: the line carries the prefetched flag until its first demand access.
+    pub prefetch: bool,
+    /// Non-temporal: insert at the position evicted first (LRU/FIFO end) instead of the front.
+    pub nt: bool,
+}
+
+impl Fill {
+    /// A demand fill (clean or dirty), at the most-recent position.
+    pub const fn demand(dirty: bool) -> Self {
+        Self { dirty, prefetch: false, nt: false }
+    }
+}
+
+/// A demand hit: its slot and whether it was the first demand access to a prefetched line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hit {
+    /// The slot.
+    pub slot: usize,
+    /// The line was brought in by a prefetch and this is its first demand access.
+    pub prefetched: bool,
+    /// The copy is stale (the sanitizer's mark).
+    pub stale: bool,
+    /// The line was dirty before this access.
+    pub was_dirty: bool,
+}
+
 /// A line pushed out by an allocation or removed by maintenance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Evicted {
@@ -73,7 +112,7 @@ pub struct Evicted {
 
 /// The tag array of one cache.
 ///
-/// Per way: its tag ([`INVALID`] when empty) and its dirty bit. Per set: the number of valid
+/// Per way: its tag ([`INVALID`] when empty) and its flags (dirty, prefetched). Per set: the number of valid
 /// ways and the **replacement order**, a list of the set's way numbers, most recent first (LRU:
 /// every hit and fill moves its way to the front; FIFO: only fills do; random: unused). The
 /// victim of a full set is the last way of the list, so a miss neither searches nor compares
@@ -81,14 +120,16 @@ pub struct Evicted {
 /// `p` in bits `4p..4p+4`), so moving a way to the front is a few shifts and masks; wider sets
 /// (up to 256 ways) keep one byte per way. A set with an invalid way fills its lowest invalid
 /// way first, whatever the policy; its position in the list is then irrelevant, since the list
-/// decides only among valid ways.
+/// decides only among valid ways. A non-temporal fill puts its way at the end of the list
+/// instead of the front (the next victim).
 #[derive(Clone, Debug)]
 pub struct Cache {
     line_shift: u32,
     set_mask: u64,
     ways: usize,
     tags: Box<[u64]>,
-    dirty: Box<[bool]>,
+    /// `DIRTY | PREFETCHED` per way.
+    flags: Box<[u8]>,
     /// Valid ways per set (a set with fewer than `ways` fills an invalid way).
     valid: Box<[u16]>,
     /// Replacement order per set, ≤ 16 ways: 4-bit way numbers, most recent in bits 3:0.
@@ -117,7 +158,7 @@ impl Cache {
             set_mask: sets as u64 - 1,
             ways,
             tags: vec![INVALID; n].into_boxed_slice(),
-            dirty: vec![false; n].into_boxed_slice(),
+            flags: vec![0; n].into_boxed_slice(),
             valid: vec![0; sets].into_boxed_slice(),
             packed,
             wide,
@@ -182,48 +223,77 @@ impl Cache {
     /// replaced, if the victim way was valid.
     #[inline]
     pub fn insert(&mut self, line: u64, dirty: bool) -> (usize, Option<Evicted>) {
+        self.insert_with(line, Fill::demand(dirty))
+    }
+
+    /// [`Cache::insert`] with the fill's placement and flags.
+    #[inline]
+    pub fn insert_with(&mut self, line: u64, fill: Fill) -> (usize, Option<Evicted>) {
         debug_assert!(self.probe(line).is_none());
-        self.allocate(self.set_of(line), line, dirty)
+        self.allocate(self.set_of(line), line, fill)
     }
 
     /// A demand access in one pass: a hit makes the line most recent (LRU), sets its dirty bit
-    /// if asked, and returns `Ok(slot)`; a miss allocates the line exactly as [`Cache::insert`]
-    /// and returns `Err((slot, victim))`.
+    /// if asked, clears its prefetched flag, and returns `Ok(hit)`; a miss allocates the line
+    /// exactly as [`Cache::insert_with`] and returns `Err((slot, victim))`.
     #[inline]
-    pub fn access(&mut self, line: u64, dirty: bool) -> Result<usize, (usize, Option<Evicted>)> {
+    pub fn access(&mut self, line: u64, fill: Fill) -> Result<Hit, (usize, Option<Evicted>)> {
         let set = self.set_of(line);
         if let Some(w) = self.find(set, line) {
             if self.policy == Policy::Lru {
                 self.promote(set, w);
             }
             let slot = set * self.ways + w;
-            if dirty {
-                self.dirty[slot] = true;
+            let f = self.flags[slot];
+            let new = (f & !PREFETCHED) | if fill.dirty { DIRTY } else { 0 };
+            if new != f {
+                self.flags[slot] = new;
             }
-            return Ok(slot);
+            return Ok(Hit { slot, prefetched: f & PREFETCHED != 0, stale: f & STALE != 0, was_dirty: f & DIRTY != 0 });
         }
-        let r = self.allocate(set, line, dirty);
+        let r = self.allocate(set, line, fill);
         self.prefetch_set(line + 1);
         Err(r)
     }
 
+    /// A demand lookup that allocates nothing (write-through writes): like [`Cache::lookup`],
+    /// and also clears the prefetched flag; returns the hit.
+    #[inline]
+    pub fn touch(&mut self, line: u64) -> Option<Hit> {
+        let set = self.set_of(line);
+        let w = self.find(set, line)?;
+        if self.policy == Policy::Lru {
+            self.promote(set, w);
+        }
+        let slot = set * self.ways + w;
+        let f = self.flags[slot];
+        self.flags[slot] = f & !PREFETCHED;
+        Some(Hit { slot, prefetched: f & PREFETCHED != 0, stale: f & STALE != 0, was_dirty: f & DIRTY != 0 })
+    }
+
     /// Puts `line` into `set`: in its lowest invalid way, else in the policy's victim (LRU and
     /// FIFO: the last way of the replacement order, which then rotates by one to become the
-    /// first, with no search). The filled way is the most recent.
+    /// first, with no search). The filled way is the most recent, or for a non-temporal fill
+    /// the least recent (the victim stays last: no rotation).
     #[inline(always)]
-    fn allocate(&mut self, set: usize, line: u64, dirty: bool) -> (usize, Option<Evicted>) {
+    fn allocate(&mut self, set: usize, line: u64, fill: Fill) -> (usize, Option<Evicted>) {
         let w = if usize::from(self.valid[set]) < self.ways {
             let base = set * self.ways;
             // A set with fewer valid ways than ways has an invalid one.
             let w = self.tags[base..base + self.ways].iter().position(|&t| t == INVALID).unwrap_or(0);
             self.valid[set] += 1;
             if self.policy != Policy::Random {
-                self.promote(set, w);
+                if fill.nt {
+                    self.demote(set, w);
+                } else {
+                    self.promote(set, w);
+                }
             }
             w
         } else {
             match self.policy {
                 Policy::Random => (xorshift64star(&mut self.rng) % self.ways as u64) as usize,
+                _ if fill.nt => self.last_way(set),
                 _ if self.ways <= PACKED_WAYS => {
                     let order = self.packed[set];
                     let last = 4 * (self.ways as u32 - 1);
@@ -243,8 +313,40 @@ impl Cache {
         };
         let slot = set * self.ways + w;
         let old = std::mem::replace(&mut self.tags[slot], line);
-        let was_dirty = std::mem::replace(&mut self.dirty[slot], dirty);
-        (slot, (old != INVALID).then_some(Evicted { line: old, dirty: was_dirty }))
+        let flags = if fill.dirty { DIRTY } else { 0 } | if fill.prefetch { PREFETCHED } else { 0 };
+        let was = std::mem::replace(&mut self.flags[slot], flags);
+        (slot, (old != INVALID).then_some(Evicted { line: old, dirty: was & DIRTY != 0 }))
+    }
+
+    /// The last way of `set`'s replacement order (the next LRU/FIFO victim).
+    #[inline]
+    fn last_way(&self, set: usize) -> usize {
+        if self.ways <= PACKED_WAYS {
+            (self.packed[set] >> (4 * (self.ways as u32 - 1)) & 0xf) as usize
+        } else {
+            usize::from(self.wide[(set + 1) * self.ways - 1])
+        }
+    }
+
+    /// Moves way `w` of `set` to the end of the replacement order (a non-temporal fill into an
+    /// invalid way; rare, so done plainly).
+    fn demote(&mut self, set: usize, w: usize) {
+        let mut list: Vec<usize> = if self.ways <= PACKED_WAYS {
+            (0..self.ways).map(|p| (self.packed[set] >> (4 * p) & 0xf) as usize).collect()
+        } else {
+            self.wide[set * self.ways..(set + 1) * self.ways].iter().map(|&x| usize::from(x)).collect()
+        };
+        if let Some(p) = list.iter().position(|&x| x == w) {
+            list.remove(p);
+            list.push(w);
+        }
+        if self.ways <= PACKED_WAYS {
+            self.packed[set] = list.iter().enumerate().fold(0, |o, (p, &x)| o | (x as u64) << (4 * p));
+        } else {
+            for (p, x) in list.into_iter().enumerate() {
+                self.wide[set * self.ways + p] = x as u8;
+            }
+        }
     }
 
     /// Moves way `w` of `set` to the front of the replacement order.
@@ -292,21 +394,39 @@ impl Cache {
         let _ = line;
     }
 
-    /// Marks a slot dirty.
+    /// Marks a slot dirty; returns whether it was dirty before.
     #[inline]
-    pub fn set_dirty(&mut self, slot: usize) {
-        self.dirty[slot] = true;
+    pub fn set_dirty(&mut self, slot: usize) -> bool {
+        let f = self.flags[slot];
+        self.flags[slot] = f | DIRTY;
+        f & DIRTY != 0
+    }
+
+    /// Marks the copy of `line` stale (the sanitizer); returns whether it already was, if the
+    /// line is present.
+    pub fn mark_stale(&mut self, line: u64) -> Option<bool> {
+        let slot = self.probe(line)?;
+        let f = self.flags[slot];
+        self.flags[slot] = f | STALE;
+        Some(f & STALE != 0)
+    }
+
+    /// Whether the copy of `line` is present and dirty.
+    pub fn holds_dirty(&self, line: u64) -> bool {
+        self.probe(line).is_some_and(|slot| self.flags[slot] & DIRTY != 0)
     }
 
     /// The line in a slot and its dirty bit, if valid.
     pub fn slot(&self, slot: usize) -> Option<Evicted> {
         let line = self.tags[slot];
-        (line != INVALID).then(|| Evicted { line, dirty: self.dirty[slot] })
+        (line != INVALID).then(|| Evicted { line, dirty: self.flags[slot] & DIRTY != 0 })
     }
 
     /// Clears a slot's dirty bit; returns whether it was dirty.
     pub fn clean_slot(&mut self, slot: usize) -> bool {
-        std::mem::replace(&mut self.dirty[slot], false)
+        let f = self.flags[slot];
+        self.flags[slot] = f & !DIRTY;
+        f & DIRTY != 0
     }
 
     /// Empties a slot; returns what it held. Its place in the replacement order is kept: an
@@ -317,14 +437,14 @@ impl Cache {
             self.valid[slot / self.ways] -= 1;
         }
         self.tags[slot] = INVALID;
-        self.dirty[slot] = false;
+        self.flags[slot] = 0;
         held
     }
 
     /// Empties every slot (dirty data is discarded).
     pub fn invalidate_all(&mut self) {
         self.tags.fill(INVALID);
-        self.dirty.fill(false);
+        self.flags.fill(0);
         self.valid.fill(0);
     }
 

@@ -12,6 +12,9 @@
 //! | `out` | file for the records | standard error |
 //! | `fast` | `on`, `off`: the shortcut (same line, batching, inline fetch; off = every access simulated) | `on` |
 //! | `trace` | file for a text trace of every model operation (turns the shortcut off; replayed by the reference simulator's test) | none |
+//! | `hwpf` | `off`, `nextline`, `stride`: the hardware data prefetcher | `guest`: `off`; `rpi4`, `rpi5`: `stride` |
+//! | `hwpf_distance`, `hwpf_degree` | 1..=64 | the profile's (`guest`: 1, 1) |
+//! | `sanitize` | `on`, `off`: the cache-maintenance sanitizer | `on` |
 //!
 //! With `profile=guest` and no geometry markers from the kernel, the `rpi4` geometry is used and
 //! the `model-geometry` record says `"origin":"fallback"`.
@@ -19,11 +22,29 @@
 use std::collections::BTreeMap;
 
 use crate::cache::Policy;
-use crate::geometry::{Geometry, Hierarchy, LowerLevel, Sharing};
+use crate::geometry::{Geometry, Hierarchy, HwPfKind, HwPrefetch, Latency, LowerLevel, Sharing};
 use crate::protocol::Kind;
 
 /// Accepted argument keys (for the error message).
-pub const KEYS: &[&str] = &["profile", "l1i", "l1d", "l2", "l3", "l2share", "l3share", "policy", "seed", "zva", "out", "fast", "trace"];
+pub const KEYS: &[&str] = &[
+    "profile",
+    "l1i",
+    "l1d",
+    "l2",
+    "l3",
+    "l2share",
+    "l3share",
+    "policy",
+    "seed",
+    "zva",
+    "out",
+    "fast",
+    "trace",
+    "hwpf",
+    "hwpf_distance",
+    "hwpf_degree",
+    "sanitize",
+];
 
 /// Parsed plugin arguments.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,6 +75,14 @@ pub struct Settings {
     pub fast: bool,
     /// Operation trace file.
     pub trace: Option<String>,
+    /// Hardware prefetcher override.
+    pub hwpf: Option<HwPfKind>,
+    /// Its distance override.
+    pub hwpf_distance: Option<u32>,
+    /// Its degree override.
+    pub hwpf_degree: Option<u32>,
+    /// The sanitizer runs.
+    pub sanitize: bool,
 }
 
 impl Default for Settings {
@@ -72,6 +101,10 @@ impl Default for Settings {
             out: None,
             fast: true,
             trace: None,
+            hwpf: None,
+            hwpf_distance: None,
+            hwpf_degree: None,
+            sanitize: true,
         }
     }
 }
@@ -136,6 +169,28 @@ impl Settings {
                     }
                     s.trace = Some(v.to_string())
                 }
+                "hwpf" => {
+                    s.hwpf = Some(HwPfKind::parse(v).ok_or_else(|| format!("bad value '{v}' for 'hwpf': expected off, nextline or stride"))?)
+                }
+                "hwpf_distance" | "hwpf_degree" => {
+                    let n = v
+                        .parse()
+                        .ok()
+                        .filter(|n: &u32| (1..=64).contains(n))
+                        .ok_or_else(|| format!("bad value '{v}' for '{k}': expected an integer in 1..=64"))?;
+                    if k == "hwpf_distance" {
+                        s.hwpf_distance = Some(n);
+                    } else {
+                        s.hwpf_degree = Some(n);
+                    }
+                }
+                "sanitize" => {
+                    s.sanitize = match v {
+                        "on" => true,
+                        "off" => false,
+                        _ => return Err(format!("bad value '{v}' for 'sanitize': expected on or off")),
+                    }
+                }
                 "fast" => {
                     s.fast = match v {
                         "on" => true,
@@ -154,18 +209,41 @@ impl Settings {
         self.profile.is_none() && (self.l1i.is_none() || self.l1d.is_none() || self.l2.is_none())
     }
 
+    /// The `model-profile` record's profile name: the profile, else `custom` when the arguments
+    /// give every level, else `guest`.
+    pub fn profile_name(&self) -> &str {
+        match &self.profile {
+            Some(p) => p,
+            None if !self.wants_guest_geometry() => "custom",
+            None => "guest",
+        }
+    }
+
     /// The hierarchy to model: the base (profile, else the guest's report, else the `rpi4`
-    /// fallback) with the explicit levels and options applied. Returns it with its origin
-    /// (`"profile rpi4"`, `"guest"`, `"fallback"`, `"arguments"`; `"+arguments"` when some
-    /// levels were overridden).
+    /// fallback geometry) with the explicit levels and options applied. Without a profile the
+    /// latency table is the generic default and the hardware prefetcher is off. Returns it with
+    /// its origin (`"profile rpi4"`, `"guest"`, `"fallback"`, `"arguments"`; `"+arguments"` when
+    /// some levels were overridden).
     pub fn resolve(&self, guest: &GuestGeometry) -> Result<(Hierarchy, String), String> {
         let (mut h, mut origin) = match &self.profile {
             Some(p) => (Hierarchy::profile(p).expect("checked by parse"), format!("profile {p}")),
             None => match guest.hierarchy() {
                 Some(h) => (h, "guest".to_string()),
-                None => (Hierarchy::profile("rpi4").expect("built in"), "fallback".to_string()),
+                None => {
+                    let mut h = Hierarchy::profile("rpi4").expect("built in");
+                    h.hwpf = HwPrefetch::off(GENERIC_HWPF_REF);
+                    h.latency = Latency::generic();
+                    (h, "fallback".to_string())
+                }
             },
         };
+        if self.hwpf.is_some() || self.hwpf_distance.is_some() || self.hwpf_degree.is_some() {
+            let pf = &mut h.hwpf;
+            pf.kind = self.hwpf.unwrap_or(pf.kind);
+            pf.distance = self.hwpf_distance.unwrap_or(pf.distance);
+            pf.degree = self.hwpf_degree.unwrap_or(pf.degree);
+            pf.reference = format!("plugin arguments (hwpf={},hwpf_distance={},hwpf_degree={})", pf.kind.name(), pf.distance, pf.degree);
+        }
         let explicit = self.l1i.is_some()
             || self.l1d.is_some()
             || self.l2.is_some()
@@ -212,6 +290,9 @@ impl Settings {
     }
 }
 
+/// `hwpf_ref` of the profiles without a prefetcher.
+pub const GENERIC_HWPF_REF: &str = "generic default: no hardware prefetcher";
+
 /// The geometry markers received from the guest.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GuestGeometry {
@@ -252,7 +333,16 @@ impl GuestGeometry {
                 None => break,
             }
         }
-        let h = Hierarchy { l1i, l1d, lower, policy: Policy::Lru, seed: 1, zva_bytes: 64 };
+        let h = Hierarchy {
+            l1i,
+            l1d,
+            lower,
+            policy: Policy::Lru,
+            seed: 1,
+            zva_bytes: 64,
+            hwpf: HwPrefetch::off(GENERIC_HWPF_REF),
+            latency: Latency::generic(),
+        };
         h.validate().ok()?;
         Some(h)
     }
@@ -281,7 +371,11 @@ mod tests {
         assert_eq!(h.lower.len(), 1);
         let (h, origin) = s.resolve(&GuestGeometry::default()).unwrap();
         assert_eq!(origin, "fallback");
-        assert_eq!(h, Hierarchy::profile("rpi4").unwrap());
+        let rpi4 = Hierarchy::profile("rpi4").unwrap();
+        assert_eq!((h.l1i, h.l1d, &h.lower), (rpi4.l1i, rpi4.l1d, &rpi4.lower));
+        assert_eq!(h.hwpf.kind, HwPfKind::Off, "no profile: no prefetcher");
+        assert_eq!(h.latency, Latency::generic());
+        assert_eq!(s.profile_name(), "guest");
     }
 
     #[test]
@@ -298,7 +392,15 @@ mod tests {
         assert_eq!(h.lower[1].sharing, Sharing::Private);
         let s = Settings::parse(&["l1i=32K:2", "l1d=32K:2", "l2=256K:8"]).unwrap();
         assert!(!s.wants_guest_geometry());
+        assert_eq!(s.profile_name(), "custom");
         assert_eq!(s.resolve(&GuestGeometry::default()).unwrap().1, "arguments");
+        let s = Settings::parse(&["profile=rpi5", "hwpf=nextline", "hwpf_degree=3"]).unwrap();
+        let (h, _) = s.resolve(&qemu_a72()).unwrap();
+        assert_eq!((h.hwpf.kind, h.hwpf.distance, h.hwpf.degree), (HwPfKind::NextLine, 4, 3));
+        assert!(h.hwpf.reference.starts_with("plugin arguments"));
+        assert_eq!(h.latency.clock_mhz, 2400);
+        let (h, _) = Settings::parse(&["profile=rpi4"]).unwrap().resolve(&qemu_a72()).unwrap();
+        assert_eq!(h.hwpf.kind, HwPfKind::Stride);
     }
 
     #[test]
@@ -312,6 +414,9 @@ mod tests {
             (&["fast=maybe"], "bad value 'maybe' for 'fast'"),
             (&["policy=lru", "policy=fifo"], "given twice"),
             (&["out"], "malformed argument 'out'"),
+            (&["hwpf=ampm"], "bad value 'ampm' for 'hwpf'"),
+            (&["hwpf_degree=0"], "bad value '0' for 'hwpf_degree'"),
+            (&["sanitize=maybe"], "bad value 'maybe' for 'sanitize'"),
         ] {
             let e = Settings::parse(args).unwrap_err();
             assert!(e.contains(want), "{args:?}: {e}");

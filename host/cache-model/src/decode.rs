@@ -53,6 +53,64 @@ pub enum Insn {
         /// Operand register.
         rt: u8,
     },
+    /// PRFM PLD/PST (PLI is not decoded: the model ignores it).
+    Prefetch(Prefetch),
+}
+
+/// How a PRFM forms its address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrfAddr {
+    /// `[Xn|SP, #offset]` (scaled immediate and PRFUM's unscaled one).
+    Imm {
+        /// Base register (31 = SP).
+        base: u8,
+        /// Byte offset.
+        offset: i64,
+    },
+    /// `[Xn|SP, Rm{, extend {#3}}]`.
+    Reg {
+        /// Base register (31 = SP).
+        base: u8,
+        /// Index register (31 = XZR).
+        index: u8,
+        /// Extend: 2 = UXTW, 3 = LSL/UXTX, 6 = SXTW, 7 = SXTX.
+        option: u8,
+        /// Shift left by 3.
+        shift: bool,
+    },
+    /// PC-relative literal: the PC plus this offset.
+    Literal(i64),
+}
+
+impl PrfAddr {
+    /// The effective address, given the base and index register values and the PC.
+    pub fn effective(self, base: u64, index: u64, pc: u64) -> u64 {
+        match self {
+            PrfAddr::Imm { offset, .. } => base.wrapping_add(offset as u64),
+            PrfAddr::Reg { option, shift, .. } => {
+                let x = match option {
+                    2 => index & 0xffff_ffff,
+                    6 => index as i32 as i64 as u64,
+                    _ => index,
+                };
+                base.wrapping_add(if shift { x << 3 } else { x })
+            }
+            PrfAddr::Literal(off) => pc.wrapping_add(off as u64),
+        }
+    }
+}
+
+/// A decoded PRFM PLD/PST.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Prefetch {
+    /// Target level: 1, 2 or 3.
+    pub level: u32,
+    /// STRM (non-temporal) rather than KEEP.
+    pub strm: bool,
+    /// PST rather than PLD.
+    pub store: bool,
+    /// Its address.
+    pub addr: PrfAddr,
 }
 
 /// Decodes one instruction word; `None` for everything the plugin ignores.
@@ -89,7 +147,41 @@ pub fn decode(word: u32) -> Option<Insn> {
     if word & 0xffff_ffe0 == 0xd518_1000 {
         return Some(Insn::MsrSctlr { rt });
     }
-    None
+    decode_prfm(word).map(Insn::Prefetch)
+}
+
+/// Decodes PRFM (immediate, register, literal) and PRFUM (C6.2 PRFM/PRFUM); `None` for other
+/// words, for PLI, and for the prfop values that are not PLD/PST to L1–L3 (the architecture
+/// treats those as NOPs or as hints the model does not follow, e.g. the SLC target).
+pub fn decode_prfm(word: u32) -> Option<Prefetch> {
+    let rn = ((word >> 5) & 31) as u8;
+    let addr = if word & 0xffc0_0000 == 0xf980_0000 {
+        PrfAddr::Imm { base: rn, offset: i64::from((word >> 10) & 0xfff) * 8 }
+    } else if word & 0xffe0_0c00 == 0xf880_0000 {
+        PrfAddr::Imm { base: rn, offset: i64::from(((word >> 12) & 0x1ff) as i32) << 55 >> 55 }
+    } else if word & 0xffe0_0c00 == 0xf8a0_0800 {
+        let option = ((word >> 13) & 7) as u8;
+        if option & 2 == 0 {
+            return None; // unallocated extend
+        }
+        PrfAddr::Reg { base: rn, index: ((word >> 16) & 31) as u8, option, shift: (word >> 12) & 1 == 1 }
+    } else if word & 0xff00_0000 == 0xd800_0000 {
+        PrfAddr::Literal(i64::from(((word >> 5) & 0x7_ffff) as i32) << 45 >> 43)
+    } else {
+        return None;
+    };
+    let prfop = word & 31;
+    let (kind, target, strm) = (prfop >> 3, (prfop >> 1) & 3, prfop & 1 == 1);
+    if (kind != 0 && kind != 2) || target == 3 {
+        return None;
+    }
+    Some(Prefetch { level: target + 1, strm, store: kind == 2, addr })
+}
+
+/// Whether a word is a non-temporal load/store pair (LDNP/STNP, general-purpose or SIMD&FP:
+/// `opc 101 V 000 L imm7 Rt2 Rn Rt`, C4.1.66 "Load/store no-allocate pair (offset)").
+pub fn is_non_temporal_pair(word: u32) -> bool {
+    word & 0x3b80_0000 == 0x2800_0000
 }
 
 /// A single-register load or store with an immediate offset and no base write-back
@@ -279,6 +371,31 @@ mod tests {
         assert_eq!(decode(0xd503_201f), None); // nop
         assert_eq!(decode(0xd503_3f9f), None); // dsb sy
         assert_eq!(decode(0xf940_0000), None); // ldr x0, [x0]
+    }
+
+    // Words from llvm-mc -triple=aarch64 -show-encoding.
+    #[test]
+    fn decodes_prefetches_and_non_temporal_pairs() {
+        let p = |level, strm, store, addr| Some(Prefetch { level, strm, store, addr });
+        assert_eq!(decode_prfm(0xf980_0000), p(1, false, false, PrfAddr::Imm { base: 0, offset: 0 })); // prfm pldl1keep, [x0]
+        assert_eq!(
+            decode_prfm(0xf8aa_6801),
+            p(1, true, false, PrfAddr::Reg { base: 0, index: 10, option: 3, shift: false }) // prfm pldl1strm, [x0, x10]
+        );
+        assert_eq!(decode_prfm(0xf980_2022), p(2, false, false, PrfAddr::Imm { base: 1, offset: 64 })); // prfm pldl2keep, [x1, #64]
+        assert_eq!(decode_prfm(0xf89f_8055), p(3, true, true, PrfAddr::Imm { base: 2, offset: -8 })); // prfum pstl3strm, [x2, #-8]
+        assert_eq!(decode_prfm(0xd800_0200), p(1, false, false, PrfAddr::Literal(64))); // prfm pldl1keep, #64
+        assert_eq!(decode_prfm(0xf8a3_dbe8), None); // prfm plil1keep, [sp, w3, sxtw #3]: PLI ignored
+        assert_eq!(decode(0xf8aa_6801).map(|i| matches!(i, Insn::Prefetch(_))), Some(true));
+        let r = PrfAddr::Reg { base: 31, index: 3, option: 6, shift: true };
+        assert_eq!(r.effective(0x1000, 0xffff_ffff, 0), 0x1000 - 8, "sxtw #3 of -1");
+        assert_eq!(PrfAddr::Reg { base: 0, index: 3, option: 2, shift: false }.effective(0, 0x1_0000_0004, 0), 4, "uxtw");
+        assert_eq!(PrfAddr::Literal(-8).effective(0, 0, 0x100), 0xf8);
+        assert!(is_non_temporal_pair(0xa840_0c02)); // ldnp x2, x3, [x0]
+        assert!(is_non_temporal_pair(0xac01_0400)); // stnp q0, q1, [x0, #32]
+        assert!(is_non_temporal_pair(0x6c7f_0420)); // ldnp d0, d1, [x1, #-16]
+        assert!(!is_non_temporal_pair(0xa940_0c02)); // ldp x2, x3, [x0]
+        assert!(!is_non_temporal_pair(0xf940_0000)); // ldr x0, [x0]
     }
 
     #[test]

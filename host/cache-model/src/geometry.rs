@@ -122,6 +122,108 @@ pub struct LowerLevel {
     pub sharing: Sharing,
 }
 
+/// Which hardware data prefetcher the model runs (`hwpf=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HwPfKind {
+    /// None.
+    Off,
+    /// Tagged next-line: on an L1D demand miss, or the first demand hit on a prefetched line,
+    /// prefetch `degree` lines starting `distance` lines ahead.
+    NextLine,
+    /// Per-PC stride: a 16-entry table keyed by the access's PC, trained on the same events;
+    /// after two equal line strides, prefetch `degree` lines starting `distance` strides ahead.
+    Stride,
+}
+
+impl HwPfKind {
+    /// Parses `off`, `nextline`, `stride`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "off" => Some(Self::Off),
+            "nextline" => Some(Self::NextLine),
+            "stride" => Some(Self::Stride),
+            _ => None,
+        }
+    }
+
+    /// The argument spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::NextLine => "nextline",
+            Self::Stride => "stride",
+        }
+    }
+}
+
+/// The hardware data prefetcher of a profile. Prefetches fill L1D (and the levels below it, as
+/// any prefetch does) and never cross a 4 KiB page.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HwPrefetch {
+    /// Which prefetcher.
+    pub kind: HwPfKind,
+    /// How far ahead the first prefetch is: lines (next-line) or strides (stride), ≥ 1.
+    pub distance: u32,
+    /// How many consecutive lines (next-line) or strides (stride) each trigger prefetches, ≥ 1.
+    pub degree: u32,
+    /// Where the choice comes from (the `model-profile` record's `hwpf_ref`).
+    pub reference: String,
+}
+
+impl HwPrefetch {
+    /// No hardware prefetcher (the generic default).
+    pub fn off(reference: &str) -> Self {
+        Self { kind: HwPfKind::Off, distance: 1, degree: 1, reference: reference.into() }
+    }
+}
+
+/// Modelled latencies: the cost of a demand data access by the level that served it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Latency {
+    /// Core clock in MHz (cycles → ns).
+    pub clock_mhz: u32,
+    /// Load-to-use cycles of a hit in L1, L2, L3 (L3 unused without one).
+    pub hit_cycles: [u32; 3],
+    /// Cycles of an access served by memory (also every access that bypasses the caches).
+    pub memory_cycles: u32,
+    /// Where the figures come from (the `model-profile` record's `latency_ref`).
+    pub reference: String,
+}
+
+impl Latency {
+    /// `cycles` at this clock in ns.
+    pub fn ns(&self, cycles: u64) -> f64 {
+        cycles as f64 * 1000.0 / f64::from(self.clock_mhz)
+    }
+
+    /// The generic default of the `guest` profile: a round-number 2 GHz core with 4/14/40-cycle
+    /// L1/L2/L3 hits and 100 ns memory. Not a measurement of anything.
+    pub fn generic() -> Self {
+        Self {
+            clock_mhz: 2000,
+            hit_cycles: [4, 14, 40],
+            memory_cycles: 200,
+            reference: "generic default (not a measurement): 2 GHz, L1 4, L2 14, L3 40 cycles, memory 200 cycles = 100 ns".into(),
+        }
+    }
+}
+
+/// The Cortex-A72 TRM's and A76 TRM's prefetcher descriptions the profiles approximate.
+pub const RPI4_HWPF_REF: &str = "Arm Cortex-A72 MPCore TRM (ARM 100095_0002_04), 6.4.9 Load/store hardware prefetcher (load-side \
+     prefetches into L1D and L2 on detected access patterns) and 7.4 L2 cache prefetcher (prefetches stay within the 4KB \
+     page): approximated by a per-PC stride prefetcher into L1D, distance 2, degree 2 (an estimate; the TRM gives no figures)";
+/// See [`RPI4_HWPF_REF`].
+pub const RPI5_HWPF_REF: &str = "Arm Cortex-A76 Core TRM (ARM 100798), A6.5 Data prefetching, Data prefetching and monitoring \
+     (the load-side prefetcher uses the VA to prefetch to L1 and L2): approximated by a per-PC stride prefetcher into L1D, \
+     distance 4, degree 2 (an estimate; the TRM gives no figures)";
+/// Latency sources of the `rpi4` profile.
+pub const RPI4_LATENCY_REF: &str = "Cortex-A72 at 1.5 GHz (BCM2711): L1D load-to-use 4 cycles (Arm Cortex-A72 Software \
+     Optimization Guide, UAN 0016A: load latency 4 cycles); L2 21 cycles and memory ~150 ns = 225 cycles are estimates from \
+     published Raspberry Pi 4 lmbench/tinymembench latency runs (sbc-bench), not exact figures";
+/// Latency sources of the `rpi5` profile.
+pub const RPI5_LATENCY_REF: &str = "Cortex-A76 at 2.4 GHz (BCM2712), sbc-bench Raspberry Pi 5 figures: L1 1.67 ns = 4 cycles, \
+     L2 5.0 ns = 12 cycles, L3 ~17 ns = 41 cycles, DRAM ~125 ns = 300 cycles";
+
 /// The whole modelled hierarchy.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hierarchy {
@@ -137,6 +239,10 @@ pub struct Hierarchy {
     pub seed: u64,
     /// DC ZVA block size in bytes (DCZID_EL0: 64 on the QEMU Cortex models).
     pub zva_bytes: u32,
+    /// Hardware data prefetcher.
+    pub hwpf: HwPrefetch,
+    /// Latency table.
+    pub latency: Latency,
 }
 
 impl Hierarchy {
@@ -153,6 +259,9 @@ impl Hierarchy {
                 return Err(format!("L{} line size {} is shorter than the level above ({above})", i + 2, l.geometry.line));
             }
             above = l.geometry.line;
+        }
+        if self.hwpf.distance == 0 || self.hwpf.degree == 0 || self.hwpf.distance > 64 || self.hwpf.degree > 64 {
+            return Err("hwpf_distance and hwpf_degree must be in 1..=64".into());
         }
         if !self.zva_bytes.is_power_of_two() || self.zva_bytes > 2048 {
             return Err(format!("DC ZVA block {} is not a power of two up to 2048", self.zva_bytes));
@@ -172,6 +281,8 @@ impl Hierarchy {
                 policy: Policy::Lru,
                 seed: 1,
                 zva_bytes: 64,
+                hwpf: HwPrefetch { kind: HwPfKind::Stride, distance: 2, degree: 2, reference: RPI4_HWPF_REF.into() },
+                latency: Latency { clock_mhz: 1500, hit_cycles: [4, 21, 21], memory_cycles: 225, reference: RPI4_LATENCY_REF.into() },
             }),
             // BCM2712: L1I/L1D 64 KiB 4-way, L2 512 KiB 8-way per core, L3 2 MiB 16-way shared.
             "rpi5" => Some(Self {
@@ -184,6 +295,8 @@ impl Hierarchy {
                 policy: Policy::Lru,
                 seed: 1,
                 zva_bytes: 64,
+                hwpf: HwPrefetch { kind: HwPfKind::Stride, distance: 4, degree: 2, reference: RPI5_HWPF_REF.into() },
+                latency: Latency { clock_mhz: 2400, hit_cycles: [4, 12, 41], memory_cycles: 300, reference: RPI5_LATENCY_REF.into() },
             }),
             _ => None,
         }

@@ -5,10 +5,11 @@
 //! - [`cache`]: one set-associative tag array and the replacement policies.
 //! - [`geometry`]: cache shapes, profiles and the `SIZE:WAYS:LINE` syntax.
 //! - [`decode`]: AArch64 decoding of the marker and the maintenance instructions.
-//! - [`protocol`]: marker protocol v2 (shared with the kernel's `src/model.rs`).
+//! - [`protocol`]: the marker protocol (shared with the kernel's `src/model.rs`).
 //! - [`guest`]: SCTLR, attribute windows and learned VA→PA translations.
 //! - [`config`]: plugin arguments.
 //! - [`report`]: output records and phases.
+//! - [`sanitize`]: the cache-maintenance sanitizer's state and hazards.
 //! - `plugin` (not in test builds): the QEMU glue.
 //!
 //! Licence: GPL-2.0-or-later, because the plugin links the `qemu-plugin` crate (see LICENSE).
@@ -23,6 +24,7 @@ pub mod guest;
 pub mod model;
 pub mod protocol;
 pub mod report;
+pub mod sanitize;
 
 #[cfg(not(test))]
 mod plugin;

@@ -32,13 +32,41 @@
 //! 10. **IC IALLU** empties the issuing vCPU's L1I, **IC IALLUIS** every vCPU's, **IC IVAU** the
 //!     line in every vCPU's L1I. L1I counts one `maint`.
 //!
+//! 11. **Software prefetch** (PRFM PLD/PST to L1/L2/L3, KEEP or STRM) of a line on cacheable
+//!     memory names a target level (L1 = L1D; a level the model does not have = its deepest
+//!     level). If the target holds the line, nothing happens and nothing is counted. Otherwise the
+//!     levels below the target are searched for it (no demand count, no recency change); every
+//!     level from the one above the first holder (or memory) up to the target allocates the line
+//!     clean, deepest first, each counting one `prefetches` and marking the line *prefetched*
+//!     (rule 2 for victims). PST is modelled as PLD (no coherence states). PLI is ignored.
+//!     NC/Device memory or caches off: nothing.
+//! 12. **Prefetch hits**: a demand lookup (rule 1 or 4) that hits a line still marked prefetched
+//!     counts one `prefetch_hits` at that level and clears the mark (once per fill).
+//! 13. **Non-temporal fills** (LDNP/STNP, PRFM …STRM): the first level the access fills (L1D for
+//!     LDNP/STNP, the named level for a prefetch) inserts the line at the end of its replacement
+//!     order (the next LRU/FIFO victim) instead of the front; the levels below fill normally (as
+//!     Arm cores allocate non-temporal loads in L2). The random policy ignores it.
+//! 14. **Hardware prefetcher** (optional, `HwPrefetch`): an L1D demand miss or the first demand
+//!     hit on a prefetched L1D line of a cacheable data access (read or write-back write) is a
+//!     trigger. Next-line prefetches lines `l + distance + k`, stride (per PC, 16 entries indexed
+//!     by `pc / 4`) prefetches `l + s·(distance + k)` once the last two line strides `s` of that
+//!     PC's triggers were equal, k < degree; each as rule 11 into L1D (KEEP), never outside the
+//!     trigger's 4 KiB page.
+//! 15. **Served**: each demand data line access counts in `served` by the level that provided the
+//!     data (L1D hit, L2, L3, memory); write-through writes, non-cacheable and Device accesses count
+//!     as served by memory. The latency table turns these into cycles.
+//!
+//! 16. **Sanitizer** (optional, `sanitize.rs`): rules that only observe — they never change a
+//!     count or a replacement decision, so counts are equal with and without it.
+//!
 //! Private caches are not kept coherent with each other (no snooping protocol is modelled).
 
 use std::io::Write;
 use std::ops::{Add, Sub};
 
-use crate::cache::{cache_seed, Cache};
-use crate::geometry::{Hierarchy, Sharing};
+use crate::cache::{cache_seed, Cache, Fill};
+use crate::geometry::{HwPfKind, HwPrefetch, Hierarchy, Sharing};
+use crate::sanitize::{Event, HazardKind, Sanitizer};
 
 /// One trace line, formatted only when tracing is on.
 macro_rules! tr {
@@ -91,6 +119,10 @@ pub struct Counts {
     pub maint: u64,
     /// Non-cacheable or Device accesses that skipped the caches (counted at L1 only).
     pub bypass: u64,
+    /// Lines this level filled because of a prefetch (software or hardware).
+    pub prefetches: u64,
+    /// Demand lookups that hit a prefetched line no demand access had touched yet.
+    pub prefetch_hits: u64,
 }
 
 macro_rules! counts_op {
@@ -105,6 +137,8 @@ macro_rules! counts_op {
                     writebacks: self.writebacks.$op(o.writebacks),
                     maint: self.maint.$op(o.maint),
                     bypass: self.bypass.$op(o.bypass),
+                    prefetches: self.prefetches.$op(o.prefetches),
+                    prefetch_hits: self.prefetch_hits.$op(o.prefetch_hits),
                 }
             }
         }
@@ -113,11 +147,16 @@ macro_rules! counts_op {
 counts_op!(Add, add, wrapping_add);
 counts_op!(Sub, sub, wrapping_sub);
 
+/// Index of `Totals::served` for memory (L1D = 0, L2 = 1, L3 = 2).
+pub const SERVED_MEMORY: usize = 3;
+
 /// Counters of every level.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Totals {
     /// Indexed by `Level as usize`.
     pub levels: [Counts; 4],
+    /// Demand data line accesses by the level that served them: L1D, L2, L3, memory (rule 15).
+    pub served: [u64; 4],
 }
 
 impl Totals {
@@ -134,14 +173,20 @@ impl Totals {
 impl Add for Totals {
     type Output = Totals;
     fn add(self, o: Totals) -> Totals {
-        Totals { levels: std::array::from_fn(|i| self.levels[i] + o.levels[i]) }
+        Totals {
+            levels: std::array::from_fn(|i| self.levels[i] + o.levels[i]),
+            served: std::array::from_fn(|i| self.served[i].wrapping_add(o.served[i])),
+        }
     }
 }
 
 impl Sub for Totals {
     type Output = Totals;
     fn sub(self, o: Totals) -> Totals {
-        Totals { levels: std::array::from_fn(|i| self.levels[i] - o.levels[i]) }
+        Totals {
+            levels: std::array::from_fn(|i| self.levels[i] - o.levels[i]),
+            served: std::array::from_fn(|i| self.served[i].wrapping_sub(o.served[i])),
+        }
     }
 }
 
@@ -169,6 +214,28 @@ pub enum Point {
     Unification,
 }
 
+/// What the plugin knows about a data access beyond its address: the instruction's PC (the
+/// stride prefetcher's key) and whether it is non-temporal (LDNP/STNP).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Hint {
+    /// PC of the load/store.
+    pub pc: u64,
+    /// LDNP/STNP.
+    pub nt: bool,
+}
+
+/// One entry of the stride prefetcher's table.
+#[derive(Clone, Copy, Debug)]
+struct StrideEntry {
+    pc: u64,
+    last: u64,
+    stride: i64,
+    equal: u32,
+}
+
+const STRIDE_ENTRIES: usize = 16;
+const EMPTY_STRIDE: StrideEntry = StrideEntry { pc: u64::MAX, last: 0, stride: 0, equal: 0 };
+
 /// The modelled hierarchy and its counters.
 pub struct Model {
     config: Hierarchy,
@@ -179,6 +246,11 @@ pub struct Model {
     lower: Vec<Vec<Cache>>,
     sharing: Vec<Sharing>,
     totals: Totals,
+    hwpf: HwPrefetch,
+    /// Per vCPU: the stride prefetcher's table.
+    stride: Vec<[StrideEntry; STRIDE_ENTRIES]>,
+    /// The sanitizer's state, when it runs.
+    san: Option<Box<Sanitizer>>,
     /// Operation trace (see [`Model::trace_to`]).
     trace: Option<Box<dyn Write + Send>>,
 }
@@ -211,8 +283,35 @@ impl Model {
             lower,
             sharing: config.lower.iter().map(|l| l.sharing).collect(),
             totals: Totals::default(),
+            hwpf: config.hwpf.clone(),
+            stride: vec![[EMPTY_STRIDE; STRIDE_ENTRIES]; vcpus],
+            san: None,
             trace: None,
         }
+    }
+
+    /// Turns the sanitizer on, assuming CTR_EL0.IDC = `idc` and DIC = `dic`.
+    pub fn enable_sanitizer(&mut self, idc: bool, dic: bool) {
+        self.san = Some(Box::new(Sanitizer::new(idc, dic)));
+    }
+
+    /// Updates the sanitizer's CTR_EL0.IDC/DIC (read from the guest after the model was built).
+    pub fn set_ctr(&mut self, idc: bool, dic: bool) {
+        if let Some(s) = self.san.as_mut() {
+            s.idc = idc;
+            s.dic = dic;
+        }
+    }
+
+    /// Whether hazards were found since the last [`Model::take_events`].
+    #[inline]
+    pub fn has_events(&self) -> bool {
+        self.san.as_ref().is_some_and(|s| !s.events.is_empty())
+    }
+
+    /// The hazards found since the last call.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        self.san.as_mut().map(|s| std::mem::take(&mut s.events)).unwrap_or_default()
     }
 
     /// The configuration.
@@ -237,17 +336,19 @@ impl Model {
 
     /// Records every operation from now on as one text line on `w`, after a header line with the
     /// hierarchy and the counters so far, so the reference simulator can replay the run (tests).
-    /// Lines: `H vcpus l1i l1d [l2 sharing [l3 sharing]] policy seed zva`, `C <24 counters>`,
-    /// `D cpu pa size write attr`, `F cpu pa attr`, `P op point pa`, `S cpu op level first end`,
-    /// `Z cpu pa attr`, `I cpu all`, `V pa`, and `T <24 counters>` from [`Model::end_trace`]
-    /// (attr, op and point are the enums' numbers; counters in `Level` order, six each).
+    /// Lines: `H vcpus l1i l1d [l2 sharing [l3 sharing]] policy seed zva hwpf distance degree`,
+    /// `C <36 counters>`, `D cpu pa size write attr pc nt`, `R cpu pa level nt attr` (software
+    /// prefetch), `F cpu pa attr`, `P op point pa`, `S cpu op level first end`, `Z cpu pa attr`,
+    /// `I cpu all`, `V pa`, and `T <36 counters>` from [`Model::end_trace`] (attr, op and point
+    /// are the enums' numbers; counters: eight per level in `Level` order, then `served`).
     pub fn trace_to(&mut self, mut w: Box<dyn Write + Send>) {
         let h = &self.config;
         let mut head = format!("H {} {} {}", self.vcpus, h.l1i, h.l1d);
         for l in &h.lower {
             head += &format!(" {} {}", l.geometry, l.sharing.name());
         }
-        let _ = writeln!(w, "{head} {} {} {}", h.policy.name(), h.seed, h.zva_bytes);
+        let pf = &h.hwpf;
+        let _ = writeln!(w, "{head} {} {} {} {} {} {}", h.policy.name(), h.seed, h.zva_bytes, pf.kind.name(), pf.distance, pf.degree);
         let _ = writeln!(w, "C {}", counters_text(&self.totals));
         self.trace = Some(w);
     }
@@ -300,13 +401,19 @@ impl Model {
     /// L1D slot of the line when the access touched exactly one line and left it resident.
     #[inline]
     pub fn data(&mut self, cpu: usize, pa: u64, size: u32, write: bool, attr: Attr) -> Option<usize> {
-        tr!(self, "D {cpu} {pa} {size} {} {}\n", u8::from(write), attr as u8);
+        self.data_hint(cpu, pa, size, write, attr, Hint::default())
+    }
+
+    /// [`Model::data`] with the access's PC and non-temporal hint.
+    #[inline]
+    pub fn data_hint(&mut self, cpu: usize, pa: u64, size: u32, write: bool, attr: Attr, hint: Hint) -> Option<usize> {
+        tr!(self, "D {cpu} {pa} {size} {} {} {} {}\n", u8::from(write), attr as u8, hint.pc, u8::from(hint.nt));
         let shift = self.l1d[cpu].line_shift();
         let first = pa >> shift;
         let last = pa.wrapping_add(u64::from(size.max(1)) - 1) >> shift;
         let mut slot = None;
         for line in first..=last {
-            slot = self.data_line(cpu, line << shift, write, attr);
+            slot = self.data_line(cpu, line << shift, write, attr, hint);
         }
         if first == last {
             slot
@@ -322,51 +429,203 @@ impl Model {
             self.totals.at(Level::L1I).bypass += 1;
             return;
         }
-        self.demand_l1(cpu, true, pa, false);
+        if self.san.as_ref().is_some_and(|s| !(s.idc && s.dic)) {
+            self.san_fetch(pa);
+        }
+        self.demand_l1(cpu, true, pa, Fill::demand(false), 0);
+    }
+
+    // ---- the sanitizer's rules (sanitize.rs) ---------------------------------------------
+
+    fn l1d_line(&self, addr: u64) -> u64 {
+        addr >> self.l1d[0].line_shift()
+    }
+
+    /// Every data-side cache (each vCPU's L1D, every lower cache).
+    fn data_caches(&self) -> impl Iterator<Item = &Cache> {
+        self.l1d.iter().chain(self.lower.iter().flatten())
+    }
+
+    /// A non-cacheable/Device access of the line at `addr`: a read of a dirty line is a
+    /// stale-read-by-device; a write makes every cached copy stale.
+    #[cold]
+    fn san_bypass(&mut self, addr: u64, write: bool, attr: Attr, pc: u64) {
+        let line = self.l1d_line(addr);
+        let nc = attr == Attr::NormalNonCacheable;
+        if !write {
+            if self.data_caches().any(|c| c.holds_dirty(c.line_of(addr))) {
+                let san = self.san.as_mut().expect("checked");
+                let (cause, cause_pc) = san.dirty_cause(line);
+                san.report(HazardKind::StaleReadByDevice, addr, if nc { "nc-read" } else { "device-read" }, cause, cause_pc);
+            }
+            return;
+        }
+        let mut fresh = false;
+        let span = 1u64 << self.l1d[0].line_shift();
+        for c in self.l1d.iter_mut().chain(self.lower.iter_mut().flatten()) {
+            fresh |= c.mark_stale(c.line_of(addr)) == Some(false);
+        }
+        for c in &mut self.l1i {
+            let step = 1u64 << c.line_shift();
+            for a in (addr..addr + span).step_by(step.min(span) as usize) {
+                fresh |= c.mark_stale(c.line_of(a)) == Some(false);
+            }
+        }
+        if fresh {
+            let kind = if nc { "nc-write" } else { "device-write" };
+            self.san.as_mut().expect("checked").behind.insert(line, (pc, kind));
+        }
+        self.san_code_written(addr, pc);
+    }
+
+    /// A D-side write to the line at `addr` (it became dirty, wrote through, or bypassed the
+    /// caches): until an IC invalidate of it, executing it is a stale-instruction (the I-side
+    /// may hold, or speculatively fetch, the old code), unless CTR_EL0.DIC = 1.
+    #[cold]
+    fn san_code_written(&mut self, addr: u64, pc: u64) {
+        let line = self.l1d_line(addr);
+        let Some(san) = self.san.as_mut() else { return };
+        if !san.dic {
+            san.written.entry(line).or_insert(pc);
+        }
+    }
+
+    /// A clean line of L1D became dirty through the write at `pc`.
+    #[inline]
+    fn san_dirtied(&mut self, addr: u64, pc: u64) {
+        if let Some(san) = self.san.as_mut() {
+            let line = addr >> self.l1d[0].line_shift();
+            san.dirty_pc.insert(line, pc);
+            if !san.dic {
+                san.written.insert(line, pc);
+            }
+        }
+    }
+
+    /// An instruction fetch of the line at `pa`: written through the D-side since its last IC
+    /// invalidate (unless DIC), or dirty in an L1D (no clean to PoU, unless IDC).
+    fn san_fetch(&mut self, pa: u64) {
+        let shift = self.l1d[0].line_shift();
+        let step = 1u64 << shift;
+        let span = 1u64 << self.l1i[0].line_shift();
+        let start = pa >> self.l1i[0].line_shift() << self.l1i[0].line_shift();
+        for a in (start..start + span).step_by(step.min(span) as usize) {
+            let line = a >> shift;
+            let dirty = self.l1d.iter().any(|c| c.holds_dirty(c.line_of(a)));
+            let san = self.san.as_mut().expect("checked by the caller");
+            if !san.idc && dirty {
+                let (cause, cause_pc) = san.dirty_cause(line);
+                san.report(HazardKind::StaleInstruction, line << shift, "fetch", cause, cause_pc);
+            } else if let Some(&pc) = san.written.get(&line) {
+                san.report(HazardKind::StaleInstruction, line << shift, "fetch", "write-without-ic-invalidate", pc);
+            }
+        }
+    }
+
+    /// A demand hit on a stale copy of the line at `addr`.
+    #[cold]
+    fn san_stale_hit(&mut self, addr: u64, instr: bool) {
+        let line = self.l1d_line(addr);
+        let base = line << self.l1d[0].line_shift();
+        if let Some(san) = self.san.as_mut() {
+            let (cause, cause_pc) = san.behind_cause(line);
+            let (kind, access) = if instr { (HazardKind::StaleInstruction, "fetch") } else { (HazardKind::StaleReadByCpu, "read") };
+            san.report(kind, base, access, cause, cause_pc);
+        }
+    }
+
+    /// An invalidate without clean that discarded a dirty line.
+    #[cold]
+    fn san_lost(&mut self, addr: u64, access: &'static str) {
+        let line = self.l1d_line(addr);
+        let base = line << self.l1d[0].line_shift();
+        if let Some(san) = self.san.as_mut() {
+            let (cause, cause_pc) = san.dirty_cause(line);
+            san.report(HazardKind::LostWrite, base, access, cause, cause_pc);
+        }
     }
 
     #[inline]
-    fn data_line(&mut self, cpu: usize, addr: u64, write: bool, attr: Attr) -> Option<usize> {
+    fn data_line(&mut self, cpu: usize, addr: u64, write: bool, attr: Attr, hint: Hint) -> Option<usize> {
         match attr {
             Attr::NormalNonCacheable | Attr::Device => {
                 self.totals.at(Level::L1D).bypass += 1;
+                self.totals.served[SERVED_MEMORY] += 1;
+                if self.san.is_some() {
+                    self.san_bypass(addr, write, attr, hint.pc);
+                }
                 None
             }
             Attr::NormalWriteThrough if write => {
                 self.write_through(cpu, addr);
+                self.totals.served[SERVED_MEMORY] += 1;
+                if self.san.is_some() {
+                    self.san_code_written(addr, hint.pc);
+                }
                 None
             }
-            Attr::NormalWriteBack | Attr::NormalWriteThrough => Some(self.demand_l1(cpu, false, addr, write)),
+            Attr::NormalWriteBack | Attr::NormalWriteThrough => {
+                let (slot, depth, trigger) = self.demand_l1(cpu, false, addr, Fill { dirty: write, prefetch: false, nt: hint.nt }, hint.pc);
+                self.totals.served[if depth > self.lower.len() { SERVED_MEMORY } else { depth }] += 1;
+                if trigger && self.hwpf.kind != HwPfKind::Off {
+                    self.hw_prefetch(cpu, addr, hint.pc);
+                    // The prefetches may have evicted the line itself (a small, busy set).
+                    let c = &self.l1d[cpu];
+                    if c.slot(slot).map(|e| e.line) != Some(c.line_of(addr)) {
+                        return None;
+                    }
+                }
+                Some(slot)
+            }
         }
     }
 
-    /// Rule 1 at L1; returns the slot now holding the line. A miss allocates in one pass with
-    /// the lookup ([`Cache::access`]): the lower levels are other caches, so filling L1 before
-    /// or after them picks the same victim.
+    /// Rule 1 at L1; returns the slot now holding the line, the depth that served it (0 = L1,
+    /// 1 = L2, …, `lower_levels() + 1` = memory; see rule 15) and whether it is a hardware
+    /// prefetcher trigger (a miss or a prefetch hit). A miss allocates in one pass with the
+    /// lookup ([`Cache::access`]): the lower levels are other caches, so filling L1 before or
+    /// after them picks the same victim.
     #[inline]
-    fn demand_l1(&mut self, cpu: usize, instr: bool, addr: u64, dirty: bool) -> usize {
+    fn demand_l1(&mut self, cpu: usize, instr: bool, addr: u64, fill: Fill, pc: u64) -> (usize, usize, bool) {
         let level = if instr { Level::L1I } else { Level::L1D };
         let c = if instr { &mut self.l1i[cpu] } else { &mut self.l1d[cpu] };
         let line = c.line_of(addr);
         let shift = c.line_shift();
-        let r = c.access(line, dirty);
+        let r = c.access(line, fill);
         let t = self.totals.at(level);
         t.accesses += 1;
         match r {
-            Ok(slot) => {
+            Ok(hit) => {
                 t.hits += 1;
-                slot
+                if hit.prefetched {
+                    t.prefetch_hits += 1;
+                }
+                if self.san.is_some() {
+                    if hit.stale && !fill.dirty {
+                        self.san_stale_hit(addr, instr);
+                    }
+                    if fill.dirty && !hit.was_dirty {
+                        self.san_dirtied(addr, pc);
+                    }
+                }
+                (hit.slot, 0, hit.prefetched)
             }
             Err((slot, victim)) => {
                 t.misses += 1;
+                if fill.dirty && self.san.is_some() {
+                    self.san_dirtied(addr, pc);
+                }
                 // The lower levels are looked up (and filled) first, then the L1 victim is
                 // written back: the order of rules 1 and 2.
-                self.demand_lower(cpu, addr);
+                let (depth, stale) = self.demand_lower(cpu, addr);
+                if stale && !fill.dirty {
+                    self.san_stale_hit(addr, instr);
+                }
                 if let Some(v) = victim.filter(|v| v.dirty) {
                     self.totals.at(level).writebacks += 1;
                     self.writeback_into(cpu, 0, v.line << shift);
                 }
-                slot
+                (slot, depth, true)
             }
         }
     }
@@ -374,23 +633,31 @@ impl Model {
     /// Rule 1 below L1, without recursion: each level is looked up (and filled on a miss) in
     /// turn down to the first hit; then the dirty victims are written back, the deepest level's
     /// first (the order of rules 1 and 2: a level's victim goes down after the levels below it
-    /// were filled). Kept out of line so the L1 hit path stays small.
+    /// were filled). Returns the depth that served the line (1 = L2, …, memory = levels + 1).
+    /// Kept out of line so the L1 hit path stays small.
     #[inline(never)]
-    fn demand_lower(&mut self, cpu: usize, addr: u64) {
+    fn demand_lower(&mut self, cpu: usize, addr: u64) -> (usize, bool) {
         // At most L2 and L3: the victims' addresses, by level.
         let mut victims = [None; 2];
         let mut depth = 0;
+        let mut served = self.lower.len() + 1;
+        let mut stale = false;
         while depth < self.lower.len() {
             let i = depth;
             depth += 1;
             let c = self.lower_mut(i, cpu);
             let shift = c.line_shift();
-            let r = c.access(c.line_of(addr), false);
+            let r = c.access(c.line_of(addr), Fill::demand(false));
             let t = self.totals.at(Level::lower(i));
             t.accesses += 1;
             match r {
-                Ok(_) => {
+                Ok(hit) => {
                     t.hits += 1;
+                    if hit.prefetched {
+                        t.prefetch_hits += 1;
+                    }
+                    served = i + 1;
+                    stale = hit.stale;
                     break;
                 }
                 Err((_, victim)) => {
@@ -405,13 +672,98 @@ impl Model {
                 self.writeback_into(cpu, i + 1, a);
             }
         }
+        (served, stale)
+    }
+
+    /// Rule 11: a software prefetch (PRFM PLD/PST) of the line holding `pa` into `level`
+    /// (1 = L1D, 2 = L2, 3 = L3), non-temporal for …STRM.
+    pub fn prefetch(&mut self, cpu: usize, pa: u64, level: u32, nt: bool, attr: Attr) {
+        tr!(self, "R {cpu} {pa} {level} {} {}\n", u8::from(nt), attr as u8);
+        if !attr.cacheable() || level == 0 {
+            return;
+        }
+        let target = (level as usize - 1).min(self.lower.len());
+        self.fill_prefetch(cpu, pa, target, nt);
+    }
+
+    /// Whether the data-side cache at path position `p` (0 = L1D, 1 = L2, 2 = L3) holds `addr`.
+    fn holds(&self, cpu: usize, p: usize, addr: u64) -> bool {
+        let c = if p == 0 { &self.l1d[cpu] } else { self.lower_cache(p - 1, cpu) };
+        c.probe(c.line_of(addr)).is_some()
+    }
+
+    /// Rule 11's fill into path position `target` (0 = L1D) and the positions below it that
+    /// lack the line.
+    fn fill_prefetch(&mut self, cpu: usize, addr: u64, target: usize, nt: bool) {
+        let depth = 1 + self.lower.len();
+        let src = (target..depth).find(|&p| self.holds(cpu, p, addr)).unwrap_or(depth);
+        for p in (target..src).rev() {
+            let fill = Fill { dirty: false, prefetch: true, nt: nt && p == target };
+            if p == 0 {
+                self.totals.at(Level::L1D).prefetches += 1;
+                let c = &mut self.l1d[cpu];
+                let shift = c.line_shift();
+                let (_, victim) = c.insert_with(c.line_of(addr), fill);
+                if let Some(v) = victim.filter(|v| v.dirty) {
+                    self.totals.at(Level::L1D).writebacks += 1;
+                    self.writeback_into(cpu, 0, v.line << shift);
+                }
+            } else {
+                self.totals.at(Level::lower(p - 1)).prefetches += 1;
+                let c = self.lower_mut(p - 1, cpu);
+                let line = c.line_of(addr);
+                self.allocate_lower(cpu, p - 1, line, fill);
+            }
+        }
+    }
+
+    /// Rule 14: the hardware prefetcher, on a trigger at `addr` by the access at `pc`.
+    fn hw_prefetch(&mut self, cpu: usize, addr: u64, pc: u64) {
+        let shift = self.l1d[cpu].line_shift();
+        let line = addr >> shift;
+        let page = addr >> 12;
+        let (distance, degree) = (u64::from(self.hwpf.distance), u64::from(self.hwpf.degree));
+        let stride = match self.hwpf.kind {
+            HwPfKind::Off => return,
+            HwPfKind::NextLine => 1i64,
+            HwPfKind::Stride => {
+                let e = &mut self.stride[cpu][(pc >> 2) as usize % STRIDE_ENTRIES];
+                if e.pc != pc {
+                    *e = StrideEntry { pc, last: line, stride: 0, equal: 0 };
+                    return;
+                }
+                let s = line.wrapping_sub(e.last) as i64;
+                e.last = line;
+                if s == 0 {
+                    return;
+                }
+                if s == e.stride {
+                    e.equal = e.equal.saturating_add(1);
+                } else {
+                    e.stride = s;
+                    e.equal = 1;
+                }
+                if e.equal < 2 {
+                    return;
+                }
+                s
+            }
+        };
+        for k in 0..degree {
+            let t = line.wrapping_add((stride.wrapping_mul((distance + k) as i64)) as u64);
+            let a = t << shift;
+            if a >> 12 != page || t >> (64 - shift) != 0 {
+                break;
+            }
+            self.fill_prefetch(cpu, a, 0, false);
+        }
     }
 
     /// Rule 2 below L1.
-    fn allocate_lower(&mut self, cpu: usize, i: usize, line: u64, dirty: bool) {
+    fn allocate_lower(&mut self, cpu: usize, i: usize, line: u64, fill: Fill) {
         let c = self.lower_mut(i, cpu);
         let shift = c.line_shift();
-        let (_, victim) = c.insert(line, dirty);
+        let (_, victim) = c.insert_with(line, fill);
         if let Some(v) = victim.filter(|v| v.dirty) {
             self.totals.at(Level::lower(i)).writebacks += 1;
             self.writeback_into(cpu, i + 1, v.line << shift);
@@ -426,30 +778,33 @@ impl Model {
         let c = self.lower_mut(i, cpu);
         let line = c.line_of(addr);
         match c.probe(line) {
-            Some(slot) => c.set_dirty(slot),
-            None => self.allocate_lower(cpu, i, line, true),
+            Some(slot) => {
+                c.set_dirty(slot);
+            }
+            None => self.allocate_lower(cpu, i, line, Fill::demand(true)),
         }
     }
 
-    /// Rule 4.
+    /// Rule 4 (and rule 12: a write-through hit on a prefetched line is its first demand use).
     fn write_through(&mut self, cpu: usize, addr: u64) {
         let c = &mut self.l1d[cpu];
-        let hit = c.lookup(c.line_of(addr)).is_some();
+        let hit = c.touch(c.line_of(addr));
         count_lookup(self.totals.at(Level::L1D), hit);
         for i in 0..self.lower.len() {
             let c = self.lower_mut(i, cpu);
-            let hit = c.lookup(c.line_of(addr)).is_some();
+            let hit = c.touch(c.line_of(addr));
             count_lookup(self.totals.at(Level::lower(i)), hit);
         }
     }
 
     /// Marks an L1D slot dirty if it still holds `line` (the plugin's fast path defers the dirty
-    /// bit of repeated write hits to here).
-    pub fn mark_l1d_dirty(&mut self, cpu: usize, slot: usize, line: u64) {
+    /// bit of repeated write hits to here); `pc` is the first deferred write's.
+    pub fn mark_l1d_dirty(&mut self, cpu: usize, slot: usize, line: u64, pc: u64) {
         debug_assert!(self.trace.is_none(), "the plugin's shortcut is off while tracing");
         let c = &mut self.l1d[cpu];
-        if c.slot(slot).is_some_and(|e| e.line == line) {
-            c.set_dirty(slot);
+        if c.slot(slot).is_some_and(|e| e.line == line) && !c.set_dirty(slot) {
+            let shift = c.line_shift();
+            self.san_dirtied(line << shift, pc);
         }
     }
 
@@ -458,6 +813,9 @@ impl Model {
         tr!(self, "P {} {} {pa}\n", op as u8, point as u8);
         let _ = cpu; // by-address operations are broadcast: every vCPU's caches are affected
         self.totals.at(Level::L1D).maint += 1;
+        if op == MaintOp::Invalidate && self.san.is_some() && self.data_caches().any(|c| c.holds_dirty(c.line_of(pa))) {
+            self.san_lost(pa, "dc-ivac");
+        }
         for k in 0..self.vcpus {
             let c = &mut self.l1d[k];
             let line = c.line_of(pa);
@@ -520,6 +878,13 @@ impl Model {
             let slot = c.slot_of((index % sets) as usize, (index / sets) as usize);
             let shift = c.line_shift();
             let Some(held) = c.slot(slot) else { continue };
+            if op == MaintOp::Invalidate && held.dirty && self.san.is_some() {
+                self.san_lost(held.line << shift, "dc-isw");
+            }
+            let c = match i {
+                None => &mut self.l1d[cpu],
+                Some(i) => self.lower_mut(i, cpu),
+            };
             let dirty = op != MaintOp::Invalidate && c.clean_slot(slot);
             if op != MaintOp::Clean {
                 c.invalidate_slot(slot);
@@ -560,10 +925,13 @@ impl Model {
                     let c = &mut self.l1d[cpu];
                     let line = c.line_of(a);
                     if let Some(slot) = c.lookup(line) {
-                        c.set_dirty(slot);
+                        if !c.set_dirty(slot) {
+                            self.san_dirtied(a, 0);
+                        }
                         continue;
                     }
                     let (_, victim) = c.insert(line, true);
+                    self.san_dirtied(a, 0);
                     if let Some(v) = victim.filter(|v| v.dirty) {
                         self.totals.at(Level::L1D).writebacks += 1;
                         self.writeback_into(cpu, 0, v.line << shift);
@@ -577,6 +945,9 @@ impl Model {
     pub fn ic_invalidate_all(&mut self, cpu: usize, all_vcpus: bool) {
         tr!(self, "I {cpu} {}\n", u8::from(all_vcpus));
         self.totals.at(Level::L1I).maint += 1;
+        if let Some(san) = self.san.as_mut() {
+            san.written.clear();
+        }
         for (k, c) in self.l1i.iter_mut().enumerate() {
             if all_vcpus || k == cpu {
                 c.invalidate_all();
@@ -588,6 +959,14 @@ impl Model {
     pub fn ic_invalidate_pa(&mut self, pa: u64) {
         tr!(self, "V {pa}\n");
         self.totals.at(Level::L1I).maint += 1;
+        if let Some(san) = self.san.as_mut() {
+            let shift = self.l1d[0].line_shift();
+            let span = 1u64 << self.l1i[0].line_shift().max(shift);
+            let start = pa & !(span - 1);
+            for a in (start..start + span).step_by(1 << shift) {
+                san.written.remove(&(a >> shift));
+            }
+        }
         for c in &mut self.l1i {
             if let Some(slot) = c.probe(c.line_of(pa)) {
                 c.invalidate_slot(slot);
@@ -602,20 +981,25 @@ impl Model {
     }
 }
 
-/// The 24 counters (four levels × six) as space-separated numbers.
+/// The 36 counters (four levels × eight, then `served`) as space-separated numbers.
 pub fn counters_text(t: &Totals) -> String {
-    let mut out = Vec::with_capacity(24);
+    let mut out = Vec::with_capacity(36);
     for c in &t.levels {
-        out.extend([c.accesses, c.hits, c.misses, c.writebacks, c.maint, c.bypass].map(|v| v.to_string()));
+        out.extend([c.accesses, c.hits, c.misses, c.writebacks, c.maint, c.bypass, c.prefetches, c.prefetch_hits].map(|v| v.to_string()));
     }
+    out.extend(t.served.map(|v| v.to_string()));
     out.join(" ")
 }
 
-fn count_lookup(c: &mut Counts, hit: bool) {
+fn count_lookup(c: &mut Counts, hit: Option<crate::cache::Hit>) {
     c.accesses += 1;
-    if hit {
-        c.hits += 1;
-    } else {
-        c.misses += 1;
+    match hit {
+        Some(h) => {
+            c.hits += 1;
+            if h.prefetched {
+                c.prefetch_hits += 1;
+            }
+        }
+        None => c.misses += 1,
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! # Speed (the shortcut; one vCPU only, `fast=off` disables all of it)
 //! - **Same line**: an access to the same L1D line as the vCPU's previous data access is an L1D
-//!   hit that changes no replacement state (the line is already the most recent of its set), so
+//!   hit that changes no replacement state (the line is already the most recent of its set; not
+//!   after a non-temporal access, whose line may sit at the end of the order), so
 //!   it is only counted, without the lock or the model (a write-back write defers its dirty bit to
 //!   the next model call).
 //! - **Batching**: a run of consecutive immediate-offset loads/stores on one base register gets a
@@ -37,11 +38,12 @@ use qemu_plugin::{
 };
 
 use crate::config::{GuestGeometry, Settings};
-use crate::decode::{decode, decode_mem_imm, decode_set_way, guest_to_model_slots, plan_groups, Insn, Role};
+use crate::decode::{decode, decode_mem_imm, decode_set_way, guest_to_model_slots, is_non_temporal_pair, plan_groups, Insn, PrfAddr, Role};
 use crate::guest::{Guest, Translation};
-use crate::model::{Attr, Level, MaintOp, Model, Totals};
+use crate::model::{Attr, Hint, Level, MaintOp, Model, Totals, SERVED_MEMORY};
 use crate::protocol::{self, Marker};
 use crate::report::{self, Phases, Record};
+use crate::sanitize::{HazardKind, Hazards, MaintRange};
 
 const NAME: &str = "cachescope-cache-model";
 const NONE: u64 = u64::MAX;
@@ -59,6 +61,8 @@ struct Fast {
     d_slot: AtomicU64,
     d_l1line: AtomicU64,
     d_dirty: AtomicBool,
+    /// PC of the first write deferred in `d_dirty` (the sanitizer's "dirty since").
+    d_pc: AtomicU64,
     d_hits: AtomicU64,
     d_bypass: AtomicU64,
     /// VA page of the previous translated access and its PA page | io flag (bit 63).
@@ -101,6 +105,8 @@ impl Fast {
         t.levels[Level::L1D as usize].accesses = d;
         t.levels[Level::L1D as usize].hits = d;
         t.levels[Level::L1D as usize].bypass = self.d_bypass.load(Relaxed);
+        t.served[0] = d;
+        t.served[SERVED_MEMORY] = self.d_bypass.load(Relaxed);
         let i = self.i_hits.load(Relaxed);
         t.levels[Level::L1I as usize].accesses = i;
         t.levels[Level::L1I as usize].hits = i;
@@ -119,14 +125,19 @@ struct Group {
     hi: i64,
     /// Any member is a store.
     stores: bool,
+    /// The leader's PC (member k's is 4 (k + 1) further: members are consecutive instructions).
+    pc: u64,
+    /// PC of the first store member.
+    store_pc: u64,
 }
 
 impl Group {
-    fn new(size: u32, members: Vec<(i64, u32, bool)>) -> Self {
+    fn new(size: u32, members: Vec<(i64, u32, bool)>, pc: u64) -> Self {
         let lo = members.iter().map(|m| m.0).min().unwrap_or(0);
         let hi = members.iter().map(|m| m.0 + i64::from(m.1)).max().unwrap_or(0);
         let stores = members.iter().any(|m| m.2);
-        Self { size, members, lo, hi, stores }
+        let store_pc = members.iter().position(|m| m.2).map_or(pc, |k| pc + 4 * (k as u64 + 1));
+        Self { size, members, lo, hi, stores, pc, store_pc }
     }
 }
 
@@ -204,6 +215,18 @@ struct Core {
     stats: Stats,
     /// Marker protocol version the kernel's hello announced (0 = no hello yet).
     kernel_protocol: u64,
+    /// The `model-profile` record was written.
+    profile_emitted: bool,
+    /// The sanitizer's deduplicated hazards.
+    hazards: Hazards,
+    /// Open maintenance ranges (markers 7/8).
+    maint: Vec<MaintRange>,
+    /// CTR_EL0.IDC and DIC, once read (None: assumed 0, the Cortex models' value).
+    ctr: Option<(bool, bool)>,
+    /// Sanitizer reports suspended (marker 9).
+    quiet: bool,
+    /// Hazard occurrences dropped while quiet.
+    quieted: u64,
     out: Box<dyn Write + Send>,
 }
 
@@ -232,7 +255,14 @@ struct State {
     fast: Box<[Fast]>,
     core: SpinLock<Core>,
     regs: OnceLock<Vec<RegisterDescriptor<'static>>>,
+    sysregs: OnceLock<SysRegs>,
     next_tb: AtomicU64,
+}
+
+/// System registers the plugin reads when the guest CPU exposes them (QEMU's gdbstub system
+/// register feature): CTR_EL0 for the sanitizer's instruction-coherence rule.
+struct SysRegs {
+    ctr: Option<RegisterDescriptor<'static>>,
 }
 
 impl Core {
@@ -288,7 +318,7 @@ impl State {
         for (cpu, f) in self.fast.iter().enumerate() {
             if f.d_dirty.swap(false, Relaxed) {
                 if let Some(m) = core.model.as_mut() {
-                    m.mark_l1d_dirty(cpu, f.d_slot.load(Relaxed) as usize, f.d_l1line.load(Relaxed));
+                    m.mark_l1d_dirty(cpu, f.d_slot.load(Relaxed) as usize, f.d_l1line.load(Relaxed), f.d_pc.load(Relaxed));
                 }
             }
             if drop_pages {
@@ -335,6 +365,10 @@ impl State {
         }
         let mut m = Model::new(&h, self.vcpus);
         m.set_totals(carried);
+        if self.settings.sanitize {
+            let (idc, dic) = core.ctr.unwrap_or((false, false));
+            m.enable_sanitizer(idc, dic);
+        }
         let trace = match core.model.as_mut().and_then(|old| old.take_trace()) {
             Some(w) => Some(w),
             None => self.settings.trace.as_ref().map(|path| -> Box<dyn Write + Send> {
@@ -349,10 +383,27 @@ impl State {
             f.d_shift.store(u64::from(h.l1d.line_shift()), Relaxed);
         }
         let mut text = String::new();
+        let lat = &h.latency;
+        if !core.profile_emitted {
+            core.profile_emitted = true;
+            text += &report::line(
+                Record::new(&cachescope_arch::record::MODEL_PROFILE)
+                    .str("profile", self.settings.profile_name())
+                    .u64("clock_mhz", u64::from(lat.clock_mhz))
+                    .u64("memory_cycles", u64::from(lat.memory_cycles))
+                    .f64("memory_ns", lat.ns(u64::from(lat.memory_cycles)), 2)
+                    .str("hwpf", h.hwpf.kind.name())
+                    .u64("hwpf_distance", u64::from(h.hwpf.distance))
+                    .u64("hwpf_degree", u64::from(h.hwpf.degree))
+                    .str("latency_ref", &lat.reference)
+                    .str("hwpf_ref", &h.hwpf.reference),
+            );
+        }
         let l1 = [(Level::L1I, h.l1i), (Level::L1D, h.l1d)];
         let lower = h.lower.iter().enumerate().map(|(i, l)| ([Level::L2, Level::L3][i], l.geometry));
         for (k, (level, g)) in l1.into_iter().chain(lower).enumerate() {
             let sharing = if k < 2 { "private" } else { h.lower[k - 2].sharing.name() };
+            let hit = u64::from(lat.hit_cycles[k.saturating_sub(1).min(2)]);
             text += &report::line(
                 Record::new(&cachescope_arch::record::MODEL_GEOMETRY)
                     .str("level", level.name())
@@ -363,7 +414,9 @@ impl State {
                     .str("sharing", sharing)
                     .str("policy", h.policy.name())
                     .str("origin", &origin)
-                    .u64("vcpus", self.vcpus as u64),
+                    .u64("vcpus", self.vcpus as u64)
+                    .u64("hit_cycles", hit)
+                    .f64("hit_ns", lat.ns(hit), 2),
             );
         }
         core.emit(&text);
@@ -376,7 +429,7 @@ impl State {
     /// When the leader left its line in the shortcut and every member falls in that line, the
     /// members are hits of that line: counted in one step.
     fn mem_group(&self, vcpu: VCPUIndex, info: &MemoryInfo, vaddr: u64, write: bool, g: &Group) {
-        self.mem(vcpu, info, vaddr, write, Some(g.size));
+        self.mem(vcpu, info, vaddr, write, Some(g.size), Hint { pc: g.pc, nt: false });
         let f = &self.fast[vcpu as usize];
         let shift = f.d_shift.load(Relaxed);
         let off = (vaddr & ((1 << shift) - 1)) as i64;
@@ -384,7 +437,8 @@ impl State {
             match f.d_mode.load(Relaxed) {
                 3 => return add(&f.d_bypass, g.members.len() as u64),
                 2 => {
-                    if g.stores {
+                    if g.stores && !f.d_dirty.load(Relaxed) {
+                        f.d_pc.store(g.store_pc, Relaxed);
                         f.d_dirty.store(true, Relaxed);
                     }
                     return add(&f.d_hits, g.members.len() as u64);
@@ -393,14 +447,16 @@ impl State {
                 _ => {}
             }
         }
-        for &(delta, size, store) in &g.members {
-            self.mem(vcpu, info, vaddr.wrapping_add(delta as u64), store, Some(size));
+        for (k, &(delta, size, store)) in g.members.iter().enumerate() {
+            let hint = Hint { pc: g.pc + 4 * (k as u64 + 1), nt: false };
+            self.mem(vcpu, info, vaddr.wrapping_add(delta as u64), store, Some(size), hint);
         }
     }
 
     /// One data access; `size` is `None` for the callback's own access (QEMU knows it).
-    fn mem(&self, vcpu: VCPUIndex, info: &MemoryInfo, vaddr: u64, write: bool, size: Option<u32>) {
+    fn mem(&self, vcpu: VCPUIndex, info: &MemoryInfo, vaddr: u64, write: bool, size: Option<u32>, hint: Hint) {
         let cpu = vcpu as usize;
+        let own = size.is_none();
         let f = &self.fast[cpu];
         let size_of = || size.unwrap_or_else(|| 1 << info.size_shift());
         if self.fast_on {
@@ -411,7 +467,8 @@ impl State {
                 match f.d_mode.load(Relaxed) {
                     3 => return add(&f.d_bypass, 1),
                     2 => {
-                        if write {
+                        if write && !f.d_dirty.load(Relaxed) {
+                            f.d_pc.store(hint.pc, Relaxed);
                             f.d_dirty.store(true, Relaxed);
                         }
                         return add(&f.d_hits, 1);
@@ -457,23 +514,35 @@ impl State {
         let single = (vaddr & ((1 << shift) - 1)) + u64::from(size) <= 1 << shift;
         if !attr.cacheable() {
             let lines = if single { 1 } else { 2 };
+            let mut hazard = false;
             match core.model.as_mut() {
                 Some(m) => {
                     for k in 0..lines {
-                        m.data(cpu, pa + k * (1 << shift), 1, write, attr);
+                        m.data_hint(cpu, pa + k * (1 << shift), 1, write, attr, hint);
                     }
+                    hazard = m.has_events();
                 }
                 None => core.early.levels[Level::L1D as usize].bypass += lines,
             }
-            self.remember_data(f, vaddr >> shift, 3, 0, 0, single && core.guest.page_uniform(vaddr));
+            if hazard {
+                self.hazards(&mut core, vaddr, hint.pc, own.then_some(info));
+            }
+            let ok = single && !hazard && core.guest.page_uniform(vaddr);
+            self.remember_data(f, vaddr >> shift, 3, 0, 0, ok);
             return;
         }
         let m = self.model(&mut core);
         let shift = u64::from(m.config().l1d.line_shift());
-        let slot = m.data(cpu, pa, size, write, attr);
+        let slot = m.data_hint(cpu, pa, size, write, attr, hint);
+        if m.has_events() {
+            self.hazards(&mut core, vaddr, hint.pc, own.then_some(info));
+            return f.drop_data();
+        }
         let mode = if attr == Attr::NormalWriteBack { 2 } else { 1 };
         match slot {
-            Some(s) if !(write && attr == Attr::NormalWriteThrough) => {
+            // A non-temporal fill sits at the end of the replacement order, so a repeated hit
+            // is not a no-op (LRU promotes it): no shortcut after LDNP/STNP.
+            Some(s) if !(hint.nt || write && attr == Attr::NormalWriteThrough) => {
                 self.remember_data(f, vaddr >> shift, mode, s as u64, pa >> shift, true)
             }
             _ => f.drop_data(),
@@ -498,7 +567,7 @@ impl State {
         if f.d_dirty.load(Relaxed) {
             f.d_dirty.store(false, Relaxed);
             if let Some(m) = core.model.as_mut() {
-                m.mark_l1d_dirty(cpu, f.d_slot.load(Relaxed) as usize, f.d_l1line.load(Relaxed));
+                m.mark_l1d_dirty(cpu, f.d_slot.load(Relaxed) as usize, f.d_l1line.load(Relaxed), f.d_pc.load(Relaxed));
             }
         }
     }
@@ -541,8 +610,12 @@ impl State {
             for l in lines.clone() {
                 m.fetch(cpu, pa_of(l), attr);
             }
+            let hazard = m.has_events();
             if self.board.is_some() && !lines.clone().all(|l| m.l1i_holds(cpu, pa_of(l))) && !self.fetch_warned.swap(true, Relaxed) {
                 core.warn("a translation block does not fit the L1I at once (L1I way smaller than a page): repeats are counted as hits; use fast=off for exact counts");
+            }
+            if hazard {
+                self.hazards(&mut core, va, va, None);
             }
             (lines.count() as u64, 1)
         };
@@ -566,21 +639,37 @@ impl State {
             .map_or(0, |bytes| bytes.iter().take(8).rev().fold(0, |v, &b| v << 8 | u64::from(b)))
     }
 
-    fn special(&self, vcpu: VCPUIndex, insn: Insn) {
+    fn special(&self, vcpu: VCPUIndex, insn: Insn, pc: u64) {
         let cpu = vcpu as usize;
+        if let Insn::Prefetch(p) = insn {
+            return self.prefetch(cpu, p, pc);
+        }
         // Registers are read before the lock: reading them needs no model state.
         let (a, b, c, d, e) = match insn {
             Insn::Marker => (self.reg(9), self.reg(10), self.reg(11), self.reg(12), self.reg(13)),
             Insn::DcVa { rt, .. } | Insn::DcSetWay { rt, .. } | Insn::DcZva { rt } | Insn::IcIvau { rt } | Insn::MsrSctlr { rt } => {
                 (self.reg(rt), 0, 0, 0, 0)
             }
-            Insn::IcIallu { .. } | Insn::Tlbi => (0, 0, 0, 0, 0),
+            Insn::IcIallu { .. } | Insn::Tlbi | Insn::Prefetch(_) => (0, 0, 0, 0, 0),
         };
         let mut core = self.lock();
         let drop_pages = matches!(insn, Insn::Tlbi | Insn::MsrSctlr { .. } | Insn::Marker);
         self.settle(&mut core, drop_pages);
+        if matches!(insn, Insn::DcVa { .. } | Insn::DcZva { .. }) && !core.maint.is_empty() {
+            let shift = core.model.as_ref().map_or(6, |m| m.config().l1d.line_shift());
+            for r in core.maint.iter_mut().filter(|r| a.wrapping_sub(r.va) < r.len) {
+                r.done.insert(a >> shift, ());
+                r.last_pc = pc;
+            }
+        }
+        if let (Insn::Marker, None) = (insn, core.ctr) {
+            core.ctr = self.read_ctr();
+            if let (Some((idc, dic)), Some(m)) = (core.ctr, core.model.as_mut()) {
+                m.set_ctr(idc, dic);
+            }
+        }
         match insn {
-            Insn::Marker => self.marker(&mut core, [a, b, c, d, e]),
+            Insn::Marker => self.marker(&mut core, [a, b, c, d, e], pc),
             Insn::Tlbi => core.guest.forget_pages(),
             Insn::MsrSctlr { .. } => core.guest.set_sctlr(a),
             Insn::DcVa { op, point, .. } => {
@@ -609,7 +698,74 @@ impl State {
                 let pa = self.translate(&mut core, a);
                 self.model(&mut core).ic_invalidate_pa(pa);
             }
+            Insn::Prefetch(_) => {}
         }
+        if core.model.as_ref().is_some_and(|m| m.has_events()) {
+            let va = if matches!(insn, Insn::DcSetWay { .. }) { 0 } else { a };
+            self.hazards(&mut core, va, pc, None);
+        }
+    }
+
+    /// Drains the model's hazards into the deduplicated set, with the exposing access's VA and
+    /// PC, the innermost open phase, and (for a data access) the value the emulator returned.
+    fn hazards(&self, core: &mut Core, va: u64, pc: u64, info: Option<&MemoryInfo>) {
+        let Some(m) = core.model.as_mut() else { return };
+        let events = m.take_events();
+        let current = info.and_then(|i| match i.value() {
+            qemu_plugin::MemValue::U8(v) => Some(u64::from(v)),
+            qemu_plugin::MemValue::U16(v) => Some(u64::from(v)),
+            qemu_plugin::MemValue::U32(v) => Some(u64::from(v)),
+            qemu_plugin::MemValue::U64(v) => Some(v),
+            _ => None,
+        });
+        if core.quiet {
+            core.quieted += events.len() as u64;
+            return;
+        }
+        let phase = core.phases.current();
+        for e in events {
+            core.hazards.add(e, va, pc, phase.as_ref().map(|(id, n)| (*id, n.as_str())), current);
+        }
+    }
+
+    /// CTR_EL0.IDC (bit 28) and DIC (bit 29), if the guest CPU exposes CTR_EL0 to plugins.
+    fn read_ctr(&self) -> Option<(bool, bool)> {
+        let r = self.sysregs.get()?.ctr.as_ref()?;
+        let bytes = r.read().ok()?;
+        let v = bytes.iter().take(8).rev().fold(0u64, |v, &b| v << 8 | u64::from(b));
+        if std::env::var_os("CS_MODEL_LIST_REGS").is_some() {
+            eprintln!("{NAME}: CTR_EL0 = {v:#x}");
+        }
+        Some((v >> 28 & 1 == 1, v >> 29 & 1 == 1))
+    }
+
+    /// A PRFM PLD/PST: its address from the registers (read in this exec callback, before the
+    /// instruction), translated like a DC operand; nothing on non-cacheable memory.
+    fn prefetch(&self, cpu: usize, p: crate::decode::Prefetch, pc: u64) {
+        let va = match p.addr {
+            PrfAddr::Imm { base, .. } => p.addr.effective(self.reg_or_sp(base), 0, pc),
+            PrfAddr::Reg { base, index, .. } => p.addr.effective(self.reg_or_sp(base), self.reg(index), pc),
+            PrfAddr::Literal(_) => p.addr.effective(0, 0, pc),
+        };
+        let mut core = self.lock();
+        let attr = core.guest.data_attr(va);
+        if !attr.cacheable() {
+            return;
+        }
+        // Only this vCPU's data shortcut can be affected (a prefetch may evict its line).
+        self.settle_own(&mut core, cpu);
+        self.fast[cpu].drop_data();
+        let pa = self.translate(&mut core, va);
+        self.model(&mut core).prefetch(cpu, pa, p.level, p.strm, attr);
+    }
+
+    /// Register `n` as a base register: 31 is SP.
+    fn reg_or_sp(&self, n: u8) -> u64 {
+        if n != 31 {
+            return self.reg(n);
+        }
+        let Some(regs) = self.regs.get() else { return 0 };
+        regs.get(31).and_then(|r| r.read().ok()).map_or(0, |bytes| bytes.iter().take(8).rev().fold(0, |v, &b| v << 8 | u64::from(b)))
     }
 
     fn translate(&self, core: &mut Core, va: u64) -> u64 {
@@ -647,7 +803,7 @@ impl State {
     }
 
     /// One marker; `x` = x9..x13.
-    fn marker(&self, core: &mut Core, x: [u64; 5]) {
+    fn marker(&self, core: &mut Core, x: [u64; 5], pc: u64) {
         core.stats.markers += 1;
         let marker = match protocol::parse(core.kernel_protocol, x) {
             Ok(m) => m,
@@ -674,12 +830,38 @@ impl State {
                 let now = self.now(core);
                 core.phases.begin(id, name, now);
             }
+            Marker::Quiet(on) => core.quiet = on,
+            Marker::MaintBegin { va, len } => core.maint.push(MaintRange { va, len, ..MaintRange::default() }),
+            Marker::MaintEnd { va } => {
+                let Some(i) = core.maint.iter().rposition(|r| r.va == va) else {
+                    return core.warn(&format!("maintenance range end at {va:#x} without a begin"));
+                };
+                let r = core.maint.remove(i);
+                if !self.settings.sanitize {
+                    return;
+                }
+                let shift = core.model.as_ref().map_or(6, |m| m.config().l1d.line_shift());
+                let phase = core.phases.current();
+                for gap in r.gaps(shift) {
+                    let pa = core.guest.translate(gap).0 >> shift << shift;
+                    let e = crate::sanitize::Event { kind: HazardKind::MaintenanceGap, pa, access: "maint-end", cause: "dc-by-va", cause_pc: r.last_pc };
+                    core.hazards.add(e, gap, pc, phase.as_ref().map(|(id, n)| (*id, n.as_str())), None);
+                }
+            }
             Marker::PhaseEnd { id } => {
                 let now = self.now(core);
                 match core.phases.end(id, now) {
                     Ok(done) => {
                         let lower = core.lower_levels();
-                        let text: String = done.iter().map(|p| report::phase_lines(&p.name, p.id, &p.counts, lower)).collect();
+                        let lat = core.model.as_ref().map_or_else(crate::geometry::Latency::generic, |m| m.config().latency.clone());
+                        let text: String = done
+                            .iter()
+                            .map(|p| report::phase_lines(&p.name, p.id, &p.counts, lower) + &report::time_line(&p.name, p.id, &p.counts, &lat))
+                            .collect();
+                        let mut text = text;
+                        for p in &done {
+                            text += &report::hazard_lines(&core.hazards.take(Some(p.id)));
+                        }
                         core.emit(&text);
                     }
                     Err(e) => core.warn(&e),
@@ -699,7 +881,9 @@ impl State {
         }
         let now = self.now(&core);
         let lower = core.lower_levels();
-        let mut text = report::total_lines(&now, lower);
+        let mut text = report::hazard_lines(&core.hazards.take(None));
+        text += &report::total_lines(&now, lower);
+        text += &report::hazard_total_line(&core.hazards, self.settings.sanitize);
         text += &report::line(
             Record::new(&cachescope_arch::record::MODEL_RUN)
                 .u64("protocol", protocol::VERSION)
@@ -776,6 +960,12 @@ impl Register for CacheModel {
             phases: Phases::default(),
             stats: Stats::default(),
             kernel_protocol: 0,
+            profile_emitted: false,
+            hazards: Hazards::default(),
+            maint: Vec::new(),
+            ctr: None,
+            quiet: false,
+            quieted: 0,
             out,
         };
         if !settings.wants_guest_geometry() {
@@ -799,6 +989,7 @@ impl Register for CacheModel {
             fast: (0..vcpus).map(|_| Fast::new()).collect(),
             core: SpinLock::new(core),
             regs: OnceLock::new(),
+            sysregs: OnceLock::new(),
             next_tb: AtomicU64::new(1),
         });
         if !state.settings.wants_guest_geometry() {
@@ -818,11 +1009,17 @@ impl HasCallbacks for CacheModel {
             if state.regs.get().is_none() {
                 let all = qemu_plugin_get_registers()?;
                 let xs: Vec<RegisterDescriptor<'static>> =
-                    (0..31).filter_map(|n| all.iter().find(|r| r.name == format!("x{n}")).cloned()).collect();
-                if xs.len() != 31 {
-                    fail("the guest CPU does not expose registers x0..x30 to plugins");
+                    (0..31).map(|n| format!("x{n}")).chain(["sp".to_string()]).filter_map(|n| all.iter().find(|r| r.name == n).cloned()).collect();
+                if xs.len() != 32 {
+                    fail("the guest CPU does not expose registers x0..x30 and sp to plugins");
                 }
                 let _ = state.regs.set(xs);
+                if std::env::var_os("CS_MODEL_LIST_REGS").is_some() {
+                    let names: Vec<&str> = all.iter().map(|r| r.name.as_str()).collect();
+                    eprintln!("{NAME}: {} registers: {}", names.len(), names.join(" "));
+                }
+                let find = |n: &str| all.iter().find(|r| r.name.eq_ignore_ascii_case(n)).cloned();
+                let _ = state.sysregs.set(SysRegs { ctr: find("CTR_EL0") });
             }
         }
         Ok(())
@@ -844,15 +1041,17 @@ impl HasCallbacks for CacheModel {
         let mems: Vec<_> = words.iter().map(|w| w.and_then(decode_mem_imm)).collect();
         let roles = if state.fast_on { plan_groups(&mems) } else { vec![Role::Single; words.len()] };
         for (((insn, word), role), mem) in tb.instructions().zip(&words).zip(roles).zip(mems) {
+            let pc = insn.vaddr();
             if let Some(d) = word.and_then(decode) {
                 let s = state.clone();
-                insn.register_execute_callback_flags(move |vcpu| s.special(vcpu, d), CallbackFlags::QEMU_PLUGIN_CB_R_REGS);
+                insn.register_execute_callback_flags(move |vcpu| s.special(vcpu, d, pc), CallbackFlags::QEMU_PLUGIN_CB_R_REGS);
             }
+            let nt = word.is_some_and(is_non_temporal_pair);
             let no_regs = CallbackFlags::QEMU_PLUGIN_CB_NO_REGS;
             match role {
                 Role::Member => {}
                 Role::Leader(members) => {
-                    let members = Group::new(mem.map_or(8, |m| m.size), members);
+                    let members = Group::new(mem.map_or(8, |m| m.size), members, pc);
                     // One callback per direction, so the direction is a constant rather than a
                     // query to QEMU; QEMU emits only the one matching the access.
                     let members = Arc::new(members);
@@ -867,14 +1066,15 @@ impl HasCallbacks for CacheModel {
                 }
                 Role::Single => {
                     let s = state.clone();
+                    let hint = Hint { pc, nt };
                     insn.register_memory_access_callback_flags(
-                        move |vcpu, info, vaddr| s.mem(vcpu, &info, vaddr, false, None),
+                        move |vcpu, info, vaddr| s.mem(vcpu, &info, vaddr, false, None, hint),
                         MemRW::QEMU_PLUGIN_MEM_R,
                         no_regs,
                     );
                     let s = state.clone();
                     insn.register_memory_access_callback_flags(
-                        move |vcpu, info, vaddr| s.mem(vcpu, &info, vaddr, true, None),
+                        move |vcpu, info, vaddr| s.mem(vcpu, &info, vaddr, true, None, hint),
                         MemRW::QEMU_PLUGIN_MEM_W,
                         no_regs,
                     );

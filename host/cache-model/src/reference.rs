@@ -2,19 +2,22 @@
 //! by the tests: lines are `Option<RefLine>` with explicit timestamps, levels are walked with
 //! plain loops over a path list, and write-backs travel down through a work list. It shares no
 //! cache code with the model; only the random policy's generator (a specified input) is reused.
+//! Non-temporal fills get a negative timestamp (`-now`), so they are older than every normal
+//! line and the most recent of them is the oldest: the next LRU/FIFO victim.
 
 use std::collections::VecDeque;
 
 use crate::cache::{cache_seed, xorshift64star, Policy};
-use crate::geometry::{Geometry, Hierarchy, Sharing};
+use crate::geometry::{Geometry, Hierarchy, HwPfKind, HwPrefetch, Sharing};
 use crate::model::{Attr, MaintOp, Point, Totals};
 
 #[derive(Clone, Copy, Debug)]
 struct RefLine {
     addr: u64, // first byte address of the line
     dirty: bool,
-    used: u64,
-    filled: u64,
+    pf: bool, // brought in by a prefetch, not yet touched by a demand access
+    used: i64,
+    filled: i64,
 }
 
 #[derive(Clone, Debug)]
@@ -41,7 +44,7 @@ impl RefCache {
         (0..s.len()).find(|&w| matches!(s[w], Some(l) if l.addr == b))
     }
     /// Returns the evicted line if it was valid.
-    fn put(&mut self, addr: u64, dirty: bool, now: u64) -> Option<RefLine> {
+    fn put(&mut self, addr: u64, dirty: bool, pf: bool, nt: bool, now: u64) -> Option<RefLine> {
         let b = self.base(addr);
         let si = self.set_index(addr);
         let ways = self.sets[si].len();
@@ -61,7 +64,8 @@ impl RefCache {
             },
         };
         let old = self.sets[si][w];
-        self.sets[si][w] = Some(RefLine { addr: b, dirty, used: now, filled: now });
+        let t = if nt { -(now as i64) } else { now as i64 };
+        self.sets[si][w] = Some(RefLine { addr: b, dirty, pf, used: t, filled: t });
         old
     }
 }
@@ -72,6 +76,9 @@ pub struct RefModel {
     l1d: Vec<RefCache>,
     lower: Vec<(Sharing, Vec<RefCache>)>,
     now: u64,
+    hwpf: HwPrefetch,
+    /// Per vCPU, 16 entries indexed by pc / 4: (pc, last line, stride, equal strides).
+    stride: Vec<Vec<(u64, u64, i64, u32)>>,
     /// Same layout as the model's counters.
     pub totals: Totals,
 }
@@ -95,7 +102,8 @@ impl RefModel {
             let v = (0..n).map(|_| RefCache::new(l.geometry, h.policy, next())).collect();
             lower.push((l.sharing, v));
         }
-        Self { l1i, l1d, lower, now: 0, totals: Totals::default() }
+        let stride = vec![vec![(u64::MAX, 0, 0, 0); 16]; vcpus];
+        Self { l1i, l1d, lower, now: 0, hwpf: h.hwpf.clone(), stride, totals: Totals::default() }
     }
 
     fn tick(&mut self) -> u64 {
@@ -125,9 +133,15 @@ impl RefModel {
     /// Puts a line at path position p and pushes dirty victims down until they settle.
     /// `fresh` = a fill (always allocates); otherwise a write-back arriving from above.
     fn place(&mut self, cpu: usize, side: usize, p: usize, addr: u64, dirty: bool, fresh: bool) {
+        self.place_fill(cpu, side, p, addr, dirty, fresh, false, false);
+    }
+
+    /// `place` with the fill's prefetched flag and non-temporal position.
+    #[allow(clippy::too_many_arguments)]
+    fn place_fill(&mut self, cpu: usize, side: usize, p: usize, addr: u64, dirty: bool, fresh: bool, pf: bool, nt: bool) {
         let mut work = VecDeque::new();
-        work.push_back((p, addr, dirty, fresh));
-        while let Some((p, addr, dirty, fresh)) = work.pop_front() {
+        work.push_back((p, addr, dirty, fresh, pf, nt));
+        while let Some((p, addr, dirty, fresh, pf, nt)) = work.pop_front() {
             if p >= self.depth() {
                 continue; // memory
             }
@@ -141,44 +155,57 @@ impl RefModel {
                     continue;
                 }
             }
-            if let Some(old) = c.put(addr, dirty, now) {
+            if let Some(old) = c.put(addr, dirty, pf, nt, now) {
                 if old.dirty {
                     self.totals.levels[ci].writebacks += 1;
-                    work.push_back((p + 1, old.addr, true, false));
+                    work.push_back((p + 1, old.addr, true, false, false, false));
                 }
             }
         }
     }
 
-    fn lookup(&mut self, cpu: usize, side: usize, p: usize, addr: u64) -> bool {
+    /// A demand lookup: (hit, the line was prefetched and untouched until now).
+    fn lookup(&mut self, cpu: usize, side: usize, p: usize, addr: u64) -> (bool, bool) {
         let now = self.tick();
         let (ci, c) = self.at(cpu, side, p);
         let policy = c.policy;
-        let hit = match c.find(addr) {
+        let (hit, pf) = match c.find(addr) {
             Some(w) => {
                 let si = c.set_index(addr);
+                let l = c.sets[si][w].as_mut().unwrap();
                 if policy == Policy::Lru {
-                    c.sets[si][w].as_mut().unwrap().used = now;
+                    l.used = now as i64;
                 }
-                true
+                let pf = l.pf;
+                l.pf = false;
+                (true, pf)
             }
-            None => false,
+            None => (false, false),
         };
         self.totals.levels[ci].accesses += 1;
         if hit {
             self.totals.levels[ci].hits += 1;
+            if pf {
+                self.totals.levels[ci].prefetch_hits += 1;
+            }
         } else {
             self.totals.levels[ci].misses += 1;
         }
-        hit
+        (hit, pf)
     }
 
-    fn demand(&mut self, cpu: usize, side: usize, addr: u64, dirty: bool) {
+    /// Returns (depth that served the line, hardware-prefetch trigger).
+    fn demand(&mut self, cpu: usize, side: usize, addr: u64, dirty: bool, nt: bool) -> (usize, bool) {
         let depth = self.depth();
         let mut hit_at = depth;
+        let mut trigger = true;
         for p in 0..depth {
-            if self.lookup(cpu, side, p, addr) {
+            let (hit, pf) = self.lookup(cpu, side, p, addr);
+            if hit {
                 hit_at = p;
+                if p == 0 {
+                    trigger = pf;
+                }
                 break;
             }
         }
@@ -189,35 +216,116 @@ impl RefModel {
                 let si = c.set_index(addr);
                 c.sets[si][w].as_mut().unwrap().dirty = true;
             }
-            return;
+            return (0, trigger);
         }
         for p in (0..hit_at).rev() {
-            self.place(cpu, side, p, addr, dirty && p == 0, true);
+            self.place_fill(cpu, side, p, addr, dirty && p == 0, true, false, nt && p == 0);
         }
+        (hit_at, trigger)
     }
 
     /// Data access (every byte range split at L1D line boundaries).
+    #[allow(dead_code)]
     pub fn data(&mut self, cpu: usize, pa: u64, size: u32, write: bool, attr: Attr) {
+        self.data_hint(cpu, pa, size, write, attr, 0, false);
+    }
+
+    /// Data access with the PC and the non-temporal hint.
+    #[allow(clippy::too_many_arguments)]
+    pub fn data_hint(&mut self, cpu: usize, pa: u64, size: u32, write: bool, attr: Attr, pc: u64, nt: bool) {
         let line = u64::from(self.l1d[cpu].geo.line);
         let mut a = pa / line * line;
         while a < pa + u64::from(size.max(1)) {
             match attr {
-                Attr::NormalNonCacheable | Attr::Device => self.totals.levels[D].bypass += 1,
+                Attr::NormalNonCacheable | Attr::Device => {
+                    self.totals.levels[D].bypass += 1;
+                    self.totals.served[3] += 1;
+                }
                 Attr::NormalWriteThrough if write => {
                     for p in 0..self.depth() {
                         self.lookup(cpu, D, p, a);
                     }
+                    self.totals.served[3] += 1;
                 }
-                _ => self.demand(cpu, D, a, write),
+                _ => {
+                    let (at, trigger) = self.demand(cpu, D, a, write, nt);
+                    let idx = if at >= self.depth() { 3 } else { at };
+                    self.totals.served[idx] += 1;
+                    if trigger {
+                        self.hardware_prefetch(cpu, a, pc);
+                    }
+                }
             }
             a += line;
+        }
+    }
+
+    fn hardware_prefetch(&mut self, cpu: usize, addr: u64, pc: u64) {
+        let line_bytes = u64::from(self.l1d[cpu].geo.line);
+        let line = addr / line_bytes;
+        let stride: i64 = match self.hwpf.kind {
+            HwPfKind::Off => return,
+            HwPfKind::NextLine => 1,
+            HwPfKind::Stride => {
+                let e = &mut self.stride[cpu][((pc / 4) % 16) as usize];
+                if e.0 != pc {
+                    *e = (pc, line, 0, 0);
+                    return;
+                }
+                let s = line as i64 - e.1 as i64;
+                e.1 = line;
+                if s == 0 {
+                    return;
+                }
+                if s == e.2 {
+                    e.3 += 1;
+                } else {
+                    e.2 = s;
+                    e.3 = 1;
+                }
+                if e.3 < 2 {
+                    return;
+                }
+                s
+            }
+        };
+        for k in 0..i64::from(self.hwpf.degree) {
+            let t = line as i64 + stride * (i64::from(self.hwpf.distance) + k);
+            if t < 0 || (t as u64 * line_bytes) / 4096 != addr / 4096 {
+                break;
+            }
+            self.prefetch_fill(cpu, t as u64 * line_bytes, 0, false);
+        }
+    }
+
+    /// Software prefetch into `level` (1-based; deeper than modelled = the deepest level).
+    pub fn prefetch(&mut self, cpu: usize, pa: u64, level: u32, nt: bool, attr: Attr) {
+        if !attr.cacheable() || level == 0 {
+            return;
+        }
+        let target = (level as usize - 1).min(self.depth() - 1);
+        self.prefetch_fill(cpu, pa, target, nt);
+    }
+
+    fn prefetch_fill(&mut self, cpu: usize, addr: u64, target: usize, nt: bool) {
+        let depth = self.depth();
+        let mut src = depth;
+        for p in target..depth {
+            if self.at(cpu, D, p).1.find(addr).is_some() {
+                src = p;
+                break;
+            }
+        }
+        for p in (target..src).rev() {
+            self.totals.levels[p + 1].prefetches += 1;
+            self.place_fill(cpu, D, p, addr, false, true, true, nt && p == target);
         }
     }
 
     /// Instruction fetch of one line.
     pub fn fetch(&mut self, cpu: usize, pa: u64, attr: Attr) {
         if attr.cacheable() {
-            self.demand(cpu, I, pa, false);
+            self.demand(cpu, I, pa, false, false);
         } else {
             self.totals.levels[I].bypass += 1;
         }
@@ -325,7 +433,7 @@ impl RefModel {
                             let l = c.sets[si][w].as_mut().unwrap();
                             l.dirty = true;
                             if policy == Policy::Lru {
-                                l.used = now;
+                                l.used = now as i64;
                             }
                         }
                         None => self.place(cpu, D, 0, a, true, true),

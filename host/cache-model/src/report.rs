@@ -2,9 +2,13 @@
 //!
 //! | record | when | fields (after `"record"`) |
 //! |--------|------|---------------------------|
-//! | `model-geometry` | when a geometry becomes active, one per level | `level`, `size`, `line`, `sets`, `ways`, `sharing`, `policy`, `origin`, `vcpus` |
-//! | `model` | at each phase end, one per level | `phase`, `phase_id`, `level`, `accesses`, `hits`, `misses`, `writebacks`, `maint`, `bypass` |
-//! | `model-total` | at exit, one per level | `level`, `accesses`, `hits`, `misses`, `writebacks`, `maint`, `bypass` |
+//! | `model-profile` | once, before the first `model-geometry` | `profile`, `clock_mhz`, `memory_cycles`, `memory_ns`, `hwpf`, `hwpf_distance`, `hwpf_degree`, `latency_ref`, `hwpf_ref` |
+//! | `model-geometry` | when a geometry becomes active, one per level | `level`, `size`, `line`, `sets`, `ways`, `sharing`, `policy`, `origin`, `vcpus`, `hit_cycles`, `hit_ns` |
+//! | `model` | at each phase end, one per level | `phase`, `phase_id`, `level`, `accesses`, `hits`, `misses`, `writebacks`, `maint`, `bypass`, `prefetches`, `prefetch_hits` |
+//! | `model-time` | at each phase end | `phase`, `phase_id`, `data_accesses`, `cycles`, `ns` |
+//! | `model-total` | at exit, one per level | `level`, `accesses`, `hits`, `misses`, `writebacks`, `maint`, `bypass`, `prefetches`, `prefetch_hits` |
+//! | `hazard` | at each phase end (at exit outside phases), one per (kind, line) | see `sanitize.rs` |
+//! | `hazard-total` | at exit | per-kind counts |
 //! | `model-run` | at exit | `protocol`, `markers`, `phases`, `va_learned`, `va_window`, `va_identity`, `setway_ops`, `warnings`, `fast` |
 //! | `model-warning` | on a malformed marker or phase mismatch | `what` |
 //!
@@ -13,9 +17,10 @@
 
 pub use cachescope::harness::Record;
 
+use crate::geometry::Latency;
 use crate::model::{Counts, Level, Totals};
 
-/// Adds the six counters of a level to a record.
+/// Adds the eight counters of a level to a record.
 pub fn with_counts(r: Record, c: &Counts) -> Record {
     r.u64("accesses", c.accesses)
         .u64("hits", c.hits)
@@ -23,6 +28,30 @@ pub fn with_counts(r: Record, c: &Counts) -> Record {
         .u64("writebacks", c.writebacks)
         .u64("maint", c.maint)
         .u64("bypass", c.bypass)
+        .u64("prefetches", c.prefetches)
+        .u64("prefetch_hits", c.prefetch_hits)
+}
+
+/// Modelled cycles of the demand data accesses in `t` (rule 15 of `model.rs`): each costs the
+/// latency of the level that served it; memory for the rest. Returns (accesses, cycles).
+pub fn modelled_cycles(t: &Totals, lat: &Latency) -> (u64, u64) {
+    let cost = [lat.hit_cycles[0], lat.hit_cycles[1], lat.hit_cycles[2], lat.memory_cycles];
+    let accesses = t.served.iter().fold(0u64, |a, &n| a.wrapping_add(n));
+    let cycles = t.served.iter().zip(cost).fold(0u64, |a, (&n, c)| a.wrapping_add(n.wrapping_mul(u64::from(c))));
+    (accesses, cycles)
+}
+
+/// The `model-time` record of a finished phase.
+pub fn time_line(name: &str, id: u64, counts: &Totals, lat: &Latency) -> String {
+    let (accesses, cycles) = modelled_cycles(counts, lat);
+    line(
+        Record::new(&cachescope_arch::record::MODEL_TIME)
+            .str("phase", name)
+            .u64("phase_id", id)
+            .u64("data_accesses", accesses)
+            .u64("cycles", cycles)
+            .f64("ns", lat.ns(cycles), 2),
+    )
 }
 
 /// Finishes a record as one output line: `# cs: {…,"source":"model"}` and a newline.
@@ -52,6 +81,58 @@ pub fn total_lines(counts: &Totals, lower: usize) -> String {
     levels(lower)
         .map(|l| line(with_counts(Record::new(&cachescope_arch::record::MODEL_TOTAL).str("level", l.name()), counts.get(l))))
         .collect()
+}
+
+/// `hazard` records, each followed by one readable line
+/// (`# model: hazard KIND pa=… va=… pc=… phase=… count=… access=… cause=… cause_pc=…`).
+pub fn hazard_lines(entries: &[crate::sanitize::Entry]) -> String {
+    let mut out = String::new();
+    for e in entries {
+        let mut r = Record::new(&cachescope_arch::record::HAZARD)
+            .str("kind", e.event.kind.name())
+            .hex("pa", e.event.pa)
+            .hex("va", e.va)
+            .hex("pc", e.pc)
+            .str("phase", &e.phase)
+            .u64("phase_id", e.phase_id)
+            .u64("count", e.count)
+            .str("access", e.event.access)
+            .str("cause", e.event.cause)
+            .hex("cause_pc", e.event.cause_pc);
+        if let Some(v) = e.current {
+            r = r.hex("current", v);
+        }
+        out += &line(r);
+        out += &format!(
+            "# model: hazard {} pa={:#x} va={:#x} pc={:#x} phase={} count={} access={} cause={} cause_pc={:#x}\n",
+            e.event.kind.name(),
+            e.event.pa,
+            e.va,
+            e.pc,
+            if e.phase.is_empty() { "-" } else { &e.phase },
+            e.count,
+            e.event.access,
+            e.event.cause,
+            e.event.cause_pc
+        );
+    }
+    out
+}
+
+/// The `hazard-total` record.
+pub fn hazard_total_line(h: &crate::sanitize::Hazards, sanitize: bool) -> String {
+    use crate::sanitize::HazardKind as K;
+    line(
+        Record::new(&cachescope_arch::record::HAZARD_TOTAL)
+            .bool("sanitize", sanitize)
+            .u64("hazards", h.distinct())
+            .u64("count", h.occurrences)
+            .u64("stale_read_by_device", h.per_kind[K::StaleReadByDevice as usize])
+            .u64("lost_write", h.per_kind[K::LostWrite as usize])
+            .u64("stale_read_by_cpu", h.per_kind[K::StaleReadByCpu as usize])
+            .u64("stale_instruction", h.per_kind[K::StaleInstruction as usize])
+            .u64("maintenance_gap", h.per_kind[K::MaintenanceGap as usize]),
+    )
 }
 
 /// An open phase.
@@ -101,6 +182,11 @@ impl Phases {
         self.finished
     }
 
+    /// The innermost open phase: (id, name).
+    pub fn current(&self) -> Option<(u64, String)> {
+        self.open.last().map(|p| (p.id, p.name.clone()))
+    }
+
     /// Names of the phases still open.
     pub fn still_open(&self) -> Vec<String> {
         self.open.iter().map(|p| p.name.clone()).collect()
@@ -113,12 +199,19 @@ mod tests {
 
     #[test]
     fn record_format() {
-        let c = Counts { accesses: 5, hits: 3, misses: 2, writebacks: 1, maint: 0, bypass: 4 };
+        let c = Counts { accesses: 5, hits: 3, misses: 2, writebacks: 1, maint: 0, bypass: 4, prefetches: 6, prefetch_hits: 7 };
         let out =
             line(with_counts(Record::new(&cachescope_arch::record::MODEL).str("phase", "a\"b").u64("phase_id", 7).str("level", "L1D"), &c));
         assert_eq!(
             out,
-            "# cs: {\"record\":\"model\",\"phase\":\"a\\\"b\",\"phase_id\":7,\"level\":\"L1D\",\"accesses\":5,\"hits\":3,\"misses\":2,\"writebacks\":1,\"maint\":0,\"bypass\":4,\"source\":\"model\"}\n"
+            "# cs: {\"record\":\"model\",\"phase\":\"a\\\"b\",\"phase_id\":7,\"level\":\"L1D\",\"accesses\":5,\"hits\":3,\"misses\":2,\"writebacks\":1,\"maint\":0,\"bypass\":4,\"prefetches\":6,\"prefetch_hits\":7,\"source\":\"model\"}\n"
+        );
+        let t = Totals { served: [10, 2, 1, 3], ..Totals::default() };
+        let lat = Latency::generic();
+        assert_eq!(modelled_cycles(&t, &lat), (16, 10 * 4 + 2 * 14 + 40 + 3 * 200));
+        assert_eq!(
+            time_line("p", 3, &t, &lat),
+            "# cs: {\"record\":\"model-time\",\"phase\":\"p\",\"phase_id\":3,\"data_accesses\":16,\"cycles\":708,\"ns\":354.00,\"source\":\"model\"}\n"
         );
         assert_eq!(total_lines(&Totals::default(), 0).lines().count(), 2);
         assert_eq!(phase_lines("x", 1, &Totals::default(), 2).lines().count(), 4);

@@ -2,8 +2,8 @@
 
 use crate::cache::{xorshift64star, Policy};
 use crate::decode::{decode_set_way, encode_set_way};
-use crate::geometry::{Geometry, Hierarchy, LowerLevel, Sharing};
-use crate::model::{Attr, Level, MaintOp, Model, Point, Totals};
+use crate::geometry::{Geometry, Hierarchy, HwPfKind, HwPrefetch, Latency, LowerLevel, Sharing};
+use crate::model::{Attr, Hint, Level, MaintOp, Model, Point, Totals};
 use crate::reference::RefModel;
 
 const WB: Attr = Attr::NormalWriteBack;
@@ -13,9 +13,9 @@ fn g(s: &str) -> Geometry {
     Geometry::parse(s).unwrap()
 }
 
-/// L1 32 KiB 2-way, L2 1 MiB 16-way (the Pi 4).
+/// L1 32 KiB 2-way, L2 1 MiB 16-way (the Pi 4), without its hardware prefetcher.
 fn rpi4() -> Hierarchy {
-    Hierarchy::profile("rpi4").unwrap()
+    Hierarchy { hwpf: HwPrefetch::off("test"), ..Hierarchy::profile("rpi4").unwrap() }
 }
 
 fn small(policy: Policy, sharing: Sharing, l3: bool) -> Hierarchy {
@@ -23,7 +23,29 @@ fn small(policy: Policy, sharing: Sharing, l3: bool) -> Hierarchy {
     if l3 {
         lower.push(LowerLevel { geometry: g("8K:8:128"), sharing: Sharing::Shared });
     }
-    Hierarchy { l1i: g("512:2:32"), l1d: g("1K:2:64"), lower, policy, seed: 42, zva_bytes: 128 }
+    Hierarchy {
+        l1i: g("512:2:32"),
+        l1d: g("1K:2:64"),
+        lower,
+        policy,
+        seed: 42,
+        zva_bytes: 128,
+        hwpf: HwPrefetch::off("test"),
+        latency: Latency::generic(),
+    }
+}
+
+fn with_hwpf(mut h: Hierarchy, kind: HwPfKind, distance: u32, degree: u32) -> Hierarchy {
+    h.hwpf = HwPrefetch { kind, distance, degree, reference: "test".into() };
+    h
+}
+
+/// The guest profile's shape: the QEMU cortex-a72's CCSIDR (L1D 32 KiB 4-way), no prefetcher.
+fn guest() -> Hierarchy {
+    let mut h = rpi4();
+    h.l1d = g("32K:4:64");
+    h.hwpf = HwPrefetch::off("test");
+    h
 }
 
 fn scan(m: &mut Model, base: u64, bytes: u64, step: u64, write: bool, attr: Attr) -> Totals {
@@ -248,11 +270,141 @@ fn unaligned_access_touches_two_lines() {
     assert!(m.data(0, BASE + 8, 8, false, WB).is_some());
 }
 
+// ---- prefetch, non-temporal fills, latency -------------------------------------------------------
+
+#[test]
+fn software_prefetch_fills_the_named_level_and_below() {
+    let mut m = Model::new(&rpi4(), 1);
+    m.prefetch(0, BASE, 1, false, WB);
+    let t = m.totals();
+    assert_eq!((t.get(Level::L1D).prefetches, t.get(Level::L2).prefetches), (1, 1));
+    assert_eq!((t.get(Level::L1D).accesses, t.get(Level::L2).accesses), (0, 0), "not a demand access");
+    m.prefetch(0, BASE + 8, 1, false, WB);
+    assert_eq!(m.totals().get(Level::L1D).prefetches, 1, "already present: not counted");
+    let d = scan(&mut m, BASE, 64, 8, false, WB);
+    assert_eq!((d.get(Level::L1D).hits, d.get(Level::L1D).prefetch_hits), (8, 1), "one prefetch hit per fill");
+    // PLDL2KEEP: L2 only; the demand access misses L1D and hits the prefetched L2 line.
+    m.prefetch(0, BASE + 4096, 2, false, WB);
+    let d = scan(&mut m, BASE + 4096, 64, 64, false, WB);
+    assert_eq!((d.get(Level::L1D).misses, d.get(Level::L2).hits, d.get(Level::L2).prefetch_hits), (1, 1, 1));
+    // L3 on a hierarchy without one: the deepest level (L2).
+    m.prefetch(0, BASE + 8192, 3, false, WB);
+    assert_eq!(m.totals().get(Level::L2).prefetches, 3);
+    // Found in L2: only L1D fills.
+    m.prefetch(0, BASE + 8192, 1, false, WB);
+    assert_eq!((m.totals().get(Level::L1D).prefetches, m.totals().get(Level::L2).prefetches), (2, 3));
+    // Non-cacheable memory: nothing.
+    let before = m.totals();
+    m.prefetch(0, BASE + 12288, 1, false, Attr::NormalNonCacheable);
+    m.prefetch(0, BASE + 12288, 1, false, Attr::Device);
+    assert_eq!(m.totals(), before);
+}
+
+#[test]
+fn non_temporal_fill_is_the_next_victim() {
+    // 2-way L1D, 256 sets: lines 16 KiB apart share a set.
+    let way = 16 << 10;
+    for (nt, survivor) in [(false, BASE + way), (true, BASE)] {
+        let mut m = Model::new(&rpi4(), 1);
+        m.data(0, BASE, 8, false, WB);
+        m.data_hint(0, BASE + way, 8, false, WB, Hint { pc: 0, nt });
+        // LRU would now evict BASE (older); a non-temporal BASE + way goes first instead.
+        m.data(0, BASE + 2 * way, 8, false, WB);
+        let before = m.totals();
+        m.data(0, survivor, 8, false, WB);
+        assert_eq!((m.totals() - before).get(Level::L1D).hits, 1, "nt={nt}");
+    }
+    // PRFM …STRM likewise.
+    let mut m = Model::new(&rpi4(), 1);
+    m.data(0, BASE, 8, false, WB);
+    m.prefetch(0, BASE + way, 1, true, WB);
+    m.data(0, BASE + 2 * way, 8, false, WB);
+    assert!(m.l1d(0).probe(BASE >> 6).is_some() && m.l1d(0).probe((BASE + way) >> 6).is_none());
+}
+
+#[test]
+fn hardware_prefetchers_cut_stream_misses_within_pages() {
+    let run = |kind, stride: u64| {
+        let mut m = Model::new(&with_hwpf(rpi4(), kind, 2, 2), 1);
+        let before = m.totals();
+        for i in 0..4096u64 {
+            m.data_hint(0, BASE + i * stride, 8, false, WB, Hint { pc: 0x100, nt: false });
+        }
+        m.totals() - before
+    };
+    let off = run(HwPfKind::Off, 64);
+    assert_eq!(off.get(Level::L1D).misses, 4096);
+    for kind in [HwPfKind::NextLine, HwPfKind::Stride] {
+        let t = run(kind, 64);
+        let l1 = t.get(Level::L1D);
+        // A few misses per 4 KiB page (64 lines) while the prefetcher catches up again.
+        assert!(l1.misses <= 64 * 4 && l1.misses > 0, "{kind:?}: {l1:?}");
+        assert_eq!(l1.prefetch_hits + l1.misses, 4096, "{kind:?}: every line is a miss or a prefetch hit");
+        // Strides of a page or more: every access still misses (conflict sweeps stay exact); the
+        // stride prefetcher does not even prefetch (its target is in another page).
+        let t = run(kind, 4096);
+        assert_eq!(t.get(Level::L1D).misses, 4096, "{kind:?}");
+        if kind == HwPfKind::Stride {
+            assert_eq!(t.get(Level::L1D).prefetches, 0);
+        }
+    }
+}
+
+#[test]
+fn stream_prefetch_variants_miss_less_than_plain_loads() {
+    // The stream benchmark's loops over 1 MiB in the guest geometry (no hardware prefetcher):
+    // PLDL1STRM 256 bytes ahead removes nearly every L1D demand miss, PLDL2KEEP the L2 ones.
+    let run = |prefetch: Option<(u32, bool)>| {
+        let mut m = Model::new(&guest(), 1);
+        for a in (BASE..BASE + (1 << 20)).step_by(64) {
+            if let Some((level, strm)) = prefetch {
+                m.prefetch(0, a + 256, level, strm, WB);
+            }
+            for k in 0..4 {
+                m.data(0, a + 16 * k, 16, false, WB);
+            }
+        }
+        m.totals()
+    };
+    let plain = run(None);
+    let l1strm = run(Some((1, true)));
+    let l2keep = run(Some((2, false)));
+    assert_eq!(plain.get(Level::L1D).misses, 16384);
+    assert_eq!(l1strm.get(Level::L1D).misses, 4, "only the first 256 bytes");
+    assert_eq!(l1strm.get(Level::L1D).prefetch_hits, 16380);
+    assert_eq!(l2keep.get(Level::L1D).misses, 16384, "PLDL2 does not fill L1D");
+    assert_eq!((l2keep.get(Level::L2).misses, l2keep.get(Level::L2).prefetch_hits), (4, 16380));
+    let lat = Latency::generic();
+    let cyc = |t: &Totals| crate::report::modelled_cycles(t, &lat).1;
+    assert!(cyc(&l1strm) < cyc(&l2keep) && cyc(&l2keep) < cyc(&plain));
+}
+
+#[test]
+fn served_counts_price_each_access_by_its_level() {
+    let mut m = Model::new(&rpi4(), 1);
+    m.data(0, BASE, 8, false, WB); // memory
+    m.data(0, BASE, 8, false, WB); // L1D
+    m.dc_by_pa(0, MaintOp::Clean, Point::Unification, BASE);
+    m.data(0, BASE + 64, 16, false, Attr::NormalNonCacheable); // bypass: memory
+    m.data(0, BASE + 60, 8, false, WB); // two lines: L1D (BASE) and memory (BASE + 64)
+    m.data(0, BASE + 128, 8, true, Attr::NormalWriteThrough); // write-through: memory
+    let t = m.totals();
+    assert_eq!(t.served, [2, 0, 0, 4]);
+    // Evict BASE from L1D only (2 ways): it is then served by L2.
+    let way = 16 << 10;
+    m.data(0, BASE + way, 8, false, WB);
+    m.data(0, BASE + 2 * way, 8, false, WB);
+    let before = m.totals();
+    m.data(0, BASE, 8, false, WB);
+    assert_eq!((m.totals() - before).served, [0, 1, 0, 0]);
+}
+
 // ---- agreement with the reference simulator ---------------------------------------------------
 
 #[derive(Clone, Copy, Debug)]
 enum Op {
-    Data { cpu: usize, pa: u64, size: u32, write: bool, attr: Attr },
+    Data { cpu: usize, pa: u64, size: u32, write: bool, attr: Attr, pc: u64, nt: bool },
+    Prefetch { cpu: usize, pa: u64, level: u32, nt: bool, attr: Attr },
     Fetch { cpu: usize, pa: u64 },
     DcPa { op: MaintOp, point: Point, pa: u64 },
     SetWay { cpu: usize, op: MaintOp, level: u32, set: usize, way: usize },
@@ -263,9 +415,13 @@ enum Op {
 
 fn apply(m: &mut Model, r: &mut RefModel, op: Op, zva: u64) {
     match op {
-        Op::Data { cpu, pa, size, write, attr } => {
-            m.data(cpu, pa, size, write, attr);
-            r.data(cpu, pa, size, write, attr);
+        Op::Data { cpu, pa, size, write, attr, pc, nt } => {
+            m.data_hint(cpu, pa, size, write, attr, Hint { pc, nt });
+            r.data_hint(cpu, pa, size, write, attr, pc, nt);
+        }
+        Op::Prefetch { cpu, pa, level, nt, attr } => {
+            m.prefetch(cpu, pa, level, nt, attr);
+            r.prefetch(cpu, pa, level, nt, attr);
         }
         Op::Fetch { cpu, pa } => {
             m.fetch(cpu, pa, WB);
@@ -305,10 +461,13 @@ fn random_op(rng: &mut u64, vcpus: usize, span: u64, mixed: bool) -> Op {
     };
     let pick = r() % 100;
     let ops = [MaintOp::Clean, MaintOp::Invalidate, MaintOp::CleanInvalidate];
+    // A few load PCs, so the stride prefetcher's table sees both repeats and conflicts.
+    let pc = 0x8000 + 4 * (r() % 24);
     match pick {
-        0..=69 => Op::Data { cpu, pa, size: [1, 4, 8, 16, 32][(r() % 5) as usize], write: r() % 3 == 0, attr },
+        0..=64 => Op::Data { cpu, pa, size: [1, 4, 8, 16, 32][(r() % 5) as usize], write: r() % 3 == 0, attr, pc, nt: r() % 6 == 0 },
+        65..=69 => Op::Prefetch { cpu, pa, level: 1 + (r() % 4) as u32, nt: r() % 2 == 0, attr },
         70..=84 => Op::Fetch { cpu, pa },
-        _ if !mixed => Op::Data { cpu, pa, size: 8, write: false, attr: WB },
+        _ if !mixed => Op::Data { cpu, pa, size: 8, write: false, attr: WB, pc, nt: false },
         85..=89 => Op::DcPa { op: ops[(r() % 3) as usize], point: if r() % 4 == 0 { Point::Unification } else { Point::Coherency }, pa },
         90..=93 => {
             Op::SetWay { cpu, op: ops[(r() % 3) as usize], level: 1 + (r() % 3) as u32, set: (r() % 40) as usize, way: (r() % 9) as usize }
@@ -349,6 +508,29 @@ fn agrees_with_reference_on_random_traces() {
     assert_eq!(total, 3 * 3 * 3 * 40_000);
 }
 
+/// The same random traces with each hardware prefetcher, and strided streams by several PCs
+/// (the stride prefetcher's trigger and page rules).
+#[test]
+fn agrees_with_reference_with_hardware_prefetchers() {
+    for policy in [Policy::Lru, Policy::Fifo, Policy::Random] {
+        for (kind, distance, degree) in [(HwPfKind::NextLine, 1, 1), (HwPfKind::NextLine, 3, 2), (HwPfKind::Stride, 1, 1), (HwPfKind::Stride, 2, 3)] {
+            let h = with_hwpf(small(policy, Sharing::Private, true), kind, distance, degree);
+            let mut rng = 77;
+            check_agreement(&h, 2, (0..30_000).map(|_| random_op(&mut rng, 2, 32 << 10, true)));
+            let mut ops = Vec::new();
+            for pass in 0..2u64 {
+                for i in 0..2000u64 {
+                    for (k, stride) in [64u64, 8, 192, 4096 + 64].into_iter().enumerate() {
+                        let pa = BASE + (k as u64) * (1 << 20) + (i * stride) % (256 << 10);
+                        ops.push(Op::Data { cpu: 0, pa, size: 8, write: pass == 1 && k == 1, attr: WB, pc: 0x1000 + 4 * k as u64, nt: k == 2 });
+                    }
+                }
+            }
+            check_agreement(&h, 1, ops.into_iter());
+        }
+    }
+}
+
 /// Associativities on both sides of the packed replacement order's 16-way limit: direct-mapped
 /// L1I, 3-way L1D, 32-way L2 (byte list), 16-way L3 (packed), every policy.
 #[test]
@@ -358,7 +540,16 @@ fn agrees_with_reference_with_odd_and_wide_ways() {
             LowerLevel { geometry: g("8K:32:64"), sharing: Sharing::Private },
             LowerLevel { geometry: g("32K:16:64"), sharing: Sharing::Shared },
         ];
-        let h = Hierarchy { l1i: g("1K:1:64"), l1d: g("1536:3:64"), lower, policy, seed: 5, zva_bytes: 64 };
+        let h = Hierarchy {
+            l1i: g("1K:1:64"),
+            l1d: g("1536:3:64"),
+            lower,
+            policy,
+            seed: 5,
+            zva_bytes: 64,
+            hwpf: HwPrefetch::off("test"),
+            latency: Latency::generic(),
+        };
         for (seed, span) in [(11u64, 16u64 << 10), (12, 96 << 10)] {
             let mut rng = seed;
             check_agreement(&h, 2, (0..40_000).map(|_| random_op(&mut rng, 2, span, true)));
@@ -377,7 +568,7 @@ fn agrees_with_reference_on_structured_traces() {
         {
             for pass in 0..3 {
                 for a in (0..bytes).step_by(stride as usize) {
-                    ops.push(Op::Data { cpu: 0, pa: BASE + a % (8 << 20), size: 8, write: pass == 1, attr: WB });
+                    ops.push(Op::Data { cpu: 0, pa: BASE + a % (8 << 20), size: 8, write: pass == 1, attr: WB, pc: 0, nt: false });
                 }
             }
         }
@@ -393,7 +584,15 @@ fn agrees_with_reference_on_structured_traces() {
         // A pointer chase over 4 MiB in a fixed pseudo-random order.
         let mut rng = 99;
         for _ in 0..50_000 {
-            ops.push(Op::Data { cpu: 0, pa: BASE + (xorshift64star(&mut rng) % (4 << 20)) / 64 * 64, size: 8, write: false, attr: WB });
+            ops.push(Op::Data {
+                cpu: 0,
+                pa: BASE + (xorshift64star(&mut rng) % (4 << 20)) / 64 * 64,
+                size: 8,
+                write: false,
+                attr: WB,
+                pc: 0,
+                nt: false,
+            });
         }
         check_agreement(&h, 1, ops.into_iter());
     }
@@ -465,12 +664,22 @@ fn replay_plugin_trace() {
     let num = |w: &str| -> u64 { w.parse().unwrap_or_else(|_| panic!("bad number '{w}' in {path}")) };
     let counters = |ws: &[&str]| -> Totals {
         let v: Vec<u64> = ws.iter().map(|w| num(w)).collect();
-        assert_eq!(v.len(), 24, "24 counters");
+        assert_eq!(v.len(), 36, "36 counters");
         let mut t = Totals::default();
         for (i, c) in t.levels.iter_mut().enumerate() {
-            let x = &v[i * 6..i * 6 + 6];
-            *c = crate::model::Counts { accesses: x[0], hits: x[1], misses: x[2], writebacks: x[3], maint: x[4], bypass: x[5] };
+            let x = &v[i * 8..i * 8 + 8];
+            *c = crate::model::Counts {
+                accesses: x[0],
+                hits: x[1],
+                misses: x[2],
+                writebacks: x[3],
+                maint: x[4],
+                bypass: x[5],
+                prefetches: x[6],
+                prefetch_hits: x[7],
+            };
         }
+        t.served.copy_from_slice(&v[32..36]);
         t
     };
     let attr = |w: &str| Attr::try_from(num(w)).expect("attribute code");
@@ -481,9 +690,9 @@ fn replay_plugin_trace() {
     for line in text.lines() {
         let w: Vec<&str> = line.split(' ').collect();
         if w[0] == "H" {
-            // H vcpus l1i l1d [geometry sharing]… policy seed zva
+            // H vcpus l1i l1d [geometry sharing]… policy seed zva hwpf distance degree
             let n = w.len();
-            let lower = w[4..n - 3]
+            let lower = w[4..n - 6]
                 .chunks(2)
                 .map(|p| LowerLevel { geometry: g(p[0]), sharing: if p[1] == "shared" { Sharing::Shared } else { Sharing::Private } })
                 .collect();
@@ -491,9 +700,16 @@ fn replay_plugin_trace() {
                 l1i: g(w[2]),
                 l1d: g(w[3]),
                 lower,
-                policy: Policy::parse(w[n - 3]).unwrap(),
-                seed: num(w[n - 2]),
-                zva_bytes: num(w[n - 1]) as u32,
+                policy: Policy::parse(w[n - 6]).unwrap(),
+                seed: num(w[n - 5]),
+                zva_bytes: num(w[n - 4]) as u32,
+                hwpf: HwPrefetch {
+                    kind: HwPfKind::parse(w[n - 3]).expect("hwpf kind"),
+                    distance: num(w[n - 2]) as u32,
+                    degree: num(w[n - 1]) as u32,
+                    reference: String::new(),
+                },
+                latency: Latency::generic(),
             };
             r = Some((RefModel::new(&h, num(w[1]) as usize), u64::from(h.zva_bytes)));
             continue;
@@ -501,7 +717,8 @@ fn replay_plugin_trace() {
         let (m, zva) = r.as_mut().expect("H line first");
         match w[0] {
             "C" => m.totals = counters(&w[1..]),
-            "D" => m.data(num(w[1]) as usize, num(w[2]), num(w[3]) as u32, w[4] == "1", attr(w[5])),
+            "D" => m.data_hint(num(w[1]) as usize, num(w[2]), num(w[3]) as u32, w[4] == "1", attr(w[5]), num(w[6]), w[7] == "1"),
+            "R" => m.prefetch(num(w[1]) as usize, num(w[2]), num(w[3]) as u32, w[4] == "1", attr(w[5])),
             "F" => m.fetch(num(w[1]) as usize, num(w[2]), attr(w[3])),
             "P" => m.dc_by_pa(op(w[1]), if w[2] == "0" { Point::Coherency } else { Point::Unification }, num(w[3])),
             "S" => m.dc_set_way_slots(num(w[1]) as usize, op(w[2]), num(w[3]) as u32, num(w[4]), num(w[5])),
@@ -520,4 +737,197 @@ fn replay_plugin_trace() {
     assert!(ended, "{path} has no T line (run cut short?)");
     assert!(ops > 1000, "{path}: only {ops} operations");
     eprintln!("replay: {ops} operations from {path}: reference totals equal the model's");
+}
+
+// ---- the sanitizer ----------------------------------------------------------------------------
+
+const NC: Attr = Attr::NormalNonCacheable;
+
+fn sanitized() -> Model {
+    let mut m = Model::new(&rpi4(), 1);
+    m.enable_sanitizer(false, false);
+    m
+}
+
+fn kinds(m: &mut Model) -> Vec<(crate::sanitize::HazardKind, u64)> {
+    m.take_events().into_iter().map(|e| (e.kind, e.pa)).collect()
+}
+
+fn write_at(m: &mut Model, pa: u64, pc: u64) {
+    m.data_hint(0, pa, 8, true, WB, Hint { pc, nt: false });
+}
+
+#[test]
+fn sanitizer_stale_read_by_device() {
+    use crate::sanitize::HazardKind::StaleReadByDevice;
+    let mut m = sanitized();
+    write_at(&mut m, BASE + 8, 0x1234);
+    m.data(0, BASE, 8, false, NC);
+    let e = m.take_events();
+    assert_eq!(e.len(), 1);
+    assert_eq!((e[0].kind, e[0].pa, e[0].access, e[0].cause, e[0].cause_pc), (StaleReadByDevice, BASE, "nc-read", "write", 0x1234));
+    // Device reads too; and a dirty line evicted to L2 is still dirty there.
+    m.data(0, BASE, 8, false, Attr::Device);
+    assert_eq!(kinds(&mut m), [(StaleReadByDevice, BASE)]);
+    // The correct hand-off: clean to PoC first.
+    m.dc_by_pa(0, MaintOp::Clean, Point::Coherency, BASE);
+    m.data(0, BASE, 8, false, NC);
+    assert!(kinds(&mut m).is_empty());
+}
+
+#[test]
+fn sanitizer_lost_write_by_va_and_set_way() {
+    use crate::sanitize::HazardKind::LostWrite;
+    let mut m = sanitized();
+    write_at(&mut m, BASE, 1);
+    m.dc_by_pa(0, MaintOp::Invalidate, Point::Coherency, BASE);
+    assert_eq!(kinds(&mut m), [(LostWrite, BASE)]);
+    // The partial edge line: the buffer starts at BASE + 32, its neighbour dirtied BASE.
+    write_at(&mut m, BASE, 2);
+    m.dc_by_pa(0, MaintOp::Invalidate, Point::Coherency, BASE + 32);
+    assert_eq!(kinds(&mut m), [(LostWrite, BASE)]);
+    // Correct: clean+invalidate; and invalidating a clean line.
+    write_at(&mut m, BASE, 3);
+    m.dc_by_pa(0, MaintOp::CleanInvalidate, Point::Coherency, BASE);
+    m.data(0, BASE, 8, false, WB);
+    m.dc_by_pa(0, MaintOp::Invalidate, Point::Coherency, BASE);
+    assert!(kinds(&mut m).is_empty());
+    // DC ISW over a dirty line; DC CISW is the correct one.
+    write_at(&mut m, BASE, 4);
+    set_way_walk(&mut m, MaintOp::Invalidate);
+    assert_eq!(kinds(&mut m), [(LostWrite, BASE)]);
+    write_at(&mut m, BASE, 5);
+    set_way_walk(&mut m, MaintOp::CleanInvalidate);
+    set_way_walk(&mut m, MaintOp::Invalidate);
+    assert!(kinds(&mut m).is_empty(), "a full clean+invalidate walk, then an invalidate walk of clean caches");
+}
+
+#[test]
+fn sanitizer_stale_read_by_cpu() {
+    use crate::sanitize::HazardKind::StaleReadByCpu;
+    let mut m = sanitized();
+    m.data(0, BASE, 8, false, WB); // cached clean
+    m.data_hint(0, BASE + 16, 8, true, NC, Hint { pc: 0x99, nt: false }); // the device writes behind it
+    m.data(0, BASE, 8, false, WB);
+    let e = m.take_events();
+    assert_eq!((e[0].kind, e[0].pa, e[0].cause, e[0].cause_pc), (StaleReadByCpu, BASE, "nc-write", 0x99));
+    // Only in L2: the L1D miss hits a stale L2 copy.
+    let mut m = sanitized();
+    m.data(0, BASE, 8, false, WB);
+    m.dc_by_pa(0, MaintOp::Clean, Point::Unification, BASE); // (no effect on a clean line)
+    let way = 16 << 10;
+    m.data(0, BASE + way, 8, false, WB);
+    m.data(0, BASE + 2 * way, 8, false, WB); // BASE leaves L1D, stays in L2
+    m.data(0, BASE, 8, true, Attr::Device);
+    m.data(0, BASE, 8, false, WB);
+    assert_eq!(kinds(&mut m), [(StaleReadByCpu, BASE)]);
+    // Correct: invalidate after the device wrote (and a line not cached at all is never stale).
+    let mut m = sanitized();
+    m.data(0, BASE, 8, false, WB);
+    m.dc_by_pa(0, MaintOp::CleanInvalidate, Point::Coherency, BASE);
+    m.data(0, BASE, 8, true, NC);
+    m.data(0, BASE + 4096, 8, false, WB); // speculation may refill any clean line …
+    m.dc_by_pa(0, MaintOp::Invalidate, Point::Coherency, BASE);
+    m.data(0, BASE, 8, false, WB);
+    m.data(0, BASE + 64, 8, true, NC);
+    m.data(0, BASE + 64, 8, false, WB);
+    assert!(kinds(&mut m).is_empty());
+}
+
+#[test]
+fn sanitizer_stale_instruction() {
+    use crate::sanitize::HazardKind::StaleInstruction;
+    // Code written through the D-side, executed with no maintenance: dirty in L1D.
+    let mut m = sanitized();
+    write_at(&mut m, BASE, 0x40);
+    m.fetch(0, BASE, WB);
+    let e = m.take_events();
+    assert_eq!((e[0].kind, e[0].pa, e[0].cause_pc), (StaleInstruction, BASE, 0x40));
+    // Cleaned to PoU but the old code is still in L1I (no IC IVAU).
+    let mut m = sanitized();
+    m.fetch(0, BASE, WB);
+    write_at(&mut m, BASE, 0x44);
+    m.dc_by_pa(0, MaintOp::Clean, Point::Unification, BASE);
+    m.fetch(0, BASE, WB);
+    assert_eq!(kinds(&mut m), [(StaleInstruction, BASE)]);
+    // Cleaned to PoU, never executed before, no IC IVAU: the I-side may still fetch old code.
+    let mut m = sanitized();
+    write_at(&mut m, BASE + 4096, 0x50);
+    m.dc_by_pa(0, MaintOp::Clean, Point::Unification, BASE + 4096);
+    m.fetch(0, BASE + 4096, WB);
+    assert_eq!(kinds(&mut m), [(StaleInstruction, BASE + 4096)]);
+    // Correct: DC CVAU + IC IVAU (or IC IALLU).
+    for all in [false, true] {
+        let mut m = sanitized();
+        m.fetch(0, BASE, WB);
+        write_at(&mut m, BASE, 0x48);
+        m.dc_by_pa(0, MaintOp::Clean, Point::Unification, BASE);
+        if all {
+            m.ic_invalidate_all(0, false);
+        } else {
+            m.ic_invalidate_pa(BASE);
+        }
+        m.fetch(0, BASE, WB);
+        assert!(kinds(&mut m).is_empty());
+    }
+    // CTR_EL0.IDC = DIC = 1: no maintenance needed.
+    let mut m = sanitized();
+    m.set_ctr(true, true);
+    m.fetch(0, BASE, WB);
+    write_at(&mut m, BASE, 0x4c);
+    m.fetch(0, BASE, WB);
+    assert!(kinds(&mut m).is_empty());
+}
+
+#[test]
+fn sanitizer_is_quiet_on_write_through_nc_and_set_way_clean() {
+    let mut m = sanitized();
+    // WT: never dirty, so a device may read it at any time.
+    m.data(0, BASE, 8, false, Attr::NormalWriteThrough);
+    m.data(0, BASE, 8, true, Attr::NormalWriteThrough);
+    m.data(0, BASE, 8, false, NC);
+    // NC only.
+    m.data(0, BASE + 4096, 8, true, NC);
+    m.data(0, BASE + 4096, 8, false, NC);
+    // A full set/way clean, then the device reads everything the CPU wrote.
+    for a in (BASE + 8192..BASE + 16384).step_by(64) {
+        write_at(&mut m, a, 0x50);
+    }
+    set_way_walk(&mut m, MaintOp::Clean);
+    for a in (BASE + 8192..BASE + 16384).step_by(64) {
+        m.data(0, a, 8, false, NC);
+    }
+    assert!(kinds(&mut m).is_empty());
+}
+
+#[test]
+fn sanitizer_never_changes_the_counts() {
+    let h = with_hwpf(small(Policy::Lru, Sharing::Private, true), HwPfKind::Stride, 1, 2);
+    let mut a = Model::new(&h, 2);
+    let mut b = Model::new(&h, 2);
+    b.enable_sanitizer(false, false);
+    let mut rng = 5;
+    for _ in 0..40_000 {
+        match random_op(&mut rng, 2, 16 << 10, true) {
+            Op::Data { cpu, pa, size, write, attr, pc, nt } => {
+                a.data_hint(cpu, pa, size, write, attr, Hint { pc, nt });
+                b.data_hint(cpu, pa, size, write, attr, Hint { pc, nt });
+            }
+            Op::Fetch { cpu, pa } => {
+                a.fetch(cpu, pa, WB);
+                b.fetch(cpu, pa, WB);
+            }
+            Op::DcPa { op, point, pa } => {
+                a.dc_by_pa(0, op, point, pa);
+                b.dc_by_pa(0, op, point, pa);
+            }
+            Op::SetWay { cpu, op, level, set, way } => {
+                a.dc_set_way(cpu, op, level, set, way);
+                b.dc_set_way(cpu, op, level, set, way);
+            }
+            _ => {}
+        }
+        b.take_events();
+    }
+    assert_eq!(a.totals(), b.totals());
 }

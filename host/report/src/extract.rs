@@ -3,7 +3,7 @@
 //! - JSON: one array holding every record object exactly as printed (fields in printed order),
 //!   one object per line.
 //! - CSV: a directory with one file per record kind, `<kind>.csv` (e.g. `metric.csv`,
-//!   `cache.csv`, `boot.csv`). Columns: `line` (the record's line in the log), then the union
+//!   `cache.csv`, `boot.csv`). Columns: `log_line` (the record's line in the log), then the union
 //!   of the kind's field names in first-seen order. Strings are written raw, numbers and
 //!   booleans as in JSON, `null` or a missing field as an empty cell, arrays and objects as
 //!   their JSON text. RFC 4180 quoting (fields with `,` `"` or newlines are quoted, `"`

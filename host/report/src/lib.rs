@@ -5,19 +5,24 @@
 //! endings. The tool validates it strictly ([`ktap`], [`records`]), extracts the records
 //! ([`extract`]), renders a Markdown/HTML report with SVG plots ([`report`], [`svg`]), compares
 //! metrics against a baseline ([`compare`], with the run parameters of [`runinfo`]), writes JUnit
-//! XML for CI systems ([`junit`]) and captures logs from a serial device ([`capture`]). The
+//! XML for CI systems ([`junit`]), captures logs from a serial device ([`capture`]), filters a live
+//! console ([`console`]), digests a run ([`summary`]) and analyses the cache model's records
+//! ([`model`]). The
 //! command line is in `main.rs` (clap); `cachescope-report --help` prints it.
 
 #![deny(missing_docs)]
 
 pub mod capture;
 pub mod compare;
+pub mod console;
 pub mod extract;
 pub mod input;
 pub mod junit;
 pub mod ktap;
 pub mod metrics;
+pub mod model;
 pub mod records;
 pub mod report;
 pub mod runinfo;
+pub mod summary;
 pub mod svg;

@@ -7,7 +7,7 @@
 use cachescope_report::compare::{self, Baseline};
 use cachescope_report::input::{Error, Log};
 use cachescope_report::runinfo::RunInfo;
-use cachescope_report::{capture, extract, junit, ktap, metrics::Metric, records, report};
+use cachescope_report::{capture, console, extract, junit, ktap, metrics::Metric, model, records, report, summary};
 use clap::{ArgGroup, Args, Parser, Subcommand};
 use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
@@ -24,6 +24,8 @@ Examples:
   scripts/report check target/cachescope-logs/main-default.log
   scripts/report junit run.log -o results.xml
   scripts/report report run.log -o report.html
+  scripts/report summary run.log --model run.log.model
+  qemu-system-aarch64 … | scripts/report console --save run.log
   scripts/report compare run.log --baseline tests/baselines/bench-icount-cortex-a72.json --tolerance 0";
 
 /// Check, extract, report on and compare cachescope UART logs.
@@ -62,8 +64,59 @@ enum Cmd {
     /// metric records are properties. Exit 0 once written, whatever the tests' results (the CI
     /// reads them from the XML); a log that is not valid KTAP is warned about.
     Junit(JunitArgs),
-    /// Reads a serial device (raw 8N1) until the end record or the timeout, saving every byte.
+    /// Reads a serial device (raw 8N1) until the end record or the timeout, saving every byte;
+    /// then prints the run's digest (as `summary`).
     Capture(CaptureArgs),
+    /// Streaming console filter (stdin → stdout): saves every line to FILE, shows the human view.
+    ///
+    /// Record lines (`# cs:`) are hidden unless --verbose or CS_VERBOSE=1; `# progress:` lines
+    /// are dropped when standard output is not a terminal. Line by line, flushed per line;
+    /// CR/LF and bytes that are not UTF-8 pass through unchanged.
+    Console(ConsoleArgs),
+    /// The digest of a run (at most 25 lines): core and caches, maintenance, attributes,
+    /// benchmark headlines with their source, the cache model's findings, totals.
+    ///
+    /// A run cut short is digested as far as it got and called incomplete.
+    Summary(SummaryArgs),
+    /// Cache geometry inferred from the cache model's counts (line, capacity per level, ways),
+    /// beside CCSIDR and the published silicon, with sources.
+    Infer(InferArgs),
+}
+
+#[derive(Args)]
+struct ConsoleArgs {
+    /// Where to save every input line unchanged.
+    #[arg(short, long, value_name = "FILE")]
+    save: String,
+    /// Also show the `# cs:` record lines (also: CS_VERBOSE=1).
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+#[derive(Args)]
+struct SummaryArgs {
+    /// The log (- = stdin).
+    #[arg(value_name = "LOG")]
+    file: String,
+    /// The cache model's records (QEMU_CACHE_MODEL runs).
+    #[arg(short, long, value_name = "MODEL_LOG")]
+    model: Option<String>,
+    /// The run used -icount: label timer figures as instruction counts.
+    #[arg(long)]
+    icount: bool,
+}
+
+#[derive(Args)]
+struct InferArgs {
+    /// The run's log (the boot and cache records: MIDR, CCSIDR).
+    #[arg(value_name = "LOG")]
+    file: String,
+    /// The cache model's records.
+    #[arg(short, long, value_name = "MODEL_LOG")]
+    model: String,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -100,9 +153,12 @@ struct ReportArgs {
     /// Records of the cache-model plugin to plot beside the run.
     #[arg(short, long, value_name = "MODEL_LOG")]
     model: Option<String>,
-    /// Also write each figure as DIR/figN-*.svg.
+    /// Also write each figure as DIR/figN-*.svg (Markdown: by default REPORT.figures/).
     #[arg(long, value_name = "DIR")]
     svg_dir: Option<String>,
+    /// The run used -icount: label timer figures as instruction counts.
+    #[arg(long)]
+    icount: bool,
 }
 
 #[derive(Args)]
@@ -158,6 +214,9 @@ struct CaptureArgs {
     /// Also copy what is read to stdout.
     #[arg(short, long)]
     echo: bool,
+    /// Do not print the digest at the end.
+    #[arg(long)]
+    no_summary: bool,
     /// List the serial ports of this machine and exit.
     #[arg(short, long, conflicts_with_all = ["device", "out", "echo"])]
     list: bool,
@@ -314,7 +373,7 @@ fn report_cmd(a: &ReportArgs, quiet: bool) -> Result<(), Fail> {
     let format = report::Format::from_path(&a.out)?;
     let log = Log::load(&a.file)?;
     let model = a.model.as_deref().map(Log::load).transpose()?;
-    let r = report::build(&log, model.as_ref());
+    let r = report::build_with(&log, model.as_ref(), report::Options { icount: a.icount });
     // Markdown links its figures (hosting sites strip inline SVG): they go to --svg-dir, by
     // default a folder next to the report, named after it.
     let md_dir = match (format, &a.svg_dir) {
@@ -467,6 +526,17 @@ fn capture_cmd(a: &CaptureArgs, quiet: bool) -> Result<(), Fail> {
     let opts = capture::Options { baud: a.baud, timeout: Duration::from_secs_f64(a.timeout) };
     let got = capture::capture(std::path::Path::new(dev), &opts, &mut sink)?;
     let secs = got.elapsed.as_secs_f64();
+    if !a.no_summary && !quiet {
+        // The digest of what was captured, complete or not (a board that died mid-run too).
+        let name = if o == "-" { dev.as_str() } else { o.as_str() };
+        let log = Log::from_bytes(name, &got.bytes);
+        let text = summary::digest(&log, None, &summary::Options::default()).join("\n") + "\n";
+        if o == "-" {
+            note!("{}", text.trim_end());
+        } else {
+            out(&text)?;
+        }
+    }
     if got.saw_end {
         if !quiet {
             note!("capture: {} bytes in {secs:.1} s, end record seen; saved to {o}", got.bytes.len());
@@ -474,6 +544,45 @@ fn capture_cmd(a: &CaptureArgs, quiet: bool) -> Result<(), Fail> {
         Ok(())
     } else {
         Err(Fail(1, format!("capture: timeout after {} s without the end record; {} bytes saved to {o}", a.timeout, got.bytes.len())))
+    }
+}
+
+fn console_cmd(a: &ConsoleArgs) -> Result<(), Fail> {
+    use std::io::IsTerminal;
+    let file = std::fs::File::create(&a.save).map_err(|e| Error(format!("{}: cannot create: {e}", a.save)))?;
+    let mut save = std::io::BufWriter::new(file);
+    // CS_VERBOSE=1 (any value but empty or 0) shows the full stream.
+    let env_verbose = std::env::var("CS_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0");
+    let opts = console::Options { verbose: a.verbose || env_verbose, terminal: std::io::stdout().is_terminal() };
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    console::filter(&mut input, &mut save, &mut Stdout, opts).map_err(|e| Fail(2, format!("console: {}: {e}", a.save)))?;
+    // A closed terminal is not an error of the filter: the log is complete.
+    STDOUT_CLOSED.store(false, Ordering::Relaxed);
+    Ok(())
+}
+
+fn summary_cmd(a: &SummaryArgs) -> Result<(), Fail> {
+    let log = Log::load(&a.file)?;
+    let model = a.model.as_deref().map(Log::load).transpose()?;
+    let opts = summary::Options { icount: a.icount, model_path: a.model.clone() };
+    out(&(summary::digest(&log, model.as_ref(), &opts).join("\n") + "\n"))
+}
+
+fn infer_cmd(a: &InferArgs) -> Result<(), Fail> {
+    let log = Log::load(&a.file)?;
+    let mlog = Log::load(&a.model)?;
+    let (run, _) = records::extract(&log);
+    let (mrecs, _) = records::extract(&mlog);
+    let d = model::ModelData::from_records(&mrecs);
+    if d.is_empty() {
+        return Err(Fail(2, format!("{}: no cache-model records", a.model)));
+    }
+    let inf = model::infer(&run, &d);
+    if a.json {
+        out(&(serde_json::to_string_pretty(&inf.to_json()).unwrap_or_default() + "\n"))
+    } else {
+        out(&inf.to_text())
     }
 }
 
@@ -496,6 +605,9 @@ fn main() -> ExitCode {
         Cmd::Compare(a) => compare_cmd(a, q),
         Cmd::Junit(a) => junit_cmd(a, q),
         Cmd::Capture(a) => capture_cmd(a, q),
+        Cmd::Console(a) => console_cmd(a),
+        Cmd::Summary(a) => summary_cmd(a),
+        Cmd::Infer(a) => infer_cmd(a),
     };
     if std::env::var_os("CS_REPORT_TIME").is_some() {
         note!("cachescope-report: {:.3} s", t0.elapsed().as_secs_f64());

@@ -19,6 +19,7 @@
 use crate::input::{Error, Log, Result};
 use crate::ktap;
 use crate::metrics::{human_bytes, sig, Metric};
+use crate::model::{self, ModelData};
 use crate::records::{self, Record};
 use crate::svg::{esc, BarChart, Labels, LinePlot, Marker, Point, Series, XScale};
 use serde_json::Value;
@@ -215,6 +216,8 @@ fn knee_markers(records: &[Record], source: &str) -> Vec<Marker> {
 struct Ctx<'a> {
     run_name: &'a str,
     cntfrq: Option<u64>,
+    /// The run used -icount: timer figures are instruction counts.
+    icount: bool,
     blocks: Vec<Block>,
     figures: Vec<(String, String)>,
 }
@@ -227,12 +230,22 @@ impl Ctx<'_> {
     }
 
     fn labels(&self, title: String, source: &str, ms: &[&Metric], x: &str, unit: &str, what: &str) -> Labels {
+        let icount = self.icount && source != "model";
         Labels {
             title,
             subtitle: format!("{} · {}", source_text(source, self.cntfrq), self.run_name),
-            warning: warning_for(ms),
+            warning: if icount {
+                Some("EMULATED (QEMU -icount): instruction counts (1 ns = 1 instruction), not time and not caches".into())
+            } else {
+                warning_for(ms)
+            },
             x: x.into(),
-            y: if is_time_unit(unit) { format!("{what} ({unit})") } else { unit.to_string() },
+            y: match (icount, is_time_unit(unit)) {
+                (true, true) => format!("{what} (instructions; {unit} of -icount virtual time)"),
+                (true, false) => format!("{unit} of -icount virtual time (10^9 instructions = 1 s)"),
+                (false, true) => format!("{what} ({unit})"),
+                (false, false) => unit.to_string(),
+            },
         }
     }
 
@@ -243,6 +256,9 @@ impl Ctx<'_> {
     /// A caption whose `shows` says what the marks are (line plots: whiskers; bars: none).
     fn caption_of(&self, what: &str, shows: &str, source: &str, unit: &str, ms: &[&Metric]) -> String {
         let mut c = format!("{what}; {shows}; unit {unit}; {}.", source_text(source, self.cntfrq));
+        if self.icount && source != "model" {
+            c.push_str(" Under -icount these figures are instruction counts (one ns of virtual time per instruction), not time.");
+        }
         if let Some(w) = warning_for(ms) {
             c.push(' ');
             c.push_str(&w);
@@ -261,19 +277,27 @@ impl Ctx<'_> {
         for ((source, unit), group) in by_source_unit(ms) {
             let variants = group.iter().filter_map(|m| m.key.variant.as_deref()).collect::<std::collections::BTreeSet<_>>().len() > 1;
             let series = make_series(&group, variants, "bytes", |m| m.key.bytes.map(|b| b as f64));
+            // Knees inferred from emulator timing are the host's caches: never drawn.
+            let emulated = group.iter().any(|m| m.emulated == Some(true)) && source != "model";
+            let knees = if emulated { Vec::new() } else { knee_markers(records, &source) };
+            let x_label = if emulated {
+                "working set (bytes, log2 scale; K = KiB, M = MiB); dashed: CCSIDR capacities (no knees: emulator timing)"
+            } else {
+                "working set (bytes, log2 scale; K = KiB, M = MiB); dashed: CCSIDR capacities, dotted: inferred knees"
+            };
             let plot = LinePlot {
                 labels: self.labels(
                     title_for("Latency vs working set", &source, &unit),
                     &source,
                     &group,
-                    "working set (bytes, log2 scale; K = KiB, M = MiB); dashed: CCSIDR capacities, dotted: inferred knees",
+                    x_label,
                     &unit,
                     "latency",
                 ),
                 x_scale: XScale::Log2Bytes,
                 y_log: wants_log_y(&group),
                 series,
-                markers: markers.iter().cloned().chain(knee_markers(records, &source)).collect(),
+                markers: markers.iter().cloned().chain(knees).collect(),
             };
             let cap = self.caption("Latency vs working set (bench latency), one line per attribute, dashed lines at the data/unified cache capacities from CCSIDR", &source, &unit, &group);
             self.figure(format!("latency-{source}"), cap, plot.render());
@@ -401,6 +425,262 @@ impl Ctx<'_> {
     }
 }
 
+/// Capacity markers for the model figures: CCSIDR (`cache` records, else the model's guest
+/// geometry) and the published silicon, one marker per size with the labels merged.
+fn capacity_markers(recs: &[Record], d: &ModelData, levels: &[String]) -> Vec<Marker> {
+    let inf = model::infer(recs, d);
+    let mut by_size: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    for l in inf.levels.iter().filter(|l| levels.contains(&l.level)) {
+        if let Some(c) = l.ccsidr {
+            by_size.entry(c.0).or_default().push(format!("{} CCSIDR", l.level));
+        }
+        if let Some((sizes, ..)) = &l.silicon {
+            // The published size closest to CCSIDR's (cores are built with one of them).
+            let want = l.ccsidr.map_or(0, |c| c.0);
+            if let Some(s) = sizes.iter().min_by_key(|s| s.abs_diff(want)) {
+                by_size.entry(*s).or_default().push(format!("{} silicon", l.level));
+            }
+        }
+    }
+    by_size
+        .into_iter()
+        .map(|(size, labels)| Marker { x: size as f64, label: format!("{} {}", labels.join(", "), human_bytes(size as f64)), knee: false })
+        .collect()
+}
+
+const MODEL_SOURCE: &str = "source: model (cache-model TCG plugin: simulated caches, deterministic counts)";
+
+impl Ctx<'_> {
+    fn model_labels(&self, title: &str, x: &str, y: &str) -> Labels {
+        Labels {
+            title: title.into(),
+            subtitle: format!("{MODEL_SOURCE} · {}", self.run_name),
+            warning: Some("SIMULATED by the cache model under QEMU: modelled cache behaviour, not a hardware measurement".into()),
+            x: x.into(),
+            y: y.into(),
+        }
+    }
+
+    /// The cache model's figures: miss rate and modelled latency vs working set, stream
+    /// prefetch effect, hand-off per MiB, KV misses per token, inferred geometry.
+    fn model_section(&mut self, d: &ModelData, recs: &[Record]) {
+        if d.is_empty() {
+            return;
+        }
+        self.blocks.push(Block::Heading(2, "Cache model".into()));
+        self.blocks.push(Block::Para(format!(
+            "Counts of the cache-model plugin (profile {}): every figure here is simulated, deterministic, and labelled `source: model`. Miss rates are *global*: misses at a level ÷ the phase's data accesses. A knee is the largest working set whose rate stays below {} before a larger one reaches {} (docs/report.md).",
+            d.profile_name().unwrap_or_else(|| "?".into()),
+            model::KNEE_LOW,
+            model::KNEE_HIGH
+        )));
+        let levels = d.data_level_names();
+        let caps = capacity_markers(recs, d, &levels);
+        let curves = model::chase_curves(d);
+        let bypassing: Vec<String> = curves
+            .iter()
+            .filter(|c| c.bypasses())
+            .map(|c| {
+                let f = c.points.iter().map(|p| p.bypass_fraction).sum::<f64>() / c.points.len().max(1) as f64;
+                format!("{} ({:.1}% of data accesses bypass the caches)", c.attr, f * 100.0)
+            })
+            .collect();
+        for c in curves.iter().filter(|c| !c.bypasses()) {
+            let series: Vec<Series> = levels
+                .iter()
+                .map(|l| Series {
+                    name: format!("{l} misses / access"),
+                    points: c.points.iter().filter_map(|p| p.global_rate(l).map(|y| Point { x: p.bytes as f64, y, lo: None, hi: None })).collect(),
+                })
+                .filter(|s| !s.points.is_empty())
+                .collect();
+            let knees: Vec<Marker> = levels
+                .iter()
+                .filter_map(|l| model::knee_of(c, l))
+                .map(|k| Marker { x: k.fits as f64, label: format!("{} knee: fits {}", k.level, human_bytes(k.fits as f64)), knee: true })
+                .collect();
+            let plot = LinePlot {
+                labels: self.model_labels(
+                    &format!("Miss rate per level vs working set: {} [model]", c.attr),
+                    "working set (bytes, log2); dashed: CCSIDR and published silicon capacities; dotted: model knees",
+                    "misses per data access",
+                ),
+                x_scale: XScale::Log2Bytes,
+                y_log: false,
+                series,
+                markers: caps.iter().cloned().chain(knees).collect(),
+            };
+            let mut cap = format!(
+                "Pointer chase under the cache model ({}): misses at each level per data access vs working set; dashed lines at the CCSIDR and published silicon capacities, dotted at the knees the model's miss rates give. {MODEL_SOURCE}.",
+                c.attr
+            );
+            if !bypassing.is_empty() {
+                cap.push_str(&format!(" Not plotted, bypassing the caches: {}.", bypassing.join(", ")));
+            }
+            self.figure(format!("model-missrate-{}", c.attr), cap, plot.render());
+        }
+        // Modelled latency.
+        let lat: Vec<Series> = curves
+            .iter()
+            .map(|c| Series {
+                name: c.attr.clone(),
+                points: c.points.iter().filter_map(|p| p.ns_per_access.map(|y| Point { x: p.bytes as f64, y, lo: None, hi: None })).collect(),
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect();
+        if lat.is_empty() {
+            self.blocks.push(Block::Para("No modelled latency: the plugin wrote no `model-time` records (it models counts, not time).".into()));
+        } else {
+            let knees: Vec<Marker> = model::knees(d)
+                .into_iter()
+                .filter(|k| k.attr == "normal-wb")
+                .map(|k| Marker { x: k.fits as f64, label: format!("{} knee {}", k.level, human_bytes(k.fits as f64)), knee: true })
+                .collect();
+            let y_log = lat.iter().flat_map(|s| s.points.iter()).map(|p| p.y).fold((f64::INFINITY, 0f64), |(a, b), y| (a.min(y), b.max(y)));
+            let plot = LinePlot {
+                labels: self.model_labels(
+                    "Modelled latency vs working set [model]",
+                    "working set (bytes, log2 scale); dashed: CCSIDR and silicon capacities, dotted: model knees",
+                    "modelled ns per data access",
+                ),
+                x_scale: XScale::Log2Bytes,
+                y_log: y_log.0 > 0.0 && y_log.1 / y_log.0 > 20.0,
+                series: lat,
+                markers: caps.iter().cloned().chain(knees).collect(),
+            };
+            self.figure(
+                "model-latency".into(),
+                format!("Modelled latency per data access (model-time ns ÷ data accesses) of the pointer chase, like lmbench lat_mem_rd on the modelled silicon. {MODEL_SOURCE}."),
+                plot.render(),
+            );
+        }
+        // Stream: demand misses and prefetches per variant (cached attributes).
+        let st: Vec<model::StreamRow> = model::stream(d).into_iter().filter(|r| r.bypass * 2 < r.data_accesses.max(1)).collect();
+        if !st.is_empty() {
+            let cats: Vec<String> = st.iter().map(|r| if st.iter().all(|x| x.attr == r.attr) { r.variant.clone() } else { format!("{} {}", r.variant, r.attr) }).collect();
+            let mut series = vec![("L1D demand misses".to_string(), st.iter().map(|r| Some(r.demand_misses as f64)).collect::<Vec<_>>())];
+            if st.iter().any(|r| r.prefetches.is_some()) {
+                series.push(("prefetches".into(), st.iter().map(|r| r.prefetches.map(|v| v as f64)).collect()));
+                series.push(("prefetch hits".into(), st.iter().map(|r| r.prefetch_hits.map(|v| v as f64)).collect()));
+            }
+            let chart = BarChart {
+                labels: self.model_labels(
+                    &format!("Stream: demand misses and prefetches per variant ({}) [model]", human_bytes(st[0].bytes as f64)),
+                    "variant",
+                    "count over the phase",
+                ),
+                categories: cats,
+                series,
+            };
+            let counted = if st.iter().any(|r| r.prefetches.is_some()) { "" } else { " This plugin counts no prefetches (older plugin): only demand misses are shown." };
+            self.figure(
+                "model-stream".into(),
+                format!("Streaming loops under the cache model: L1D demand misses, prefetch fills and demand hits on prefetched lines per variant (bar = count over the phase, no whiskers: the model is exact).{counted} {MODEL_SOURCE}."),
+                chart.render(),
+            );
+        }
+        // Hand-off per MiB.
+        let h = model::handoff(d);
+        if !h.is_empty() {
+            let chart = BarChart {
+                labels: self.model_labels("DMA-like hand-off per MiB [model]", "variant", "per MiB handed off"),
+                categories: h.iter().map(|r| r.variant.clone()).collect(),
+                series: vec![
+                    ("L1D misses".into(), h.iter().map(|r| Some(r.l1d_misses)).collect()),
+                    ("memory reads".into(), h.iter().map(|r| Some(r.memory_reads)).collect()),
+                    ("memory writebacks".into(), h.iter().map(|r| Some(r.memory_writebacks)).collect()),
+                    ("maint lines".into(), h.iter().map(|r| Some(r.maint)).collect()),
+                ],
+            };
+            self.figure(
+                "model-handoff".into(),
+                format!("Hand-off variants under the cache model, per MiB handed off: L1D misses, reads from memory (last-level misses), writebacks to memory (last-level writebacks), lines touched by maintenance at all levels (bar = exact count ÷ MiB). NC variants bypass the caches. {MODEL_SOURCE}."),
+                chart.render(),
+            );
+        }
+        // KV: misses per token vs cached tokens, scans.
+        let kv: Vec<model::KvPoint> = model::kv_points(d).into_iter().filter(|p| p.variant.starts_with("scan")).collect();
+        let starts = model::kv_starts(d);
+        if !kv.is_empty() && !starts.is_empty() {
+            let mut series: Vec<Series> = Vec::new();
+            for p in &kv {
+                if starts.iter().all(|s| s.variant != p.variant || s.attr != p.attr) {
+                    continue; // bypassing attribute
+                }
+                for (l, v) in &p.misses_per_token {
+                    let name = format!("{} {} {l}", p.variant.trim_start_matches("scan-"), p.attr);
+                    let pt = Point { x: p.cached as f64, y: *v, lo: None, hi: None };
+                    match series.iter_mut().find(|s| s.name == name) {
+                        Some(s) => {
+                            // Past the ring wrap the cached count repeats: keep the first.
+                            if !s.points.iter().any(|q| q.x == pt.x) {
+                                s.points.push(pt)
+                            }
+                        }
+                        None => series.push(Series { name, points: vec![pt] }),
+                    }
+                }
+            }
+            let mut markers: Vec<Marker> = Vec::new();
+            let first = &starts[0];
+            for s in starts.iter().filter(|s| s.variant == first.variant && s.attr == first.attr) {
+                if let Some(tk) = s.capacity_tokens {
+                    markers.push(Marker { x: tk, label: format!("{} holds {} tokens", s.level, sig(tk, 3)), knee: false });
+                }
+            }
+            let plot = LinePlot {
+                labels: self.model_labels(
+                    "KV-cache scan: misses per token vs cached tokens [model]",
+                    "cached tokens (log2 scale); dashed: level capacity in tokens (one layer's bytes per token)",
+                    "misses per cached token",
+                ),
+                x_scale: XScale::Log2,
+                y_log: false,
+                series,
+                markers,
+            };
+            self.figure(
+                "model-kv".into(),
+                format!(
+                    "KV-cache attention scans under the cache model: misses per cached token at each level vs the tokens held; dashed lines where the cache level holds the scanned layer ({} B per token). {MODEL_SOURCE}.",
+                    sig(first.bytes_per_token, 4)
+                ),
+                plot.render(),
+            );
+        }
+        // Inferred geometry.
+        let inf = model::infer(recs, d);
+        let mut rows = vec![vec![
+            "line".to_string(),
+            inf.line.as_ref().map_or("–".into(), |l| format!("{} B", l.value)),
+            inf.levels.iter().find_map(|l| l.ccsidr.map(|c| format!("{} B", c.3))).unwrap_or_else(|| "–".into()),
+            inf.levels.iter().find_map(|l| l.silicon.as_ref().map(|s| format!("{} B", s.2))).unwrap_or_else(|| "–".into()),
+            inf.line.as_ref().map_or("no infer/line phases".into(), |l| l.source.clone()),
+        ]];
+        for l in &inf.levels {
+            rows.push(vec![
+                format!("{} size", l.level),
+                l.capacity.as_ref().map_or("–".into(), |c| human_bytes(c.value as f64)),
+                l.ccsidr.map_or("–".into(), |c| human_bytes(c.0 as f64)),
+                l.silicon.as_ref().map_or("–".into(), |s| s.0.iter().map(|b| human_bytes(*b as f64)).collect::<Vec<_>>().join(" or ")),
+                l.capacity.as_ref().map_or("no knee".into(), |c| c.source.clone()),
+            ]);
+            rows.push(vec![
+                format!("{} ways", l.level),
+                l.ways.as_ref().map_or("–".into(), |w| w.value.to_string()),
+                l.ccsidr.map_or("–".into(), |c| c.1.to_string()),
+                l.silicon.as_ref().map_or("–".into(), |s| s.1.to_string()),
+                l.ways.as_ref().map_or("no infer/ways phases".into(), |w| w.source.clone()),
+            ]);
+        }
+        self.blocks.push(Block::Heading(3, "Geometry: inferred / CCSIDR / published silicon".into()));
+        self.blocks.push(Block::Table(
+            ["", "inferred (model)", "CCSIDR", "published silicon", "inferred from"].iter().map(|s| s.to_string()).collect(),
+            rows,
+        ));
+    }
+}
+
 /// The extra fields (other than `except`) that differ between metrics of the same `slot`: the
 /// ones a figure must show to tell its points apart. Metrics without a slot are ignored.
 fn distinguishing_extras(ms: &[&Metric], slot: impl Fn(&Metric) -> Option<String>, except: &str) -> Vec<String> {
@@ -497,7 +777,14 @@ fn model_text(r: &Record) -> String {
     parts.join(" ")
 }
 
-fn model_matches(model: &Record, m: &Metric) -> bool {
+/// The phase a metric was measured in: its `phase` field, else its point.
+fn metric_phase(m: &Metric) -> String {
+    m.obj.get("phase").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| m.key.point())
+}
+
+/// Old model records named their point with bench/variant/attr/bytes fields instead of a phase.
+fn legacy_matches(model: &Record, m: &Metric) -> bool {
+    let Some(b) = str_field(model, "bench") else { return false };
     let base = format!(
         "{}/{}/{}/{}",
         m.key.bench,
@@ -505,21 +792,90 @@ fn model_matches(model: &Record, m: &Metric) -> bool {
         m.key.attr.as_deref().unwrap_or("-"),
         m.key.bytes.map_or("-".into(), |b| b.to_string())
     );
-    if let Some(p) = str_field(model, "phase") {
-        if m.obj.get("phase").and_then(Value::as_str) == Some(p) || p == m.key.point() || p == base {
-            return true;
+    let mb = format!(
+        "{b}/{}/{}/{}",
+        str_field(model, "variant").unwrap_or("-"),
+        str_field(model, "attr").unwrap_or("-"),
+        model.obj.get("bytes").and_then(Value::as_u64).map_or("-".into(), |b| b.to_string())
+    );
+    mb == base
+}
+
+/// The model records of each metric (by index), and a note for each metric whose match is
+/// not one-to-one. A model phase is identified by (name, phase_id). Metrics of one point seen
+/// by several sources share their phase. When several points share a phase name (older
+/// kernels named KV phases past the ring wrap alike), they are paired with the phases of that
+/// name in order only when the counts agree, and the row says so; otherwise nothing is
+/// attached and the row says why. One model phase is never attached to two points.
+fn attach_model<'r>(ms: &[&Metric], model_recs: &[&'r Record]) -> (Vec<Vec<&'r Record>>, Vec<Option<String>>) {
+    let mut phases: HashMap<String, Vec<u64>> = HashMap::new();
+    let mut by_phase: HashMap<(String, u64), Vec<&Record>> = HashMap::new();
+    for r in model_recs {
+        let Some(name) = str_field(r, "phase") else { continue };
+        let id = r.obj.get("phase_id").and_then(Value::as_u64).unwrap_or(0);
+        let ids = phases.entry(name.to_string()).or_default();
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+        by_phase.entry((name.to_string(), id)).or_default().push(r);
+    }
+    for ids in phases.values_mut() {
+        ids.sort_unstable();
+    }
+    // A metric's phase: its `phase` field, else a model phase named by its point, else by its
+    // bench/variant/attr/bytes (schema-1 logs).
+    let phase_of = |m: &Metric| -> String {
+        if let Some(p) = m.obj.get("phase").and_then(Value::as_str) {
+            return p.to_string();
+        }
+        let base = format!(
+            "{}/{}/{}/{}",
+            m.key.bench,
+            m.key.variant.as_deref().unwrap_or("-"),
+            m.key.attr.as_deref().unwrap_or("-"),
+            m.key.bytes.map_or("-".into(), |b| b.to_string())
+        );
+        if !phases.contains_key(&m.key.point()) && phases.contains_key(&base) {
+            base
+        } else {
+            metric_phase(m)
+        }
+    };
+    // The model's own metric records are counts of the phase, not other measurements.
+    let mut points: HashMap<String, Vec<String>> = HashMap::new();
+    for m in ms.iter().filter(|m| m.key.source != "model") {
+        let v = points.entry(phase_of(m)).or_default();
+        let p = m.key.point();
+        if !v.contains(&p) {
+            v.push(p);
         }
     }
-    if let Some(b) = str_field(model, "bench") {
-        let mb = format!(
-            "{b}/{}/{}/{}",
-            str_field(model, "variant").unwrap_or("-"),
-            str_field(model, "attr").unwrap_or("-"),
-            model.obj.get("bytes").and_then(Value::as_u64).map_or("-".into(), |b| b.to_string())
-        );
-        return mb == base;
+    let mut recs = Vec::with_capacity(ms.len());
+    let mut notes = Vec::with_capacity(ms.len());
+    for m in ms {
+        let name = phase_of(m);
+        let pts = points.get(&name).cloned().unwrap_or_default();
+        let ids = phases.get(&name).cloned().unwrap_or_default();
+        let (chosen, note): (Vec<u64>, Option<String>) = match (pts.len(), ids.len()) {
+            (_, 0) => (vec![], None),
+            _ if m.key.source == "model" => (if ids.len() == 1 { ids } else { vec![] }, None),
+            (0, 1) => (ids, None),
+            (1, 1) => (ids, None),
+            (1, n) => (ids, Some(format!("{n} model phases share this name: all shown"))),
+            (p, n) if p == n => {
+                let i = pts.iter().position(|x| *x == m.key.point()).unwrap_or(0);
+                (vec![ids[i]], Some(format!("{p} measurements share this phase name: matched by order")))
+            }
+            (p, n) => (vec![], Some(format!("ambiguous: {p} measurements and {n} model phases named {name}: not attached"))),
+        };
+        let mut rs: Vec<&Record> = chosen.iter().flat_map(|id| by_phase.get(&(name.clone(), *id)).cloned().unwrap_or_default()).collect();
+        if rs.is_empty() && note.is_none() {
+            rs = model_recs.iter().copied().filter(|r| str_field(r, "phase").is_none() && legacy_matches(r, m)).collect();
+        }
+        recs.push(rs);
+        notes.push(note);
     }
-    false
+    (recs, notes)
 }
 
 /// Names in first-seen order, each with its index (hashed: tables can have 10^5 rows).
@@ -604,7 +960,9 @@ fn detail_table(ms: &[&Metric], model_recs: &[&Record]) -> (Vec<String>, Vec<Vec
         })
         .collect();
     sorted.sort_by_key(|&(p, a, _)| (p, a));
-    let with_model = ms.iter().any(|m| model_recs.iter().any(|r| model_matches(r, m)));
+    let sorted_ms: Vec<&Metric> = sorted.iter().map(|(_, _, m)| *m).collect();
+    let (attached, notes) = attach_model(&sorted_ms, model_recs);
+    let with_model = attached.iter().any(|v| !v.is_empty()) || notes.iter().any(Option::is_some);
     let mut head: Vec<String> = ["variant", "attr", "bytes"].iter().map(|s| s.to_string()).collect();
     head.extend(extras.iter().cloned());
     head.extend(["reps", "min", "median", "max", "mad", "unit", "source", "emulated"].iter().map(|s| s.to_string()));
@@ -614,7 +972,8 @@ fn detail_table(ms: &[&Metric], model_recs: &[&Record]) -> (Vec<String>, Vec<Vec
     let num = |v: Option<f64>| v.map(|x| sig(x, 4)).unwrap_or_default();
     let rows = sorted
         .iter()
-        .map(|(_, _, m)| {
+        .enumerate()
+        .map(|(i, (_, _, m))| {
             let mut row = row_label(m, &extras);
             row.insert(1, m.key.attr.clone().unwrap_or_default());
             row.extend([
@@ -628,7 +987,8 @@ fn detail_table(ms: &[&Metric], model_recs: &[&Record]) -> (Vec<String>, Vec<Vec
                 m.emulated.map(|e| e.to_string()).unwrap_or_default(),
             ]);
             if with_model {
-                let t: Vec<String> = model_recs.iter().filter(|r| model_matches(r, m)).map(|r| model_text(r)).collect();
+                let mut t: Vec<String> = attached[i].iter().map(|r| model_text(r)).collect();
+                t.extend(notes[i].clone());
                 row.push(t.join("; "));
             }
             row
@@ -637,8 +997,21 @@ fn detail_table(ms: &[&Metric], model_recs: &[&Record]) -> (Vec<String>, Vec<Vec
     (head, rows)
 }
 
+/// How a report is built.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// The run used `-icount`: label timer figures as instruction counts (also set when a boot,
+    /// model-run or model-profile record says `"icount":true`).
+    pub icount: bool,
+}
+
 /// Builds the report of `run` (plus the records of `model`, if given).
 pub fn build(run: &Log, model: Option<&Log>) -> Report {
+    build_with(run, model, Options::default())
+}
+
+/// [`build`] with options.
+pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
     let k = ktap::validate(run, ktap::Options::default());
     let mut problems: Vec<String> =
         k.problems.iter().chain(records::check_contract(run, &k).iter()).map(|p| format!("{}:{}", run.name, p)).collect();
@@ -656,7 +1029,12 @@ pub fn build(run: &Log, model: Option<&Log>) -> Report {
     let boot = recs.iter().find(|r| r.kind() == "boot");
     let end = recs[..run_records].iter().rev().find(|r| r.kind() == "end");
     let cntfrq = boot.and_then(|b| b.obj.get("cntfrq")).and_then(Value::as_u64);
-    let mut c = Ctx { run_name: &run.name, cntfrq, blocks: Vec::new(), figures: Vec::new() };
+    let icount = opts.icount
+        || recs
+            .iter()
+            .filter(|r| ["boot", "model-run", "model-profile"].contains(&r.kind()))
+            .any(|r| r.obj.get("icount").and_then(Value::as_bool) == Some(true));
+    let mut c = Ctx { run_name: &run.name, cntfrq, icount, blocks: Vec::new(), figures: Vec::new() };
 
     c.blocks.push(Block::Heading(1, format!("cachescope report: {}", run.name)));
     let mut facts = Vec::new();
@@ -772,6 +1150,10 @@ pub fn build(run: &Log, model: Option<&Log>) -> Report {
         c.blocks.push(Block::Heading(2, heading));
         c.bars(b, &title, &of(b));
     }
+
+    // The cache model's own figures.
+    let md = ModelData::from_records(&recs);
+    c.model_section(&md, &recs);
 
     // Metric tables with merged model records.
     let model_recs: Vec<&Record> = recs.iter().filter(|r| r.kind() != "metric" && str_field(r, "source") == Some("model")).collect();
@@ -1043,6 +1425,54 @@ mod tests {
         let (cols, rows) = table_of(&recs.iter().collect::<Vec<_>>(), 10);
         assert_eq!(cols, ["log_line", "level", "line"]);
         assert_eq!(rows, [["2", "1", "64"]]);
+    }
+
+    #[test]
+    fn one_model_phase_is_never_attached_to_two_rows() {
+        // Four KV rows that share one phase name (older kernels) and four model phases of that
+        // name: paired in order and said so; with a count mismatch nothing is attached.
+        let metric = |tokens: u32| format!("# cs: {{\"record\":\"metric\",\"bench\":\"kv\",\"variant\":\"scan-aligned\",\"attr\":\"normal-wb\",\"bytes\":131072,\"params\":{{\"tokens\":{tokens}}},\"phase\":\"kv/scan-aligned/normal-wb/131072\",\"reps\":1,\"min\":1,\"median\":1,\"max\":1,\"mad\":0,\"unit\":\"MB/s\",\"source\":\"cntvct\",\"emulated\":true}}\n");
+        let model = |id: u32, misses: u32| format!("# cs: {{\"record\":\"model\",\"phase\":\"kv/scan-aligned/normal-wb/131072\",\"phase_id\":{id},\"level\":\"L1D\",\"accesses\":100,\"hits\":{},\"misses\":{misses},\"writebacks\":0,\"maint\":0,\"bypass\":0,\"source\":\"model\"}}\n", 100 - misses);
+        let run: String = [256, 320, 384, 512].iter().map(|t| metric(*t)).collect();
+        let log = Log::from_bytes("r", run.as_bytes());
+        let recs = crate::records::extract(&log).0;
+        let (ms, _) = Metric::collect(&recs);
+        let refs: Vec<&Metric> = ms.iter().collect();
+        let mlog: String = (0..4).map(|i| model(10 + i, i)).collect();
+        let mrecs = crate::records::extract(&Log::from_bytes("m", mlog.as_bytes())).0;
+        let mrefs: Vec<&Record> = mrecs.iter().collect();
+        let (att, notes) = attach_model(&refs, &mrefs);
+        for (i, a) in att.iter().enumerate() {
+            assert_eq!(a.len(), 1, "row {i}");
+            assert_eq!(a[0].obj["misses"], i as u64);
+            assert!(notes[i].as_deref().unwrap().contains("matched by order"));
+        }
+        let (att, notes) = attach_model(&refs, &mrefs[..3]);
+        assert!(att.iter().all(Vec::is_empty));
+        assert!(notes.iter().all(|n| n.as_deref().unwrap().starts_with("ambiguous: 4 measurements and 3 model phases")));
+    }
+
+    #[test]
+    fn model_section_has_its_figures() {
+        let mut m = String::new();
+        m += "# cs: {\"record\":\"model-geometry\",\"level\":\"L1D\",\"size\":32768,\"line\":64,\"sets\":128,\"ways\":4,\"sharing\":\"private\",\"policy\":\"lru\",\"origin\":\"guest\",\"vcpus\":1,\"source\":\"model\"}\n";
+        for (i, (b, l1)) in [(16384u64, 0u64), (32768, 100), (40960, 3800), (65536, 4000)].iter().enumerate() {
+            m += &format!("# cs: {{\"record\":\"model\",\"phase\":\"latency/chase/normal-wb/{b}/line=64\",\"phase_id\":{i},\"level\":\"L1D\",\"accesses\":4096,\"hits\":{},\"misses\":{l1},\"writebacks\":0,\"maint\":0,\"bypass\":0,\"source\":\"model\"}}\n", 4096 - l1);
+            m += &format!("# cs: {{\"record\":\"model-time\",\"phase\":\"latency/chase/normal-wb/{b}/line=64\",\"phase_id\":{i},\"data_accesses\":4096,\"cycles\":{},\"ns\":{},\"source\":\"model\"}}\n", 4096 * (4 + l1 / 40), 2048 * (4 + l1 / 40));
+        }
+        m += "# cs: {\"record\":\"model\",\"phase\":\"handoff/to-device-va-maint/normal-wb/262144\",\"phase_id\":9,\"level\":\"L1D\",\"accesses\":100,\"hits\":90,\"misses\":10,\"writebacks\":5,\"maint\":4096,\"bypass\":0,\"source\":\"model\"}\n";
+        let r = build(&Log::from_bytes("run.log", RUN.as_bytes()), Some(&Log::from_bytes("m", m.as_bytes())));
+        let stems: Vec<&str> = r.figures.iter().map(|(s, _)| s.as_str()).collect();
+        assert!(stems.iter().any(|s| s.ends_with("model-missrate-normal-wb")), "{stems:?}");
+        assert!(stems.iter().any(|s| s.ends_with("model-latency")), "{stems:?}");
+        assert!(stems.iter().any(|s| s.ends_with("model-handoff")), "{stems:?}");
+        let miss = &r.figures.iter().find(|(s, _)| s.ends_with("model-missrate-normal-wb")).unwrap().1;
+        for needle in ["L1D knee: fits 32 KiB", "L1D CCSIDR, L1D silicon 32 KiB", "SIMULATED by the cache model"] {
+            assert!(miss.contains(needle), "{needle}");
+        }
+        let md = r.render(Format::Markdown);
+        assert!(md.contains("Geometry: inferred / CCSIDR / published silicon"), "{md}");
+        assert!(md.contains("| L1D size | 32 KiB | 32 KiB | 32 KiB |"), "{md}");
     }
 
     #[test]

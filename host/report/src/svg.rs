@@ -11,6 +11,8 @@ const H: f64 = 470.0;
 const LEFT: f64 = 84.0;
 const RIGHT: f64 = 232.0;
 const BOTTOM: f64 = 64.0;
+/// Horizontal room one vertical marker label needs.
+const LABEL_GAP: f64 = 13.0;
 /// Longest legend entry, in characters, that fits the right margin.
 const LEGEND_CHARS: usize = 27;
 const PALETTE: [&str; 10] = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
@@ -216,7 +218,13 @@ fn header(s: &mut String, l: &Labels, f: &Frame) {
 
 fn frame_and_axis_labels(s: &mut String, l: &Labels, f: &Frame) {
     let _ = write!(s, r##"<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#333"/>"##, f.x0, f.y0, f.x1 - f.x0, f.y1 - f.y0);
-    let _ = write!(s, r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#, (f.x0 + f.x1) / 2.0, f.h - 14.0, esc(&l.x));
+    // A long axis title must not run off the canvas: centred under the plot while it fits,
+    // shifted right, then smaller.
+    let chars = l.x.chars().count() as f64;
+    let size = if chars * 6.6 > W - 12.0 { 10.0 } else { 12.0 };
+    let half = chars * size * 0.55 / 2.0;
+    let cx = ((f.x0 + f.x1) / 2.0).max(half + 6.0).min(W - half - 6.0);
+    let _ = write!(s, r#"<text x="{cx:.1}" y="{}" text-anchor="middle" font-size="{size}">{}</text>"#, f.h - 14.0, esc(&l.x));
     let _ = write!(s, r#"<text transform="translate(18,{}) rotate(-90)" text-anchor="middle">{}</text>"#, (f.y0 + f.y1) / 2.0, esc(&l.y));
 }
 
@@ -387,7 +395,7 @@ impl LinePlot {
                     f.y1,
                     f.y1 + 5.0,
                     f.y1 + 18.0,
-                    esc(&sig(t, 4))
+                    esc(&si(t))
                 );
             }
         }
@@ -432,15 +440,18 @@ impl LinePlot {
         }
         // Marker labels last, with a halo, so data never hides them: capacities read down from
         // the top, knees end at the bottom.
-        for m in &markers {
+        // Labels of one kind closer than a text height are pushed right so they never overlap.
+        let mut sorted: Vec<&&Marker> = markers.iter().collect();
+        sorted.sort_by(|a, b| a.x.total_cmp(&b.x));
+        let (mut last_knee, mut last_cap) = (f64::NEG_INFINITY, f64::NEG_INFINITY);
+        for m in sorted {
+            let last = if m.knee { &mut last_knee } else { &mut last_cap };
+            let lx = (xmap(m.x) + 4.0).max(*last + LABEL_GAP);
+            *last = lx;
             let attrs = if m.knee {
-                format!(
-                    r##"transform="translate({:.1},{:.1}) rotate(90)" text-anchor="end" fill="#a04000" font-size="11""##,
-                    xmap(m.x) + 4.0,
-                    f.y1 - 6.0
-                )
+                format!(r##"transform="translate({lx:.1},{:.1}) rotate(90)" text-anchor="end" fill="#a04000" font-size="11""##, f.y1 - 6.0)
             } else {
-                format!(r##"transform="translate({:.1},{:.1}) rotate(90)" fill="#333" font-size="11""##, xmap(m.x) + 4.0, f.y0 + 6.0)
+                format!(r##"transform="translate({lx:.1},{:.1}) rotate(90)" fill="#333" font-size="11""##, f.y0 + 6.0)
             };
             halo_text(&mut s, &attrs, &m.label);
         }
@@ -601,6 +612,32 @@ mod tests {
             assert!(svg.contains(needle), "{needle}");
         }
         assert!(!svg.contains("NaN") && !svg.contains("inf"));
+    }
+
+    #[test]
+    fn close_marker_labels_do_not_overlap() {
+        let mk = |x: f64, knee| Marker { x, label: format!("m{x}"), knee };
+        let p = LinePlot {
+            labels: labels(),
+            x_scale: XScale::Log2Bytes,
+            y_log: false,
+            series: vec![Series { name: "s".into(), points: vec![pt(1024.0, 1.0), pt(1048576.0 * 4.0, 2.0)] }],
+            markers: vec![mk(40960.0, true), mk(49152.0, true), mk(32768.0, false), mk(32768.5, false)],
+        };
+        let svg = p.render();
+        // (x, fill) of each rotated marker label.
+        let labels: Vec<(f64, bool)> = svg
+            .split("<text transform=\"translate(")
+            .skip(1)
+            .filter(|chunk| chunk.contains("rotate(90)"))
+            .map(|chunk| (chunk[..chunk.find(',').unwrap()].parse::<f64>().unwrap(), chunk.contains("#a04000")))
+            .collect();
+        assert_eq!(labels.len(), 4, "{svg}");
+        for knee in [true, false] {
+            let mut xs: Vec<f64> = labels.iter().filter(|l| l.1 == knee).map(|l| l.0).collect();
+            xs.sort_by(f64::total_cmp);
+            assert!(xs.windows(2).all(|w| w[1] - w[0] >= LABEL_GAP - 0.05), "{knee}: {xs:?}");
+        }
     }
 
     #[test]

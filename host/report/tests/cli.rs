@@ -78,8 +78,10 @@ fn real_kernel_log_checks_reports_and_compares() {
     let html = t.path("real.html");
     assert_code(&run(&["report", &plain, "--out", html.to_str().unwrap()]), 0, &["(7 figures)"]);
     let h = std::fs::read_to_string(&html).unwrap();
+    // Knees inferred from emulator timing are the host's caches: never drawn.
+    assert!(!h.contains("knee 1 MiB"), "emulated knees drawn");
     for needle in [
-        "knee 1 MiB (normal-wb +3)",
+        "(no knees: emulator timing)",
         "KV-cache append-misaligned vs tokens",
         "DMA-like hand-off cost per attribute",
         "L1D 32 KiB (CCSIDR)",
@@ -609,4 +611,47 @@ fn capture_lists_ports_and_declares_one_timeout_default() {
     assert!(!readme.contains("--timeout 120"), "README restates another capture timeout");
     let script = std::fs::read_to_string(repo_file("scripts/capture-serial")).unwrap();
     assert!(!script.contains("tmo=600") && !script.contains("tmo=120"), "capture-serial declares its own timeout default");
+}
+
+#[test]
+fn console_filters_a_stream_and_saves_it_whole() {
+    use std::io::Write as _;
+    let t = Scratch::new("console_filters_a_stream_and_saves_it_whole");
+    let save = t.path("run.log");
+    let input: &[u8] = b"KTAP version 1\r\n  # cs: {\"record\":\"boot\"}\r\n  # progress: 3/9\n  ok 1 x \xff\n";
+    for (verbose_env, shows_records) in [(None, false), (Some("1"), true)] {
+        let mut cmd = bin();
+        cmd.args(["console", "--save", save.to_str().unwrap()]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.env_remove("CS_VERBOSE");
+        if let Some(v) = verbose_env {
+            cmd.env("CS_VERBOSE", v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        assert_eq!(std::fs::read(&save).unwrap(), input, "saved unchanged");
+        let shown = o.stdout;
+        assert_eq!(shown.windows(5).any(|w| w == b"# cs:"), shows_records);
+        // stdout is a pipe here, not a terminal: progress lines are dropped.
+        assert!(!shown.windows(11).any(|w| w == b"# progress:"));
+        assert!(shown.ends_with(b"  ok 1 x \xff\n"));
+    }
+}
+
+#[test]
+fn summary_and_infer_on_real_logs() {
+    let o = run(&["summary", &fixture("qemu-real.log")]);
+    assert_code(&o, 0, &["== cachescope digest:", "(complete)", "silicon DIFFERS", "model    not observed (QEMU_CACHE_MODEL=off)", "results  28 passed"]);
+    assert!(String::from_utf8_lossy(&o.stdout).lines().count() <= 25);
+    let o = run(&["summary", &fixture("qemu-icount-real.log"), "--icount"]);
+    assert_code(&o, 0, &["-icount: instructions, not time"]);
+    // A run cut short is digested, not refused.
+    let t = Scratch::new("summary_and_infer_on_real_logs");
+    let cut = t.path("cut.log");
+    let full = std::fs::read_to_string(fixture("qemu-real.log")).unwrap();
+    std::fs::write(&cut, &full[..full.len() / 2]).unwrap();
+    assert_code(&run(&["summary", cut.to_str().unwrap()]), 0, &["INCOMPLETE", "before it stopped"]);
+    let o = run(&["infer", &fixture("qemu-real.log"), "--model", &fixture("qemu-real.log")]);
+    assert_code(&o, 2, &["no cache-model records"]);
 }

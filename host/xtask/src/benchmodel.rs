@@ -2,6 +2,12 @@
 //! TCG against TCG with the plugin (the model test kernel's `bench` suite: one loop timed by the
 //! generic timer, which follows host time under TCG, reported as a `bench-model` record), best of
 //! N runs of each, as the loop's own time and the whole QEMU process's wall time.
+//!
+//! Configurations (`BENCH_MODEL_CONFIGS`): `name=VALUE` pairs separated by `;`,
+//! VALUE being what QEMU_CACHE_MODEL gets (`on`, or plugin arguments `key=value,…`; an optional
+//! `@PATH` suffix loads another build of the plugin, e.g. the one before a change). The default
+//! compares the model alone (sanitizer off, no hardware prefetcher), with the stride prefetcher,
+//! and with the sanitizer (its default: on).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -13,15 +19,38 @@ use crate::run::discover_test_kernels;
 const LOOPS: [(&str, &str); 3] =
     [("seq-8M", "pattern=seq bytes=8M"), ("seq-16K", "pattern=seq bytes=16K"), ("chase-8M", "pattern=chase bytes=8M")];
 
+/// The default configurations (see the module docs).
+pub const DEFAULT_CONFIGS: &str = "model=sanitize=off;model+hwpf=hwpf=stride,sanitize=off;model+sanitizer=sanitize=on";
+
+/// Parses `name=VALUE[@PLUGIN];…` into (name, QEMU_CACHE_MODEL value, plugin path).
+pub fn parse_configs(text: &str) -> Result<Vec<(String, String, Option<String>)>, String> {
+    text.split(';')
+        .filter(|c| !c.trim().is_empty())
+        .map(|c| {
+            let (name, value) = c.trim().split_once('=').ok_or_else(|| format!("bad configuration '{c}': expected name=VALUE"))?;
+            let (value, plugin) = match value.split_once('@') {
+                Some((v, p)) => (v, Some(p.to_string())),
+                None => (value, None),
+            };
+            Ok((name.to_string(), value.to_string(), plugin))
+        })
+        .collect()
+}
+
 /// One run: the loop's milliseconds (its record) and the QEMU process's wall milliseconds.
-fn run(root: &Path, elf: &Path, model: &str, args: &str, accesses: u64) -> Result<(u64, u64), String> {
+fn run(root: &Path, elf: &Path, model: &str, plugin: Option<&str>, args: &str, accesses: u64) -> Result<(u64, u64), String> {
     let t0 = Instant::now();
-    let out = Command::new(root.join("scripts/qemu-run"))
+    let mut cmd = Command::new(root.join("scripts/qemu-run"));
+    if let Some(p) = plugin {
+        cmd.env("CS_CACHE_MODEL_PLUGIN", p);
+    }
+    let out = cmd
         .arg(elf)
         .arg("only=bench")
         .args(args.split_whitespace())
         .arg(format!("accesses={accesses}"))
         .env("QEMU_CACHE_MODEL", model)
+        .env("CS_CONSOLE", "raw")
         .env("CS_NO_MATRIX", "1")
         .env("QEMU_TIMEOUT", "600")
         .stdin(Stdio::null())
@@ -44,10 +73,10 @@ fn run(root: &Path, elf: &Path, model: &str, args: &str, accesses: u64) -> Resul
 }
 
 /// Best (smallest) loop and wall time over `reps` runs.
-fn best(root: &Path, elf: &Path, model: &str, args: &str, accesses: u64, reps: u32) -> Result<(u64, u64), String> {
+fn best(root: &Path, elf: &Path, model: &str, plugin: Option<&str>, args: &str, accesses: u64, reps: u32) -> Result<(u64, u64), String> {
     let (mut l, mut w) = (u64::MAX, u64::MAX);
     for _ in 0..reps {
-        let (a, b) = run(root, elf, model, args, accesses)?;
+        let (a, b) = run(root, elf, model, plugin, args, accesses)?;
         l = l.min(a);
         w = w.min(b);
     }
@@ -69,8 +98,10 @@ pub fn row(name: &str, plain: (u64, u64), model: (u64, u64)) -> String {
     )
 }
 
-/// Runs every loop plain and under the model and prints the table.
+/// Runs every loop plain and under each configuration and prints one table per configuration,
+/// then each configuration's loop time relative to the first one's.
 pub fn bench_model(root: &Path, accesses: u64, reps: u32) -> Result<(), String> {
+    let configs = parse_configs(&std::env::var("BENCH_MODEL_CONFIGS").unwrap_or_else(|_| DEFAULT_CONFIGS.to_string()))?;
     let elf = discover_test_kernels(root, None)?
         .into_iter()
         .find(|(n, _)| n == "model")
@@ -81,14 +112,32 @@ pub fn bench_model(root: &Path, accesses: u64, reps: u32) -> Result<(), String> 
         "host load average {}; {accesses} loads per run, best of {reps}",
         load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
     );
-    println!(
-        "{:<9} {:>12} {:>12} {:>12} {:>12} {:>8} {:>8}",
-        "pattern", "plain loop", "model loop", "plain QEMU", "model QEMU", "loop ×", "QEMU ×"
-    );
+    let mut results = Vec::new();
     for (name, args) in LOOPS {
-        let plain = best(root, &elf, "off", args, accesses, reps)?;
-        let model = best(root, &elf, "on", args, accesses, reps)?;
-        println!("{}", row(name, plain, model));
+        let plain = best(root, &elf, "off", None, args, accesses, reps)?;
+        let mut per = Vec::new();
+        for (_, value, plugin) in &configs {
+            per.push(best(root, &elf, value, plugin.as_deref(), args, accesses, reps)?);
+        }
+        results.push((name, plain, per));
+    }
+    for (k, (cname, value, plugin)) in configs.iter().enumerate() {
+        println!("\n{cname}: QEMU_CACHE_MODEL={value}{}", plugin.as_ref().map(|p| format!(" (plugin {p})")).unwrap_or_default());
+        println!(
+            "{:<9} {:>12} {:>12} {:>12} {:>12} {:>8} {:>8}",
+            "pattern", "plain loop", "model loop", "plain QEMU", "model QEMU", "loop ×", "QEMU ×"
+        );
+        for (name, plain, per) in &results {
+            println!("{}", row(name, *plain, per[k]));
+        }
+    }
+    if configs.len() > 1 {
+        println!("\nloop time relative to {} (1.00 = equal)", configs[0].0);
+        for (name, _, per) in &results {
+            let rel: Vec<String> =
+                configs.iter().zip(per).map(|((c, _, _), t)| format!("{c} {:.2}", t.0 as f64 / per[0].0.max(1) as f64)).collect();
+            println!("{name:<9} {}", rel.join("  "));
+        }
     }
     Ok(())
 }
@@ -102,5 +151,14 @@ mod tests {
         let r = row("seq-8M", (100, 250), (640, 1000));
         assert_eq!(r, "seq-8M           0.10s        0.64s        0.25s        1.00s      6.4      4.0");
         assert!(row("x", (0, 0), (1, 1)).contains("NaN"));
+    }
+
+    #[test]
+    fn configurations_parse() {
+        let c = parse_configs("a=on;b=hwpf=stride,sanitize=off@/x.so;").unwrap();
+        assert_eq!(c[0], ("a".into(), "on".into(), None));
+        assert_eq!(c[1], ("b".into(), "hwpf=stride,sanitize=off".into(), Some("/x.so".into())));
+        assert_eq!(parse_configs(DEFAULT_CONFIGS).unwrap().len(), 3);
+        assert!(parse_configs("nothing").is_err());
     }
 }

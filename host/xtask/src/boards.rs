@@ -33,6 +33,8 @@ pub struct Qemu {
     pub kernel: QemuKernel,
     /// Words prepended to the kernel arguments under QEMU (may be empty).
     pub kernel_args: String,
+    /// The cache model's default when QEMU_CACHE_MODEL is unset: `on`, a profile, or `off`.
+    pub cache_model: String,
 }
 
 /// Where the kernel reads its arguments from.
@@ -146,6 +148,7 @@ pub const KEYS: &[&str] = &[
     "qemu_memory",
     "qemu_kernel",
     "qemu_kernel_args",
+    "qemu_cache_model",
     "kernel_args_from",
     "entry_el",
     "console_uart",
@@ -309,6 +312,7 @@ fn board(t: &Table, index: usize) -> Result<Board, BoardError> {
                 memory: f.opt_string("qemu_memory")?,
                 kernel,
                 kernel_args: f.opt_string("qemu_kernel_args")?.unwrap_or_default(),
+                cache_model: f.opt_string("qemu_cache_model")?.unwrap_or_else(|| "off".into()),
             })
         }
     };

@@ -5,7 +5,7 @@
 //! cachescope-xtask catalogue run [--kernel NAME --elf PATH]… [--test-kernels [--features F]] [-- ARGS]
 //! cachescope-xtask catalogue check-logs
 //! cachescope-xtask catalogue list
-//! cachescope-xtask setway-observed [--elf ELF] [CPU]…
+//! cachescope-xtask maint-check [--elf ELF] [CPU[:ARGS]]…
 //! cachescope-xtask model-records FILE [--drop-kind K]… [--source model] [--level L]
 //! cachescope-xtask bench-model-ms FILE
 //! cachescope-xtask board-names
@@ -29,8 +29,11 @@ mod benchmodel;
 mod boards;
 mod catalogue;
 mod checklogs;
+mod hazards;
+mod observe;
 mod ktap;
 mod lava;
+mod maint;
 mod records;
 mod results;
 mod run;
@@ -62,14 +65,16 @@ enum Command {
         #[command(subcommand)]
         command: CatalogueCommand,
     },
-    /// The kernel's `setway` op counts against the DC set/way instructions the cache-model plugin
-    /// decoded: the main job's cache suite under the model, once per CPU model, in parallel.
-    SetwayObserved {
+    /// Every maintenance instruction accounted for: the main job under the insn-count plugin
+    /// (host/insn-count), once per CPU model, in parallel; the kernel's `maint-total` record must
+    /// equal the DC/IC/TLBI counts QEMU executed, and its `setway` records the DC set/way count.
+    MaintCheck {
         /// The main job (default: target/aarch64-unknown-none/debug/cachescope).
         #[arg(long, value_name = "ELF")]
         elf: Option<PathBuf>,
-        /// CPU models (default: cortex-a72 cortex-a53 cortex-a710 max).
-        cpus: Vec<String>,
+        /// Runs: `CPU` (the whole main job on that CPU model) or `CPU:ARGS` (with these kernel
+        /// arguments). Default: cortex-a72 cortex-a53:only=cache cortex-a710:only=cache max:only=cache.
+        runs: Vec<String>,
     },
     /// The cache-model plugin's speed: memory-bound loops of the model test kernel, plain TCG
     /// against TCG with the plugin, best of N, as loop time and whole-QEMU wall time.
@@ -101,6 +106,24 @@ enum Command {
         #[arg(long, value_name = "F")]
         field: Option<String>,
     },
+    /// The cache model's sanitizer on a run: every `expect-hazard` of the kernel log (the
+    /// mistakes suite) reported exactly, and no hazard anywhere else. Exit 1 naming each problem.
+    Hazards {
+        /// The kernel's log (KTAP with records).
+        log: PathBuf,
+        /// The cache model's records of the same run.
+        model: PathBuf,
+    },
+    /// What the cache model must show of the main job: the L1D/L2 knees in its miss rates, the
+    /// modelled latency rising across them, PRFM stream variants with fewer demand misses than
+    /// LDP, and the inferred line and ways equal to the simulated geometry. Exit 1 naming each
+    /// miss.
+    ModelObserve {
+        /// LOG MODEL of a main-job benchmark run (all checks), then LOG MODEL pairs of further
+        /// runs whose geometry sweeps are checked (e.g. under QEMU_CACHE_MODEL=rpi4).
+        #[arg(required = true, num_args = 2.., value_name = "LOG MODEL")]
+        files: Vec<PathBuf>,
+    },
     /// Print the name of every board in boards.toml, one per line.
     BoardNames,
     /// Print the board a kernel ELF or raw image was built for (its cachescope-board tag).
@@ -109,7 +132,7 @@ enum Command {
         file: PathBuf,
     },
     /// Print, as NAME=value lines, how scripts/qemu-run boots a kernel: board, machine, kernel
-    /// (elf or image), kernel_args, cpu, memory. Exit 2 when no QEMU machine emulates its board.
+    /// (elf or image), kernel_args, cpu, memory, cache_model. Exit 2 when no QEMU machine emulates its board.
     QemuBoard {
         /// Kernel ELF.
         elf: PathBuf,
@@ -295,13 +318,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 }
             }
         }
-        Command::SetwayObserved { elf, cpus } => {
+        Command::MaintCheck { elf, runs } => {
             let root = repo_root();
             let elf = elf.unwrap_or_else(|| root.join("target/aarch64-unknown-none/debug/cachescope"));
-            let cpus = if cpus.is_empty() { ["cortex-a72", "cortex-a53", "cortex-a710", "max"].map(String::from).to_vec() } else { cpus };
+            let cpus = if runs.is_empty() { maint::DEFAULT_RUNS.map(String::from).to_vec() } else { runs };
             let jobs = run::jobs_from_env().map_err(usage)?;
             let boards = boards::load(&boards_path).map_err(usage)?;
-            if records::setway_observed(&root, &elf, &boards, &cpus, jobs).map_err(usage)? {
+            if maint::maint_check(&root, &elf, &boards, &cpus, jobs).map_err(usage)? {
                 Ok(())
             } else {
                 Err(Failure::Quiet)
@@ -354,6 +377,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             say(&format!("kernel_args={}", q.kernel_args));
             say(&format!("cpu={}", q.cpu.as_deref().unwrap_or("")));
             say(&format!("memory={}", q.memory.as_deref().unwrap_or("")));
+            say(&format!("cache_model={}", q.cache_model));
             // Every machine that emulates some board, with its board, for QEMU_MACHINE checks.
             for other in &boards {
                 if let Some(oq) = &other.qemu {
@@ -408,6 +432,42 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 a.cases, a.suites, a.pass, a.fail, a.skip
             ));
             Ok(())
+        }
+        Command::ModelObserve { files } => {
+            if files.len() % 2 != 0 {
+                return Err(usage("model-observe takes LOG MODEL pairs".to_string()));
+            }
+            let mut findings = Vec::new();
+            for (i, pair) in files.chunks(2).enumerate() {
+                let (log, model) = (pair[0].display().to_string(), pair[1].display().to_string());
+                let (run, d) = observe::load(&log, &model).map_err(usage)?;
+                let these = if i == 0 { observe::benchmarks(&run, &d) } else { observe::geometry(&run, &d) };
+                let profile = d.profile_name().unwrap_or_else(|| "?".into());
+                findings.extend(these.into_iter().map(|(ok, w)| (ok, format!("[{log}, profile {profile}] {w}"))));
+            }
+            let bad = findings.iter().filter(|(ok, _)| !ok).count();
+            for (i, (ok, what)) in findings.iter().enumerate() {
+                say(&format!("{} {} {what}", if *ok { "ok" } else { "not ok" }, i + 1));
+            }
+            say(&format!("# model-observe: {} ok, {bad} not ok", findings.len() - bad));
+            if bad == 0 {
+                Ok(())
+            } else {
+                Err(Failure::Quiet)
+            }
+        }
+        Command::Hazards { log, model } => {
+            let findings = hazards::check(&read(&log)?, &read(&model)?).map_err(|e| usage(format!("{}: {e}", model.display())))?;
+            let bad = findings.iter().filter(|(ok, _)| !ok).count();
+            for (i, (ok, what)) in findings.iter().enumerate() {
+                say(&format!("{} {} {what}", if *ok { "ok" } else { "not ok" }, i + 1));
+            }
+            say(&format!("# hazards: {} ok, {bad} not ok ({} and {})", findings.len() - bad, log.display(), model.display()));
+            if bad == 0 {
+                Ok(())
+            } else {
+                Err(Failure::Quiet)
+            }
         }
         Command::BoardValue { board, key } => {
             let text = read(&boards_path)?;

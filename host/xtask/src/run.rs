@@ -1,7 +1,8 @@
 //! `catalogue run`: the catalogue's rows for one or more kernels, booted through scripts/qemu-run
 //! in parallel, reported in catalogue order as KTAP-like lines.
 //!
-//! Each row runs exactly as scripts/run-catalogue ran it: scripts/qemu-run with the row's `env`,
+//! Each row runs exactly as scripts/run-catalogue ran it: scripts/qemu-run with
+//! `QEMU_CACHE_MODEL=off` and `CS_CONSOLE=raw` unless the row's `env` says otherwise, the row's `env`,
 //! `CS_MODEL_LOG=target/cachescope-logs/ROW.model`, `CS_NO_MATRIX=1`, `QEMU_MACHINE`, `QEMU_CPU`
 //! (default cortex-a72), `QEMU_EXTRA` (the row's `qemu` then the caller's), `QEMU_TIMEOUT`; its
 //! output (stdout and stderr) goes to target/cachescope-logs/ROW.log with CRs removed.
@@ -170,6 +171,9 @@ impl Runner {
             let err = writer.try_clone().map_err(|e| e.to_string())?;
             let mut cmd = Command::new(self.root.join("scripts/qemu-run"));
             cmd.arg(&job.kernel.elf).args(&row.args).args(&self.extra_args);
+            // A row runs without the cache model unless its env asks for it, and keeps the raw
+            // console stream (every record on stdout, no digest): the row's checks read it.
+            cmd.env("QEMU_CACHE_MODEL", "off").env("CS_CONSOLE", "raw");
             cmd.envs(row.env.iter().map(|(k, v)| (k, v)));
             cmd.env("CS_MODEL_LOG", &model)
                 .env("CS_NO_MATRIX", "1")

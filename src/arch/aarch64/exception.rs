@@ -1,10 +1,15 @@
 //! The EL1 exception handler: decode, report, and either resume the active trap catcher or end
 //! the run. Never returns to a faulting instruction, so nothing hangs.
+//!
+//! Every core has its own nesting count and catchers. A report from a secondary core names it
+//! (`core N: …`); an exception outside any catcher on a secondary parks that core (the SMP
+//! harness's timeout then fails the case that used it) instead of ending the run.
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::arch::smp::{self, MAX_CORES};
 use crate::exception::{ec, ExceptionKind, Syndrome, TrapReport};
-use crate::{arch::trap, bsp, console};
+use crate::{arch::cpu, arch::trap, bsp, console};
 
 /// The register frame built by `cs_exception_common` (exception.s).
 #[repr(C)]
@@ -23,7 +28,27 @@ pub struct ExceptionFrame {
     pub sp: u64,
 }
 
-static NESTING: AtomicUsize = AtomicUsize::new(0);
+static NESTING: [AtomicUsize; MAX_CORES] = [const { AtomicUsize::new(0) }; MAX_CORES];
+
+/// `core N: ` on a secondary core, nothing on the boot core (whose reports keep their form).
+struct CoreTag(usize);
+
+impl core::fmt::Display for CoreTag {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        if self.0 != 0 {
+            write!(f, "core {}: ", self.0)?;
+        }
+        Ok(())
+    }
+}
+
+/// Ends the run from the boot core; parks a secondary core (its user times out on it).
+fn fatal(core: usize) -> ! {
+    if core == 0 {
+        bsp::exit(3)
+    }
+    cpu::park()
+}
 
 fn read_insn(kind: ExceptionKind, esr: Syndrome, elr: u64) -> Option<u32> {
     // The instruction at ELR was fetched successfully unless the fault is a fetch fault.
@@ -39,26 +64,38 @@ fn read_insn(kind: ExceptionKind, esr: Syndrome, elr: u64) -> Option<u32> {
 /// Called from the vectors with the vector index and the saved frame.
 #[no_mangle]
 extern "C" fn cs_handle_exception(vector: u64, frame: &mut ExceptionFrame) {
-    let nesting = NESTING.fetch_add(1, Ordering::AcqRel);
+    let core = smp::this_core();
+    let tag = CoreTag(core);
+    let nesting = NESTING[core].fetch_add(1, Ordering::AcqRel);
     let kind = ExceptionKind::from_vector(vector);
     let esr = Syndrome { raw: frame.esr };
     let insn = if nesting == 0 { read_insn(kind, esr, frame.elr) } else { None };
     let report = TrapReport { kind, esr, far: frame.far, elr: frame.elr, spsr: frame.spsr, insn };
 
+    // Only the boot core prints outside traps; a secondary waits for the lock like anyone.
+    let say = |args: core::fmt::Arguments| {
+        if core == 0 {
+            console::write_line_unlocked(args)
+        } else {
+            console::write_indented_line(args)
+        }
+    };
     if nesting > 0 {
-        console::write_line_unlocked(format_args!("# FATAL: exception inside the exception handler: {}", report.summary()));
-        bsp::exit(3);
+        say(format_args!("# FATAL: {tag}exception inside the exception handler: {}", report.summary()));
+        fatal(core);
     }
     if vector >= 8 {
-        console::write_line_unlocked(format_args!("# FATAL: exception from a lower EL (vector {vector}): {}", report.summary()));
-        bsp::exit(3);
+        say(format_args!("# FATAL: {tag}exception from a lower EL (vector {vector}): {}", report.summary()));
+        fatal(core);
     }
 
     match trap::innermost() {
         Some(buf) => {
             // Resume the catcher: the interrupted code is abandoned, so a console lock it held
-            // is released first.
-            console::release_after_trap();
+            // is released first (on the boot core, the only one that prints while a case runs).
+            if core == 0 {
+                console::release_after_trap();
+            }
             trap::record(report);
             frame.x[0] = buf as u64;
             frame.x[1] = 1;
@@ -67,9 +104,9 @@ extern "C" fn cs_handle_exception(vector: u64, frame: &mut ExceptionFrame) {
             frame.spsr = (frame.spsr & 0x3c0) | 0b0101;
         }
         None => {
-            console::write_line_unlocked(format_args!("# FATAL: unhandled exception outside any test: {}", report.summary()));
-            bsp::exit(3);
+            say(format_args!("# FATAL: {tag}unhandled exception outside any test: {}", report.summary()));
+            fatal(core);
         }
     }
-    NESTING.fetch_sub(1, Ordering::AcqRel);
+    NESTING[core].fetch_sub(1, Ordering::AcqRel);
 }

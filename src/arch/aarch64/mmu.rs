@@ -57,18 +57,20 @@ pub struct MmuIsOn;
 /// DSB ISHST: descriptor writes are visible to table walks before what follows (a TLBI).
 pub use cachescope_arch::hw::dsb_ishst;
 
-/// TLBI VMALLE1IS; DSB ISH; ISB: every EL1&0 TLB entry of the Inner Shareable domain is gone.
+/// DSB ISHST; TLBI VMALLE1IS; DSB ISH; ISB: every EL1&0 TLB entry of the Inner Shareable domain
+/// is gone.
 pub fn tlbi_all() {
-    // SAFETY: TLB invalidation only drops cached translations; the tables stay authoritative.
-    unsafe { asm!("dsb ishst", "tlbi vmalle1is", "dsb ish", "isb", options(nostack, preserves_flags)) };
+    dsb_ishst();
+    cachescope_arch::hw::tlbi_vmalle1is();
+    dsb_ish();
+    isb();
 }
 
 /// TLBI VAAE1IS for the page holding `va` (any ASID, any level, Inner Shareable). The caller
 /// brackets a batch with [`dsb_ishst`] before and [`tlbi_sync`] after.
 #[inline(always)]
 pub fn tlbi_va(va: u64) {
-    // SAFETY: TLB invalidation only drops cached translations.
-    unsafe { asm!("tlbi vaae1is, {0}", in(reg) (va >> 12) & ((1 << 44) - 1), options(nostack, preserves_flags)) };
+    cachescope_arch::hw::tlbi_vaae1is(cachescope_arch::hw::tlbi_vaae1is_operand(va));
 }
 
 /// DSB ISH; ISB: completes earlier TLB invalidations and resynchronises the instruction stream.
@@ -106,10 +108,16 @@ pub unsafe fn write_sctlr(value: u64) {
 /// later write-back of such a line. (This is why it cannot call `cache::maintenance`: a call
 /// would push a frame between the SCTLR write and the clean.)
 ///
+/// Then the maintenance counters are cleaned to PoC (`hw::counters_to_poc`: they may be dirty
+/// in a cache from before the switch) and only then are the sequence's DC CIVACs counted.
+///
 /// # Safety
 /// All other dirty data must already be cleaned to PoC (set/way clean+invalidate to LoC), and
 /// `[start, end)` must be mapped (identity) both before and after the change.
 pub unsafe fn write_sctlr_uncached(value: u64, start: usize, end: usize) {
+    // The loop below runs at least once, from the line holding `start` while below `end`.
+    let line = cachescope_arch::cache::Ctr { raw: cachescope_arch::sysreg::CTR_EL0.get() }.dmin_line() as usize;
+    let lines = (end.saturating_sub(start & !(line - 1))).div_ceil(line).max(1) as u64;
     // SAFETY: the caller's contract; DC CIVAC needs no permission beyond a valid translation.
     unsafe {
         asm!(
@@ -137,6 +145,8 @@ pub unsafe fn write_sctlr_uncached(value: u64, start: usize, end: usize) {
             options(nostack)
         )
     };
+    cachescope_arch::hw::counters_to_poc();
+    cachescope_arch::hw::count_executed(cachescope_arch::cache::ops::MaintOp::DcCivac, lines);
 }
 
 /// Branches with link to `addr`: the instruction-fetch probe of the execute-never tests.

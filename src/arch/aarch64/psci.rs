@@ -25,7 +25,7 @@ fn raw_call(conduit: Conduit, fid: u32, a1: u64, a2: u64, a3: u64) -> u64 {
     let mut x0 = fid as u64;
     // SAFETY: a firmware call per SMCCC: the firmware reads x0..x3 and returns in x0; every
     // register it may clobber is declared. Memory is not touched by the calls used here
-    // (VERSION, CPU_ON, SYSTEM_OFF).
+    // (VERSION, CPU_ON, CPU_OFF, SYSTEM_OFF).
     unsafe {
         match conduit {
             Conduit::Smc => smccc!("smc #0", x0, a1, a2, a3),
@@ -50,6 +50,15 @@ pub fn version(conduit: Conduit) -> Option<(u16, u16)> {
 /// CPU_ON: starts the core `target_mpidr` at `entry` (physical address) with x0 = `context`.
 pub fn cpu_on(conduit: Conduit, target_mpidr: u64, entry: u64, context: u64) -> Result<(), Option<Error>> {
     call(conduit, psci::CPU_ON_64, target_mpidr, entry, context).map(|_| ())
+}
+
+/// CPU_OFF: powers the calling core down, so a later CPU_ON can start it again. Returns only
+/// when it did not (then with the reason).
+pub fn cpu_off(conduit: Conduit) -> Option<Error> {
+    match call(conduit, psci::CPU_OFF, 0, 0, 0) {
+        Ok(_) => Some(Error::InternalFailure), // CPU_OFF never returns success
+        Err(e) => e,
+    }
 }
 
 /// SYSTEM_OFF. Returns only when it did not power off (then with the reason).

@@ -12,6 +12,19 @@ use core::sync::atomic::{AtomicU64, Ordering};
 /// Cores with a launch slot.
 pub const MAX_CORES: usize = 8;
 
+/// The calling core's number: MPIDR Aff0 | Aff1 (the slot index `cs_secondary_entry` uses; the
+/// boot core is 0). A number beyond [`MAX_CORES`] (no such core is ever started) reads as
+/// `MAX_CORES - 1`, so per-core tables indexed by it stay in bounds.
+#[inline]
+pub fn this_core() -> usize {
+    core_of_mpidr(super::cpu::mpidr()).min(MAX_CORES - 1)
+}
+
+/// The core number in an MPIDR value: Aff0 | Aff1 (one of the two is 0 on every board).
+pub const fn core_of_mpidr(mpidr: u64) -> usize {
+    ((mpidr & 0xff) | ((mpidr >> 8) & 0xff)) as usize
+}
+
 /// A secondary core's Rust entry: called once with the slot's `arg`, never returns.
 pub type SecondaryEntry = extern "C" fn(arg: u64) -> !;
 
@@ -86,8 +99,8 @@ pub fn prepare(core: usize, entry: SecondaryEntry, stack_top: usize, arg: u64) -
 /// Cleans the data cache line holding `addr` to the point of coherency (a no-op in effect
 /// while caches are off), then DSB: so a core that starts with caches off sees the data.
 pub fn clean_to_poc(addr: usize) {
-    // SAFETY: DC CVAC on an address of our own data; cache maintenance changes no values.
-    unsafe { core::arch::asm!("dc cvac, {a}", "dsb sy", a = in(reg) addr, options(nostack, preserves_flags)) };
+    cachescope_arch::hw::dc_cvac(addr);
+    cachescope_arch::hw::dsb_sy();
 }
 
 /// Starts `core` through PSCI CPU_ON (the Pi 5's BL31, QEMU virt's built-in PSCI): fills the

@@ -1,13 +1,17 @@
 //! Caches: pure decoders of the identification registers ([`id`]), the topology they describe
 //! ([`topology`]), the one set/way walker ([`setway`]), maintenance by virtual address
-//! ([`maintenance`]) and published silicon geometries ([`silicon`]).
+//! ([`maintenance`]), the maintenance instructions as named, decodable operations ([`ops`]),
+//! published silicon geometries ([`silicon`]) and the rules that infer a geometry from sweeps
+//! ([`infer`]).
 //!
 //! The decoders and the loops are pure and host-tested; each loop is generic over a small
 //! backend trait whose target implementation (in each module's target part) issues the real
 //! instructions through `crate::hw`.
 
 pub mod id;
+pub mod infer;
 pub mod maintenance;
+pub mod ops;
 pub mod setway;
 pub mod silicon;
 pub mod topology;

@@ -1,0 +1,267 @@
+//! The cache-maintenance sanitizer: per-line data-consistency state, tracked by physical address
+//! (so aliases meet), and the hazards it exposes.
+//!
+//! # State
+//! - **Which levels hold a line, and whether dirty**: the model's own tag arrays.
+//! - **Dirty since which write**: the PC of the write that turned a clean line dirty, per L1D
+//!   line ([`Sanitizer::dirty_pc`]); forgotten when the line is cleaned or invalidated.
+//! - **Memory written behind the cache**: a non-cacheable/Device write (any access that bypasses
+//!   the caches, i.e. what a device or DMA master does) marks every cached copy of the line
+//!   *stale* (a flag in the tag arrays; the copy dies with its way), and remembers the write.
+//!   A D-side write that dirties a line likewise marks an L1I copy of it stale.
+//!
+//! # Rules (no false positives on correct code: a clean line refilled at any time — speculation —
+//! holds what memory holds, so only dirty lines and stale copies are ever reported)
+//! - `stale-read-by-device`: a non-cacheable or Device read of a line that is dirty in any cache
+//!   (a missing clean to PoC before the hand-off).
+//! - `lost-write`: DC IVAC or DC ISW (invalidate without clean) of a dirty line, whose data is
+//!   discarded (also the partial edge line of a buffer whose neighbour is dirty).
+//! - `stale-read-by-cpu`: a cacheable read that hits a stale copy (a missing invalidate after the
+//!   device wrote).
+//! - `stale-instruction`: an instruction fetch of a line that is dirty in an L1D (no clean to PoU:
+//!   needed unless CTR_EL0.IDC = 1), or that was written through the D-side (or behind the
+//!   caches) since its last IC IVAU/IALLU (needed unless CTR_EL0.DIC = 1: the I-side may hold, or
+//!   speculatively fetch, the old code at any time before the invalidate), or that hits an L1I
+//!   copy a device write made stale.
+//! - `maintenance-gap`: lines of a range declared with the maintenance-range markers (protocol
+//!   v4) that received no by-VA data-cache operation before the range's end marker.
+//!
+//! Hazards are deduplicated per (kind, line, phase) with a count by the plugin.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A hazard kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HazardKind {
+    /// Non-cacheable/Device read of a dirty line.
+    StaleReadByDevice = 0,
+    /// Invalidate (without clean) of a dirty line.
+    LostWrite = 1,
+    /// Cacheable read hitting a copy older than memory.
+    StaleReadByCpu = 2,
+    /// Execution of code written through the D-side without the required maintenance.
+    StaleInstruction = 3,
+    /// Lines of a declared range that no by-VA operation reached.
+    MaintenanceGap = 4,
+}
+
+impl HazardKind {
+    /// Every kind, in record order.
+    pub const ALL: [HazardKind; 5] =
+        [Self::StaleReadByDevice, Self::LostWrite, Self::StaleReadByCpu, Self::StaleInstruction, Self::MaintenanceGap];
+
+    /// The record's `kind`.
+    pub fn name(self) -> &'static str {
+        ["stale-read-by-device", "lost-write", "stale-read-by-cpu", "stale-instruction", "maintenance-gap"][self as usize]
+    }
+}
+
+/// What the sanitizer saw, before the plugin adds the exposing access's VA, PC and phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// The hazard.
+    pub kind: HazardKind,
+    /// Physical address of the line (its first byte).
+    pub pa: u64,
+    /// The exposing access: `nc-read`, `device-read`, `dc-ivac`, `dc-isw`, `read`, `fetch`.
+    pub access: &'static str,
+    /// The earlier access that made the line hazardous.
+    pub cause: &'static str,
+    /// Its PC (0 when not known).
+    pub cause_pc: u64,
+}
+
+/// A fast hasher for line numbers (a multiplicative hash; the keys are not adversarial).
+#[derive(Default)]
+pub struct LineHasher(u64);
+
+impl Hasher for LineHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+    }
+}
+
+/// A map keyed by line number.
+pub type LineMap<V> = HashMap<u64, V, BuildHasherDefault<LineHasher>>;
+
+/// The sanitizer's state beyond the tag arrays.
+#[derive(Default)]
+pub struct Sanitizer {
+    /// L1D line number → PC of the write that made it dirty.
+    pub dirty_pc: LineMap<u64>,
+    /// L1D line number → (PC, access kind) of the last write behind the cache.
+    pub behind: LineMap<(u64, &'static str)>,
+    /// L1D line number → PC of the first D-side write since the line's last IC invalidate (the
+    /// stale-instruction rule; empty when CTR_EL0.DIC = 1).
+    pub written: LineMap<u64>,
+    /// Hazards found since the plugin last drained them.
+    pub events: Vec<Event>,
+    /// CTR_EL0.IDC: data cleaning to PoU is not required for instruction coherence.
+    pub idc: bool,
+    /// CTR_EL0.DIC: instruction invalidation is not required for instruction coherence.
+    pub dic: bool,
+}
+
+impl Sanitizer {
+    /// A sanitizer assuming CTR_EL0.IDC = `idc` and DIC = `dic`.
+    pub fn new(idc: bool, dic: bool) -> Self {
+        Self { idc, dic, ..Self::default() }
+    }
+
+    /// Records a hazard.
+    pub fn report(&mut self, kind: HazardKind, pa: u64, access: &'static str, cause: &'static str, cause_pc: u64) {
+        self.events.push(Event { kind, pa, access, cause, cause_pc });
+    }
+
+    /// The recorded cause of a dirty line: ("write", its PC) or ("write", 0) when not known.
+    pub fn dirty_cause(&self, line: u64) -> (&'static str, u64) {
+        ("write", self.dirty_pc.get(&line).copied().unwrap_or(0))
+    }
+
+    /// The recorded write behind the cache of a line.
+    pub fn behind_cause(&self, line: u64) -> (&'static str, u64) {
+        self.behind.get(&line).map_or(("write-behind", 0), |&(pc, kind)| (kind, pc))
+    }
+}
+
+/// One deduplicated hazard: the first occurrence's details and the count.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The first occurrence.
+    pub event: Event,
+    /// VA and PC of the first exposing access.
+    pub va: u64,
+    /// See `va`.
+    pub pc: u64,
+    /// Phase name ("" outside phases).
+    pub phase: String,
+    /// Phase id (0 outside phases).
+    pub phase_id: u64,
+    /// Occurrences.
+    pub count: u64,
+    /// Value the emulator held at the exposing access, when known.
+    pub current: Option<u64>,
+}
+
+/// Hazards deduplicated per (kind, line, phase id), in first-seen order.
+#[derive(Default)]
+pub struct Hazards {
+    index: HashMap<(HazardKind, u64, u64), usize>,
+    entries: Vec<Option<Entry>>,
+    /// Distinct hazards per kind (whole run).
+    pub per_kind: [u64; 5],
+    /// Occurrences (whole run).
+    pub occurrences: u64,
+}
+
+impl Hazards {
+    /// Adds one occurrence.
+    #[allow(clippy::too_many_arguments)]
+    pub fn add(&mut self, e: Event, va: u64, pc: u64, phase: Option<(u64, &str)>, current: Option<u64>) {
+        let (phase_id, name) = phase.unwrap_or((0, ""));
+        self.occurrences += 1;
+        let key = (e.kind, e.pa, phase_id);
+        if let Some(&i) = self.index.get(&key) {
+            if let Some(x) = self.entries[i].as_mut() {
+                x.count += 1;
+                return;
+            }
+        }
+        self.per_kind[e.kind as usize] += 1;
+        self.index.insert(key, self.entries.len());
+        self.entries.push(Some(Entry { event: e, va, pc, phase: name.to_string(), phase_id, count: 1, current }));
+    }
+
+    /// Takes the entries of phase `id` (or all with `None`), in first-seen order.
+    pub fn take(&mut self, id: Option<u64>) -> Vec<Entry> {
+        let mut out = Vec::new();
+        for slot in &mut self.entries {
+            if slot.as_ref().is_some_and(|e| id.is_none_or(|id| e.phase_id == id)) {
+                let e = slot.take().expect("checked");
+                self.index.remove(&(e.event.kind, e.event.pa, e.phase_id));
+                out.push(e);
+            }
+        }
+        if id.is_none() {
+            self.entries.clear();
+        }
+        out
+    }
+
+    /// Distinct hazards so far.
+    pub fn distinct(&self) -> u64 {
+        self.per_kind.iter().sum()
+    }
+}
+
+/// A maintenance range declared by the markers (protocol v4).
+#[derive(Clone, Debug, Default)]
+pub struct MaintRange {
+    /// First VA.
+    pub va: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// VA line numbers that received a by-VA operation.
+    pub done: LineMap<()>,
+    /// PC of the last by-VA operation inside the range.
+    pub last_pc: u64,
+}
+
+impl MaintRange {
+    /// The VA lines of the range (of `1 << shift` bytes) that received no operation.
+    pub fn gaps(&self, shift: u32) -> Vec<u64> {
+        if self.len == 0 {
+            return Vec::new();
+        }
+        let first = self.va >> shift;
+        let last = (self.va + self.len - 1) >> shift;
+        (first..=last).filter(|l| !self.done.contains_key(l)).map(|l| l << shift).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(kind: HazardKind, pa: u64) -> Event {
+        Event { kind, pa, access: "read", cause: "nc-write", cause_pc: 0x10 }
+    }
+
+    #[test]
+    fn dedup_per_kind_line_phase() {
+        let mut h = Hazards::default();
+        h.add(ev(HazardKind::LostWrite, 0x40), 0x40, 0x100, Some((1, "a")), None);
+        h.add(ev(HazardKind::LostWrite, 0x40), 0x48, 0x104, Some((1, "a")), None);
+        h.add(ev(HazardKind::LostWrite, 0x40), 0x40, 0x100, Some((2, "b")), None);
+        h.add(ev(HazardKind::StaleReadByCpu, 0x40), 0x40, 0x100, Some((1, "a")), None);
+        h.add(ev(HazardKind::LostWrite, 0x80), 0x80, 0x100, None, None);
+        assert_eq!((h.distinct(), h.occurrences), (4, 5));
+        let a = h.take(Some(1));
+        assert_eq!(a.len(), 2);
+        assert_eq!((a[0].count, a[0].va, a[0].pc), (2, 0x40, 0x100), "first occurrence kept, counted twice");
+        let rest = h.take(None);
+        assert_eq!(rest.iter().map(|e| e.phase_id).collect::<Vec<_>>(), [2, 0]);
+        assert_eq!(h.per_kind[HazardKind::LostWrite as usize], 3);
+    }
+
+    #[test]
+    fn gaps_of_a_strided_loop() {
+        let mut r = MaintRange { va: 0x1000, len: 0x200, ..MaintRange::default() };
+        for a in (0x1000..0x1200).step_by(128) {
+            r.done.insert(a >> 6, ());
+        }
+        assert_eq!(r.gaps(6), [0x1040, 0x10c0, 0x1140, 0x11c0]);
+        r.done.clear();
+        let r = MaintRange { va: 0x1030, len: 0x20, ..MaintRange::default() };
+        assert_eq!(r.gaps(6), [0x1000, 0x1040], "a range straddling two lines covers both");
+    }
+}

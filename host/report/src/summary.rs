@@ -1,0 +1,743 @@
+//! `summary`: the digest of a run, at most [`MAX_LINES`] lines, printed after a QEMU run by the
+//! runner and after a serial capture.
+//!
+//! It holds the core and caches (CCSIDR beside the published silicon), the maintenance
+//! performed, the attribute-matrix verdict, each benchmark's headline figures with their source,
+//! the cache model's findings ([`crate::model`]: knees, modelled latency, hand-off per MiB,
+//! bypass, KV tokens, prefetch effect, inferred geometry, hazards), the pass/fail/skip totals and
+//! the command that renders the report. A run cut short (no `end` record) is digested as far as
+//! it got and called incomplete. Numbers are printed to 3 significant digits: no timer here
+//! resolves more.
+
+use crate::input::Log;
+use crate::ktap;
+use crate::metrics::{human_bytes as hb, sig, Metric};
+use crate::model::{self, ModelData};
+use crate::records::{self, Record};
+use cachescope_arch::cache::silicon;
+use cachescope_arch::cpuid::Midr;
+use serde_json::Value;
+
+/// The most lines a digest has.
+pub const MAX_LINES: usize = 25;
+
+/// How the digest is made.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The run used `-icount` (the runner knows; the log may not say): timer figures are
+    /// instruction counts.
+    pub icount: bool,
+    /// The path to print for the model log in the report command (None: no model log).
+    pub model_path: Option<String>,
+}
+
+fn s<'a>(r: &'a Record, k: &str) -> Option<&'a str> {
+    r.obj.get(k).and_then(Value::as_str)
+}
+
+fn u(r: &Record, k: &str) -> Option<u64> {
+    r.obj.get(k).and_then(Value::as_u64)
+}
+
+/// 3 significant digits, SI multipliers from 10,000 on (`32.1k`).
+fn n3(v: f64) -> String {
+    if v.abs() >= 1e4 {
+        crate::svg::si(v)
+    } else {
+        sig(v, 3)
+    }
+}
+
+/// "name   text", the label padded to a column.
+fn line(label: &str, text: impl AsRef<str>) -> String {
+    format!("{label:<9}{}", text.as_ref())
+}
+
+/// Whether the run is under `-icount`: the option, or a record saying so (`icount: true` in the
+/// boot, model-run or model-profile record).
+fn is_icount(recs: &[Record], opts: &Options) -> bool {
+    opts.icount
+        || recs
+            .iter()
+            .filter(|r| ["boot", "model-run", "model-profile"].contains(&r.kind()))
+            .any(|r| r.obj.get("icount").and_then(Value::as_bool) == Some(true))
+}
+
+/// What a timing source means in this run.
+fn source_label(source: &str, emulated: bool, icount: bool) -> String {
+    match (source, emulated, icount) {
+        ("model", ..) => "model".into(),
+        (_, true, true) => "-icount: instructions, not time".into(),
+        ("cntvct", true, false) => "emulator timer: measures QEMU".into(),
+        ("pmccntr", true, false) => "emulator cycle counter: measures QEMU".into(),
+        ("cntvct", false, _) => "timer CNTVCT".into(),
+        ("pmccntr", false, _) => "cycle counter PMCCNTR".into(),
+        (s, ..) => s.into(),
+    }
+}
+
+/// Under -icount (shift=0) one virtual ns is one instruction: `ns` → `insn`, a rate per second
+/// → per 10^9 instructions.
+fn unit_label(unit: &str, icount: bool) -> String {
+    if icount {
+        unit.replace("ns", "insn").replace("/s", "/Ginsn")
+    } else {
+        unit.to_string()
+    }
+}
+
+/// Longest digest line; longer ones are cut with `…`.
+pub const MAX_WIDTH: usize = 160;
+
+fn clip(mut l: String) -> String {
+    if l.chars().count() > MAX_WIDTH {
+        l = l.chars().take(MAX_WIDTH - 1).collect();
+        l.push('…');
+    }
+    l
+}
+
+/// The digest of `run` (and the records of `model`, if given), one string per line.
+pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
+    let (recs, _) = records::extract(run);
+    let mrecs = model.map(|m| records::extract(m).0).unwrap_or_default();
+    let mut all = recs.clone();
+    all.extend(mrecs.iter().cloned());
+    let boot = recs.iter().find(|r| r.kind() == "boot");
+    let end = recs.iter().rev().find(|r| r.kind() == "end");
+    let emulated = boot.and_then(|b| b.obj.get("emulated")).and_then(Value::as_bool).unwrap_or(false);
+    let icount = is_icount(&all, opts);
+    let mut out: Vec<String> = Vec::new();
+    let mut tail: Vec<String> = Vec::new();
+
+    let status = match end {
+        Some(_) => "complete".to_string(),
+        None => {
+            let last_suite = run.lines.iter().rev().find_map(|l| l.text.trim_start().strip_prefix("# Subtest: ").map(str::to_string));
+            format!(
+                "INCOMPLETE: no end record, the run died or was cut short{}; what it printed is digested below",
+                last_suite.map(|s| format!(" (last suite started: {s})")).unwrap_or_default()
+            )
+        }
+    };
+    out.push(format!("== cachescope digest: {} ({status}) ==", run.name));
+
+    // Core and caches.
+    match boot {
+        Some(b) => out.push(line(
+            "core",
+            format!(
+                "{} (MIDR {}) on {}, entered at EL{}{}",
+                s(b, "cpu").unwrap_or("?"),
+                s(b, "midr").unwrap_or("?"),
+                s(b, "board").unwrap_or("?"),
+                u(b, "el").map_or("?".into(), |e| e.to_string()),
+                match (emulated, icount) {
+                    (true, true) => "; EMULATED (QEMU, -icount): timings are instruction counts",
+                    (true, false) => "; EMULATED (QEMU): timings measure the emulator",
+                    _ => "",
+                }
+            ),
+        )),
+        None => out.push(line("core", "no boot record")),
+    }
+    let midr = boot.and_then(|b| s(b, "midr")).and_then(|m| u64::from_str_radix(m.trim_start_matches("0x"), 16).ok()).map(|raw| Midr { raw });
+    let caches: Vec<&Record> = recs.iter().filter(|r| r.kind() == "cache").collect();
+    if caches.is_empty() {
+        out.push(line("caches", "no cache records (cache suite not run)"));
+    }
+    for c in &caches {
+        let name = model::ccsidr_level_name(&c.obj).unwrap_or_else(|| "L?".into());
+        let (size, ways, sets, ln) = (u(c, "size").unwrap_or(0), u(c, "ways").unwrap_or(0), u(c, "sets").unwrap_or(0), u(c, "line").unwrap_or(0));
+        let kind = match s(c, "type").and_then(|t| t.chars().next()) {
+            Some('d') => cachescope_arch::cache::Kind::Data,
+            Some('i') => cachescope_arch::cache::Kind::Instruction,
+            _ => cachescope_arch::cache::Kind::Unified,
+        };
+        let sil = midr.and_then(|m| silicon::lookup(m, u(c, "level").unwrap_or(0) as u8, kind));
+        let verdict = match sil {
+            None => "no published silicon for this core".to_string(),
+            Some(p) => {
+                let agrees = p.ways as u64 == ways && p.line as u64 == ln && p.sizes_kib.iter().any(|k| *k as u64 * 1024 == size);
+                let sizes = p.sizes_kib.iter().map(|k| hb(*k as f64 * 1024.0)).collect::<Vec<_>>().join("/");
+                if agrees {
+                    format!("silicon agrees ({})", p.source)
+                } else {
+                    format!("silicon DIFFERS: {sizes} {}-way {} B ({})", p.ways, p.line, p.source)
+                }
+            }
+        };
+        out.push(line("cache", format!("{name:<4}{} {ways}-way {sets} sets {ln} B (CCSIDR) | {verdict}", hb(size as f64))));
+    }
+
+    // Maintenance.
+    let walks: Vec<&Record> = recs.iter().filter(|r| r.kind() == "setway").collect();
+    let mut maint = if walks.is_empty() {
+        "no set/way records".to_string()
+    } else {
+        let mut by_op: Vec<(String, u64)> = Vec::new();
+        for w in &walks {
+            let op = s(w, "op").unwrap_or("?").to_string();
+            let n = u(w, "ops").unwrap_or(0);
+            match by_op.iter_mut().find(|(o, _)| *o == op) {
+                Some((_, t)) => *t += n,
+                None => by_op.push((op, n)),
+            }
+        }
+        let refused = walks.iter().filter(|w| w.obj.contains_key("error")).count();
+        format!(
+            "{} set/way walks, {} DC ops ({}){}",
+            walks.len(),
+            by_op.iter().map(|(_, n)| n).sum::<u64>(),
+            by_op.iter().map(|(o, n)| format!("{o} {n}")).collect::<Vec<_>>().join(", "),
+            if refused > 0 { format!(", {refused} refused") } else { String::new() }
+        )
+    };
+    if let Some(t) = recs.iter().find(|r| r.kind() == "maint-total") {
+        // Grouped: set/way, DC by VA, DC ZVA, IC, TLBI (each field is one instruction's count).
+        let sum = |f: &dyn Fn(&str) -> bool| t.obj.iter().filter(|(k, _)| f(k)).filter_map(|(_, v)| v.as_u64()).sum::<u64>();
+        let groups = [
+            ("set/way", sum(&|k| k.starts_with("dc_") && k.ends_with("sw"))),
+            ("DC by VA", sum(&|k| k.starts_with("dc_") && k.contains("va"))),
+            ("DC ZVA", sum(&|k| k == "dc_zva")),
+            ("IC", sum(&|k| k.starts_with("ic_"))),
+            ("TLBI", sum(&|k| k.starts_with("tlbi_"))),
+        ];
+        maint += &format!("; whole run: {}", groups.iter().map(|(n, v)| format!("{n} {}", n3(*v as f64))).collect::<Vec<_>>().join(", "));
+    }
+    out.push(line("maint", maint));
+
+    // Attribute matrix.
+    let attrs: Vec<&Record> = recs.iter().filter(|r| r.kind() == "attr").collect();
+    let mmu = suite_verdict(run, "mmu");
+    if attrs.is_empty() && mmu.is_none() {
+        out.push(line("attrs", "no attribute records (mmu suite not run)"));
+    } else {
+        let ok = attrs.iter().filter(|a| s(a, "par_attr").is_some() && s(a, "par_attr") == s(a, "mair")).count();
+        let bad: Vec<&str> = attrs.iter().filter(|a| s(a, "par_attr").is_none() || s(a, "par_attr") != s(a, "mair")).filter_map(|a| s(a, "name")).collect();
+        out.push(line(
+            "attrs",
+            format!(
+                "{ok}/{} alias windows verified by AT (PAR_EL1.ATTR = MAIR byte){}; mmu suite: {}",
+                attrs.len(),
+                if bad.is_empty() { String::new() } else { format!(", MISMATCH: {}", bad.join(", ")) },
+                mmu.unwrap_or_else(|| "no result".into())
+            ),
+        ));
+    }
+
+    // Benchmarks (kernel timing).
+    let (metrics, _) = Metric::collect(&recs);
+    // The `infer` sweeps are read as a geometry (the `geometry` line), not as a benchmark.
+    let timed: Vec<&Metric> = metrics.iter().filter(|m| m.key.source != "model" && m.key.bench != "infer").collect();
+    if timed.is_empty() {
+        out.push(line("bench", "no benchmark metrics"));
+    }
+    let mut benches: Vec<&str> = Vec::new();
+    for m in &timed {
+        if !benches.contains(&m.key.bench.as_str()) {
+            benches.push(&m.key.bench);
+        }
+    }
+    for b in benches {
+        let ms: Vec<&Metric> = timed.iter().copied().filter(|m| m.key.bench == b).collect();
+        out.push(line(b, bench_headline(b, &ms, icount)));
+    }
+    if !emulated {
+        let knees: Vec<String> = recs.iter().filter(|r| r.kind() == "knee").filter_map(|r| u(r, "capacity")).map(|c| hb(c as f64)).collect();
+        if !knees.is_empty() {
+            out.push(line("knees", format!("from the timer: {}", knees.join(", "))));
+        }
+    }
+
+    // The model.
+    let md = ModelData::from_records(&mrecs.iter().chain(recs.iter().filter(|r| s(r, "source") == Some("model"))).cloned().collect::<Vec<_>>());
+    let loaded = boot.and_then(|b| s(b, "model")).filter(|m| *m != "off");
+    if md.is_empty() && loaded.is_some() {
+        out.push(line(
+            "model",
+            format!("loaded (profile {}) but its records were not given: add --model MODEL_LOG", loaded.unwrap_or("?")),
+        ));
+    } else if md.is_empty() {
+        out.push(line(
+            "model",
+            "not observed (QEMU_CACHE_MODEL=off): knees, modelled latency, hand-off, bypass, KV, prefetch and geometry need the cache model",
+        ));
+    } else {
+        out.extend(model_lines(&recs, &md));
+    }
+
+    // Totals and how to go on.
+    let k = ktap::validate(run, ktap::Options::default());
+    tail.push(line(
+        "results",
+        match end {
+            Some(e) => format!(
+                "{} passed, {} failed, {} skipped",
+                u(e, "passed").unwrap_or(0),
+                u(e, "failed").unwrap_or(0),
+                u(e, "skipped").unwrap_or(0)
+            ),
+            None => format!(
+                "INCOMPLETE run: {} passed, {} failed, {} skipped before it stopped",
+                k.leaves.passed, k.leaves.failed, k.leaves.skipped
+            ),
+        },
+    ));
+    let stem = run.name.strip_suffix(".log").unwrap_or(&run.name);
+    tail.push(line(
+        "report",
+        format!(
+            "scripts/report report {}{} -o {stem}.html",
+            run.name,
+            opts.model_path.as_ref().map(|m| format!(" --model {m}")).unwrap_or_default(),
+        ),
+    ));
+    // Keep the head within the limit, the tail always.
+    let room = MAX_LINES - tail.len();
+    if out.len() > room {
+        let dropped = out.len() - (room - 1);
+        out.truncate(room - 1);
+        out.push(format!("… {dropped} more lines: scripts/report report gives everything"));
+    }
+    out.extend(tail);
+    out.into_iter().map(clip).collect()
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    }
+}
+
+/// A suite's verdict from its top-level result and its `# NAME: pass:P fail:F skip:S` line.
+fn suite_verdict(run: &Log, suite: &str) -> Option<String> {
+    let counts = run.lines.iter().find_map(|l| {
+        let t = l.text.trim_start().strip_prefix("# ")?.strip_prefix(suite)?.strip_prefix(": pass:")?;
+        Some(t.to_string())
+    });
+    let result = run.lines.iter().filter(|l| !l.text.starts_with(' ')).find_map(|l| {
+        ktap::parse_result(&l.text).and_then(|r| r.ok()).filter(|r| r.description == suite).map(|r| if r.is_failure() { "NOT OK" } else { "ok" })
+    });
+    match (result, counts) {
+        (None, None) => None,
+        (r, c) => Some(format!(
+            "{}{}",
+            r.unwrap_or("no result (cut short)"),
+            c.map(|c| format!(" (pass:{c})")).unwrap_or_default()
+        )),
+    }
+}
+
+/// First/last median of the series of one attribute, ordered by bytes (or tokens).
+fn ends(ms: &[&Metric], key: impl Fn(&Metric) -> f64) -> Option<(f64, f64, f64, f64)> {
+    let mut v: Vec<(f64, f64)> = ms.iter().filter_map(|m| m.median.map(|y| (key(m), y))).collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    Some((v.first()?.0, v.first()?.1, v.last()?.0, v.last()?.1))
+}
+
+fn attrs_of(ms: &[&Metric]) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for m in ms {
+        let a = m.key.attr.clone().unwrap_or_else(|| "-".into());
+        if !v.contains(&a) {
+            v.push(a);
+        }
+    }
+    v
+}
+
+fn bench_headline(bench: &str, ms: &[&Metric], icount: bool) -> String {
+    let emulated = ms.iter().all(|m| m.emulated == Some(true));
+    let src = source_label(&ms[0].key.source, emulated, icount);
+    let unit = unit_label(&ms[0].key.unit, icount);
+    let body = match bench {
+        "latency" => {
+            let parts: Vec<String> = attrs_of(ms)
+                .iter()
+                .filter_map(|a| {
+                    let g: Vec<&Metric> = ms.iter().copied().filter(|m| m.key.attr.as_deref() == Some(a)).collect();
+                    let (x0, y0, x1, y1) = ends(&g, |m| m.key.bytes.unwrap_or(0) as f64)?;
+                    Some(format!("{a} {} ({}) → {} ({})", n3(y0), hb(x0), n3(y1), hb(x1)))
+                })
+                .collect();
+            let more = parts.len().saturating_sub(4);
+            format!(
+                "{unit}: {}{}",
+                parts.iter().take(4).cloned().collect::<Vec<_>>().join(", "),
+                if more > 0 { format!(" +{more} more") } else { String::new() }
+            )
+        }
+        "kv" => {
+            let mut parts = Vec::new();
+            for v in ["append-aligned", "scan-aligned"] {
+                let g: Vec<&Metric> = ms.iter().copied().filter(|m| m.key.variant.as_deref() == Some(v) && m.key.attr.as_deref() == Some("normal-wb")).collect();
+                if let Some((x0, y0, x1, y1)) = ends(&g, |m| m.num("tokens").unwrap_or(0.0)) {
+                    parts.push(format!("{v} {} {} at {x0} → {} at {x1} tokens", n3(y0), unit_label(&g[0].key.unit, icount), n3(y1)));
+                }
+            }
+            if parts.is_empty() {
+                format!("{} measurements", ms.len())
+            } else {
+                format!("normal-wb {}", parts.join("; "))
+            }
+        }
+        _ => {
+            // One figure per variant: the median of its normal-wb (else first) measurement at
+            // the largest size.
+            let mut variants: Vec<String> = Vec::new();
+            for m in ms {
+                let v = m.key.variant.clone().unwrap_or_else(|| "-".into());
+                if !variants.contains(&v) {
+                    variants.push(v);
+                }
+            }
+            let more = variants.len().saturating_sub(5);
+            let parts: Vec<String> = variants
+                .iter()
+                .take(5)
+                .filter_map(|v| {
+                    let g: Vec<&Metric> = ms.iter().copied().filter(|m| m.key.variant.as_deref() == Some(v.as_str())).collect();
+                    let m = g.iter().find(|m| m.key.attr.as_deref() == Some("normal-wb")).or(g.first())?;
+                    Some(format!("{} {}", short_variant(v), n3(m.median?)))
+                })
+                .collect();
+            let size = ms.iter().filter_map(|m| m.key.bytes).max().map(|b| format!(" ({})", hb(b as f64))).unwrap_or_default();
+            format!("{unit}{size}, normal-wb: {}{}", parts.join(", "), if more > 0 { format!(" +{more} more") } else { String::new() })
+        }
+    };
+    format!("[{src}] {body}")
+}
+
+/// A variant name shortened for the digest (`read-ldp` → `ldp`, `to-device-nc` → `to-nc`).
+fn short_variant(v: &str) -> String {
+    v.replacen("read-", "", 1).replacen("write-", "", 1).replacen("to-device-", "to-", 1).replacen("from-device-", "from-", 1)
+}
+
+/// Published sizes as one size or a range.
+fn size_range(sizes: &[u64]) -> String {
+    match (sizes.first(), sizes.last()) {
+        (Some(a), Some(b)) if a != b => format!("{}–{}", hb(*a as f64), hb(*b as f64)),
+        (Some(a), _) => hb(*a as f64),
+        _ => "–".into(),
+    }
+}
+
+fn pct(a: f64, b: f64) -> String {
+    if b == 0.0 {
+        "–".into()
+    } else {
+        format!("{:+.0}%", (a - b) / b * 100.0)
+    }
+}
+
+/// The model's lines of the digest.
+fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
+    let mut out = Vec::new();
+    let geo: Vec<String> = d.geometry.iter().filter(|g| g.level != "L1I").map(|g| format!("{} {} {}-way", g.level, hb(g.size as f64), g.ways)).collect();
+    let policy = d.geometry.first().map(|g| g.policy.clone()).unwrap_or_default();
+    let mut extra = String::new();
+    if let Some(p) = &d.profile {
+        if let Some(mhz) = p.get("clock_mhz").and_then(Value::as_f64) {
+            extra += &format!(", {} MHz", sig(mhz, 4));
+        }
+        if let Some(h) = p.get("hwpf").and_then(Value::as_str) {
+            extra += &format!(", hw prefetcher {h}");
+        }
+    }
+    out.push(line(
+        "model",
+        format!(
+            "profile {} ({policy}{extra}): {}; {} phases, {} warnings",
+            d.profile_name().unwrap_or_else(|| "?".into()),
+            geo.join(", "),
+            d.phases.len(),
+            d.warnings.len()
+        ),
+    ));
+
+    // Knees vs CCSIDR and silicon.
+    let inf = model::infer(run, d);
+    let knees = model::knees(d);
+    let mut kparts = Vec::new();
+    for l in &inf.levels {
+        let Some(k) = knees.iter().filter(|k| k.level == l.level).min_by_key(|k| k.attr != "normal-wb") else { continue };
+        let sil = l.silicon.as_ref().map(|s| size_range(&s.0)).unwrap_or_else(|| "–".into());
+        kparts.push(format!(
+            "{} {}→{} (CCSIDR {}, silicon {sil})",
+            l.level,
+            hb(k.fits as f64),
+            hb(k.jump as f64),
+            l.ccsidr.map_or("–".into(), |c| hb(c.0 as f64))
+        ));
+    }
+    let curves = model::chase_curves(d);
+    out.push(line(
+        "knees",
+        if kparts.is_empty() {
+            if curves.is_empty() { "no pointer-chase phases under the model".into() } else { "no knee within the chase ladder".into() }
+        } else {
+            format!("(model miss rates: fits→misses) {}", kparts.join("; "))
+        },
+    ));
+    // Modelled latency.
+    if let Some(c) = curves.iter().find(|c| c.attr == "normal-wb").or(curves.first()) {
+        let lat: Vec<(u64, f64, Option<f64>)> = c.points.iter().filter_map(|p| p.ns_per_access.map(|ns| (p.bytes, ns, p.cycles_per_access))).collect();
+        if let (Some(a), Some(b)) = (lat.first(), lat.last()) {
+            out.push(line(
+                "latency",
+                format!(
+                    "(model, {}) {} ns/access at {} → {} ns at {}{}",
+                    c.attr,
+                    n3(a.1),
+                    hb(a.0 as f64),
+                    n3(b.1),
+                    hb(b.0 as f64),
+                    b.2.map(|cy| format!(" ({} cycles)", n3(cy))).unwrap_or_default()
+                ),
+            ));
+        } else {
+            out.push(line("latency", "(model) no model-time records: this plugin models counts, not time"));
+        }
+    }
+    // Hand-off, one line per direction.
+    let h = model::handoff(d);
+    for dir in ["to-", "from-"] {
+        let parts: Vec<String> = h
+            .iter()
+            .filter(|r| r.variant.starts_with(dir))
+            .map(|r| {
+                let v = short_variant(&r.variant);
+                format!("{} {}/{}/{}", v.trim_start_matches(dir), n3(r.memory_reads), n3(r.memory_writebacks), n3(r.maint))
+            })
+            .collect();
+        if !parts.is_empty() {
+            let label = if dir == "to-" { "handoff" } else { "" };
+            out.push(line(label, format!("(model /MiB reads/writebacks/maint) {}device: {}", dir, parts.join(", "))));
+        }
+    }
+    let other: Vec<String> = h
+        .iter()
+        .filter(|r| !r.variant.starts_with("to-") && !r.variant.starts_with("from-"))
+        .map(|r| format!("{} {}/{}/{}", r.variant, n3(r.memory_reads), n3(r.memory_writebacks), n3(r.maint)))
+        .collect();
+    if !other.is_empty() {
+        out.push(line("handoff", format!("(model /MiB reads/writebacks/maint) {}", other.join(", "))));
+    }
+    // Bypass.
+    let mut by: Vec<(String, u64, u64)> = Vec::new();
+    for p in &d.phases {
+        let a = p.parsed.attr.clone();
+        if a.is_empty() {
+            continue;
+        }
+        let e = match by.iter_mut().find(|(x, _, _)| *x == a) {
+            Some(e) => e,
+            None => {
+                by.push((a, 0, 0));
+                by.last_mut().expect("just pushed")
+            }
+        };
+        e.1 += p.bypass();
+        e.2 += p.data_accesses();
+    }
+    let byp: Vec<String> = by
+        .iter()
+        .filter(|(a, ..)| a.contains("nc") || a.starts_with("device") || a.contains("off"))
+        .map(|(a, b, n)| format!("{a} {} of {} data accesses", if *n == 0 { "–".into() } else { format!("{:.1}%", *b as f64 * 100.0 / *n as f64) }, n3(*n as f64)))
+        .collect();
+    if !byp.is_empty() {
+        out.push(line("bypass", format!("(model) bypassing the caches: {}", byp.join(", "))));
+    }
+    // KV.
+    let starts = model::kv_starts(d);
+    if let Some(first) = starts.first() {
+        let shape = run.iter().find(|r| r.kind() == "kv-shape").and_then(|r| u(r, "bytes_per_token"));
+        let mut parts = Vec::new();
+        for st in starts.iter().filter(|st| st.variant == first.variant && st.attr == first.attr) {
+            parts.push(format!(
+                "{} holds {}, {}",
+                st.level,
+                st.capacity_tokens.map_or("?".into(), n3),
+                st.starts_at.map_or(format!("no misses up to {}", st.max_cached), |t| format!("misses from {t}"))
+            ));
+        }
+        out.push(line(
+            "kv",
+            format!(
+                "(model, tokens) {}{} B/layer scanned; {} {}: {}",
+                shape.map(|b| format!("{b} B/token, ")).unwrap_or_default(),
+                n3(first.bytes_per_token),
+                first.variant,
+                first.attr,
+                parts.join("; ")
+            ),
+        ));
+    }
+    // Prefetch.
+    let st = model::stream(d);
+    let wb: Vec<&model::StreamRow> = st.iter().filter(|r| r.attr == "normal-wb" || (r.bypass * 2 < r.data_accesses.max(1))).collect();
+    if let Some(base) = wb.iter().find(|r| r.variant == "read-ldp") {
+        let counted = wb.iter().any(|r| r.prefetches.is_some());
+        let mut parts: Vec<String> = wb
+            .iter()
+            .filter(|r| r.is_prefetch() && r.attr == base.attr)
+            .map(|r| {
+                let mut p = format!("{} {} ({})", r.variant.trim_start_matches("read-ldp-"), n3(r.demand_misses as f64), pct(r.demand_misses as f64, base.demand_misses as f64));
+                if counted {
+                    p += &format!(" prefetches {} hits {}", n3(r.prefetches.unwrap_or(0) as f64), n3(r.prefetch_hits.unwrap_or(0) as f64));
+                }
+                p
+            })
+            .collect();
+        if !counted {
+            parts.push("(this plugin counts no prefetches)".into());
+        }
+        out.push(line(
+            "prefetch",
+            format!(
+                "(model, {} {}, L1D demand misses) read-ldp {}{}{}",
+                base.attr,
+                hb(base.bytes as f64),
+                n3(base.demand_misses as f64),
+                if parts.is_empty() { String::new() } else { "; ".into() },
+                parts.join("; ")
+            ),
+        ));
+    }
+    // Geometry.
+    let has_infer = d.phases.iter().any(|p| p.parsed.bench == "infer");
+    out.push(line(
+        "geometry",
+        if !has_infer && inf.levels.iter().all(|l| l.capacity.is_none()) {
+            "not inferred: no infer/ phases and no chase knees".to_string()
+        } else {
+            let mut parts = vec![format!("line {}", inf.line.as_ref().map_or("?".into(), |l| format!("{} B", l.value)))];
+            for l in &inf.levels {
+                let cap = l.capacity.as_ref().map(|c| hb(c.value as f64));
+                let ways = l.ways.as_ref().map(|w| format!("{}-way", w.value));
+                if cap.is_none() && ways.is_none() {
+                    continue;
+                }
+                parts.push(format!(
+                    "{} {} {} (CCSIDR {}{})",
+                    l.level,
+                    cap.unwrap_or_else(|| "?".into()),
+                    ways.unwrap_or_else(|| "?-way".into()),
+                    l.ccsidr.map_or("–".into(), |c| c.1.to_string()),
+                    l.silicon.as_ref().map(|s| format!(", silicon {}", s.1)).unwrap_or_default()
+                ));
+            }
+            if !has_infer {
+                parts.push("no infer/ phases".into());
+            }
+            format!("(inferred from model counts) {}", parts.join("; "))
+        },
+    ));
+    if let Some(h) = &d.hazard_total {
+        let fields: Vec<String> = h.iter().filter(|(k, _)| *k != "record" && *k != "source").map(|(k, v)| format!("{k}={}", value_text(v))).collect();
+        out.push(line("hazards", fields.join(" ")));
+    } else if !d.hazards.is_empty() {
+        out.push(line("hazards", format!("{} hazard records", d.hazards.len())));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) const BOOT: &str = r#"# cs: {"record":"boot","schema":2,"el":1,"current_el":1,"board":"qemu-virt","midr":"0x410fd083","cpu":"Cortex-A72","cntfrq":62500000,"dtb":true,"ram_base":"0x40000000","ram_size":536870912,"uart":"0x9000000","emulated":true,"args":""}"#;
+
+    fn run_text(with_end: bool) -> String {
+        let mut s = String::from("KTAP version 1\n1..2\n");
+        s += BOOT;
+        s += "\n  KTAP version 1\n  # Subtest: cache\n  1..1\n";
+        s += r#"  # cs: {"record":"cache","level":1,"type":"data","line":64,"ways":4,"sets":128,"size":32768,"source":"ccsidr"}"#;
+        s += "\n";
+        s += r#"  # cs: {"record":"cache","level":2,"type":"unified","line":64,"ways":16,"sets":1024,"size":1048576,"source":"ccsidr"}"#;
+        s += "\n";
+        s += r#"  # cs: {"record":"setway","op":"cisw","scope":"loc","ops":16896}"#;
+        s += "\n  ok 1 id\nok 1 cache\n  KTAP version 1\n  # Subtest: bench\n  1..1\n";
+        for (b, m) in [(1024, 5.852), (4194304, 48.167)] {
+            s += &format!("  # cs: {{\"record\":\"metric\",\"bench\":\"latency\",\"variant\":\"chase\",\"attr\":\"normal-wb\",\"bytes\":{b},\"params\":{{\"line\":64}},\"phase\":\"latency/chase/normal-wb/{b}/line=64\",\"reps\":3,\"min\":{m},\"median\":{m},\"max\":{m},\"mad\":0,\"unit\":\"ns\",\"source\":\"cntvct\",\"emulated\":true}}\n");
+        }
+        if with_end {
+            s += "  ok 1 lat\nok 2 bench\n";
+            s += "# cs: {\"record\":\"end\",\"passed\":2,\"failed\":0,\"skipped\":0}\n";
+        }
+        s
+    }
+
+    fn model_text() -> String {
+        let mut s = String::new();
+        s += "# cs: {\"record\":\"model-geometry\",\"level\":\"L1D\",\"size\":32768,\"line\":64,\"sets\":128,\"ways\":4,\"sharing\":\"private\",\"policy\":\"lru\",\"origin\":\"guest\",\"vcpus\":1,\"source\":\"model\"}\n";
+        s += "# cs: {\"record\":\"model-geometry\",\"level\":\"L2\",\"size\":1048576,\"line\":64,\"sets\":1024,\"ways\":16,\"sharing\":\"shared\",\"policy\":\"lru\",\"origin\":\"guest\",\"vcpus\":1,\"source\":\"model\"}\n";
+        let mut id = 0;
+        for (b, l1, l2) in [(16384u64, 0u64, 0u64), (32768, 100, 0), (40960, 3800, 0), (1048576, 4000, 60), (1310720, 4100, 4090)] {
+            id += 1;
+            s += &format!("# cs: {{\"record\":\"model\",\"phase\":\"latency/chase/normal-wb/{b}/line=64\",\"phase_id\":{id},\"level\":\"L1D\",\"accesses\":4100,\"hits\":{},\"misses\":{l1},\"writebacks\":0,\"maint\":0,\"bypass\":0,\"source\":\"model\"}}\n", 4100 - l1);
+            s += &format!("# cs: {{\"record\":\"model\",\"phase\":\"latency/chase/normal-wb/{b}/line=64\",\"phase_id\":{id},\"level\":\"L2\",\"accesses\":{l1},\"hits\":{},\"misses\":{l2},\"writebacks\":0,\"maint\":0,\"bypass\":0,\"source\":\"model\"}}\n", l1 - l2);
+        }
+        s
+    }
+
+    #[test]
+    fn digest_of_a_complete_run_without_the_model() {
+        let run = Log::from_bytes("run.log", run_text(true).as_bytes());
+        let d = digest(&run, None, &Options::default());
+        let text = d.join("\n");
+        assert!(d.len() <= MAX_LINES, "{text}");
+        for needle in [
+            "== cachescope digest: run.log (complete) ==",
+            "Cortex-A72 (MIDR 0x410fd083) on qemu-virt, entered at EL1; EMULATED (QEMU): timings measure the emulator",
+            "L1D 32 KiB 4-way 128 sets 64 B (CCSIDR) | silicon DIFFERS: 32 KiB 2-way 64 B (Cortex-A72 TRM 100095)",
+            "L2  1 MiB 16-way 1024 sets 64 B (CCSIDR) | silicon agrees",
+            "1 set/way walks, 16896 DC ops (cisw 16896)",
+            "[emulator timer: measures QEMU] ns: normal-wb 5.85 (1 KiB) → 48.2 (4 MiB)",
+            "model    not observed (QEMU_CACHE_MODEL=off)",
+            "results  2 passed, 0 failed, 0 skipped",
+            "scripts/report report run.log -o run.html",
+        ] {
+            assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn digest_of_a_partial_run_under_the_model_with_icount() {
+        let run = Log::from_bytes("cut.log", run_text(false).as_bytes());
+        let model = Log::from_bytes("cut.model", model_text().as_bytes());
+        let opts = Options { icount: true, model_path: Some("cut.model".into()) };
+        let d = digest(&run, Some(&model), &opts);
+        let text = d.join("\n");
+        assert!(d.len() <= MAX_LINES, "{text}");
+        for needle in [
+            "(INCOMPLETE: no end record, the run died or was cut short (last suite started: bench)",
+            "EMULATED (QEMU, -icount): timings are instruction counts",
+            "[-icount: instructions, not time] insn:",
+            "L1D 32 KiB→40 KiB (CCSIDR 32 KiB, silicon 32 KiB)",
+            "L1D 32 KiB ?-way (CCSIDR 4, silicon 2)",
+            "L2 1 MiB→1.25 MiB (CCSIDR 1 MiB, silicon 512 KiB–4 MiB)",
+            "no model-time records",
+            "INCOMPLETE run: 1 passed, 0 failed, 0 skipped before it stopped",
+            "scripts/report report cut.log --model cut.model -o cut.html",
+        ] {
+            assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn digest_never_exceeds_the_limit_and_survives_garbage() {
+        let mut t = run_text(true);
+        for i in 0..40 {
+            t += &format!("# cs: {{\"record\":\"metric\",\"bench\":\"b{i}\",\"median\":1,\"unit\":\"ns\",\"source\":\"cntvct\",\"emulated\":true}}\n");
+        }
+        let d = digest(&Log::from_bytes("x.log", t.as_bytes()), None, &Options::default());
+        assert_eq!(d.len(), MAX_LINES);
+        assert!(d[MAX_LINES - 3].contains("more lines"), "{d:#?}");
+        assert!(d[MAX_LINES - 1].starts_with("report"));
+        let empty = digest(&Log::from_bytes("e.log", b"\xff\xfe garbage\n# cs: {broken\n"), None, &Options::default());
+        assert!(empty[0].contains("INCOMPLETE") && empty.iter().any(|l| l.contains("no boot record")), "{empty:#?}");
+    }
+}

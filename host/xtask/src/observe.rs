@@ -1,0 +1,111 @@
+//! `model-observe`: what the cache model must show of the main job's benchmarks, read from the
+//! records with the report tool's analysis (`cachescope_report::model`, the one home of the
+//! rules the digest and the figures use):
+//!
+//! - the latency sweep's L1D and L2 knees, found in the model's miss rates, at the capacities
+//!   the model simulates (CCSIDR's under the guest geometry);
+//! - the modelled latency per access rising across each knee;
+//! - every PRFM stream variant with fewer demand misses than the plain LDP loop at the level
+//!   it names (PLDL1STRM: L1D, PLDL2KEEP: L2);
+//! - the inferred line size, and ways per level equal to the simulated geometry (4-way L1D
+//!   under the guest geometry; 2-way under `rpi4`, where CCSIDR says 4).
+
+use cachescope_report::input::Log;
+use cachescope_report::model::{self, ModelData};
+use cachescope_report::records;
+
+/// One finding: (passed, what).
+pub type Finding = (bool, String);
+
+/// Reads a kernel log and its model log.
+pub fn load(log: &str, model_log: &str) -> Result<(Vec<records::Record>, ModelData), String> {
+    let run = Log::load(log).map_err(|e| e.to_string())?;
+    let m = Log::load(model_log).map_err(|e| e.to_string())?;
+    let run_recs = records::extract(&run).0;
+    let d = ModelData::from_records(&records::extract(&m).0);
+    if d.is_empty() {
+        return Err(format!("{model_log}: no cache-model records"));
+    }
+    Ok((run_recs, d))
+}
+
+/// The latency, stream and geometry checks of a main-job run under the model.
+pub fn benchmarks(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
+    let mut f = Vec::new();
+    let curves = model::chase_curves(d);
+    let Some(wb) = curves.iter().find(|c| c.attr == "normal-wb") else {
+        return vec![(false, "no latency/chase/normal-wb phases under the model".into())];
+    };
+    for level in ["L1D", "L2"] {
+        let size = d.geometry_of(level).map(|g| g.size);
+        match (model::knee_of(wb, level), size) {
+            (Some(k), Some(size)) => f.push((
+                k.fits == size,
+                format!(
+                    "{level} knee from miss rates: fits {} B (miss rate {:.3}), next {} B ({:.3}); the model simulates {size} B",
+                    k.fits, k.rate_fits, k.jump, k.rate_jump
+                ),
+            )),
+            (k, size) => f.push((false, format!("{level}: knee {k:?}, simulated size {size:?}"))),
+        }
+    }
+    // Modelled latency per access: below L1D, between L1D and L2, past L2.
+    let at = |bytes: u64| wb.points.iter().filter(|p| p.bytes <= bytes).max_by_key(|p| p.bytes).and_then(|p| p.ns_per_access.map(|n| (p.bytes, n)));
+    let (l1, l2) = (d.geometry_of("L1D").map_or(0, |g| g.size), d.geometry_of("L2").map_or(0, |g| g.size));
+    match (at(l1 / 2), at(l2 / 2), wb.points.last().and_then(|p| p.ns_per_access.map(|n| (p.bytes, n)))) {
+        (Some(a), Some(b), Some(c)) => f.push((
+            a.1 < b.1 && b.1 < c.1,
+            format!("modelled latency per access rises across the knees: {} B {:.2} ns, {} B {:.2} ns, {} B {:.2} ns", a.0, a.1, b.0, b.1, c.0, c.1),
+        )),
+        other => f.push((false, format!("modelled latency missing (model-time records?): {other:?}"))),
+    }
+    let stream: Vec<_> = model::stream(d).into_iter().filter(|r| r.attr == "normal-wb" && r.variant.starts_with("read-")).collect();
+    match stream.iter().find(|r| r.variant == "read-ldp") {
+        None => f.push((false, "no stream/read-ldp/normal-wb phase under the model".into())),
+        Some(plain) => {
+            let prefetching: Vec<_> = stream.iter().filter(|r| r.is_prefetch()).collect();
+            if prefetching.is_empty() {
+                f.push((false, "no PRFM stream variants under the model".into()));
+            }
+            for r in prefetching {
+                // A PRFM fills the level it names (…L1…, …L2…): its demand misses drop there.
+                let level = if r.variant.contains("l2") { "L2" } else if r.variant.contains("l3") { "L3" } else { "L1D" };
+                let misses = |row: &model::StreamRow| row.misses.iter().find(|(l, _)| l == level).map(|&(_, n)| n);
+                let (with, without) = (misses(r), misses(plain));
+                f.push((
+                    matches!((with, without), (Some(a), Some(b)) if a < b),
+                    format!(
+                        "stream {}: {with:?} {level} demand misses against read-ldp's {without:?} ({} prefetches, {} prefetch hits)",
+                        r.variant,
+                        r.prefetches.map_or("?".into(), |n| n.to_string()),
+                        r.prefetch_hits.map_or("?".into(), |n| n.to_string())
+                    ),
+                ));
+            }
+        }
+    }
+    f.extend(geometry(run, d));
+    f
+}
+
+/// The inferred line size and ways against the geometry the model simulated.
+pub fn geometry(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
+    let mut f = Vec::new();
+    let inferred = model::infer(run, d);
+    let simulated_line = d.geometry_of("L1D").map(|g| g.line);
+    let line = inferred.line.as_ref().map(|l| l.value);
+    f.push((line.is_some() && line == simulated_line, format!("line size inferred {line:?} B, simulated {simulated_line:?} B")));
+    let sweeps = model::infer_ways(d);
+    if sweeps.is_empty() {
+        f.push((false, "no infer/ways phases under the model".into()));
+    }
+    for w in sweeps {
+        let simulated = d.geometry_of(&w.level).map(|g| g.ways);
+        let ccsidr = inferred.levels.iter().find(|l| l.level == w.level).and_then(|l| l.ccsidr).map(|c| c.1);
+        f.push((
+            w.ways.is_some() && w.ways == simulated,
+            format!("{} ways inferred {:?} (spacing {} B), simulated {simulated:?}, CCSIDR {ccsidr:?}", w.level, w.ways, w.spacing),
+        ));
+    }
+    f
+}

@@ -1,0 +1,237 @@
+//! The classic cache-maintenance mistakes, made on purpose, one per case, so that the cache
+//! model's sanitizer (host/cache-model) can be seen to catch each one: a hand-off without a
+//! clean, a read-back without an invalidate, an invalidate of a partial edge line, a by-VA loop
+//! with twice the line as its stride, self-modifying code without IC IVAU, and set/way
+//! maintenance of one level where another level holds the data.
+//!
+//! Each case runs its mistake as the cache-model phase `mistakes/CASE` and declares what the
+//! sanitizer must report with `expect-hazard` records (kind and lines). The plugin cannot answer
+//! the kernel under plugin API v4 (it can read guest registers and memory, not write them), so
+//! the verdict is the host's: `scripts/xtask hazards` requires, per mistakes phase, exactly the
+//! expected kinds at exactly the expected lines, and no hazard anywhere else in the run.
+//! Without the model the cases SKIP: on QEMU nothing else can see these mistakes (its memory is
+//! always coherent), and on silicon they corrupt data silently.
+//!
+//! Every case works on lines of its own at the far end of the alias windows (the benchmarks use
+//! their start) and leaves them clean and invalidated, by the correct sequence, when it is done.
+
+use alloc::format;
+
+use crate::arch::cache as arch_cache;
+use crate::bench::named_phase;
+use crate::cache::setway::{Scope, SetWayOp};
+use crate::harness::{Case, Ctx, Suite};
+use crate::mem::alias::AliasWindow;
+use crate::mem::attr::MemAttr;
+use cachescope_arch::hw;
+
+/// The mistakes suite.
+pub const SUITE: Suite = Suite {
+    name: "mistakes",
+    report: None,
+    cases: &[
+        Case { name: "handoff-without-clean", run: handoff_without_clean },
+        Case { name: "readback-without-invalidate", run: readback_without_invalidate },
+        Case { name: "partial-edge-invalidate", run: partial_edge_invalidate },
+        Case { name: "stride-gap", run: stride_gap },
+        Case { name: "smc-without-ic", run: smc_without_ic },
+        Case { name: "setway-one-level", run: setway_one_level },
+    ],
+    on_request: false,
+    args: &[],
+    validate: None,
+};
+
+/// Lines each case owns.
+const LINES: usize = 4;
+
+/// Bytes set aside per case at the end of the windows.
+const CASE_SPAN: usize = 64 * 1024;
+
+/// The write-back and non-cacheable views of one case's lines.
+struct Lines {
+    /// Write-back alias (the CPU's cached view).
+    wb: usize,
+    /// Non-cacheable alias of the same bytes (a non-coherent device's view).
+    nc: usize,
+    /// Physical address.
+    pa: u64,
+    /// DminLine.
+    line: usize,
+}
+
+/// The case's lines, or the reason it cannot run (SKIP).
+fn lines(ctx: &Ctx, index: usize) -> Result<Lines, alloc::string::String> {
+    if ctx.boot.model.is_none() {
+        return Err("needs the cache model's sanitizer (QEMU_CACHE_MODEL): nothing else on QEMU sees a missing clean or invalidate, and on silicon the mistake corrupts data silently".into());
+    }
+    let windows = crate::mem::mmu::enable_with_aliases(ctx.boot).map_err(|e| format!("cannot map the alias windows: {e}"))?;
+    let find = |attr: MemAttr| windows.iter().find(|w: &&AliasWindow| w.attr == attr);
+    let (Some(wb), Some(nc)) = (find(MemAttr::NormalWriteBack), find(MemAttr::NormalNonCacheable)) else {
+        return Err("needs the normal-wb and normal-nc alias windows".into());
+    };
+    let offset = wb.len.checked_sub(CASE_SPAN * (index + 1)).ok_or("the alias windows are too small")?;
+    let line = crate::cache::this_cpu().ctr.dmin_line() as usize;
+    let l = Lines { wb: wb.va + offset, nc: nc.va + offset, pa: (wb.pa + offset) as u64, line };
+    // A known start: the lines written back and in no cache, by the correct sequence.
+    settle(&l, CASE_SPAN);
+    Ok(l)
+}
+
+/// Cleans and invalidates `bytes` of the case's lines to PoC (the correct sequence).
+fn settle(l: &Lines, bytes: usize) {
+    let _ = crate::cache::maintenance::clean_invalidate_to_poc(l.wb, bytes);
+}
+
+fn write(va: usize, value: u64) {
+    // SAFETY: `va` lies in a case's lines inside a mapped alias window (test memory).
+    unsafe { core::ptr::write_volatile(va as *mut u64, value) };
+}
+
+fn read(va: usize) -> u64 {
+    // SAFETY: as in `write`.
+    unsafe { core::ptr::read_volatile(va as *const u64) }
+}
+
+/// Runs `f` as the phase `mistakes/NAME` and declares the hazard it must produce.
+fn mistake(ctx: &mut Ctx, index: usize, name: &str, f: impl FnOnce(&Lines) -> (&'static str, u64, u64, usize)) {
+    let l = match lines(ctx, index) {
+        Ok(l) => l,
+        Err(why) => return ctx.skip(why),
+    };
+    let phase = format!("mistakes/{name}");
+    let (kind, pa, stride, count) = named_phase(&phase, || f(&l));
+    ctx.expect_hazard(&phase, kind, pa, count as u64, stride);
+    settle(&l, CASE_SPAN);
+    crate::diag!("{name}: expects {kind} at {count} line(s) from {pa:#x} (checked by the host from the model's hazard records)");
+    ctx.check(true, format!("{name} performed; the verdict is the sanitizer's"));
+}
+
+/// The CPU fills a buffer through its write-back view and hands it to a device that reads
+/// memory (the non-cacheable view) — without DC CVAC: the device reads stale memory.
+fn handoff_without_clean(ctx: &mut Ctx) {
+    mistake(ctx, 0, "handoff-without-clean", |l| {
+        for i in 0..LINES {
+            write(l.wb + i * l.line, 0xc0de_0000 + i as u64);
+        }
+        hw::dsb_sy();
+        for i in 0..LINES {
+            core::hint::black_box(read(l.nc + i * l.line));
+        }
+        ("stale-read-by-device", l.pa, l.line as u64, LINES)
+    });
+}
+
+/// The CPU reads a buffer (its lines are now cached), a device writes new data to memory, and
+/// the CPU reads again without DC IVAC: it sees its stale cached copy.
+fn readback_without_invalidate(ctx: &mut Ctx) {
+    mistake(ctx, 1, "readback-without-invalidate", |l| {
+        for i in 0..LINES {
+            core::hint::black_box(read(l.wb + i * l.line));
+        }
+        for i in 0..LINES {
+            write(l.nc + i * l.line, 0xd0d0_0000 + i as u64);
+        }
+        hw::dsb_sy();
+        for i in 0..LINES {
+            core::hint::black_box(read(l.wb + i * l.line));
+        }
+        ("stale-read-by-cpu", l.pa, l.line as u64, LINES)
+    });
+}
+
+/// A receive buffer of two and a half lines is invalidated with DC IVAC on every line it
+/// touches, including its last line, which it shares with a variable the CPU just wrote: the
+/// invalidate discards that write (the correct sequence cleans partial lines first).
+fn partial_edge_invalidate(ctx: &mut Ctx) {
+    mistake(ctx, 2, "partial-edge-invalidate", |l| {
+        let buffer_len = 2 * l.line + l.line / 2;
+        let neighbour = l.wb + buffer_len;
+        write(neighbour, 0x5eed);
+        hw::dsb_sy();
+        let mut a = l.wb;
+        while a < l.wb + buffer_len {
+            // SAFETY: the mistake on purpose: the lines belong to this case (test memory); the
+            // neighbour's write is discarded, which is what the case shows.
+            unsafe { hw::dc_ivac(a) };
+            a += l.line;
+        }
+        hw::dsb_sy();
+        ("lost-write", l.pa + 2 * l.line as u64, l.line as u64, 1)
+    });
+}
+
+/// Cleans a dirty buffer to PoC with a DC CVAC loop whose stride is twice DminLine: every
+/// other line is never cleaned.
+fn stride_gap(ctx: &mut Ctx) {
+    mistake(ctx, 3, "stride-gap", |l| {
+        let bytes = 2 * LINES * l.line;
+        for i in 0..2 * LINES {
+            write(l.wb + i * l.line, 0x9a9 + i as u64);
+        }
+        crate::model::maintenance_range(l.wb, bytes, || {
+            let mut a = l.wb;
+            while a < l.wb + bytes {
+                hw::dc_cvac(a);
+                a += 2 * l.line;
+            }
+            hw::dsb_sy();
+        });
+        ("maintenance-gap", l.pa + l.line as u64, 2 * l.line as u64, LINES)
+    });
+}
+
+/// Writes an instruction, cleans it to PoU (DC CVAU) but never invalidates the I-cache (no IC
+/// IVAU) before executing it: the core may run the old instruction. The code lives in a heap
+/// line (identity-mapped, executable; the alias windows are execute-never).
+fn smc_without_ic(ctx: &mut Ctx) {
+    let template = arch_cache::smc_template();
+    if let Err(why) = lines(ctx, 4) {
+        return ctx.skip(why);
+    }
+    let line = crate::cache::this_cpu().ctr.dmin_line() as usize;
+    // Two lines of words: one of them starts on a line boundary.
+    let mut words: alloc::vec::Vec<u32> = alloc::vec![0; 2 * line / 4];
+    let base = words.as_mut_ptr() as usize;
+    let code = (base + line - 1) & !(line - 1);
+    let _ = crate::cache::maintenance::clean_invalidate_to_poc(code, line);
+    let phase = "mistakes/smc-without-ic";
+    named_phase(phase, || {
+        for (i, w) in template.iter().enumerate() {
+            // SAFETY: inside `words` (the line-aligned line is within its two lines); 4-byte aligned.
+            unsafe { core::ptr::write_volatile((code + 4 * i) as *mut u32, *w) };
+        }
+        hw::dc_cvau(code);
+        hw::dsb_ish();
+        hw::isb();
+        // SAFETY: `movz w0, #imm; ret` (the template), a function of the C ABI; on QEMU the
+        // instruction fetch sees memory, so it runs the new code.
+        let f: extern "C" fn() -> u32 = unsafe { core::mem::transmute(code) };
+        core::hint::black_box(crate::arch::trap::try_run(|| f()).ok());
+    });
+    ctx.expect_hazard(phase, "stale-instruction", code as u64, 1, line as u64);
+    // Made right afterwards (the heap line is reused): IC IVAU by the correct sequence.
+    let _ = crate::cache::maintenance::sync_instructions(code, line);
+    let _ = crate::cache::maintenance::clean_invalidate_to_poc(code, line);
+    drop(words);
+    crate::diag!("smc-without-ic: expects stale-instruction at the code's line {code:#x} (PA = VA: identity-mapped heap)");
+    ctx.check(true, "smc-without-ic performed; the verdict is the sanitizer's");
+}
+
+/// Hands a buffer to a device after cleaning only level 1 by set/way: the dirty lines move to
+/// L2, which still holds them when the device reads memory.
+fn setway_one_level(ctx: &mut Ctx) {
+    if crate::cache::this_cpu().caches.iter().all(|c| c.level < 2) {
+        return ctx.skip("needs a second cache level");
+    }
+    mistake(ctx, 5, "setway-one-level", |l| {
+        for i in 0..LINES {
+            write(l.wb + i * l.line, 0x5e7_0000 + i as u64);
+        }
+        crate::cache::dcsw(SetWayOp::Clean, Scope::Level(1));
+        for i in 0..LINES {
+            core::hint::black_box(read(l.nc + i * l.line));
+        }
+        ("stale-read-by-device", l.pa, l.line as u64, LINES)
+    });
+}
