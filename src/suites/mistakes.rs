@@ -182,40 +182,49 @@ fn stride_gap(ctx: &mut Ctx) {
 }
 
 /// Writes an instruction, cleans it to PoU (DC CVAU) but never invalidates the I-cache (no IC
-/// IVAU) before executing it: the core may run the old instruction. The code lives in a heap
-/// line (identity-mapped, executable; the alias windows are execute-never).
+/// IVAU) before executing it: the core may run the old instruction. Mappings are never writable
+/// and executable at once (W^X), so like a JIT the case writes the code through its write-back
+/// window and runs it through a read-only executable alias of the same page.
 fn smc_without_ic(ctx: &mut Ctx) {
     let template = arch_cache::smc_template();
-    if let Err(why) = lines(ctx, 4) {
-        return ctx.skip(why);
+    let l = match lines(ctx, 4) {
+        Ok(l) => l,
+        Err(why) => return ctx.skip(why),
+    };
+    let page = crate::mem::table::PAGE_SIZE;
+    let code_va = crate::mem::alias::SCRATCH_BASE + l.pa;
+    let _ = crate::mem::mmu::unmap(code_va, page); // left over by an earlier run that stopped midway
+    if let Err(e) = crate::mem::mmu::map("smc-code", code_va, l.pa, page, crate::mem::attr::Attributes::CODE, crate::mem::Granularity::Pages) {
+        return ctx.fail(format!("cannot map the executable alias: {e}"));
     }
-    let line = crate::cache::this_cpu().ctr.dmin_line() as usize;
-    // Two lines of words: one of them starts on a line boundary.
-    let mut words: alloc::vec::Vec<u32> = alloc::vec![0; 2 * line / 4];
-    let base = words.as_mut_ptr() as usize;
-    let code = (base + line - 1) & !(line - 1);
-    let _ = crate::cache::maintenance::clean_invalidate_to_poc(code, line);
     let phase = "mistakes/smc-without-ic";
-    named_phase(phase, || {
+    let result = named_phase(phase, || {
         for (i, w) in template.iter().enumerate() {
-            // SAFETY: inside `words` (the line-aligned line is within its two lines); 4-byte aligned.
-            unsafe { core::ptr::write_volatile((code + 4 * i) as *mut u32, *w) };
+            // SAFETY: the case's lines in the write-back window (test memory); 4-byte aligned.
+            unsafe { core::ptr::write_volatile((l.wb + 4 * i) as *mut u32, *w) };
         }
-        hw::dc_cvau(code);
+        hw::dc_cvau(l.wb);
         hw::dsb_ish();
         hw::isb();
-        // SAFETY: `movz w0, #imm; ret` (the template), a function of the C ABI; on QEMU the
-        // instruction fetch sees memory, so it runs the new code.
-        let f: extern "C" fn() -> u32 = unsafe { core::mem::transmute(code) };
-        core::hint::black_box(crate::arch::trap::try_run(|| f()).ok());
+        // SAFETY: the executable alias holds `movz w0, #imm; ret` (the template), a function
+        // of the C ABI; on QEMU the instruction fetch sees memory, so it runs the new code.
+        let f: extern "C" fn() -> u32 = unsafe { core::mem::transmute(code_va as usize) };
+        crate::arch::trap::try_run(|| f())
     });
-    ctx.expect_hazard(phase, "stale-instruction", code as u64, 1, line as u64);
-    // Made right afterwards (the heap line is reused): IC IVAU by the correct sequence.
-    let _ = crate::cache::maintenance::sync_instructions(code, line);
-    let _ = crate::cache::maintenance::clean_invalidate_to_poc(code, line);
-    drop(words);
-    crate::diag!("smc-without-ic: expects stale-instruction at the code's line {code:#x} (PA = VA: identity-mapped heap)");
-    ctx.check(true, "smc-without-ic performed; the verdict is the sanitizer's");
+    ctx.expect_hazard(phase, "stale-instruction", l.pa, 1, l.line as u64);
+    // Made right afterwards: the I-cache invalidated by the correct sequence, the alias gone.
+    let _ = crate::cache::maintenance::sync_instructions(l.wb, l.line);
+    if let Err(e) = crate::mem::mmu::unmap(code_va, page) {
+        ctx.fail(format!("cannot unmap the executable alias: {e}"));
+    }
+    settle(&l, CASE_SPAN);
+    match result {
+        Ok(v) => {
+            crate::diag!("smc-without-ic: the new code ran (returned {v:#x}; QEMU fetches from memory); expects stale-instruction at {:#x}", l.pa);
+            ctx.check(true, "smc-without-ic performed; the verdict is the sanitizer's");
+        }
+        Err(e) => ctx.fail(format!("the written code raised {}", e.summary())),
+    }
 }
 
 /// Hands a buffer to a device after cleaning only level 1 by set/way: the dirty lines move to

@@ -170,7 +170,8 @@ impl Settings {
                     s.trace = Some(v.to_string())
                 }
                 "hwpf" => {
-                    s.hwpf = Some(HwPfKind::parse(v).ok_or_else(|| format!("bad value '{v}' for 'hwpf': expected off, nextline or stride"))?)
+                    s.hwpf =
+                        Some(HwPfKind::parse(v).ok_or_else(|| format!("bad value '{v}' for 'hwpf': expected off, nextline or stride"))?)
                 }
                 "hwpf_distance" | "hwpf_degree" => {
                     let n = v

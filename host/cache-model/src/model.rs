@@ -65,7 +65,7 @@ use std::io::Write;
 use std::ops::{Add, Sub};
 
 use crate::cache::{cache_seed, Cache, Fill};
-use crate::geometry::{HwPfKind, HwPrefetch, Hierarchy, Sharing};
+use crate::geometry::{Hierarchy, HwPfKind, HwPrefetch, Sharing};
 use crate::sanitize::{Event, HazardKind, Sanitizer};
 
 /// One trace line, formatted only when tracing is on.

@@ -844,7 +844,13 @@ impl State {
                 let phase = core.phases.current();
                 for gap in r.gaps(shift) {
                     let pa = core.guest.translate(gap).0 >> shift << shift;
-                    let e = crate::sanitize::Event { kind: HazardKind::MaintenanceGap, pa, access: "maint-end", cause: "dc-by-va", cause_pc: r.last_pc };
+                    let e = crate::sanitize::Event {
+                        kind: HazardKind::MaintenanceGap,
+                        pa,
+                        access: "maint-end",
+                        cause: "dc-by-va",
+                        cause_pc: r.last_pc,
+                    };
                     core.hazards.add(e, gap, pc, phase.as_ref().map(|(id, n)| (*id, n.as_str())), None);
                 }
             }
@@ -856,7 +862,9 @@ impl State {
                         let lat = core.model.as_ref().map_or_else(crate::geometry::Latency::generic, |m| m.config().latency.clone());
                         let text: String = done
                             .iter()
-                            .map(|p| report::phase_lines(&p.name, p.id, &p.counts, lower) + &report::time_line(&p.name, p.id, &p.counts, &lat))
+                            .map(|p| {
+                                report::phase_lines(&p.name, p.id, &p.counts, lower) + &report::time_line(&p.name, p.id, &p.counts, &lat)
+                            })
                             .collect();
                         let mut text = text;
                         for p in &done {
@@ -1008,8 +1016,11 @@ impl HasCallbacks for CacheModel {
         if let Some(state) = &self.state {
             if state.regs.get().is_none() {
                 let all = qemu_plugin_get_registers()?;
-                let xs: Vec<RegisterDescriptor<'static>> =
-                    (0..31).map(|n| format!("x{n}")).chain(["sp".to_string()]).filter_map(|n| all.iter().find(|r| r.name == n).cloned()).collect();
+                let xs: Vec<RegisterDescriptor<'static>> = (0..31)
+                    .map(|n| format!("x{n}"))
+                    .chain(["sp".to_string()])
+                    .filter_map(|n| all.iter().find(|r| r.name == n).cloned())
+                    .collect();
                 if xs.len() != 32 {
                     fail("the guest CPU does not expose registers x0..x30 and sp to plugins");
                 }

@@ -513,7 +513,9 @@ fn agrees_with_reference_on_random_traces() {
 #[test]
 fn agrees_with_reference_with_hardware_prefetchers() {
     for policy in [Policy::Lru, Policy::Fifo, Policy::Random] {
-        for (kind, distance, degree) in [(HwPfKind::NextLine, 1, 1), (HwPfKind::NextLine, 3, 2), (HwPfKind::Stride, 1, 1), (HwPfKind::Stride, 2, 3)] {
+        for (kind, distance, degree) in
+            [(HwPfKind::NextLine, 1, 1), (HwPfKind::NextLine, 3, 2), (HwPfKind::Stride, 1, 1), (HwPfKind::Stride, 2, 3)]
+        {
             let h = with_hwpf(small(policy, Sharing::Private, true), kind, distance, degree);
             let mut rng = 77;
             check_agreement(&h, 2, (0..30_000).map(|_| random_op(&mut rng, 2, 32 << 10, true)));
@@ -522,7 +524,15 @@ fn agrees_with_reference_with_hardware_prefetchers() {
                 for i in 0..2000u64 {
                     for (k, stride) in [64u64, 8, 192, 4096 + 64].into_iter().enumerate() {
                         let pa = BASE + (k as u64) * (1 << 20) + (i * stride) % (256 << 10);
-                        ops.push(Op::Data { cpu: 0, pa, size: 8, write: pass == 1 && k == 1, attr: WB, pc: 0x1000 + 4 * k as u64, nt: k == 2 });
+                        ops.push(Op::Data {
+                            cpu: 0,
+                            pa,
+                            size: 8,
+                            write: pass == 1 && k == 1,
+                            attr: WB,
+                            pc: 0x1000 + 4 * k as u64,
+                            nt: k == 2,
+                        });
                     }
                 }
             }
