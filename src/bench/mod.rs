@@ -5,7 +5,9 @@
 //! an emulator every figure is `"emulated": true`: it counts the emulator's work, not caches.
 
 pub mod coherence;
+pub mod caching;
 pub mod knee;
+pub mod paged;
 pub mod plan;
 pub mod stats;
 
