@@ -46,12 +46,16 @@ fn conflict_rounds(base: usize, spacing: usize, n: usize, rounds: usize) {
     core::hint::black_box(sum);
 }
 
-/// The line-size sweep over a buffer of `bytes` (twice the L1D, so that each pass finds every
-/// line evicted): one point per stride, (stride, time per load).
+/// Loads per pass at least, so that the harness's own few accesses in a phase stay noise.
+pub const MIN_LOADS: usize = 2048;
+
+/// The line-size sweep over a buffer of at least `bytes` (twice the L1D, so that each pass finds
+/// every line evicted) and at least [`MIN_LOADS`] loads: one point per stride, (stride, time per
+/// load).
 pub fn line_sweep(env: &Env, region: &Region, bytes: usize) -> Vec<(u64, f64)> {
-    let bytes = bytes.min(region.len) & !511;
     let mut curve = Vec::new();
     for stride in STRIDES {
+        let bytes = bytes.max(MIN_LOADS * stride as usize).min(region.len) & !511;
         let params = [("stride", stride)];
         let id = MetricId { bench: "infer", variant: "line", attr: region.attr, bytes: bytes as u64, params: &params };
         let summary = measure(env, id, || strided_pass(region.va, region.va + bytes, stride as usize));

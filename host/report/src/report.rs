@@ -648,6 +648,61 @@ impl Ctx<'_> {
                 plot.render(),
             );
         }
+        // The geometry sweeps: lines brought in per load vs stride, miss rate vs addresses per set.
+        let (line_sweep, line) = model::infer_line(d);
+        if !line_sweep.is_empty() {
+            let series = vec![Series {
+                name: "L1D".into(),
+                points: line_sweep.iter().map(|&(x, y)| Point { x: x as f64, y, lo: None, hi: None }).collect(),
+            }];
+            let markers = line.map(|l| Marker { x: l as f64, label: format!("inferred line {l} B"), knee: true }).into_iter().collect();
+            let plot = LinePlot {
+                labels: self.model_labels(
+                    "Line size: lines brought in per load vs stride [model]",
+                    "stride between loads (bytes, log2 scale); dotted: the inferred line size",
+                    "L1D (misses + prefetch hits) per load",
+                ),
+                x_scale: XScale::Log2Bytes,
+                y_log: false,
+                series,
+                markers,
+            };
+            self.figure(
+                "model-infer-line".into(),
+                format!("Stride sweep under the cache model (bench infer, variant line): one load every stride bytes over twice the L1D; a line is brought in per load once the stride reaches the line size. {MODEL_SOURCE}."),
+                plot.render(),
+            );
+        }
+        let sweeps = model::infer_ways(d);
+        if !sweeps.is_empty() {
+            let series: Vec<Series> = sweeps
+                .iter()
+                .map(|w| Series {
+                    name: format!("{} ({} apart)", w.level, human_bytes(w.spacing as f64)),
+                    points: w.points.iter().map(|&(x, y)| Point { x: x as f64, y, lo: None, hi: None }).collect(),
+                })
+                .collect();
+            let markers = sweeps
+                .iter()
+                .filter_map(|w| w.ways.map(|n| Marker { x: n as f64, label: format!("{} {n} ways", w.level), knee: true }))
+                .collect();
+            let plot = LinePlot {
+                labels: self.model_labels(
+                    "Associativity: miss rate vs addresses in one set [model]",
+                    "addresses one level capacity apart, cycled 128 rounds; dotted: the inferred ways",
+                    "miss rate at the level",
+                ),
+                x_scale: XScale::Linear,
+                y_log: false,
+                series,
+                markers,
+            };
+            self.figure(
+                "model-infer-ways".into(),
+                format!("Conflict sweep under the cache model (bench infer, variant ways): n addresses that all fall in one set stay cached while n ≤ ways. {MODEL_SOURCE}."),
+                plot.render(),
+            );
+        }
         // Inferred geometry.
         let inf = model::infer(recs, d);
         let mut rows = vec![vec![
@@ -1136,7 +1191,9 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
     let mut others: Vec<&str> = Vec::new();
     for m in &metrics {
         let b = m.key.bench.as_str();
-        if !["latency", "stream", "kv"].contains(&b) && !others.contains(&b) {
+        // `infer` on an emulator: its timings hold no cache (the model section plots its sweeps).
+        let emulated_infer = b == "infer" && m.emulated == Some(true);
+        if !["latency", "stream", "kv"].contains(&b) && !others.contains(&b) && !emulated_infer {
             others.push(b);
         }
     }
