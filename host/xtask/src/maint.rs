@@ -128,7 +128,7 @@ pub fn maint_check(root: &Path, elf: &Path, boards: &[Board], cpus: &[String], j
     let logs = root.join("target/cachescope-logs");
     std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
     let queue = Mutex::new(cpus.iter().enumerate().collect::<Vec<_>>());
-    let results: Mutex<Vec<Option<(Vec<String>, bool)>>> = Mutex::new(vec![None; cpus.len()]);
+    let results: Mutex<Vec<Option<RunResult>>> = Mutex::new(vec![None; cpus.len()]);
     std::thread::scope(|s| {
         for _ in 0..jobs.min(cpus.len()).max(1) {
             s.spawn(|| loop {
@@ -149,7 +149,10 @@ pub fn maint_check(root: &Path, elf: &Path, boards: &[Board], cpus: &[String], j
     Ok(ok)
 }
 
-fn check_one(root: &Path, elf: &Path, plugin: &Path, logs: &Path, run: &str) -> (Vec<String>, bool) {
+/// One run's report lines and whether it passed.
+type RunResult = (Vec<String>, bool);
+
+fn check_one(root: &Path, elf: &Path, plugin: &Path, logs: &Path, run: &str) -> RunResult {
     let (cpu, args) = split_run(run);
     let name: String = run.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect();
     let log: PathBuf = logs.join(format!("maint-check-{name}.log"));
