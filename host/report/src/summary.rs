@@ -19,7 +19,7 @@ use cachescope_arch::cpuid::Midr;
 use serde_json::Value;
 
 /// The most lines a digest has.
-pub const MAX_LINES: usize = 25;
+pub const MAX_LINES: usize = 30;
 
 /// How the digest is made.
 #[derive(Debug, Clone, Default)]
@@ -50,7 +50,11 @@ fn n3(v: f64) -> String {
 
 /// "name   text", the label padded to a column.
 fn line(label: &str, text: impl AsRef<str>) -> String {
-    format!("{label:<9}{}", text.as_ref())
+    if label.chars().count() >= 9 {
+        format!("{label} {}", text.as_ref())
+    } else {
+        format!("{label:<9}{}", text.as_ref())
+    }
 }
 
 /// Whether the run is under `-icount`: the option, or a record saying so (`icount: true` in the
@@ -239,9 +243,24 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
             benches.push(&m.key.bench);
         }
     }
-    for b in benches {
-        let ms: Vec<&Metric> = timed.iter().copied().filter(|m| m.key.bench == b).collect();
-        out.push(line(b, bench_headline(b, &ms, icount)));
+    // Under the model the headline figures are the model's (below): the emulator's timings of the
+    // same phases, which hold no cache, shrink to one line (the report plots them).
+    let observed = model.is_some_and(|m| !records::extract(m).0.is_empty());
+    if emulated && observed && !benches.is_empty() {
+        out.push(line(
+            "bench",
+            format!(
+                "{} benchmarks, {} measurements: emulator timings ({}), not cache behaviour; the model's figures follow",
+                benches.len(),
+                timed.len(),
+                if icount { "instruction counts under -icount" } else { "host-dependent" }
+            ),
+        ));
+    } else {
+        for b in benches {
+            let ms: Vec<&Metric> = timed.iter().copied().filter(|m| m.key.bench == b).collect();
+            out.push(line(b, bench_headline(b, &ms, icount)));
+        }
     }
     if !emulated {
         let knees: Vec<String> = recs.iter().filter(|r| r.kind() == "knee").filter_map(|r| u(r, "capacity")).map(|c| hb(c as f64)).collect();
@@ -575,6 +594,10 @@ fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
             ),
         ));
     }
+    // The deep-learning patterns of issue 14.
+    for (label, text) in crate::dl::digest_lines(run, d) {
+        out.push(line(label, text));
+    }
     // Prefetch.
     let st = model::stream(d);
     let wb: Vec<&model::StreamRow> = st.iter().filter(|r| r.attr == "normal-wb" || (r.bypass * 2 < r.data_accesses.max(1))).collect();
@@ -715,7 +738,7 @@ mod tests {
         for needle in [
             "(INCOMPLETE: no end record, the run died or was cut short (last suite started: bench)",
             "EMULATED (QEMU, -icount): timings are instruction counts",
-            "[-icount: instructions, not time] insn:",
+            "bench    1 benchmarks, 10 measurements: emulator timings (instruction counts under -icount), not cache behaviour",
             "L1D 32 KiB→40 KiB (CCSIDR 32 KiB, silicon 32 KiB)",
             "L1D 32 KiB ?-way (CCSIDR 4, silicon 2)",
             "L2 1 MiB→1.25 MiB (CCSIDR 1 MiB, silicon 512 KiB–4 MiB)",
