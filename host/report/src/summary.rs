@@ -250,8 +250,9 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
         out.push(line(
             "bench",
             format!(
-                "{} benchmarks, {} measurements: emulator timings ({}), not cache behaviour; the model's figures follow",
+                "{} benchmark{}, {} measurements: emulator timings ({}), not cache behaviour; the model's figures follow",
                 benches.len(),
+                if benches.len() == 1 { "" } else { "s" },
                 timed.len(),
                 if icount { "instruction counts under -icount" } else { "host-dependent" }
             ),
@@ -307,9 +308,10 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
     tail.push(line(
         "report",
         format!(
-            "scripts/report report {}{} -o {stem}.html",
+            "scripts/report report {}{}{} -o {stem}.html",
             run.name,
             opts.model_path.as_ref().map(|m| format!(" --model {m}")).unwrap_or_default(),
+            if opts.icount { " --icount" } else { "" },
         ),
     ));
     // Keep the head within the limit, the tail always.
@@ -738,13 +740,13 @@ mod tests {
         for needle in [
             "(INCOMPLETE: no end record, the run died or was cut short (last suite started: bench)",
             "EMULATED (QEMU, -icount): timings are instruction counts",
-            "bench    1 benchmarks, 10 measurements: emulator timings (instruction counts under -icount), not cache behaviour",
+            "bench    1 benchmark, 2 measurements: emulator timings (instruction counts under -icount), not cache behaviour",
             "L1D 32 KiB→40 KiB (CCSIDR 32 KiB, silicon 32 KiB)",
             "L1D 32 KiB ?-way (CCSIDR 4, silicon 2)",
             "L2 1 MiB→1.25 MiB (CCSIDR 1 MiB, silicon 512 KiB–4 MiB)",
             "no model-time records",
             "INCOMPLETE run: 1 passed, 0 failed, 0 skipped before it stopped",
-            "scripts/report report cut.log --model cut.model -o cut.html",
+            "scripts/report report cut.log --model cut.model --icount -o cut.html",
         ] {
             assert!(text.contains(needle), "missing {needle:?} in\n{text}");
         }
