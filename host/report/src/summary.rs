@@ -90,7 +90,7 @@ fn unit_label(unit: &str, icount: bool) -> String {
     }
 }
 
-/// Longest digest line; longer ones are cut with `…`.
+/// Longest digest line; longer ones are cut with `…` (except the results and the render command).
 pub const MAX_WIDTH: usize = 160;
 
 fn clip(mut l: String) -> String {
@@ -321,8 +321,10 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
         out.truncate(room - 1);
         out.push(format!("… {dropped} more lines: scripts/report report gives everything"));
     }
-    out.extend(tail);
-    out.into_iter().map(clip).collect()
+    // The tail (results, the render command) is never cut: a clipped command could not be run.
+    let mut lines: Vec<String> = out.into_iter().map(clip).collect();
+    lines.extend(tail);
+    lines
 }
 
 fn value_text(v: &Value) -> String {
