@@ -4,13 +4,15 @@
 //! A benchmark is data + a kernel: parameters, a measured window, and [`Metric`] records. Under
 //! an emulator every figure is `"emulated": true`: it counts the emulator's work, not caches.
 
-pub mod coherence;
 pub mod caching;
+pub mod coherence;
 pub mod knee;
 pub mod paged;
 pub mod plan;
 pub mod stats;
 
+#[cfg(target_os = "none")]
+pub mod dl;
 #[cfg(target_os = "none")]
 pub mod handoff;
 #[cfg(target_os = "none")]

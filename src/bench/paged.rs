@@ -213,29 +213,27 @@ impl Layout {
     /// `table` touches: table entries, scales, data.
     pub fn touched(&self, table: &[u32], seq: usize, layer: usize, cached: usize, line: usize) -> (usize, usize) {
         let line = line.max(1);
-        let mut lines: Vec<usize> = Vec::new();
-        let mut pages: Vec<usize> = Vec::new();
-        let mut span = |start: usize, len: usize| {
-            if len == 0 {
-                return;
+        // One bit per line and per page of the layout: two allocations, however many spans.
+        let mut lines = alloc::vec![0u64; self.footprint.div_ceil(line).div_ceil(64)];
+        let mut pages = alloc::vec![0u64; self.footprint.div_ceil(PAGE).div_ceil(64)];
+        let mark = |bits: &mut [u64], first: usize, last: usize| {
+            for i in first..=last {
+                bits[i / 64] |= 1 << (i % 64);
             }
-            let (first, last) = (start / line, (start + len - 1) / line);
-            lines.extend(first..=last);
-            pages.extend(start / PAGE..=(start + len - 1) / PAGE);
         };
         let s = self.shape;
-        for b in 0..s.blocks_for(cached) {
-            let phys = table[b] as usize;
-            span(self.entry(seq, b), 4);
-            span(self.scale(layer, phys), s.scale_bytes());
+        for (b, &phys) in table.iter().enumerate().take(s.blocks_for(cached)) {
+            let phys = phys as usize;
             let tokens = (cached - b * s.block).min(s.block);
-            span(self.block(layer, phys), tokens * s.token_bytes());
+            for (start, len) in [(self.entry(seq, b), 4), (self.scale(layer, phys), s.scale_bytes()), (self.block(layer, phys), tokens * s.token_bytes())] {
+                if len > 0 {
+                    mark(&mut lines, start / line, (start + len - 1) / line);
+                    mark(&mut pages, start / PAGE, (start + len - 1) / PAGE);
+                }
+            }
         }
-        lines.sort_unstable();
-        lines.dedup();
-        pages.sort_unstable();
-        pages.dedup();
-        (lines.len(), pages.len())
+        let count = |bits: &[u64]| bits.iter().map(|w| w.count_ones() as usize).sum();
+        (count(&lines), count(&pages))
     }
 }
 
@@ -330,7 +328,7 @@ mod tests {
         let s = shape(Dtype::Int8, 8, 64);
         let l = Layout::new(s, 1, 8);
         assert_eq!(l.tables, 0);
-        assert!(l.scales % PAGE == 0 && l.pool % PAGE == 0);
+        assert!(l.scales.is_multiple_of(PAGE) && l.pool.is_multiple_of(PAGE));
         assert_eq!(l.block(1, 0), l.pool + 8 * s.block_bytes());
         let t = scattered_table(8, 8, Some(3));
         let mut sorted = t.clone();
@@ -416,7 +414,7 @@ mod target {
                     // SAFETY: the token's slot inside its block, inside the layout; 8-byte aligned.
                     unsafe { write_volatile((at + 8 * w) as *mut u64, tag(t, layer, w)) };
                 }
-                if t % s.block == 0 {
+                if t.is_multiple_of(s.block) {
                     let sc = self.base + self.layout.scale(layer, phys);
                     for w in 0..s.scale_bytes() / 8 {
                         // SAFETY: the block's scales inside the layout; 8-byte aligned.

@@ -6,6 +6,7 @@
 
 use alloc::vec::Vec;
 
+use crate::bench::paged::{Dtype, Layout, PagedShape};
 use crate::bench::{self, kv::KvShape, timer::Timer, Env, Region};
 use crate::cache::topology::Kind;
 use crate::diag;
@@ -24,6 +25,11 @@ pub const SUITE: Suite = Suite {
         Case { name: "stream", run: stream },
         Case { name: "handoff", run: handoff },
         Case { name: "kv", run: kv },
+        Case { name: "kv-paged", run: kv_paged },
+        Case { name: "kv-quant", run: kv_quant },
+        Case { name: "kv-prefix", run: kv_prefix },
+        Case { name: "alloc-reuse", run: alloc_reuse },
+        Case { name: "stream-double", run: stream_double },
         Case { name: "infer", run: infer },
     ],
     args: ARGS,
@@ -70,8 +76,58 @@ pub const ARGS: &[ArgSpec] = &[
         default: Literal("64"),
         help: "head dimension (kv_heads x kv_head_dim x kv_dtype must be a multiple of 8 bytes)",
     },
-    ArgSpec { key: "kv_dtype", kind: ArgKind::OneOf(&["1", "2", "4"]), default: Literal("2"), help: "bytes per element" },
-    ArgSpec { key: "kv_capacity", kind: ArgKind::Number { min: 2, max: 65536 }, default: Literal("256"), help: "ring capacity in tokens" },
+    ArgSpec {
+        key: "kv_dtype",
+        kind: ArgKind::OneOf(&["fp32", "fp16", "bf16", "fp8", "int8", "1", "2", "4"]),
+        default: Literal("fp16"),
+        help: "KV element type (int8/fp8 add a per-block fp32 scale per head; 1/2/4: legacy bytes per element, no scale)",
+    },
+    ArgSpec {
+        key: "kv_capacity",
+        kind: ArgKind::Number { min: 2, max: 65536 },
+        default: Literal("256"),
+        help: "ring (and kv-paged sequence) capacity in tokens",
+    },
+    ArgSpec { key: "kv_block", kind: ArgKind::Number { min: 1, max: 4096 }, default: Literal("16"), help: "tokens per KV block (kv-quant, kv-prefix)" },
+    ArgSpec {
+        key: "kv_blocks",
+        kind: ArgKind::NumberList { min: 1, max: 4096 },
+        default: Literal("8,16,32,64"),
+        help: "block sizes kv-paged compares with the contiguous layout",
+    },
+    ArgSpec {
+        key: "kv_dtypes",
+        kind: ArgKind::SubsetOf(&bench::paged::Dtype::NAMES),
+        default: Literal("fp32,fp16,int8"),
+        help: "dtypes kv-quant sweeps (scans up to max_size bytes of K and V; bf16 and fp8 lay out as fp16 and int8)",
+    },
+    ArgSpec { key: "kv_seqs", kind: ArgKind::Number { min: 1, max: 64 }, default: Literal("4"), help: "kv-prefix: sequences sharing the prefix" },
+    ArgSpec { key: "kv_prefix", kind: ArgKind::Number { min: 0, max: 65535 }, default: Literal("512"), help: "kv-prefix: prefix tokens" },
+    ArgSpec {
+        key: "kv_seq_tokens",
+        kind: ArgKind::Number { min: 1, max: 65536 },
+        default: Literal("576"),
+        help: "kv-prefix: tokens each sequence holds (the prefix and its own suffix)",
+    },
+    ArgSpec {
+        key: "alloc_sizes",
+        kind: ArgKind::NumberList { min: 512, max: 1 << 30 },
+        default: Computed("1/2, 1 and 3/2 of each data cache, up to max_size"),
+        help: "alloc-reuse tensor sizes in bytes",
+    },
+    ArgSpec {
+        key: "seed",
+        kind: ArgKind::Number { min: 1, max: u32::MAX as u64 },
+        default: Literal("42"),
+        help: "seed of the scattered KV block pools and the allocation trace",
+    },
+    ArgSpec {
+        key: "double_batch",
+        kind: ArgKind::Number { min: 4096, max: 1 << 28 },
+        default: Literal("64K"),
+        help: "stream-double: bytes per batch (two buffers)",
+    },
+    ArgSpec { key: "double_batches", kind: ArgKind::Number { min: 1, max: 4096 }, default: Literal("8"), help: "stream-double: batches per window" },
 ];
 
 /// What this machine leaves the benchmarks: the alias windows' length (every window maps the
@@ -110,14 +166,38 @@ fn max_size(ctx: &Ctx, caches: &CacheFacts) -> u64 {
     ctx.args.number_or("max_size", (4 * caches.largest).min(Room::of(ctx).chase_max(caches.line as u64)))
 }
 
+fn kv_dtype(ctx: &Ctx) -> Dtype {
+    ctx.args.word("kv_dtype").and_then(Dtype::parse).unwrap_or(Dtype::Fp16)
+}
+
 fn kv_shape(ctx: &Ctx) -> KvShape {
     KvShape {
         layers: ctx.args.number("kv_layers") as usize,
         kv_heads: ctx.args.number("kv_heads") as usize,
         head_dim: ctx.args.number("kv_head_dim") as usize,
-        dtype_bytes: ctx.args.word("kv_dtype").and_then(|w| w.parse().ok()).unwrap_or(2),
+        // The ring has no blocks: element bytes only, no scales.
+        dtype_bytes: kv_dtype(ctx).bytes(),
         capacity: ctx.args.number("kv_capacity") as usize,
     }
+}
+
+/// The paged shape of `kv_*=` with `kv_block`-token blocks.
+fn paged_shape(ctx: &Ctx) -> PagedShape {
+    let r = kv_shape(ctx);
+    PagedShape {
+        layers: r.layers,
+        kv_heads: r.kv_heads,
+        head_dim: r.head_dim,
+        dtype: kv_dtype(ctx),
+        block: ctx.args.number("kv_block") as usize,
+        capacity: r.capacity,
+    }
+}
+
+/// kv-prefix's (sequences, prefix, suffix).
+fn prefix_args(ctx: &Ctx) -> (usize, usize, usize) {
+    let (p, t) = (ctx.args.number("kv_prefix") as usize, ctx.args.number("kv_seq_tokens") as usize);
+    (ctx.args.number("kv_seqs") as usize, p, t.saturating_sub(p))
 }
 
 /// Refuses, before anything runs, argument values this machine cannot run: working sets or
@@ -162,6 +242,36 @@ fn validate(ctx: &Ctx) -> Result<(), alloc::string::String> {
             ring,
             mib(room.window)
         ));
+    }
+    // The deep-learning patterns: each layout must fit the window.
+    let paged = paged_shape(ctx);
+    let blocks = ctx.args.numbers("kv_blocks").unwrap_or(&[]);
+    for &b in blocks.iter().chain([paged.capacity as u64].iter()) {
+        let s = PagedShape { block: b as usize, ..paged };
+        let f = Layout::new(s, 1, s.blocks_for(s.capacity)).footprint as u64;
+        if f > room.window {
+            return Err(alloc::format!("the kv-paged layout with kv_block {b} ({f} B) exceeds the {} test window", mib(room.window)));
+        }
+    }
+    let (seqs, prefix, _) = prefix_args(ctx);
+    let seq_tokens = ctx.args.number("kv_seq_tokens") as usize;
+    if prefix >= seq_tokens {
+        return Err(alloc::format!(
+            "kv_prefix={prefix} does not fit a sequence of kv_seq_tokens={seq_tokens}: each of the kv_seqs={seqs} sequences needs its own tokens after the prefix"
+        ));
+    }
+    let s = PagedShape { layers: 1, capacity: seq_tokens, ..paged };
+    let f = Layout::new(s, seqs, seqs * s.blocks_for(seq_tokens)).footprint as u64;
+    if f > room.window {
+        return Err(alloc::format!("the kv-prefix layout ({f} B) exceeds the {} test window", mib(room.window)));
+    }
+    if let Some(sizes) = ctx.args.numbers("alloc_sizes") {
+        if let Some(&s) = sizes.iter().find(|&&s| s > room.window / 4) {
+            return too_big("alloc_sizes", s, room.window / 4, "a quarter of the test window: fresh blocks rotate past the caches");
+        }
+    }
+    if 2 * ctx.args.number("double_batch") > room.window {
+        return too_big("double_batch", ctx.args.number("double_batch"), room.window / 2, "two buffers in the test window");
     }
     Ok(())
 }
@@ -431,6 +541,161 @@ fn kv(ctx: &mut Ctx) {
     ctx.check_eq(shape.bytes_per_token(), 2 * shape.layers * shape.kv_heads * shape.head_dim * shape.dtype_bytes, "KV bytes per token");
     let line = CacheFacts::read().line;
     for_each_region(ctx, |_, region| bench::kv::run(&env, region, shape, line));
+}
+
+/// The write-back window the deep-learning patterns run in (their signatures are cache
+/// signatures: the other attributes only bypass), with the aliases settled; None (skipped) when
+/// `attrs=` leaves it out.
+fn wb_window(ctx: &mut Ctx) -> Option<Region> {
+    let regions = match regions(ctx) {
+        Ok(r) => r,
+        Err(e) => {
+            ctx.fail(e);
+            return None;
+        }
+    };
+    match regions.into_iter().find(|r| r.attr == "normal-wb") {
+        Some(r) => {
+            settle_aliases();
+            Some(r)
+        }
+        None => {
+            ctx.skip("needs the normal-wb window (attrs= leaves it out)");
+            None
+        }
+    }
+}
+
+fn env_and_wb(ctx: &mut Ctx) -> Option<(Env, Region)> {
+    let env = match env(ctx) {
+        Ok(e) => e,
+        Err(why) => {
+            ctx.skip(why);
+            return None;
+        }
+    };
+    wb_window(ctx).map(|r| (env, r))
+}
+
+/// Paged KV (vLLM's PagedAttention) against the contiguous layout at equal bytes.
+fn kv_paged(ctx: &mut Ctx) {
+    let Some((env, wb)) = env_and_wb(ctx) else { return };
+    let shape = paged_shape(ctx);
+    let blocks: Vec<usize> = ctx.args.numbers("kv_blocks").unwrap_or(&[]).iter().map(|&b| b as usize).collect();
+    diag!(
+        "kv-paged: {} tokens of {} B per layer ({}), contiguous vs blocks of {:?} tokens from a scattered pool (seed {})",
+        shape.capacity,
+        shape.token_bytes(),
+        shape.dtype.name(),
+        blocks,
+        ctx.args.number("seed")
+    );
+    let bad = bench::dl::kv_paged(&env, &wb, shape, &blocks, CacheFacts::read().line, ctx.args.number("seed"));
+    ctx.check_eq(bad, 0, "every token reads back through its block table");
+}
+
+/// KV quantization: where one layer's scan falls out of each cache level, per dtype.
+fn kv_quant(ctx: &mut Ctx) {
+    let Some((env, wb)) = env_and_wb(ctx) else { return };
+    let caches = CacheFacts::read();
+    let max = max_size(ctx, &caches) as usize;
+    let shape = paged_shape(ctx);
+    let dtypes: Vec<Dtype> = ctx.args.list("kv_dtypes").iter().filter_map(|d| Dtype::parse(d)).collect();
+    for d in &dtypes {
+        let s = PagedShape { dtype: *d, ..shape };
+        let knees: Vec<alloc::string::String> =
+            caches.capacities.iter().map(|&(level, size)| alloc::format!("L{level} {} tokens", s.tokens_in(size as usize))).collect();
+        diag!(
+            "kv-quant {:<4}: {} B/token = 2 x {} layers x {} heads x {} dims x {} B{}; a layer's scan leaves the caches at (formula): {}",
+            d.name(),
+            s.bytes_per_block() as f64 / s.block as f64,
+            s.layers,
+            s.kv_heads,
+            s.head_dim,
+            d.bytes(),
+            if d.scaled() { alloc::format!(" + {} B of scales per {}-token block and layer", s.scale_bytes(), s.block) } else { alloc::string::String::new() },
+            knees.join(", ")
+        );
+    }
+    diag!("kv-quant: dequantization is out of scope: the scans read the quantized bytes and the scales, no more");
+    bench::dl::kv_quant(&env, &wb, shape, &dtypes, max, ctx.args.number("seed"));
+    ctx.check(!dtypes.is_empty(), "at least one dtype swept");
+}
+
+/// Prefix sharing: S sequences with one shared copy of the prefix, or private copies.
+fn kv_prefix(ctx: &mut Ctx) {
+    let Some((env, wb)) = env_and_wb(ctx) else { return };
+    let shape = paged_shape(ctx);
+    let (seqs, prefix, suffix) = prefix_args(ctx);
+    let full = prefix / shape.block;
+    diag!(
+        "kv-prefix: {seqs} sequences of {prefix} shared + {suffix} own tokens, {}-token blocks: {full} full prefix blocks shared, saving {} B over {} layers",
+        shape.block,
+        (seqs - 1) * full * shape.layers * shape.scan_bytes_per_block(),
+        shape.layers
+    );
+    let bad = bench::dl::kv_prefix(&env, &wb, shape, seqs, prefix, suffix, ctx.args.number("seed"));
+    ctx.check_eq(bad, 0, "every sequence reads its tokens back through its block table");
+}
+
+/// The caching allocator: reuse of the just-freed block against fresh memory, and the
+/// fragmentation after a transformer-step trace.
+fn alloc_reuse(ctx: &mut Ctx) {
+    let Some((env, wb)) = env_and_wb(ctx) else { return };
+    let caches = CacheFacts::read();
+    let max = max_size(ctx, &caches);
+    let sizes: Vec<usize> = match ctx.args.numbers("alloc_sizes") {
+        Some(given) => given.iter().map(|&s| s as usize).collect(),
+        None => {
+            let mut v: Vec<usize> = caches
+                .capacities
+                .iter()
+                .flat_map(|&(_, c)| [c / 2, c, c + c / 2])
+                .filter(|&s| s <= max && s >= 512)
+                .map(|s| s as usize)
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        }
+    };
+    let cold_span = (2 * caches.largest as usize).min(wb.len / 2);
+    bench::dl::alloc_reuse(&env, &wb, &sizes, cold_span);
+    let seed = ctx.args.number("seed");
+    match bench::dl::alloc_trace(4, 4096, 3, seed, wb.len) {
+        Some(s) => {
+            diag!(
+                "alloc-reuse trace (seed {seed}, 4 layers, 3 steps): {} requests, {} from the cache; peak in use {} of {} requested; at the end {} in use, {} reserved ({:.0}% cached, not in use)",
+                s.allocs,
+                s.cache_hits,
+                s.peak_allocated,
+                s.peak_requested,
+                s.allocated,
+                s.reserved,
+                100.0 * (s.reserved - s.allocated) as f64 / s.reserved.max(1) as f64
+            );
+            ctx.check(s.allocated <= s.reserved && s.peak_allocated <= s.reserved, "in use never exceeds reserved");
+        }
+        None => ctx.fail("the allocation trace ran out of the window"),
+    }
+}
+
+/// A DataLoader with prefetch_factor=2: double buffering across two cores.
+fn stream_double(ctx: &mut Ctx) {
+    let Some((env, wb)) = env_and_wb(ctx) else { return };
+    let producer = (1..crate::harness::smp::cores()).find(|&c| !crate::harness::smp::is_lost(c));
+    let r = bench::dl::stream_double(
+        &env,
+        &wb,
+        ctx.args.number("double_batch") as usize,
+        ctx.args.number("double_batches") as usize,
+        ctx.args.number("prefetch") as usize,
+        producer,
+        5000,
+    );
+    if let Err(e) = r {
+        ctx.fail(e);
+    }
 }
 
 /// Geometry inference: the line size from a stride sweep and each data level's associativity

@@ -386,6 +386,43 @@ pub const KV_SHAPE: Kind = kernel(
     ],
 );
 
+/// `kv-layout`: one paged KV shape (dtype, block) of the deep-learning benchmarks.
+pub const KV_LAYOUT: Kind = kernel(
+    "kv-layout",
+    "A paged KV cache shape a kv-quant (or kv-paged) run uses: the bytes-per-token formula's inputs and results. Dequantization is not modelled.",
+    &[
+        req("bench", Ty::Str, "benchmark"),
+        req("dtype", Ty::Str, "fp32, fp16, bf16, fp8, int8 (b1/b2/b4: the legacy numeric kv_dtype)"),
+        req("dtype_bytes", Ty::UInt, "bytes per element"),
+        req("block", Ty::UInt, "tokens per block"),
+        req("layers", Ty::UInt, "transformer layers"),
+        req("kv_heads", Ty::UInt, "KV heads per layer"),
+        req("head_dim", Ty::UInt, "head dimension"),
+        req("bytes_per_token", Ty::UInt, "2 × layers × kv_heads × head_dim × dtype_bytes (scales apart)"),
+        req("scale_bytes", Ty::UInt, "scale bytes per block and layer (int8/fp8: one fp32 per head for K and for V; else 0)"),
+        req("bytes_per_block", Ty::UInt, "bytes per block over every layer, scales included (÷ block: bytes per token with scales)"),
+        req("scan_bytes_per_block", Ty::UInt, "bytes a one-layer scan reads per block, scale included (a cache of C bytes holds C × block ÷ this tokens)"),
+    ],
+);
+
+/// `alloc-trace`: the caching allocator after a seeded transformer-step trace.
+pub const ALLOC_TRACE: Kind = kernel(
+    "alloc-trace",
+    "The size-class caching allocator (alloc-reuse) after a seeded allocation/free trace shaped like transformer training steps, in the terms of torch.cuda.memory_stats().",
+    &[
+        req("seed", Ty::UInt, "trace seed"),
+        req("layers", Ty::UInt, "layers in the trace"),
+        req("hidden", Ty::UInt, "bytes of one activation row"),
+        req("steps", Ty::UInt, "training steps"),
+        req("allocs", Ty::UInt, "requests served"),
+        req("cache_hits", Ty::UInt, "requests served from a cached (freed) block"),
+        req("peak_requested", Ty::UInt, "highest live requested bytes"),
+        req("peak_allocated", Ty::UInt, "highest live bytes in size-class blocks"),
+        req("allocated", Ty::UInt, "live bytes at the end (in use)"),
+        req("reserved", Ty::UInt, "bytes taken from the arena (in use + cached), at the end"),
+    ],
+);
+
 /// `bench-model`: the cache-model speed benchmark's loop (tests/model.rs).
 pub const BENCH_MODEL: Kind = kernel(
     "bench-model",
@@ -452,6 +489,40 @@ pub const MODEL: Kind = model(
 /// `model-total`: one level's counts over the whole run.
 pub const MODEL_TOTAL: Kind =
     model("model-total", "One cache level's counts over the whole run.", model_counts!(req("level", Ty::Str, "L1I, L1D, L2, L3")));
+
+/// A coherence kind's fields: the given leading fields, the six per-vCPU counts, `source`.
+macro_rules! coherence_counts {
+    ($($head:expr),*) => {
+        &[
+            $($head,)*
+            req("cpu", Ty::UInt, "vCPU index"),
+            req("invalidations", Ty::UInt, "this core's private copies invalidated by another core's write (one per snoop that found the line)"),
+            req("interventions", Ty::UInt, "this core's requests whose snoop found the line dirty in another core, which supplied it"),
+            req("upgrades", Ty::UInt, "this core's writes to a line it held Shared (S to M, no data)"),
+            req("snoop_hits", Ty::UInt, "other cores' snoops that found the line in this core's private caches"),
+            req("snoop_misses", Ty::UInt, "other cores' snoops that did not (a snoop filter would have spared them)"),
+            req("remote_maint", Ty::UInt, "other cores' broadcast maintenance (DC by VA, IC IVAU, IC IALLUIS) that reached this core's caches"),
+            req("buf_invalidations", Ty::UInt, "of `invalidations`, those of lines in the kernel's declared attribute windows (its benchmark buffers; not its stacks, heap or barriers)"),
+            req("buf_interventions", Ty::UInt, "of `interventions`, those of lines in the declared windows"),
+            req("buf_upgrades", Ty::UInt, "of `upgrades`, those of lines in the declared windows"),
+            req("source", Ty::Str, "`model`"),
+        ]
+    };
+}
+
+/// `model-coherence`: one vCPU's coherence counts in one phase.
+pub const MODEL_COHERENCE: Kind = model(
+    "model-coherence",
+    "One vCPU's coherence counts (MESI between the private caches, docs/cache-model.md) during one named phase; one per vCPU when the phase ends. Only with more than one vCPU.",
+    coherence_counts!(req("phase", Ty::Str, "phase name (a metric's `phase`)"), req("phase_id", Ty::UInt, "phase id")),
+);
+
+/// `model-coherence-total`: one vCPU's coherence counts over the whole run.
+pub const MODEL_COHERENCE_TOTAL: Kind = model(
+    "model-coherence-total",
+    "One vCPU's coherence counts over the whole run (at exit, one per vCPU; only with more than one vCPU).",
+    coherence_counts!(),
+);
 
 /// `model-run`: the model's bookkeeping at exit.
 pub const MODEL_RUN: Kind = model(
@@ -565,12 +636,16 @@ pub const KINDS: &[Kind] = &[
     INFERRED,
     EXPECT_HAZARD,
     KV_SHAPE,
+    KV_LAYOUT,
+    ALLOC_TRACE,
     BENCH_MODEL,
     MODEL_PROFILE,
     MODEL_GEOMETRY,
     MODEL,
     MODEL_TIME,
     MODEL_TOTAL,
+    MODEL_COHERENCE,
+    MODEL_COHERENCE_TOTAL,
     MODEL_RUN,
     MODEL_WARNING,
     HAZARD,

@@ -15,6 +15,7 @@
 pub mod capture;
 pub mod compare;
 pub mod console;
+pub mod dl;
 pub mod extract;
 pub mod input;
 pub mod junit;

@@ -19,7 +19,7 @@ use cachescope_arch::cpuid::Midr;
 use serde_json::Value;
 
 /// The most lines a digest has.
-pub const MAX_LINES: usize = 30;
+pub const MAX_LINES: usize = 25;
 
 /// How the digest is made.
 #[derive(Debug, Clone, Default)]

@@ -1,0 +1,280 @@
+//! The second-wave deep-learning patterns under the cache model (issue 14): paged KV against the
+//! contiguous layout (`kv-paged`), the scan knee per KV dtype (`kv-quant`) beside the formula's,
+//! shared against private prefixes (`kv-prefix`) and a caching allocator's reuse against fresh
+//! memory (`alloc-reuse`). The digest, the report and `xtask model-observe` read them here.
+
+use crate::model::{ModelData, Phase};
+use crate::records::Record;
+use serde_json::Value;
+
+/// A global miss rate (misses ÷ data accesses) at which a kv-quant scan has left a level: one
+/// access in 20. A scan that fits misses only on the few lines sharing sets with the stack.
+pub const KNEE_MISS: f64 = 0.05;
+
+fn misses(p: &Phase, level: &str) -> u64 {
+    p.level(level).map_or(0, |l| l.misses)
+}
+
+fn hits(p: &Phase, level: &str) -> u64 {
+    p.level(level).map_or(0, |l| l.hits)
+}
+
+/// One kv-paged layout: its scans' misses per token over the whole sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PagedRow {
+    /// Tokens per block (the capacity for the contiguous layout).
+    pub block: u64,
+    /// The contiguous layout.
+    pub contiguous: bool,
+    /// (level, misses summed over every scan ÷ tokens summed over them).
+    pub misses_per_token: Vec<(String, f64)>,
+}
+
+/// The kv-paged layouts, contiguous first.
+pub fn paged(d: &ModelData) -> Vec<PagedRow> {
+    let mut rows: Vec<PagedRow> = Vec::new();
+    for variant in ["scan-contiguous", "scan-paged"] {
+        let mut blocks: Vec<u64> = d.phases_of("kv-paged", variant).filter_map(|p| p.parsed.num("block")).collect();
+        blocks.sort_unstable();
+        blocks.dedup();
+        for b in blocks {
+            let ps: Vec<&Phase> = d.phases_of("kv-paged", variant).filter(|p| p.parsed.num("block") == Some(b)).collect();
+            let tokens: u64 = ps.iter().filter_map(|p| p.parsed.num("tokens")).sum();
+            let levels = d.data_level_names();
+            let mpt = levels.iter().map(|l| (l.clone(), ps.iter().map(|p| misses(p, l)).sum::<u64>() as f64 / tokens.max(1) as f64)).collect();
+            rows.push(PagedRow { block: b, contiguous: variant == "scan-contiguous", misses_per_token: mpt });
+        }
+    }
+    rows
+}
+
+/// Where one dtype's scans leave one level: measured and predicted, in tokens.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuantKnee {
+    /// Dtype.
+    pub dtype: String,
+    /// Level.
+    pub level: String,
+    /// The first token count on the ladder whose global miss rate reaches [`KNEE_MISS`].
+    pub measured: Option<u64>,
+    /// Tokens of one layer the level holds by the formula (`kv-layout` record and the model's
+    /// geometry).
+    pub predicted: Option<u64>,
+    /// The token ladder swept.
+    pub ladder: Vec<u64>,
+}
+
+/// The kv-quant knees per dtype and data level.
+pub fn quant_knees(run: &[Record], d: &ModelData) -> Vec<QuantKnee> {
+    let mut out = Vec::new();
+    let mut dtypes: Vec<String> = Vec::new();
+    for p in d.phases.iter().filter(|p| p.parsed.bench == "kv-quant") {
+        let dt = p.parsed.variant.trim_start_matches("scan-").to_string();
+        if !dtypes.contains(&dt) {
+            dtypes.push(dt);
+        }
+    }
+    for dt in dtypes {
+        let variant = format!("scan-{dt}");
+        let mut ps: Vec<&Phase> = d.phases_of("kv-quant", &variant).filter(|p| p.parsed.num("tokens").is_some()).collect();
+        ps.sort_by_key(|p| p.parsed.num("tokens"));
+        ps.dedup_by_key(|p| p.parsed.num("tokens"));
+        let layout = run.iter().find(|r| {
+            r.kind() == "kv-layout" && r.obj.get("bench").and_then(Value::as_str) == Some("kv-quant") && r.obj.get("dtype").and_then(Value::as_str) == Some(&dt)
+        });
+        let per_block = layout.and_then(|r| Some((r.obj.get("block")?.as_u64()?, r.obj.get("scan_bytes_per_block")?.as_u64()?)));
+        for level in d.data_level_names() {
+            let measured = ps.iter().find(|p| p.global_rate(&level).is_some_and(|r| r >= KNEE_MISS)).and_then(|p| p.parsed.num("tokens"));
+            let predicted = match (d.geometry_of(&level), per_block) {
+                (Some(g), Some((block, bytes))) if bytes > 0 => Some(g.size * block / bytes),
+                _ => None,
+            };
+            out.push(QuantKnee { dtype: dt.clone(), level, measured, predicted, ladder: ps.iter().filter_map(|p| p.parsed.num("tokens")).collect() });
+        }
+    }
+    out
+}
+
+/// Steps between two token counts on a ladder (None when either is off it).
+pub fn ladder_steps(ladder: &[u64], a: u64, b: u64) -> Option<usize> {
+    let ia = ladder.iter().position(|&t| t >= a)?;
+    let ib = ladder.iter().position(|&t| t >= b)?;
+    Some(ia.abs_diff(ib))
+}
+
+/// One kv-prefix variant: hits and misses per level over its scans.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrefixRow {
+    /// `shared` or `private`.
+    pub variant: String,
+    /// (level, hits, misses).
+    pub levels: Vec<(String, u64, u64)>,
+}
+
+/// The kv-prefix variants.
+pub fn prefix(d: &ModelData) -> Vec<PrefixRow> {
+    ["shared", "private"]
+        .iter()
+        .filter_map(|v| {
+            let p = d.phases_of("kv-prefix", v).next()?;
+            Some(PrefixRow { variant: v.to_string(), levels: p.data_levels().map(|l| (l.level.clone(), l.hits, l.misses)).collect() })
+        })
+        .collect()
+}
+
+/// One alloc-reuse size: (bytes, level, misses with reuse, misses with fresh memory).
+pub fn reuse(d: &ModelData) -> Vec<(u64, String, u64, u64)> {
+    let mut out = Vec::new();
+    for p in d.phases_of("alloc-reuse", "reuse") {
+        let Some(bytes) = p.parsed.bytes else { continue };
+        let Some(f) = d.phases_of("alloc-reuse", "fresh").find(|q| q.parsed.bytes == Some(bytes)) else { continue };
+        for l in d.data_level_names() {
+            out.push((bytes, l.clone(), misses(p, &l), misses(f, &l)));
+        }
+    }
+    out
+}
+
+/// The stream-double variants: (variant, L1D misses, L2 misses, L1D hits).
+pub fn double(d: &ModelData) -> Vec<(String, u64, u64, u64)> {
+    ["none", "prfm", "double"]
+        .iter()
+        .filter_map(|v| d.phases_of("stream-double", v).next().map(|p| (v.to_string(), misses(p, "L1D"), misses(p, "L2"), hits(p, "L1D"))))
+        .collect()
+}
+
+/// The checks issue 14 asks of a run under the model: (passed, what). Empty when the run has
+/// none of these benchmarks.
+pub fn checks(run: &[Record], d: &ModelData) -> Vec<(bool, String)> {
+    let mut f = Vec::new();
+    let rows = paged(d);
+    if let Some(c) = rows.iter().find(|r| r.contiguous) {
+        let l1 = |r: &PagedRow| r.misses_per_token.iter().find(|(l, _)| l == "L1D").map_or(0.0, |x| x.1);
+        let paged: Vec<&PagedRow> = rows.iter().filter(|r| !r.contiguous).collect();
+        if let (Some(small), Some(large)) = (paged.first(), paged.last()) {
+            let (dc, ds, dl) = (l1(c), l1(small) - l1(c), l1(large) - l1(c));
+            f.push((
+                ds > 0.0 && dl.abs() < ds,
+                format!(
+                    "kv-paged: L1D misses/token over the sweep: contiguous {:.2}, block {} {:.2} (+{:.2}), block {} {:.2} ({:+.2}): paged misses more at small blocks and converges",
+                    dc,
+                    small.block,
+                    l1(small),
+                    ds,
+                    large.block,
+                    l1(large),
+                    dl
+                ),
+            ));
+        }
+    }
+    let pr = prefix(d);
+    if let (Some(s), Some(p)) = (pr.iter().find(|r| r.variant == "shared"), pr.iter().find(|r| r.variant == "private")) {
+        let l2 = |r: &PrefixRow| r.levels.iter().find(|l| l.0 == "L2").map_or((0, 0), |l| (l.1, l.2));
+        let (sh, ph) = (l2(s), l2(p));
+        f.push((sh.0 > ph.0 && sh.1 < ph.1, format!("kv-prefix: L2 hits/misses shared {}/{}, private {}/{}: the shared prefix hits across sequences", sh.0, sh.1, ph.0, ph.1)));
+    }
+    let knees = quant_knees(run, d);
+    for level in ["L1D", "L2"] {
+        let k = |dt: &str| knees.iter().find(|k| k.dtype == dt && k.level == level);
+        if let (Some(h), Some(i)) = (k("fp16"), k("int8")) {
+            let ok = match (h.measured, i.measured) {
+                (Some(a), Some(b)) => ladder_steps(&i.ladder, b, 2 * a).is_some_and(|s| s <= 1),
+                _ => false,
+            };
+            f.push((
+                ok,
+                format!(
+                    "kv-quant {level} knee (tokens, measured/formula): fp16 {:?}/{:?}, int8 {:?}/{:?}: int8 within one sweep step of twice fp16",
+                    h.measured, h.predicted, i.measured, i.predicted
+                ),
+            ));
+        }
+    }
+    let r = reuse(d);
+    if let Some(l2) = d.geometry_of("L2").map(|g| g.size) {
+        let below: Vec<&(u64, String, u64, u64)> = r.iter().filter(|x| x.1 == "L2" && x.0 < l2).collect();
+        if !below.is_empty() {
+            f.push((
+                below.iter().all(|x| x.2 < x.3),
+                format!(
+                    "alloc-reuse: L2 misses reuse/fresh below the L2: {}",
+                    below.iter().map(|x| format!("{} KiB {}/{}", x.0 >> 10, x.2, x.3)).collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
+    }
+    f
+}
+
+/// The digest's lines for these benchmarks under the model (label, text).
+pub fn digest_lines(run: &[Record], d: &ModelData) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    let rows = paged(d);
+    if !rows.is_empty() {
+        let parts: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                let l1 = r.misses_per_token.iter().find(|(l, _)| l == "L1D").map_or(0.0, |x| x.1);
+                if r.contiguous { format!("contiguous {l1:.2}") } else { format!("b{} {l1:.2}", r.block) }
+            })
+            .collect();
+        out.push(("kv-paged", format!("(model, L1D misses/token over the sweep) {}", parts.join(", "))));
+    }
+    let knees = quant_knees(run, d);
+    if !knees.is_empty() {
+        let parts: Vec<String> = knees
+            .iter()
+            .map(|k| {
+                format!("{} {} {}/{}", k.dtype, k.level, k.measured.map_or("-".into(), |t| t.to_string()), k.predicted.map_or("-".into(), |t| t.to_string()))
+            })
+            .collect();
+        out.push(("kv-quant", format!("(model, knee tokens measured/formula) {}", parts.join(", "))));
+    }
+    let pr = prefix(d);
+    if !pr.is_empty() {
+        let parts: Vec<String> = pr
+            .iter()
+            .map(|r| format!("{} {}", r.variant, r.levels.iter().map(|(l, h, m)| format!("{l} {h}/{m}")).collect::<Vec<_>>().join(" ")))
+            .collect();
+        let saved = |v: &str| {
+            run.iter()
+                .find(|r| r.kind() == "metric" && r.obj.get("bench").and_then(Value::as_str) == Some("kv-prefix") && r.obj.get("variant").and_then(Value::as_str) == Some(v))
+                .and_then(|r| r.obj.get("pool_bytes").and_then(Value::as_u64))
+        };
+        let s = match (saved("shared"), saved("private")) {
+            (Some(a), Some(b)) if b >= a => format!("; saves {} KiB", (b - a) >> 10),
+            _ => String::new(),
+        };
+        out.push(("kv-prefix", format!("(model, hits/misses) {}{s}", parts.join("; "))));
+    }
+    let r = reuse(d);
+    if !r.is_empty() {
+        let parts: Vec<String> = r.iter().filter(|x| x.1 == "L2").map(|x| format!("{} KiB {}/{}", x.0 >> 10, x.2, x.3)).collect();
+        let trace = run.iter().find(|r| r.kind() == "alloc-trace").map(|t| {
+            let g = |k: &str| t.obj.get(k).and_then(Value::as_u64).unwrap_or(0);
+            format!("; trace: {} MiB reserved, {} MiB in use", g("reserved") >> 20, g("allocated") >> 20)
+        });
+        out.push(("alloc-reuse", format!("(model, L2 misses reuse/fresh) {}{}", parts.join(", "), trace.unwrap_or_default())));
+    }
+    let dbl = double(d);
+    if !dbl.is_empty() {
+        let parts: Vec<String> = dbl.iter().map(|(v, l1, l2, _)| format!("{v} {l1}/{l2}")).collect();
+        out.push(("stream-double", format!("(model, L1D/L2 misses) {}", parts.join(", "))));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_on_a_ladder() {
+        let l = [16, 24, 32, 48, 64];
+        assert_eq!(ladder_steps(&l, 32, 32), Some(0));
+        assert_eq!(ladder_steps(&l, 48, 32), Some(1));
+        assert_eq!(ladder_steps(&l, 16, 64), Some(4));
+        assert_eq!(ladder_steps(&l, 16, 65), None);
+    }
+}
