@@ -69,6 +69,9 @@ const PREFETCHED: u8 = 2;
 /// Per-way flag (the sanitizer): memory was written behind this copy (a non-cacheable or Device
 /// write, or a D-side write for an L1I copy), so the copy holds older data than memory.
 const STALE: u8 = 4;
+/// Per-way flag (coherence, more than one vCPU): another vCPU may hold the line too (MESI's S);
+/// a clean line without it is E, a dirty one M.
+const SHARED: u8 = 8;
 
 /// How a fill places its line in the replacement order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,6 +102,8 @@ pub struct Hit {
     pub stale: bool,
     /// The line was dirty before this access.
     pub was_dirty: bool,
+    /// The line was marked shared before this access (coherence; a write hit clears the mark).
+    pub shared: bool,
 }
 
 /// A line pushed out by an allocation or removed by maintenance.
@@ -128,7 +133,7 @@ pub struct Cache {
     set_mask: u64,
     ways: usize,
     tags: Box<[u64]>,
-    /// `DIRTY | PREFETCHED` per way.
+    /// `DIRTY | PREFETCHED | STALE | SHARED` per way.
     flags: Box<[u8]>,
     /// Valid ways per set (a set with fewer than `ways` fills an invalid way).
     valid: Box<[u16]>,
@@ -245,11 +250,17 @@ impl Cache {
             }
             let slot = set * self.ways + w;
             let f = self.flags[slot];
-            let new = (f & !PREFETCHED) | if fill.dirty { DIRTY } else { 0 };
+            let new = if fill.dirty { (f & !(PREFETCHED | SHARED)) | DIRTY } else { f & !PREFETCHED };
             if new != f {
                 self.flags[slot] = new;
             }
-            return Ok(Hit { slot, prefetched: f & PREFETCHED != 0, stale: f & STALE != 0, was_dirty: f & DIRTY != 0 });
+            return Ok(Hit {
+                slot,
+                prefetched: f & PREFETCHED != 0,
+                stale: f & STALE != 0,
+                was_dirty: f & DIRTY != 0,
+                shared: f & SHARED != 0,
+            });
         }
         let r = self.allocate(set, line, fill);
         self.prefetch_set(line + 1);
@@ -268,7 +279,7 @@ impl Cache {
         let slot = set * self.ways + w;
         let f = self.flags[slot];
         self.flags[slot] = f & !PREFETCHED;
-        Some(Hit { slot, prefetched: f & PREFETCHED != 0, stale: f & STALE != 0, was_dirty: f & DIRTY != 0 })
+        Some(Hit { slot, prefetched: f & PREFETCHED != 0, stale: f & STALE != 0, was_dirty: f & DIRTY != 0, shared: f & SHARED != 0 })
     }
 
     /// Puts `line` into `set`: in its lowest invalid way, else in the policy's victim (LRU and
@@ -409,6 +420,25 @@ impl Cache {
         let f = self.flags[slot];
         self.flags[slot] = f | STALE;
         Some(f & STALE != 0)
+    }
+
+    /// Sets or clears the shared mark of a slot (coherence).
+    #[inline]
+    pub fn set_shared(&mut self, slot: usize, shared: bool) {
+        let f = self.flags[slot];
+        self.flags[slot] = if shared { f | SHARED } else { f & !SHARED };
+    }
+
+    /// Whether a slot's line is marked shared.
+    #[inline]
+    pub fn is_shared(&self, slot: usize) -> bool {
+        self.flags[slot] & SHARED != 0
+    }
+
+    /// Whether a slot's line is dirty.
+    #[inline]
+    pub fn is_dirty(&self, slot: usize) -> bool {
+        self.flags[slot] & DIRTY != 0
     }
 
     /// Whether the copy of `line` is present and dirty.

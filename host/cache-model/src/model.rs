@@ -59,10 +59,110 @@
 //! 16. **Sanitizer** (optional, `sanitize.rs`): rules that only observe — they never change a
 //!     count or a replacement decision, so counts are equal with and without it.
 //!
-//! Private caches are not kept coherent with each other (no snooping protocol is modelled).
+//! 17. **Coherence** (more than one vCPU; `Coherence` counts it per vCPU): MESI over each vCPU's
+//!     *private domain* — its L1D and the private levels directly below it (rpi5: its L2). The
+//!     first shared level, or memory when every level is private, is the point of coherence (PoC
+//!     below). A copy in a private cache is M (dirty), E (clean) or S (clean and marked shared);
+//!     a vCPU's copies of one line carry the same mark. The L1I takes no part (instruction
+//!     fetches are not coherent with data on Arm without maintenance), except that an
+//!     instruction fetch that fills a private unified level is a coherent read (17a).
+//!     - a. **Coherent read**: a demand access (read or write), or a prefetch into the private
+//!       domain, that must bring the line from outside the issuing vCPU c's private domain
+//!       first *snoops* every other vCPU k, in vCPU order, before the PoC is looked up: a
+//!       `snoop_hits` for k if any of k's private caches holds the line, else a
+//!       `snoop_misses`. On a hit each dirty copy of k is written back into the PoC (rule 3;
+//!       one `writebacks` at its level), which counts one `interventions` for c, and every
+//!       copy of k becomes shared (read) or is invalidated (write: one `invalidations` for k).
+//!       c's new copies are shared when some k hit and c reads; otherwise not shared.
+//!     - b. **Upgrade**: a write-back write that finds its line shared in c's private domain
+//!       (an L1D hit, or an L1D miss that hits a private level below) counts one `upgrades`
+//!       for c and snoops as a write (after the fills and write-backs of rule 1), and c's
+//!       copies are no longer shared. A write to an unshared copy (E or M) is silent.
+//!     - c. **Write-through writes** and **DC ZVA** on write-back memory snoop as a write
+//!       before rule 4 / rule 9, whatever c holds, and c's copies are no longer shared.
+//!     - d. **Broadcast maintenance** (rules 6, 7 and 10's IVAU/IALLUIS) counts one
+//!       `remote_maint` for every other vCPU whose private caches (its L1I for IC) held the
+//!       line (IC IALLUIS: every other vCPU). Set/way operations and IC IALLU are local.
+//!     - Non-cacheable and Device accesses are not snooped (rule 5); TLBs are not modelled.
+//!       A private level below a shared one (`l2share=shared,l3share=private`) lies beyond the
+//!       PoC and is never snooped.
 
 use std::io::Write;
 use std::ops::{Add, Sub};
+
+/// Coherence counters of one vCPU (rule 17).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Coherence {
+    /// This vCPU's private copies invalidated by another vCPU's write (one per snoop that hit).
+    pub invalidations: u64,
+    /// This vCPU's requests whose snoop found a dirty copy in another vCPU, which supplied it.
+    pub interventions: u64,
+    /// This vCPU's writes to a line it held shared (S → M without data).
+    pub upgrades: u64,
+    /// Snoops from other vCPUs that found the line in this vCPU's private caches.
+    pub snoop_hits: u64,
+    /// Snoops from other vCPUs that did not (a snoop filter would have spared them).
+    pub snoop_misses: u64,
+    /// Other vCPUs' broadcast maintenance operations that found the line in this vCPU's caches.
+    pub remote_maint: u64,
+    /// Of `invalidations`, those of lines inside the buffers ([`Model::set_buffers`]).
+    pub buf_invalidations: u64,
+    /// Of `interventions`, those of lines inside the buffers.
+    pub buf_interventions: u64,
+    /// Of `upgrades`, those of lines inside the buffers.
+    pub buf_upgrades: u64,
+}
+
+impl Coherence {
+    /// The six protocol counters in record order (the trace's; the `buf_` split is a label the
+    /// plugin adds, not part of the protocol).
+    pub fn values(&self) -> [u64; 6] {
+        [self.invalidations, self.interventions, self.upgrades, self.snoop_hits, self.snoop_misses, self.remote_maint]
+    }
+
+    /// From [`Coherence::values`]'s order (no `buf_` split).
+    pub fn from_values(v: [u64; 6]) -> Self {
+        Self {
+            invalidations: v[0],
+            interventions: v[1],
+            upgrades: v[2],
+            snoop_hits: v[3],
+            snoop_misses: v[4],
+            remote_maint: v[5],
+            ..Self::default()
+        }
+    }
+
+    fn all(&self) -> [u64; 9] {
+        let v = self.values();
+        [v[0], v[1], v[2], v[3], v[4], v[5], self.buf_invalidations, self.buf_interventions, self.buf_upgrades]
+    }
+
+    fn from_all(v: [u64; 9]) -> Self {
+        Self {
+            buf_invalidations: v[6],
+            buf_interventions: v[7],
+            buf_upgrades: v[8],
+            ..Self::from_values([v[0], v[1], v[2], v[3], v[4], v[5]])
+        }
+    }
+}
+
+impl Add for Coherence {
+    type Output = Coherence;
+    fn add(self, o: Coherence) -> Coherence {
+        let (a, b) = (self.all(), o.all());
+        Coherence::from_all(std::array::from_fn(|i| a[i].wrapping_add(b[i])))
+    }
+}
+
+impl Sub for Coherence {
+    type Output = Coherence;
+    fn sub(self, o: Coherence) -> Coherence {
+        let (a, b) = (self.all(), o.all());
+        Coherence::from_all(std::array::from_fn(|i| a[i].wrapping_sub(b[i])))
+    }
+}
 
 use crate::cache::{cache_seed, Cache, Fill};
 use crate::geometry::{Hierarchy, HwPfKind, HwPrefetch, Sharing};
@@ -251,6 +351,14 @@ pub struct Model {
     stride: Vec<[StrideEntry; STRIDE_ENTRIES]>,
     /// The sanitizer's state, when it runs.
     san: Option<Box<Sanitizer>>,
+    /// Rule 17 applies (more than one vCPU).
+    coherent: bool,
+    /// Number of private levels directly below L1 (the rest of the private domain).
+    private: usize,
+    /// Per vCPU: rule 17's counters.
+    coh: Vec<Coherence>,
+    /// Physical ranges `[start, end)` whose coherence events are also counted apart (`buf_`).
+    buffers: Vec<(u64, u64)>,
     /// Operation trace (see [`Model::trace_to`]).
     trace: Option<Box<dyn Write + Send>>,
 }
@@ -286,8 +394,40 @@ impl Model {
             hwpf: config.hwpf.clone(),
             stride: vec![[EMPTY_STRIDE; STRIDE_ENTRIES]; vcpus],
             san: None,
+            coherent: vcpus > 1,
+            private: config.lower.iter().take_while(|l| l.sharing == Sharing::Private).count(),
+            coh: vec![Coherence::default(); vcpus],
+            buffers: Vec::new(),
             trace: None,
         }
+    }
+
+    /// Rule 17's counters per vCPU (all zero with one vCPU).
+    pub fn coherence(&self) -> &[Coherence] {
+        &self.coh
+    }
+
+    /// Replaces the coherence counters (carried over a rebuild, like [`Model::set_totals`]).
+    pub fn set_coherence(&mut self, c: &[Coherence]) {
+        for (k, v) in c.iter().enumerate().take(self.coh.len()) {
+            self.coh[k] = *v;
+        }
+    }
+
+    /// Physical ranges `[start, end)` (the plugin: the kernel's declared attribute windows, its
+    /// benchmark buffers) whose invalidations, interventions and upgrades are also counted in
+    /// the `buf_` counters, apart from the rest (stacks, heap, barriers). A label only.
+    pub fn set_buffers(&mut self, ranges: Vec<(u64, u64)>) {
+        self.buffers = ranges;
+    }
+
+    fn in_buffers(&self, addr: u64) -> bool {
+        self.buffers.iter().any(|&(s, e)| (s..e).contains(&addr))
+    }
+
+    /// Whether rule 17 applies (more than one vCPU).
+    pub fn is_coherent(&self) -> bool {
+        self.coherent
     }
 
     /// Turns the sanitizer on, assuming CTR_EL0.IDC = `idc` and DIC = `dic`.
@@ -337,10 +477,11 @@ impl Model {
     /// Records every operation from now on as one text line on `w`, after a header line with the
     /// hierarchy and the counters so far, so the reference simulator can replay the run (tests).
     /// Lines: `H vcpus l1i l1d [l2 sharing [l3 sharing]] policy seed zva hwpf distance degree`,
-    /// `C <36 counters>`, `D cpu pa size write attr pc nt`, `R cpu pa level nt attr` (software
-    /// prefetch), `F cpu pa attr`, `P op point pa`, `S cpu op level first end`, `Z cpu pa attr`,
-    /// `I cpu all`, `V pa`, and `T <36 counters>` from [`Model::end_trace`] (attr, op and point
-    /// are the enums' numbers; counters: eight per level in `Level` order, then `served`).
+    /// `C <counters>`, `D cpu pa size write attr pc nt`, `R cpu pa level nt attr` (software
+    /// prefetch), `F cpu pa attr`, `P op point pa cpu`, `S cpu op level first end`, `Z cpu pa attr`,
+    /// `I cpu all`, `V pa cpu`, and `T <counters>` from [`Model::end_trace`] (attr, op and point
+    /// are the enums' numbers; counters: eight per level in `Level` order, then `served`, then
+    /// with more than one vCPU six coherence counters per vCPU in [`Coherence::values`] order).
     pub fn trace_to(&mut self, mut w: Box<dyn Write + Send>) {
         let h = &self.config;
         let mut head = format!("H {} {} {}", self.vcpus, h.l1i, h.l1d);
@@ -349,7 +490,7 @@ impl Model {
         }
         let pf = &h.hwpf;
         let _ = writeln!(w, "{head} {} {} {} {} {} {}", h.policy.name(), h.seed, h.zva_bytes, pf.kind.name(), pf.distance, pf.degree);
-        let _ = writeln!(w, "C {}", counters_text(&self.totals));
+        let _ = writeln!(w, "C {}", self.trace_counters());
         self.trace = Some(w);
     }
 
@@ -360,11 +501,24 @@ impl Model {
 
     /// Writes the `T` line with the current counters and flushes the trace.
     pub fn end_trace(&mut self) {
-        let t = counters_text(&self.totals);
+        let t = self.trace_counters();
         if let Some(w) = self.trace.as_mut() {
             let _ = writeln!(w, "T {t}");
             let _ = w.flush();
         }
+    }
+
+    /// The counters of a `C`/`T` trace line.
+    fn trace_counters(&self) -> String {
+        let mut t = counters_text(&self.totals);
+        if self.coherent {
+            for c in &self.coh {
+                for v in c.values() {
+                    t += &format!(" {v}");
+                }
+            }
+        }
+        t
     }
 
     /// Writes one trace line (callers check `self.trace.is_some()` first, through `tr!`, so
@@ -557,6 +711,10 @@ impl Model {
                 None
             }
             Attr::NormalWriteThrough if write => {
+                if self.coherent {
+                    self.snoop(cpu, addr, true);
+                    self.set_own_shared(cpu, addr, false, true);
+                }
                 self.write_through(cpu, addr);
                 self.totals.served[SERVED_MEMORY] += 1;
                 if self.san.is_some() {
@@ -608,6 +766,9 @@ impl Model {
                         self.san_dirtied(addr, pc);
                     }
                 }
+                if hit.shared && fill.dirty && self.coherent {
+                    self.upgrade(cpu, addr);
+                }
                 (hit.slot, 0, hit.prefetched)
             }
             Err((slot, victim)) => {
@@ -617,7 +778,7 @@ impl Model {
                 }
                 // The lower levels are looked up (and filled) first, then the L1 victim is
                 // written back: the order of rules 1 and 2.
-                let (depth, stale) = self.demand_lower(cpu, addr);
+                let (depth, stale) = self.demand_lower(cpu, addr, instr, fill.dirty);
                 if stale && !fill.dirty {
                     self.san_stale_hit(addr, instr);
                 }
@@ -635,15 +796,24 @@ impl Model {
     /// first (the order of rules 1 and 2: a level's victim goes down after the levels below it
     /// were filled). Returns the depth that served the line (1 = L2, …, memory = levels + 1).
     /// Kept out of line so the L1 hit path stays small.
+    /// With coherence (rule 17) the snoop comes before the PoC's lookup, and the upgrade and the
+    /// shared marks of the new copies after the write-backs.
     #[inline(never)]
-    fn demand_lower(&mut self, cpu: usize, addr: u64) -> (usize, bool) {
+    fn demand_lower(&mut self, cpu: usize, addr: u64, instr: bool, write: bool) -> (usize, bool) {
         // At most L2 and L3: the victims' addresses, by level.
         let mut victims = [None; 2];
         let mut depth = 0;
         let mut served = self.lower.len() + 1;
         let mut stale = false;
+        // Rule 17: the L1I's own misses take part only through a private unified level.
+        let coh = self.coherent && (!instr || self.private > 0);
+        let (mut shared, mut snooped) = (false, false);
         while depth < self.lower.len() {
             let i = depth;
+            if coh && i == self.private {
+                shared = self.snoop(cpu, addr, write);
+                snooped = true;
+            }
             depth += 1;
             let c = self.lower_mut(i, cpu);
             let shift = c.line_shift();
@@ -658,6 +828,9 @@ impl Model {
                     }
                     served = i + 1;
                     stale = hit.stale;
+                    if i < self.private {
+                        shared = hit.shared;
+                    }
                     break;
                 }
                 Err((_, victim)) => {
@@ -666,13 +839,107 @@ impl Model {
                 }
             }
         }
+        if coh && !snooped && served > self.lower.len() {
+            // Every level is private: the PoC is memory.
+            shared = self.snoop(cpu, addr, write);
+            snooped = true;
+        }
         for i in (0..depth).rev() {
             if let Some(a) = victims[i] {
                 self.totals.at(Level::lower(i)).writebacks += 1;
                 self.writeback_into(cpu, i + 1, a);
             }
         }
+        if coh {
+            if write && shared && !snooped {
+                // A shared copy below L1D: S → M.
+                self.count_upgrade(cpu, addr);
+                self.snoop(cpu, addr, true);
+            }
+            self.set_own_shared(cpu, addr, shared && !write, !instr);
+        }
         (served, stale)
+    }
+
+    /// Rule 17a: snoops every vCPU but `cpu` for the line holding `addr`, for a read (copies
+    /// become shared) or a write (copies are invalidated); dirty copies are written back into the
+    /// PoC first. Returns whether any other vCPU held the line.
+    fn snoop(&mut self, cpu: usize, addr: u64, write: bool) -> bool {
+        let mut any = false;
+        let buf = u64::from(self.in_buffers(addr));
+        for k in 0..self.vcpus {
+            if k == cpu {
+                continue;
+            }
+            let (mut held, mut dirty) = (false, false);
+            for p in 0..=self.private {
+                let c = if p == 0 { &mut self.l1d[k] } else { &mut self.lower[p - 1][k] };
+                let line = c.line_of(addr);
+                let Some(slot) = c.probe(line) else { continue };
+                held = true;
+                let shift = c.line_shift();
+                if c.clean_slot(slot) {
+                    dirty = true;
+                    self.totals.at(if p == 0 { Level::L1D } else { Level::lower(p - 1) }).writebacks += 1;
+                    self.writeback_into(k, self.private, line << shift);
+                }
+                let c = if p == 0 { &mut self.l1d[k] } else { &mut self.lower[p - 1][k] };
+                if write {
+                    c.invalidate_slot(slot);
+                } else {
+                    c.set_shared(slot, true);
+                }
+            }
+            let ck = &mut self.coh[k];
+            if held {
+                ck.snoop_hits += 1;
+                if write {
+                    ck.invalidations += 1;
+                    ck.buf_invalidations += buf;
+                }
+                any = true;
+            } else {
+                ck.snoop_misses += 1;
+            }
+            if dirty {
+                self.coh[cpu].interventions += 1;
+                self.coh[cpu].buf_interventions += buf;
+            }
+        }
+        any
+    }
+
+    /// Rule 17b: a write hit on a shared L1D copy (already unmarked by the hit).
+    #[cold]
+    fn upgrade(&mut self, cpu: usize, addr: u64) {
+        self.count_upgrade(cpu, addr);
+        self.snoop(cpu, addr, true);
+        self.set_own_shared(cpu, addr, false, true);
+    }
+
+    fn count_upgrade(&mut self, cpu: usize, addr: u64) {
+        self.coh[cpu].upgrades += 1;
+        self.coh[cpu].buf_upgrades += u64::from(self.in_buffers(addr));
+    }
+
+    /// Marks (or unmarks) every copy of the line in `cpu`'s private domain shared; the L1D's
+    /// only when `l1d`.
+    fn set_own_shared(&mut self, cpu: usize, addr: u64, shared: bool, l1d: bool) {
+        for p in usize::from(!l1d)..=self.private {
+            let c = if p == 0 { &mut self.l1d[cpu] } else { &mut self.lower[p - 1][cpu] };
+            if let Some(slot) = c.probe(c.line_of(addr)) {
+                c.set_shared(slot, shared);
+            }
+        }
+    }
+
+    /// Whether `cpu`'s private domain holds the line, from path position `from` (0 = L1D) on,
+    /// and if so whether its copies are shared.
+    fn own_copy(&self, cpu: usize, addr: u64, from: usize) -> Option<bool> {
+        (from..=self.private).find_map(|p| {
+            let c = if p == 0 { &self.l1d[cpu] } else { &self.lower[p - 1][cpu] };
+            c.probe(c.line_of(addr)).map(|slot| c.is_shared(slot))
+        })
     }
 
     /// Rule 11: a software prefetch (PRFM PLD/PST) of the line holding `pa` into `level`
@@ -696,6 +963,16 @@ impl Model {
     /// lack the line.
     fn fill_prefetch(&mut self, cpu: usize, addr: u64, target: usize, nt: bool) {
         let depth = 1 + self.lower.len();
+        // Rule 17a: a fill into the private domain from outside it is a coherent read.
+        let coh = self.coherent && target <= self.private;
+        let mut shared = false;
+        if coh {
+            match self.own_copy(cpu, addr, target) {
+                Some(_) if self.holds(cpu, target, addr) => return,
+                Some(s) => shared = s,
+                None => shared = self.snoop(cpu, addr, false),
+            }
+        }
         let src = (target..depth).find(|&p| self.holds(cpu, p, addr)).unwrap_or(depth);
         for p in (target..src).rev() {
             let fill = Fill { dirty: false, prefetch: true, nt: nt && p == target };
@@ -714,6 +991,9 @@ impl Model {
                 let line = c.line_of(addr);
                 self.allocate_lower(cpu, p - 1, line, fill);
             }
+        }
+        if coh {
+            self.set_own_shared(cpu, addr, shared, true);
         }
     }
 
@@ -810,8 +1090,15 @@ impl Model {
 
     /// Rules 6 and 7: a data-cache operation by physical address, issued by `cpu`.
     pub fn dc_by_pa(&mut self, cpu: usize, op: MaintOp, point: Point, pa: u64) {
-        tr!(self, "P {} {} {pa}\n", op as u8, point as u8);
-        let _ = cpu; // by-address operations are broadcast: every vCPU's caches are affected
+        tr!(self, "P {} {} {pa} {cpu}\n", op as u8, point as u8);
+        // By-address operations are broadcast: every vCPU's caches are affected (rule 17d).
+        if self.coherent {
+            for k in (0..self.vcpus).filter(|&k| k != cpu) {
+                if self.own_copy(k, pa, 0).is_some() {
+                    self.coh[k].remote_maint += 1;
+                }
+            }
+        }
         self.totals.at(Level::L1D).maint += 1;
         if op == MaintOp::Invalidate && self.san.is_some() && self.data_caches().any(|c| c.holds_dirty(c.line_of(pa))) {
             self.san_lost(pa, "dc-ivac");
@@ -922,6 +1209,10 @@ impl Model {
                 let shift = self.l1d[cpu].line_shift();
                 let step = 1u64 << shift;
                 for a in (start..start + block).step_by(step as usize) {
+                    if self.coherent {
+                        self.snoop(cpu, a, true);
+                        self.set_own_shared(cpu, a, false, true);
+                    }
                     let c = &mut self.l1d[cpu];
                     let line = c.line_of(a);
                     if let Some(slot) = c.lookup(line) {
@@ -952,12 +1243,15 @@ impl Model {
             if all_vcpus || k == cpu {
                 c.invalidate_all();
             }
+            if all_vcpus && k != cpu && self.coherent {
+                self.coh[k].remote_maint += 1;
+            }
         }
     }
 
-    /// Rule 10: IC IVAU of the line holding `pa`.
-    pub fn ic_invalidate_pa(&mut self, pa: u64) {
-        tr!(self, "V {pa}\n");
+    /// Rule 10: IC IVAU of the line holding `pa`, issued by `cpu`.
+    pub fn ic_invalidate_pa(&mut self, cpu: usize, pa: u64) {
+        tr!(self, "V {pa} {cpu}\n");
         self.totals.at(Level::L1I).maint += 1;
         if let Some(san) = self.san.as_mut() {
             let shift = self.l1d[0].line_shift();
@@ -967,9 +1261,12 @@ impl Model {
                 san.written.remove(&(a >> shift));
             }
         }
-        for c in &mut self.l1i {
+        for (k, c) in self.l1i.iter_mut().enumerate() {
             if let Some(slot) = c.probe(c.line_of(pa)) {
                 c.invalidate_slot(slot);
+                if k != cpu && self.coherent {
+                    self.coh[k].remote_maint += 1;
+                }
             }
         }
     }

@@ -360,11 +360,13 @@ impl State {
             }
         };
         let carried = core.model.as_ref().map(|m| m.totals()).unwrap_or_default();
+        let carried_coh = core.model.as_ref().map(|m| m.coherence().to_vec()).unwrap_or_default();
         if core.model.is_some() {
             core.warn("geometry changed after the caches were in use: the caches start empty again");
         }
         let mut m = Model::new(&h, self.vcpus);
         m.set_totals(carried);
+        m.set_coherence(&carried_coh);
         if self.settings.sanitize {
             let (idc, dic) = core.ctr.unwrap_or((false, false));
             m.enable_sanitizer(idc, dic);
@@ -696,7 +698,7 @@ impl State {
             Insn::IcIallu { broadcast } => self.model(&mut core).ic_invalidate_all(cpu, broadcast),
             Insn::IcIvau { .. } => {
                 let pa = self.translate(&mut core, a);
-                self.model(&mut core).ic_invalidate_pa(pa);
+                self.model(&mut core).ic_invalidate_pa(cpu, pa);
             }
             Insn::Prefetch(_) => {}
         }
@@ -828,7 +830,18 @@ impl State {
             Marker::PhaseBegin { name_va, id } => {
                 let name = read_name(name_va).unwrap_or_else(|| format!("phase-{id}"));
                 let now = self.now(core);
-                core.phases.begin(id, name, now);
+                let coh = core.model.as_ref().map(|m| m.coherence().to_vec()).unwrap_or_default();
+                core.phases.begin(id, name, now, coh);
+                // The buffers the coherence counts single out: every window whose PA is known.
+                let ranges = core
+                    .guest
+                    .windows()
+                    .iter()
+                    .filter_map(|w| w.offset.map(|o| (w.va.wrapping_add(o), w.va.wrapping_add(o).wrapping_add(w.len))))
+                    .collect();
+                if let Some(m) = core.model.as_mut().filter(|m| m.is_coherent()) {
+                    m.set_buffers(ranges);
+                }
             }
             Marker::Quiet(on) => core.quiet = on,
             Marker::MaintBegin { va, len } => core.maint.push(MaintRange { va, len, ..MaintRange::default() }),
@@ -856,14 +869,17 @@ impl State {
             }
             Marker::PhaseEnd { id } => {
                 let now = self.now(core);
-                match core.phases.end(id, now) {
+                let coh = core.model.as_ref().filter(|m| m.is_coherent()).map(|m| m.coherence().to_vec()).unwrap_or_default();
+                match core.phases.end(id, now, &coh) {
                     Ok(done) => {
                         let lower = core.lower_levels();
                         let lat = core.model.as_ref().map_or_else(crate::geometry::Latency::generic, |m| m.config().latency.clone());
                         let text: String = done
                             .iter()
                             .map(|p| {
-                                report::phase_lines(&p.name, p.id, &p.counts, lower) + &report::time_line(&p.name, p.id, &p.counts, &lat)
+                                report::phase_lines(&p.name, p.id, &p.counts, lower)
+                                    + &report::time_line(&p.name, p.id, &p.counts, &lat)
+                                    + &report::coherence_lines(&p.name, p.id, &p.coherence)
                             })
                             .collect();
                         let mut text = text;
@@ -891,6 +907,9 @@ impl State {
         let lower = core.lower_levels();
         let mut text = report::hazard_lines(&core.hazards.take(None));
         text += &report::total_lines(&now, lower);
+        if let Some(m) = core.model.as_ref().filter(|m| m.is_coherent()) {
+            text += &report::coherence_total_lines(m.coherence());
+        }
         text += &report::hazard_total_line(&core.hazards, self.settings.sanitize);
         text += &report::line(
             Record::new(&cachescope_arch::record::MODEL_RUN)

@@ -9,13 +9,14 @@ use std::collections::VecDeque;
 
 use crate::cache::{cache_seed, xorshift64star, Policy};
 use crate::geometry::{Geometry, Hierarchy, HwPfKind, HwPrefetch, Sharing};
-use crate::model::{Attr, MaintOp, Point, Totals};
+use crate::model::{Attr, Coherence, MaintOp, Point, Totals};
 
 #[derive(Clone, Copy, Debug)]
 struct RefLine {
     addr: u64, // first byte address of the line
     dirty: bool,
-    pf: bool, // brought in by a prefetch, not yet touched by a demand access
+    pf: bool,     // brought in by a prefetch, not yet touched by a demand access
+    shared: bool, // coherence: MESI's S (clean) when set
     used: i64,
     filled: i64,
 }
@@ -65,7 +66,7 @@ impl RefCache {
         };
         let old = self.sets[si][w];
         let t = if nt { -(now as i64) } else { now as i64 };
-        self.sets[si][w] = Some(RefLine { addr: b, dirty, pf, used: t, filled: t });
+        self.sets[si][w] = Some(RefLine { addr: b, dirty, pf, shared: false, used: t, filled: t });
         old
     }
 }
@@ -81,6 +82,12 @@ pub struct RefModel {
     stride: Vec<Vec<(u64, u64, i64, u32)>>,
     /// Same layout as the model's counters.
     pub totals: Totals,
+    /// More than one vCPU: the coherence rules apply.
+    coherent: bool,
+    /// Private lower levels (they come first).
+    private: usize,
+    /// Coherence counters per vCPU.
+    pub coh: Vec<Coherence>,
 }
 
 const I: usize = 0;
@@ -103,7 +110,109 @@ impl RefModel {
             lower.push((l.sharing, v));
         }
         let stride = vec![vec![(u64::MAX, 0, 0, 0); 16]; vcpus];
-        Self { l1i, l1d, lower, now: 0, hwpf: h.hwpf.clone(), stride, totals: Totals::default() }
+        let mut private = 0;
+        while private < h.lower.len() && h.lower[private].sharing == Sharing::Private {
+            private += 1;
+        }
+        Self {
+            l1i,
+            l1d,
+            lower,
+            now: 0,
+            hwpf: h.hwpf.clone(),
+            stride,
+            totals: Totals::default(),
+            coherent: vcpus > 1,
+            private,
+            coh: vec![Coherence::default(); vcpus],
+        }
+    }
+
+    // ---- coherence -------------------------------------------------------------------------
+
+    /// The data-side private cache of `cpu` at path position p (0 = L1D, 1.. = private lower).
+    fn own(&mut self, cpu: usize, p: usize) -> &mut RefCache {
+        if p == 0 {
+            &mut self.l1d[cpu]
+        } else {
+            &mut self.lower[p - 1].1[cpu]
+        }
+    }
+
+    /// The copy of `addr` in `cpu`'s private cache at position p.
+    fn own_line(&mut self, cpu: usize, p: usize, addr: u64) -> Option<&mut RefLine> {
+        let c = self.own(cpu, p);
+        let w = c.find(addr)?;
+        let si = c.set_index(addr);
+        c.sets[si][w].as_mut()
+    }
+
+    /// Asks every other vCPU for the line: dirty copies go to the first shared level (or memory),
+    /// then they are dropped (write) or marked shared (read). Whether anyone had it.
+    fn snoop(&mut self, cpu: usize, addr: u64, write: bool) -> bool {
+        let mut anyone = false;
+        for k in 0..self.l1d.len() {
+            if k == cpu {
+                continue;
+            }
+            let mut had = false;
+            let mut had_dirty = false;
+            for p in 0..=self.private {
+                let Some(l) = self.own_line(k, p, addr) else { continue };
+                had = true;
+                let was_dirty = l.dirty;
+                let line_addr = l.addr;
+                l.dirty = false;
+                if was_dirty {
+                    had_dirty = true;
+                    self.totals.levels[p + 1].writebacks += 1;
+                    let poc = 1 + self.private;
+                    self.place(k, D, poc, line_addr, true, false);
+                }
+                let c = self.own(k, p);
+                let w = c.find(addr).unwrap();
+                let si = c.set_index(addr);
+                if write {
+                    c.sets[si][w] = None;
+                } else {
+                    c.sets[si][w].as_mut().unwrap().shared = true;
+                }
+            }
+            if had {
+                anyone = true;
+                self.coh[k].snoop_hits += 1;
+                if write {
+                    self.coh[k].invalidations += 1;
+                }
+            } else {
+                self.coh[k].snoop_misses += 1;
+            }
+            if had_dirty {
+                self.coh[cpu].interventions += 1;
+            }
+        }
+        anyone
+    }
+
+    /// Sets the shared mark of every copy `cpu` holds (the L1D's only if `with_l1d`).
+    fn mark_own(&mut self, cpu: usize, addr: u64, shared: bool, with_l1d: bool) {
+        let first = if with_l1d { 0 } else { 1 };
+        for p in first..=self.private {
+            if let Some(l) = self.own_line(cpu, p, addr) {
+                l.shared = shared;
+            }
+        }
+    }
+
+    /// Does `cpu` hold the line privately at position `from` or below (within its private
+    /// levels)? Then: is it marked shared.
+    fn own_shared(&mut self, cpu: usize, addr: u64, from: usize) -> Option<bool> {
+        for p in from..=self.private {
+            if let Some(l) = self.own_line(cpu, p, addr) {
+                return Some(l.shared);
+            }
+        }
+        None
     }
 
     fn tick(&mut self) -> u64 {
@@ -199,7 +308,20 @@ impl RefModel {
         let depth = self.depth();
         let mut hit_at = depth;
         let mut trigger = true;
+        let coh = self.coherent && (side == D || self.private > 0);
+        let mut shared = false;
+        let mut asked = false;
         for p in 0..depth {
+            if coh && p == 1 + self.private {
+                shared = self.snoop(cpu, addr, dirty);
+                asked = true;
+            }
+            if coh && p >= 1 && p <= self.private {
+                // a private level below L1: its copy's mark, if it has one
+                if let Some(l) = self.own_line(cpu, p, addr) {
+                    shared = l.shared;
+                }
+            }
             let (hit, pf) = self.lookup(cpu, side, p, addr);
             if hit {
                 hit_at = p;
@@ -214,12 +336,35 @@ impl RefModel {
                 let (_, c) = self.at(cpu, side, 0);
                 let w = c.find(addr).unwrap();
                 let si = c.set_index(addr);
-                c.sets[si][w].as_mut().unwrap().dirty = true;
+                let l = c.sets[si][w].as_mut().unwrap();
+                l.dirty = true;
+                let was_shared = l.shared;
+                l.shared = false;
+                if was_shared && self.coherent {
+                    self.coh[cpu].upgrades += 1;
+                    self.snoop(cpu, addr, true);
+                    self.mark_own(cpu, addr, false, true);
+                }
             }
             return (0, trigger);
         }
-        for p in (0..hit_at).rev() {
-            self.place_fill(cpu, side, p, addr, dirty && p == 0, true, false, nt && p == 0);
+        if coh && !asked && hit_at == depth {
+            shared = self.snoop(cpu, addr, dirty);
+            asked = true;
+        }
+        for p in (1..hit_at).rev() {
+            self.place_fill(cpu, side, p, addr, false, true, false, false);
+        }
+        if coh && dirty && shared && !asked {
+            self.coh[cpu].upgrades += 1;
+            self.snoop(cpu, addr, true);
+        }
+        if coh {
+            self.mark_own(cpu, addr, shared && !dirty, false);
+        }
+        self.place_fill(cpu, side, 0, addr, dirty, true, false, nt);
+        if coh && side == D {
+            self.mark_own(cpu, addr, shared && !dirty, true);
         }
         (hit_at, trigger)
     }
@@ -242,6 +387,10 @@ impl RefModel {
                     self.totals.served[3] += 1;
                 }
                 Attr::NormalWriteThrough if write => {
+                    if self.coherent {
+                        self.snoop(cpu, a, true);
+                        self.mark_own(cpu, a, false, true);
+                    }
                     for p in 0..self.depth() {
                         self.lookup(cpu, D, p, a);
                     }
@@ -309,6 +458,17 @@ impl RefModel {
 
     fn prefetch_fill(&mut self, cpu: usize, addr: u64, target: usize, nt: bool) {
         let depth = self.depth();
+        let coh = self.coherent && target <= self.private;
+        let mut shared = false;
+        if coh {
+            if self.own_line(cpu, target, addr).is_some() {
+                return;
+            }
+            shared = match self.own_shared(cpu, addr, target) {
+                Some(s) => s,
+                None => self.snoop(cpu, addr, false),
+            };
+        }
         let mut src = depth;
         for p in target..depth {
             if self.at(cpu, D, p).1.find(addr).is_some() {
@@ -319,6 +479,9 @@ impl RefModel {
         for p in (target..src).rev() {
             self.totals.levels[p + 1].prefetches += 1;
             self.place_fill(cpu, D, p, addr, false, true, true, nt && p == target);
+        }
+        if coh {
+            self.mark_own(cpu, addr, shared, true);
         }
     }
 
@@ -331,8 +494,15 @@ impl RefModel {
         }
     }
 
-    /// DC by PA.
-    pub fn dc_by_pa(&mut self, op: MaintOp, point: Point, pa: u64) {
+    /// DC by PA, issued by `cpu`.
+    pub fn dc_by_pa(&mut self, cpu: usize, op: MaintOp, point: Point, pa: u64) {
+        if self.coherent {
+            for k in 0..self.l1d.len() {
+                if k != cpu && self.own_shared(k, pa, 0).is_some() {
+                    self.coh[k].remote_maint += 1;
+                }
+            }
+        }
         let levels = if point == Point::Coherency { self.depth() } else { 1 };
         for p in 0..levels {
             let ci = p + 1; // L1D = 1, L2 = 2, L3 = 3
@@ -424,6 +594,10 @@ impl RefModel {
             }
             Attr::NormalWriteBack => {
                 for a in (start..start + block).step_by(line as usize) {
+                    if self.coherent {
+                        self.snoop(cpu, a, true);
+                        self.mark_own(cpu, a, false, true);
+                    }
                     let now = self.tick();
                     let c = &mut self.l1d[cpu];
                     match c.find(a) {
@@ -452,16 +626,23 @@ impl RefModel {
                     s.fill(None);
                 }
             }
+            if all && k != cpu && self.coherent {
+                self.coh[k].remote_maint += 1;
+            }
         }
     }
 
-    /// IC IVAU.
-    pub fn ic_invalidate_pa(&mut self, pa: u64) {
+    /// IC IVAU, issued by `cpu`.
+    pub fn ic_invalidate_pa(&mut self, cpu: usize, pa: u64) {
         self.totals.levels[I].maint += 1;
-        for c in &mut self.l1i {
+        for k in 0..self.l1i.len() {
+            let c = &mut self.l1i[k];
             if let Some(w) = c.find(pa) {
                 let si = c.set_index(pa);
                 c.sets[si][w] = None;
+                if k != cpu && self.coherent {
+                    self.coh[k].remote_maint += 1;
+                }
             }
         }
     }

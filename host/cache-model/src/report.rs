@@ -7,6 +7,8 @@
 //! | `model` | at each phase end, one per level | `phase`, `phase_id`, `level`, `accesses`, `hits`, `misses`, `writebacks`, `maint`, `bypass`, `prefetches`, `prefetch_hits` |
 //! | `model-time` | at each phase end | `phase`, `phase_id`, `data_accesses`, `cycles`, `ns` |
 //! | `model-total` | at exit, one per level | `level`, `accesses`, `hits`, `misses`, `writebacks`, `maint`, `bypass`, `prefetches`, `prefetch_hits` |
+//! | `model-coherence` | at each phase end, one per vCPU (more than one vCPU only) | `phase`, `phase_id`, `cpu`, `invalidations`, `interventions`, `upgrades`, `snoop_hits`, `snoop_misses`, `remote_maint`, `buf_invalidations`, `buf_interventions`, `buf_upgrades` |
+//! | `model-coherence-total` | at exit, one per vCPU (more than one vCPU only) | `cpu` and the same nine counts |
 //! | `hazard` | at each phase end (at exit outside phases), one per (kind, line) | see `sanitize.rs` |
 //! | `hazard-total` | at exit | per-kind counts |
 //! | `model-run` | at exit | `protocol`, `markers`, `phases`, `va_learned`, `va_window`, `va_identity`, `setway_ops`, `warnings`, `fast` |
@@ -18,7 +20,7 @@
 pub use cachescope::harness::Record;
 
 use crate::geometry::Latency;
-use crate::model::{Counts, Level, Totals};
+use crate::model::{Coherence, Counts, Level, Totals};
 
 /// Adds the eight counters of a level to a record.
 pub fn with_counts(r: Record, c: &Counts) -> Record {
@@ -83,6 +85,35 @@ pub fn total_lines(counts: &Totals, lower: usize) -> String {
         .collect()
 }
 
+/// Adds a vCPU's coherence counters to a record.
+fn with_coherence(r: Record, cpu: usize, c: &Coherence) -> Record {
+    r.u64("cpu", cpu as u64)
+        .u64("invalidations", c.invalidations)
+        .u64("interventions", c.interventions)
+        .u64("upgrades", c.upgrades)
+        .u64("snoop_hits", c.snoop_hits)
+        .u64("snoop_misses", c.snoop_misses)
+        .u64("remote_maint", c.remote_maint)
+        .u64("buf_invalidations", c.buf_invalidations)
+        .u64("buf_interventions", c.buf_interventions)
+        .u64("buf_upgrades", c.buf_upgrades)
+}
+
+/// One `model-coherence` record per vCPU for a finished phase.
+pub fn coherence_lines(name: &str, id: u64, coh: &[Coherence]) -> String {
+    coh.iter()
+        .enumerate()
+        .map(|(k, c)| {
+            line(with_coherence(Record::new(&cachescope_arch::record::MODEL_COHERENCE).str("phase", name).u64("phase_id", id), k, c))
+        })
+        .collect()
+}
+
+/// One `model-coherence-total` record per vCPU.
+pub fn coherence_total_lines(coh: &[Coherence]) -> String {
+    coh.iter().enumerate().map(|(k, c)| line(with_coherence(Record::new(&cachescope_arch::record::MODEL_COHERENCE_TOTAL), k, c))).collect()
+}
+
 /// `hazard` records, each followed by one readable line
 /// (`# model: hazard KIND pa=… va=… pc=… phase=… count=… access=… cause=… cause_pc=…`).
 pub fn hazard_lines(entries: &[crate::sanitize::Entry]) -> String {
@@ -141,6 +172,7 @@ struct Open {
     id: u64,
     name: String,
     start: Totals,
+    coh: Vec<Coherence>,
 }
 
 /// A phase that ended: its name, id and the counts inside it.
@@ -152,6 +184,8 @@ pub struct Finished {
     pub id: u64,
     /// Counts between begin and end.
     pub counts: Totals,
+    /// Coherence counts per vCPU between begin and end.
+    pub coherence: Vec<Coherence>,
 }
 
 /// Open phases (they may nest).
@@ -162,17 +196,25 @@ pub struct Phases {
 }
 
 impl Phases {
-    /// Starts phase `id` at counter state `now`.
-    pub fn begin(&mut self, id: u64, name: String, now: Totals) {
-        self.open.push(Open { id, name, start: now });
+    /// Starts phase `id` at counter state `now` (and coherence counters `coh`, per vCPU).
+    pub fn begin(&mut self, id: u64, name: String, now: Totals, coh: Vec<Coherence>) {
+        self.open.push(Open { id, name, start: now, coh });
     }
 
     /// Ends phase `id` at `now`. Phases opened inside it and still open end with it (innermost
     /// first). An id that is not open is an error (no phase ends).
-    pub fn end(&mut self, id: u64, now: Totals) -> Result<Vec<Finished>, String> {
+    pub fn end(&mut self, id: u64, now: Totals, coh: &[Coherence]) -> Result<Vec<Finished>, String> {
         let pos = self.open.iter().rposition(|p| p.id == id).ok_or_else(|| format!("phase end {id} without a matching begin"))?;
-        let done: Vec<Finished> =
-            self.open.drain(pos..).rev().map(|p| Finished { name: p.name, id: p.id, counts: now - p.start }).collect();
+        let done: Vec<Finished> = self
+            .open
+            .drain(pos..)
+            .rev()
+            .map(|p| {
+                // A phase that began before the model existed started from zero.
+                let coherence = coh.iter().enumerate().map(|(k, c)| *c - p.coh.get(k).copied().unwrap_or_default()).collect();
+                Finished { name: p.name, id: p.id, counts: now - p.start, coherence }
+            })
+            .collect();
         self.finished += done.len() as u64;
         Ok(done)
     }
@@ -221,17 +263,20 @@ mod tests {
     fn phases_nest_and_diff() {
         let mut p = Phases::default();
         let mut t = Totals::default();
-        p.begin(1, "outer".into(), t);
+        p.begin(1, "outer".into(), t, Vec::new());
         t.levels[1].accesses = 10;
-        p.begin(2, "inner".into(), t);
+        let c = |n| vec![Coherence { upgrades: n, ..Coherence::default() }; 2];
+        p.begin(2, "inner".into(), t, c(3));
         t.levels[1].accesses = 15;
-        let done = p.end(2, t).unwrap();
+        let done = p.end(2, t, &c(7)).unwrap();
         assert_eq!(done.len(), 1);
         assert_eq!(done[0].counts.levels[1].accesses, 5);
-        assert!(p.end(9, t).is_err());
-        p.begin(3, "unclosed".into(), t);
+        assert_eq!(done[0].coherence, c(4));
+        assert!(p.end(9, t, &[]).is_err());
+        p.begin(3, "unclosed".into(), t, Vec::new());
         t.levels[1].accesses = 20;
-        let done = p.end(1, t).unwrap();
+        let done = p.end(1, t, &c(8)).unwrap();
+        assert_eq!(done[1].coherence, c(8), "begun before the model: from zero");
         assert_eq!(
             done.iter().map(|f| (f.name.as_str(), f.counts.levels[1].accesses)).collect::<Vec<_>>(),
             [("unclosed", 5), ("outer", 20)]

@@ -3,7 +3,7 @@
 use crate::cache::{xorshift64star, Policy};
 use crate::decode::{decode_set_way, encode_set_way};
 use crate::geometry::{Geometry, Hierarchy, HwPfKind, HwPrefetch, Latency, LowerLevel, Sharing};
-use crate::model::{Attr, Hint, Level, MaintOp, Model, Point, Totals};
+use crate::model::{Attr, Coherence, Hint, Level, MaintOp, Model, Point, Totals};
 use crate::reference::RefModel;
 
 const WB: Attr = Attr::NormalWriteBack;
@@ -254,7 +254,7 @@ fn instruction_cache_invalidation() {
     m.ic_invalidate_all(0, false);
     assert!(!m.l1i_holds(0, BASE) && m.l1i_holds(1, BASE), "IALLU: this vCPU only");
     m.fetch(0, BASE, WB);
-    m.ic_invalidate_pa(BASE + 8);
+    m.ic_invalidate_pa(0, BASE + 8);
     assert!(!m.l1i_holds(0, BASE) && !m.l1i_holds(1, BASE), "IVAU: every vCPU");
     m.fetch(1, BASE, WB);
     m.ic_invalidate_all(0, true);
@@ -406,11 +406,11 @@ enum Op {
     Data { cpu: usize, pa: u64, size: u32, write: bool, attr: Attr, pc: u64, nt: bool },
     Prefetch { cpu: usize, pa: u64, level: u32, nt: bool, attr: Attr },
     Fetch { cpu: usize, pa: u64 },
-    DcPa { op: MaintOp, point: Point, pa: u64 },
+    DcPa { cpu: usize, op: MaintOp, point: Point, pa: u64 },
     SetWay { cpu: usize, op: MaintOp, level: u32, set: usize, way: usize },
     Zva { cpu: usize, pa: u64, attr: Attr },
     IcAll { cpu: usize, all: bool },
-    IcPa { pa: u64 },
+    IcPa { cpu: usize, pa: u64 },
 }
 
 fn apply(m: &mut Model, r: &mut RefModel, op: Op, zva: u64) {
@@ -427,9 +427,9 @@ fn apply(m: &mut Model, r: &mut RefModel, op: Op, zva: u64) {
             m.fetch(cpu, pa, WB);
             r.fetch(cpu, pa, WB);
         }
-        Op::DcPa { op, point, pa } => {
-            m.dc_by_pa(0, op, point, pa);
-            r.dc_by_pa(op, point, pa);
+        Op::DcPa { cpu, op, point, pa } => {
+            m.dc_by_pa(cpu, op, point, pa);
+            r.dc_by_pa(cpu, op, point, pa);
         }
         Op::SetWay { cpu, op, level, set, way } => {
             m.dc_set_way(cpu, op, level, set, way);
@@ -443,9 +443,9 @@ fn apply(m: &mut Model, r: &mut RefModel, op: Op, zva: u64) {
             m.ic_invalidate_all(cpu, all);
             r.ic_invalidate_all(cpu, all);
         }
-        Op::IcPa { pa } => {
-            m.ic_invalidate_pa(pa);
-            r.ic_invalidate_pa(pa);
+        Op::IcPa { cpu, pa } => {
+            m.ic_invalidate_pa(cpu, pa);
+            r.ic_invalidate_pa(cpu, pa);
         }
     }
 }
@@ -468,13 +468,15 @@ fn random_op(rng: &mut u64, vcpus: usize, span: u64, mixed: bool) -> Op {
         65..=69 => Op::Prefetch { cpu, pa, level: 1 + (r() % 4) as u32, nt: r() % 2 == 0, attr },
         70..=84 => Op::Fetch { cpu, pa },
         _ if !mixed => Op::Data { cpu, pa, size: 8, write: false, attr: WB, pc, nt: false },
-        85..=89 => Op::DcPa { op: ops[(r() % 3) as usize], point: if r() % 4 == 0 { Point::Unification } else { Point::Coherency }, pa },
+        85..=89 => {
+            Op::DcPa { cpu, op: ops[(r() % 3) as usize], point: if r() % 4 == 0 { Point::Unification } else { Point::Coherency }, pa }
+        }
         90..=93 => {
             Op::SetWay { cpu, op: ops[(r() % 3) as usize], level: 1 + (r() % 3) as u32, set: (r() % 40) as usize, way: (r() % 9) as usize }
         }
         94..=96 => Op::Zva { cpu, pa, attr },
         97 => Op::IcAll { cpu, all: r() % 2 == 0 },
-        _ => Op::IcPa { pa },
+        _ => Op::IcPa { cpu, pa },
     }
 }
 
@@ -487,9 +489,11 @@ fn check_agreement(h: &Hierarchy, vcpus: usize, ops: impl Iterator<Item = Op>) -
         n += 1;
         if n % 997 == 0 {
             assert_eq!(m.totals(), r.totals, "diverged after {n} operations (last {op:?}) with {h:?}");
+            assert_eq!(m.coherence(), &r.coh[..], "coherence diverged after {n} operations (last {op:?}) with {h:?}");
         }
     }
     assert_eq!(m.totals(), r.totals, "diverged at the end with {h:?}");
+    assert_eq!(m.coherence(), &r.coh[..], "coherence diverged at the end with {h:?}");
     n
 }
 
@@ -588,7 +592,7 @@ fn agrees_with_reference_on_structured_traces() {
             }
         }
         for a in (0..(64 << 10)).step_by(64) {
-            ops.push(Op::DcPa { op: MaintOp::CleanInvalidate, point: Point::Coherency, pa: BASE + a });
+            ops.push(Op::DcPa { cpu: 0, op: MaintOp::CleanInvalidate, point: Point::Coherency, pa: BASE + a });
             ops.push(Op::Fetch { cpu: 0, pa: BASE + (a * 7) % (1 << 20) });
         }
         // A pointer chase over 4 MiB in a fixed pseudo-random order.
@@ -672,8 +676,14 @@ fn replay_plugin_trace() {
     let path = std::env::var("CS_MODEL_TRACE").expect("CS_MODEL_TRACE names the trace file");
     let text = std::fs::read_to_string(&path).expect("trace readable");
     let num = |w: &str| -> u64 { w.parse().unwrap_or_else(|_| panic!("bad number '{w}' in {path}")) };
+    // 36 counters, then (more than one vCPU) six coherence counters per vCPU.
+    let coherence = |ws: &[&str]| -> Vec<Coherence> {
+        let v: Vec<u64> = ws.iter().skip(36).map(|w| num(w)).collect();
+        assert_eq!(v.len() % 6, 0, "six coherence counters per vCPU");
+        v.chunks(6).map(|c| Coherence::from_values([c[0], c[1], c[2], c[3], c[4], c[5]])).collect()
+    };
     let counters = |ws: &[&str]| -> Totals {
-        let v: Vec<u64> = ws.iter().map(|w| num(w)).collect();
+        let v: Vec<u64> = ws.iter().take(36).map(|w| num(w)).collect();
         assert_eq!(v.len(), 36, "36 counters");
         let mut t = Totals::default();
         for (i, c) in t.levels.iter_mut().enumerate() {
@@ -726,17 +736,33 @@ fn replay_plugin_trace() {
         }
         let (m, zva) = r.as_mut().expect("H line first");
         match w[0] {
-            "C" => m.totals = counters(&w[1..]),
+            "C" => {
+                m.totals = counters(&w[1..]);
+                let c = coherence(&w[1..]);
+                if !c.is_empty() {
+                    m.coh = c;
+                }
+            }
             "D" => m.data_hint(num(w[1]) as usize, num(w[2]), num(w[3]) as u32, w[4] == "1", attr(w[5]), num(w[6]), w[7] == "1"),
             "R" => m.prefetch(num(w[1]) as usize, num(w[2]), num(w[3]) as u32, w[4] == "1", attr(w[5])),
             "F" => m.fetch(num(w[1]) as usize, num(w[2]), attr(w[3])),
-            "P" => m.dc_by_pa(op(w[1]), if w[2] == "0" { Point::Coherency } else { Point::Unification }, num(w[3])),
+            // The issuing vCPU was added later (older traces: vCPU 0).
+            "P" => m.dc_by_pa(
+                w.get(4).map_or(0, |c| num(c) as usize),
+                op(w[1]),
+                if w[2] == "0" { Point::Coherency } else { Point::Unification },
+                num(w[3]),
+            ),
             "S" => m.dc_set_way_slots(num(w[1]) as usize, op(w[2]), num(w[3]) as u32, num(w[4]), num(w[5])),
             "Z" => m.dc_zva(num(w[1]) as usize, num(w[2]), attr(w[3]), *zva),
             "I" => m.ic_invalidate_all(num(w[1]) as usize, w[2] == "1"),
-            "V" => m.ic_invalidate_pa(num(w[1])),
+            "V" => m.ic_invalidate_pa(w.get(2).map_or(0, |c| num(c) as usize), num(w[1])),
             "T" => {
                 assert_eq!(m.totals, counters(&w[1..]), "reference and model disagree at the end of {path}");
+                let c = coherence(&w[1..]);
+                if !c.is_empty() {
+                    assert_eq!(m.coh, c, "reference and model disagree on coherence at the end of {path}");
+                }
                 ended = true;
                 continue;
             }
@@ -875,7 +901,7 @@ fn sanitizer_stale_instruction() {
         if all {
             m.ic_invalidate_all(0, false);
         } else {
-            m.ic_invalidate_pa(BASE);
+            m.ic_invalidate_pa(0, BASE);
         }
         m.fetch(0, BASE, WB);
         assert!(kinds(&mut m).is_empty());
@@ -927,9 +953,9 @@ fn sanitizer_never_changes_the_counts() {
                 a.fetch(cpu, pa, WB);
                 b.fetch(cpu, pa, WB);
             }
-            Op::DcPa { op, point, pa } => {
-                a.dc_by_pa(0, op, point, pa);
-                b.dc_by_pa(0, op, point, pa);
+            Op::DcPa { cpu, op, point, pa } => {
+                a.dc_by_pa(cpu, op, point, pa);
+                b.dc_by_pa(cpu, op, point, pa);
             }
             Op::SetWay { cpu, op, level, set, way } => {
                 a.dc_set_way(cpu, op, level, set, way);
@@ -940,4 +966,153 @@ fn sanitizer_never_changes_the_counts() {
         b.take_events();
     }
     assert_eq!(a.totals(), b.totals());
+}
+
+// ---- coherence (rule 17) ---------------------------------------------------------------------
+
+/// Sum of one counter over vCPUs.
+fn coh_sum(m: &Model, f: impl Fn(&Coherence) -> u64) -> u64 {
+    m.coherence().iter().map(f).sum()
+}
+
+#[test]
+fn coherence_ping_pong_costs_one_transfer_per_hand_over() {
+    // Two vCPUs take turns: read the line (spin), then write it (hand it over).
+    for h in [rpi4(), Hierarchy::profile("rpi5").map(|h| Hierarchy { hwpf: HwPrefetch::off("test"), ..h }).unwrap()] {
+        let mut m = Model::new(&h, 4);
+        m.data(0, BASE, 8, true, WB); // vCPU 0 owns the line (M)
+        let before: Vec<Coherence> = m.coherence().to_vec();
+        let handovers = 100u64;
+        for k in 0..handovers {
+            let cpu = (1 + k % 2) as usize % 2; // 1, 0, 1, 0 …
+            m.data(cpu, BASE, 8, false, WB); // spin read: a miss the peer's dirty copy supplies
+            m.data(cpu, BASE, 8, false, WB); // spinning on: hits
+            m.data(cpu, BASE, 8, true, WB); // the write: S → M, the peer's copy invalidated
+        }
+        let d: Vec<Coherence> = m.coherence().iter().zip(&before).map(|(a, b)| *a - *b).collect();
+        let sum = |f: fn(&Coherence) -> u64| d.iter().map(f).sum::<u64>();
+        assert_eq!(sum(|c| c.interventions), handovers, "one intervention per hand-over");
+        assert_eq!(sum(|c| c.upgrades), handovers, "one upgrade per hand-over");
+        assert_eq!(sum(|c| c.invalidations), handovers, "one invalidation per hand-over");
+        assert_eq!(sum(|c| c.snoop_hits), 2 * handovers, "the read's snoop and the upgrade's");
+        assert_eq!(sum(|c| c.snoop_misses), 2 * handovers * 2, "vCPUs 2 and 3 are snooped in vain");
+        assert_eq!(d[2].snoop_hits + d[3].snoop_hits, 0);
+        // The line ends dirty in one L1D only.
+        assert_eq!((0..4).filter(|&k| m.l1d(k).holds_dirty(BASE >> 6)).count(), 1);
+    }
+}
+
+#[test]
+fn coherence_false_sharing_vanishes_when_padded() {
+    let run = |stride: u64| {
+        let mut m = Model::new(&rpi4(), 4);
+        // Each vCPU increments its counter 10 times per turn, 20 turns round-robin.
+        for _ in 0..20 {
+            for cpu in 0..4 {
+                for _ in 0..10 {
+                    let a = BASE + cpu as u64 * stride;
+                    m.data(cpu, a, 8, false, WB);
+                    m.data(cpu, a, 8, true, WB);
+                }
+            }
+        }
+        (coh_sum(&m, |c| c.invalidations), coh_sum(&m, |c| c.interventions))
+    };
+    let (inv, int) = run(8);
+    // Every turn after the first takes the line from the previous vCPU: 79 transfers.
+    assert_eq!((inv, int), (79, 79), "shared line");
+    assert_eq!(run(64), (0, 0), "padded to a line: nothing moves");
+}
+
+#[test]
+fn coherence_reads_share_and_writes_invalidate() {
+    let mut m = Model::new(&rpi4(), 3);
+    for cpu in 0..3 {
+        m.data(cpu, BASE, 8, false, WB);
+    }
+    // 1 and 2 read clean copies: snoops hit, no intervention.
+    assert_eq!((coh_sum(&m, |c| c.snoop_hits), coh_sum(&m, |c| c.interventions)), (3, 0));
+    m.data(2, BASE, 8, true, WB);
+    assert_eq!((m.coherence()[2].upgrades, m.coherence()[0].invalidations, m.coherence()[1].invalidations), (1, 1, 1));
+    assert!(m.l1d(0).probe(BASE >> 6).is_none() && m.l1d(1).probe(BASE >> 6).is_none());
+    // The owner writes again: silent (M).
+    let before = m.coherence().to_vec();
+    m.data(2, BASE, 8, true, WB);
+    assert_eq!(m.coherence(), &before[..]);
+    // A write-through write and DC ZVA invalidate the other copies too.
+    m.data(0, BASE + 4096, 8, false, WB);
+    m.data(1, BASE + 4096, 8, true, Attr::NormalWriteThrough);
+    assert!(m.l1d(0).probe((BASE + 4096) >> 6).is_none());
+    m.data(0, BASE + 8192, 8, false, WB);
+    m.dc_zva(1, BASE + 8192, WB);
+    assert!(m.l1d(0).probe((BASE + 8192) >> 6).is_none());
+    // Non-cacheable accesses are not snooped.
+    let before = m.coherence().to_vec();
+    m.data(0, BASE, 8, true, NC);
+    assert_eq!(m.coherence(), &before[..]);
+}
+
+#[test]
+fn coherence_broadcast_maintenance_reaches_other_vcpus() {
+    let mut m = Model::new(&rpi4(), 2);
+    for l in 0..64u64 {
+        m.data(1, BASE + 64 * l, 8, true, WB);
+    }
+    let before = m.totals();
+    for l in 0..64u64 {
+        m.dc_by_pa(0, MaintOp::CleanInvalidate, Point::Coherency, BASE + 64 * l);
+    }
+    assert_eq!(m.coherence()[1].remote_maint, 64, "every line was in vCPU 1's L1D");
+    assert_eq!((m.totals() - before).get(Level::L1D).writebacks, 64);
+    m.fetch(1, BASE, WB);
+    m.ic_invalidate_pa(0, BASE);
+    m.ic_invalidate_all(0, true);
+    m.ic_invalidate_all(0, false);
+    assert_eq!(m.coherence()[1].remote_maint, 66, "IC IVAU found the line, IALLUIS counts, IALLU is local");
+    assert_eq!(m.coherence()[0].remote_maint, 0);
+}
+
+#[test]
+fn coherence_is_off_with_one_vcpu() {
+    let mut m = Model::new(&rpi4(), 1);
+    let mut rng = 3;
+    for _ in 0..20_000 {
+        if let Op::Data { cpu, pa, size, write, attr, pc, nt } = random_op(&mut rng, 1, 4 << 10, true) {
+            m.data_hint(cpu, pa, size, write, attr, Hint { pc, nt });
+        }
+    }
+    assert_eq!(m.coherence(), &[Coherence::default()]);
+}
+
+/// Random multi-vCPU traces over a few lines (heavy sharing), every policy and sharing mix:
+/// shared L2; private L2 + shared L3 (the Pi 5's shape); private L2 only (the PoC is memory);
+/// with and without a hardware prefetcher. The reference implements rule 17 independently.
+#[test]
+fn coherence_agrees_with_reference_on_random_traces() {
+    let mut events = Coherence::default();
+    for policy in [Policy::Lru, Policy::Fifo, Policy::Random] {
+        for (sharing, l3) in [(Sharing::Shared, false), (Sharing::Private, true), (Sharing::Private, false), (Sharing::Shared, true)] {
+            for (vcpus, span, seed) in [(4usize, 1u64 << 10, 21u64), (4, 8 << 10, 22), (2, 512, 23)] {
+                for hwpf in [HwPfKind::Off, HwPfKind::NextLine] {
+                    let h = with_hwpf(small(policy, sharing, l3), hwpf, 1, 2);
+                    let mut rng = seed ^ policy as u64;
+                    let mut m = Model::new(&h, vcpus);
+                    let mut r = RefModel::new(&h, vcpus);
+                    for n in 0..25_000u32 {
+                        let op = random_op(&mut rng, vcpus, span, true);
+                        apply(&mut m, &mut r, op, u64::from(h.zva_bytes));
+                        if n % 499 == 0 {
+                            assert_eq!(m.coherence(), &r.coh[..], "coherence diverged after {n} ({op:?}) with {h:?}");
+                            assert_eq!(m.totals(), r.totals, "diverged after {n} ({op:?}) with {h:?}");
+                        }
+                    }
+                    assert_eq!(m.coherence(), &r.coh[..], "{h:?}");
+                    assert_eq!(m.totals(), r.totals, "{h:?}");
+                    events = m.coherence().iter().fold(events, |a, c| a + *c);
+                }
+            }
+        }
+    }
+    // Every counter is exercised.
+    assert!(events.values().iter().all(|&v| v > 1000), "{events:?}");
 }
