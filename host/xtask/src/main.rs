@@ -120,7 +120,8 @@ enum Command {
     /// miss.
     ModelObserve {
         /// LOG MODEL of a main-job benchmark run (all checks), then LOG MODEL pairs of further
-        /// runs whose geometry sweeps are checked (e.g. under QEMU_CACHE_MODEL=rpi4).
+        /// runs whose geometry sweeps are checked (e.g. under QEMU_CACHE_MODEL=rpi4), or, for an
+        /// smp-suite run, its coherence transfers.
         #[arg(required = true, num_args = 2.., value_name = "LOG MODEL")]
         files: Vec<PathBuf>,
     },
@@ -441,7 +442,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
             for (i, pair) in files.chunks(2).enumerate() {
                 let (log, model) = (pair[0].display().to_string(), pair[1].display().to_string());
                 let (run, d) = observe::load(&log, &model).map_err(usage)?;
-                let these = if i == 0 { observe::benchmarks(&run, &d) } else { observe::geometry(&run, &d) };
+                let smp = d.phases.iter().any(|p| p.parsed.bench == "pingpong");
+                let these = match (i, smp) {
+                    (_, true) => observe::smp(&run, &model),
+                    (0, false) => observe::benchmarks(&run, &d),
+                    _ => observe::geometry(&run, &d),
+                };
                 let profile = d.profile_name().unwrap_or_else(|| "?".into());
                 findings.extend(these.into_iter().map(|(ok, w)| (ok, format!("[{log}, profile {profile}] {w}"))));
             }

@@ -120,3 +120,53 @@ pub fn geometry(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
     }
     f
 }
+
+/// The coherent model's transfers of the smp suite, from its `model-coherence` records (summed
+/// over vCPUs, buffer lines only) against what each benchmark must cause:
+/// - ping-pong on normal-wb: one transfer (intervention) per hand-over, two hand-overs per round
+///   trip: 2 × iters × reps; on normal-nc none (non-cacheable lines are not snooped);
+/// - false sharing padded to CWG: no invalidation; on a shared line: some;
+/// - SPSC ring: every data line once (reps × batches × bytes/64) and one head and one tail
+///   transfer per burst of `slots` batches (2 × reps × batches / slots).
+///
+/// Only benchmarks between two cores are exact on QEMU 10.0 (docs/cache-model.md, Coherence):
+/// the all-reduce is not checked.
+pub fn smp(run: &[records::Record], model_log: &str) -> Vec<Finding> {
+    let Ok(m) = Log::load(model_log) else { return vec![(false, format!("{model_log}: unreadable"))] };
+    let recs = records::extract(&m).0;
+    let sum = |phase: &str, field: &str| -> u64 {
+        recs.iter()
+            .filter(|r| r.kind() == "model-coherence" && r.obj.get("phase").and_then(|v| v.as_str()) == Some(phase))
+            .filter_map(|r| r.obj.get(field).and_then(serde_json::Value::as_u64))
+            .sum()
+    };
+    let mut f = Vec::new();
+    for metric in run.iter().filter(|r| r.kind() == "metric") {
+        let (Some(phase), Some(reps)) = (metric.obj.get("phase").and_then(|v| v.as_str()), metric.obj.get("reps").and_then(|v| v.as_u64())) else {
+            continue;
+        };
+        let name = model::PhaseName::parse(phase);
+        let (ivs, invs) = (sum(phase, "buf_interventions"), sum(phase, "buf_invalidations"));
+        match (name.bench.as_str(), name.attr.as_str()) {
+            ("pingpong", "normal-wb") => {
+                let want = 2 * name.num("iters").unwrap_or(0) * reps;
+                f.push((ivs == want, format!("{phase}: {ivs} transfers, expected 2 × iters × reps = {want}")));
+            }
+            ("pingpong", _) => f.push((ivs + invs == 0, format!("{phase}: {ivs} transfers, {invs} invalidations, expected none (not snooped)"))),
+            ("falseshare", _) if name.variant.starts_with("padded") => {
+                f.push((invs == 0, format!("{phase}: {invs} invalidations, expected none (padded to CWG)")))
+            }
+            ("falseshare", _) => f.push((invs > 0, format!("{phase}: {invs} invalidations, expected some (one shared line)"))),
+            ("spsc", _) => {
+                let (batches, slots, bytes) = (name.num("batches").unwrap_or(0), name.num("slots").unwrap_or(1).max(1), name.bytes.unwrap_or(0));
+                let want = reps * batches * bytes.div_ceil(64) + 2 * reps * batches / slots;
+                f.push((ivs == want, format!("{phase}: {ivs} transfers, expected data lines + head/tail = {want}")));
+            }
+            _ => {}
+        }
+    }
+    if f.is_empty() {
+        f.push((false, "no smp benchmark phases with model-coherence records".into()));
+    }
+    f
+}
