@@ -431,7 +431,7 @@ impl State {
     /// When the leader left its line in the shortcut and every member falls in that line, the
     /// members are hits of that line: counted in one step.
     fn mem_group(&self, vcpu: VCPUIndex, info: &MemoryInfo, vaddr: u64, write: bool, g: &Group) {
-        self.mem(vcpu, info, vaddr, write, Some(g.size), Hint { pc: g.pc, nt: false });
+        self.mem(vcpu, info, vaddr, vaddr, write, Some(g.size), Hint { pc: g.pc, nt: false });
         let f = &self.fast[vcpu as usize];
         let shift = f.d_shift.load(Relaxed);
         let off = (vaddr & ((1 << shift) - 1)) as i64;
@@ -451,12 +451,16 @@ impl State {
         }
         for (k, &(delta, size, store)) in g.members.iter().enumerate() {
             let hint = Hint { pc: g.pc + 4 * (k as u64 + 1), nt: false };
-            self.mem(vcpu, info, vaddr.wrapping_add(delta as u64), store, Some(size), hint);
+            self.mem(vcpu, info, vaddr, vaddr.wrapping_add(delta as u64), store, Some(size), hint);
         }
     }
 
-    /// One data access; `size` is `None` for the callback's own access (QEMU knows it).
-    fn mem(&self, vcpu: VCPUIndex, info: &MemoryInfo, vaddr: u64, write: bool, size: Option<u32>, hint: Hint) {
+    /// One data access at `vaddr`; `size` is `None` for the callback's own access (QEMU knows
+    /// it). `translated` is the address QEMU translated for the callback: only an access in its
+    /// page is asked of QEMU's TLB (anything else makes QEMU print "invalid use of
+    /// qemu_plugin_get_hwaddr" into the console).
+    #[allow(clippy::too_many_arguments)]
+    fn mem(&self, vcpu: VCPUIndex, info: &MemoryInfo, translated: u64, vaddr: u64, write: bool, size: Option<u32>, hint: Hint) {
         let cpu = vcpu as usize;
         let own = size.is_none();
         let f = &self.fast[cpu];
@@ -486,8 +490,10 @@ impl State {
         let known = if same_page {
             let p = f.p_ppn.load(Relaxed);
             Some(((p & !(1 << 63)) << PAGE_SHIFT | (vaddr & ((1 << PAGE_SHIFT) - 1)), p >> 63 == 1, false))
-        } else {
+        } else if vpn == translated >> PAGE_SHIFT {
             info.hwaddr(vaddr).map(|h| (h.hwaddr(), h.is_io(), true))
+        } else {
+            None
         };
         let mut core = self.lock();
         self.settle_own(&mut core, cpu);
@@ -1098,13 +1104,13 @@ impl HasCallbacks for CacheModel {
                     let s = state.clone();
                     let hint = Hint { pc, nt };
                     insn.register_memory_access_callback_flags(
-                        move |vcpu, info, vaddr| s.mem(vcpu, &info, vaddr, false, None, hint),
+                        move |vcpu, info, vaddr| s.mem(vcpu, &info, vaddr, vaddr, false, None, hint),
                         MemRW::QEMU_PLUGIN_MEM_R,
                         no_regs,
                     );
                     let s = state.clone();
                     insn.register_memory_access_callback_flags(
-                        move |vcpu, info, vaddr| s.mem(vcpu, &info, vaddr, true, None, hint),
+                        move |vcpu, info, vaddr| s.mem(vcpu, &info, vaddr, vaddr, true, None, hint),
                         MemRW::QEMU_PLUGIN_MEM_W,
                         no_regs,
                     );

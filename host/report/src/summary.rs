@@ -663,8 +663,29 @@ fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
         },
     ));
     if let Some(h) = &d.hazard_total {
-        let fields: Vec<String> = h.iter().filter(|(k, _)| *k != "record" && *k != "source").map(|(k, v)| format!("{k}={}", value_text(v))).collect();
-        out.push(line("hazards", fields.join(" ")));
+        // Hazards in phases that declared a deliberate mistake (`expect-hazard`) against the rest.
+        let declared: Vec<&str> = run.iter().filter(|r| r.kind() == "expect-hazard").filter_map(|r| s(r, "phase")).collect();
+        let phase_of = |o: &crate::records::Object| o.get("phase").and_then(Value::as_str).unwrap_or("").to_string();
+        let (expected, other): (Vec<_>, Vec<_>) = d.hazards.iter().partition(|o| declared.contains(&phase_of(o).as_str()));
+        let mut kinds: Vec<String> = h
+            .iter()
+            .filter(|(k, v)| !["record", "source", "sanitize", "hazards", "count"].contains(&k.as_str()) && v.as_u64().unwrap_or(0) > 0)
+            .map(|(k, v)| format!("{} {}", k.replace('_', "-"), value_text(v)))
+            .collect();
+        if kinds.is_empty() {
+            kinds.push("none".into());
+        }
+        out.push(line(
+            "hazards",
+            format!(
+                "(model sanitizer) {} line(s) in {} deliberate-mistake phase(s), as declared; {} elsewhere{} [{}]",
+                expected.len(),
+                declared.iter().collect::<std::collections::BTreeSet<_>>().len(),
+                other.len(),
+                if other.is_empty() { "" } else { " — MAINTENANCE BUGS: scripts/report report lists them" },
+                kinds.join(", ")
+            ),
+        ));
     } else if !d.hazards.is_empty() {
         out.push(line("hazards", format!("{} hazard records", d.hazards.len())));
     }
