@@ -73,7 +73,8 @@ enum Command {
         #[arg(long, value_name = "ELF")]
         elf: Option<PathBuf>,
         /// Runs: `CPU` (the whole main job on that CPU model) or `CPU:ARGS` (with these kernel
-        /// arguments). Default: cortex-a72 cortex-a53:only=cache cortex-a710:only=cache max:only=cache.
+        /// arguments). Default: cortex-a72 (the whole main job, small benchmark sweeps),
+        /// cortex-a53:only=cache cortex-a710:only=cache max:only=cache.
         runs: Vec<String>,
     },
     /// The cache-model plugin's speed: memory-bound loops of the model test kernel, plain TCG
