@@ -285,6 +285,7 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
         ));
     } else {
         out.extend(model_lines(&recs, &md));
+        out.extend(coherence_line(&mrecs));
     }
 
     // Totals and how to go on.
@@ -456,6 +457,41 @@ fn pct(a: f64, b: f64) -> String {
 }
 
 /// The model's lines of the digest.
+/// The coherent model's transfers per multicore benchmark (model-coherence records, buffer
+/// lines only, summed over the vCPUs and over a benchmark's variants per attribute): one line,
+/// when the run had more than one vCPU.
+fn coherence_line(mrecs: &[Record]) -> Option<String> {
+    let mut per: Vec<(String, u64, u64, u64)> = Vec::new(); // (bench attr, transfers, invalidations, phases)
+    let mut seen: Vec<&str> = Vec::new();
+    for r in mrecs.iter().filter(|r| r.kind() == "model-coherence") {
+        let Some(phase) = s(r, "phase") else { continue };
+        let name = model::PhaseName::parse(phase);
+        if name.bench == "bcast" {
+            continue; // its effect is remote maintenance, not line transfers
+        }
+        let key = match name.bench.as_str() {
+            "falseshare" => format!("falseshare {}", name.variant.split('-').next().unwrap_or("")),
+            b => format!("{b} {}", name.attr.trim_start_matches("normal-")),
+        };
+        let new_phase = !seen.contains(&phase);
+        seen.push(phase);
+        let (t, i) = (u(r, "buf_interventions").unwrap_or(0), u(r, "buf_invalidations").unwrap_or(0));
+        match per.iter_mut().find(|(k, ..)| *k == key) {
+            Some(e) => {
+                e.1 += t;
+                e.2 += i;
+                e.3 += u64::from(new_phase);
+            }
+            None => per.push((key, t, i, 1)),
+        }
+    }
+    if per.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = per.iter().map(|(k, t, i, n)| format!("{k} {}/{}", t / n, i / n)).collect();
+    Some(line("coherence", format!("(model, per phase: line transfers/invalidations) {}", parts.join(", "))))
+}
+
 fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
     let mut out = Vec::new();
     let geo: Vec<String> = d.geometry.iter().filter(|g| g.level != "L1I").map(|g| format!("{} {} {}-way", g.level, hb(g.size as f64), g.ways)).collect();
