@@ -200,20 +200,35 @@ pub fn alloc_trace(layers: usize, hidden: usize, steps: usize, seed: u64, limit:
     Some(s)
 }
 
+/// The shape of a `stream-double` run.
+#[derive(Clone, Copy, Debug)]
+pub struct DoubleShape {
+    /// Bytes per batch (rounded down to 64); two buffers of it.
+    pub batch: usize,
+    /// Batches per measured window.
+    pub batches: usize,
+    /// PRFM distance of the `prfm` variant, bytes.
+    pub distance: usize,
+    /// The core that fills (None: one core).
+    pub producer: Option<usize>,
+    /// How long one barrier episode or the final join may take before the producer counts as
+    /// stuck, ms (a timeout per episode: a long run is not a stuck one).
+    pub timeout_ms: u64,
+    /// Self-test: the producer stops answering (spins, never reaching the barrier) after this
+    /// many barrier episodes.
+    pub stall_after: Option<usize>,
+}
+
 /// `stream-double`: `batches` batches of `batch` bytes, each filled (STP: the loader) then
 /// consumed (LDP: the trainer): fill-then-consume on the boot core without prefetch and with
 /// PRFM PLDL1STRM `distance` ahead, and double-buffered with `producer` filling buffer B while
 /// the boot core consumes buffer A (None: one core, so it degrades to fill-then-consume and says
-/// so). Returns an error text when the producer stopped answering.
-pub fn stream_double(
-    env: &Env,
-    region: &Region,
-    batch: usize,
-    batches: usize,
-    distance: usize,
-    producer: Option<usize>,
-    timeout_ms: u64,
-) -> Result<(), alloc::string::String> {
+/// so). Returns an error text when the producer stopped answering: a barrier episode or the
+/// join took longer than `timeout_ms`; the barrier is then broken, the rest of the measurement
+/// returns at once, no `double` metric is emitted, and a producer that never finishes is lost
+/// to the harness (it gets no more work).
+pub fn stream_double(env: &Env, region: &Region, shape: DoubleShape) -> Result<(), alloc::string::String> {
+    let DoubleShape { batch, batches, distance, producer, timeout_ms, stall_after } = shape;
     let batch = batch & !63;
     let bufs = [region.va, region.va + batch];
     let params = [("batch", batch as u64), ("batches", batches as u64)];
@@ -237,45 +252,71 @@ pub fn stream_double(
         crate::diag!("stream-double: one core: double buffering degrades to fill-then-consume (the `none` figure)");
         return Ok(());
     };
+    // One barrier episode, given up after `timeout_ms` without the other party.
+    let episode = move |b: &Barrier, sense: &mut Sense| {
+        let deadline = Deadline::after_ms(timeout_ms);
+        b.wait(sense, || deadline.expired())
+    };
     let barrier = Arc::new(Barrier::new(2));
     let b2 = barrier.clone();
     let windows = env.warmup + env.reps;
     let job = smp::launch(&[core], move |_| {
-        let deadline = Deadline::after_ms(timeout_ms);
         let mut sense = Sense::new();
+        let mut episodes = 0usize;
+        let mut wait = |sense: &mut Sense| {
+            if stall_after.is_some_and(|n| episodes >= n) {
+                loop {
+                    smp::relax();
+                }
+            }
+            episodes += 1;
+            episode(&b2, sense)
+        };
         for _ in 0..windows {
+            // Each window starts empty: the first fill waits for the consumer's window to
+            // begin (inside its phase and its timing), as `none` fills its first batch inside.
+            wait(&mut sense)?;
             fill(0);
-            b2.wait(&mut sense, || deadline.expired())?;
+            wait(&mut sense)?;
             for i in 0..batches {
                 if i + 1 < batches {
                     fill((i + 1) % 2);
                 }
-                b2.wait(&mut sense, || deadline.expired())?;
+                wait(&mut sense)?;
             }
         }
         Ok::<(), smp::Broken>(())
     });
-    let deadline = Deadline::after_ms(timeout_ms);
     let mut sense = Sense::new();
     let mut broken = false;
     let id = MetricId { bench: "stream-double", variant: "double", attr: region.attr, bytes, params: &params };
     let summary = measure(env, id, || {
-        if broken || barrier.wait(&mut sense, || deadline.expired()).is_err() {
+        // The window starts, then the first batch is ready.
+        if broken || episode(&barrier, &mut sense).is_err() || episode(&barrier, &mut sense).is_err() {
             broken = true;
             return;
         }
         for i in 0..batches {
             // SAFETY: as in `fill`; the producer writes the other buffer until the barrier.
             unsafe { stream_run(Kernel::ReadLdp, bufs[i % 2], batch, 0) };
-            if barrier.wait(&mut sense, || deadline.expired()).is_err() {
+            if episode(&barrier, &mut sense).is_err() {
                 broken = true;
                 return;
             }
         }
     });
     let joined = job.join(timeout_ms);
-    if broken || joined.iter().any(|(_, r)| !matches!(r, Ok(Ok(())))) {
-        return Err(alloc::format!("stream-double: the producer on core {core} stopped answering"));
+    let why: alloc::vec::Vec<alloc::string::String> = joined
+        .iter()
+        .filter_map(|(c, r)| match r {
+            Ok(Ok(())) => None,
+            Ok(Err(smp::Broken)) => Some(alloc::format!("core {c}: the barrier broke")),
+            Err(e) => Some(alloc::format!("core {c}: {e}")),
+        })
+        .collect();
+    if broken || !why.is_empty() {
+        let why = if why.is_empty() { alloc::string::String::from("the barrier broke") } else { why.join("; ") };
+        return Err(alloc::format!("stream-double: the producer on core {core} stopped answering within {timeout_ms} ms ({why})"));
     }
     Metric { id, summary, work: bytes, unit: Unit::Rate, notes: &[("cores", 2)] }.emit(env);
     Ok(())

@@ -128,6 +128,18 @@ pub const ARGS: &[ArgSpec] = &[
         help: "stream-double: bytes per batch (two buffers)",
     },
     ArgSpec { key: "double_batches", kind: ArgKind::Number { min: 1, max: 4096 }, default: Literal("8"), help: "stream-double: batches per window" },
+    ArgSpec {
+        key: "double_timeout_ms",
+        kind: ArgKind::Number { min: 10, max: 600_000 },
+        default: Literal("5000"),
+        help: "stream-double: longest barrier episode before the producer core counts as stuck, ms",
+    },
+    ArgSpec {
+        key: "double_stall",
+        kind: ArgKind::Number { min: 0, max: 1 << 20 },
+        default: Literal("0"),
+        help: "stream-double self-test: the producer stops answering after this many barrier episodes (0: never)",
+    },
 ];
 
 /// What this machine leaves the benchmarks: the alias windows' length (every window maps the
@@ -684,15 +696,18 @@ fn alloc_reuse(ctx: &mut Ctx) {
 fn stream_double(ctx: &mut Ctx) {
     let Some((env, wb)) = env_and_wb(ctx) else { return };
     let producer = (1..crate::harness::smp::cores()).find(|&c| !crate::harness::smp::is_lost(c));
-    let r = bench::dl::stream_double(
-        &env,
-        &wb,
-        ctx.args.number("double_batch") as usize,
-        ctx.args.number("double_batches") as usize,
-        ctx.args.number("prefetch") as usize,
+    let shape = bench::dl::DoubleShape {
+        batch: ctx.args.number("double_batch") as usize,
+        batches: ctx.args.number("double_batches") as usize,
+        distance: ctx.args.number("prefetch") as usize,
         producer,
-        5000,
-    );
+        timeout_ms: ctx.args.number("double_timeout_ms"),
+        stall_after: Some(ctx.args.number("double_stall") as usize).filter(|&n| n > 0),
+    };
+    if let Some(core) = producer {
+        diag!("stream-double: double buffering on 2 cores: core {core} fills, core 0 consumes (prefetch_factor=2)");
+    }
+    let r = bench::dl::stream_double(&env, &wb, shape);
     if let Err(e) = r {
         ctx.fail(e);
     }

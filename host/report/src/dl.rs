@@ -143,6 +143,138 @@ pub fn double(d: &ModelData) -> Vec<(String, u64, u64, u64)> {
         .collect()
 }
 
+/// One kv-paged layout's or kv-quant dtype's scans: misses per token at each token count.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScanCurve {
+    /// Legend name: `contiguous`, `block 16`, or a dtype (`int8`).
+    pub name: String,
+    /// Bytes one token adds to the scanned layer (the largest scan's bytes ÷ its tokens).
+    pub bytes_per_token: f64,
+    /// (tokens, (level, misses ÷ tokens)), in token order.
+    pub points: Vec<(u64, Vec<(String, f64)>)>,
+}
+
+fn scan_curve(d: &ModelData, name: String, mut ps: Vec<&Phase>) -> ScanCurve {
+    ps.sort_by_key(|p| p.parsed.num("tokens"));
+    ps.dedup_by_key(|p| p.parsed.num("tokens"));
+    let levels = d.data_level_names();
+    let points: Vec<(u64, Vec<(String, f64)>)> = ps
+        .iter()
+        .filter_map(|p| {
+            let t = p.parsed.num("tokens").filter(|&t| t > 0)?;
+            Some((t, levels.iter().map(|l| (l.clone(), misses(p, l) as f64 / t as f64)).collect()))
+        })
+        .collect();
+    let bytes_per_token =
+        ps.iter().rev().find_map(|p| Some(p.parsed.bytes? as f64 / p.parsed.num("tokens").filter(|&t| t > 0)? as f64)).unwrap_or(0.0);
+    ScanCurve { name, bytes_per_token, points }
+}
+
+/// The kv-paged scans per layout: the contiguous ring first, then each block size, ascending.
+pub fn paged_curves(d: &ModelData) -> Vec<ScanCurve> {
+    paged(d)
+        .iter()
+        .map(|r| {
+            let variant = if r.contiguous { "scan-contiguous" } else { "scan-paged" };
+            let ps = d.phases_of("kv-paged", variant).filter(|p| p.parsed.num("block") == Some(r.block)).collect();
+            scan_curve(d, if r.contiguous { "contiguous".into() } else { format!("block {}", r.block) }, ps)
+        })
+        .collect()
+}
+
+/// The kv-quant scans per dtype, in the order the run swept them.
+pub fn quant_curves(d: &ModelData) -> Vec<ScanCurve> {
+    let mut variants: Vec<&str> = Vec::new();
+    for p in d.phases.iter().filter(|p| p.parsed.bench == "kv-quant") {
+        if !variants.contains(&p.parsed.variant.as_str()) {
+            variants.push(&p.parsed.variant);
+        }
+    }
+    variants.iter().map(|v| scan_curve(d, v.trim_start_matches("scan-").to_string(), d.phases_of("kv-quant", v).collect())).collect()
+}
+
+/// Measured windows in a phase: the `reps` of the metric that names it (the model phase spans
+/// the measured repetitions, not the warm-up), else 1.
+pub fn windows_of(run: &[Record], phase: &str) -> u64 {
+    run.iter()
+        .find(|r| r.kind() == "metric" && r.obj.get("phase").and_then(Value::as_str) == Some(phase))
+        .and_then(|r| r.obj.get("reps").and_then(Value::as_u64))
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// One alloc-reuse size at one level: misses per line of the tensor and window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReusePoint {
+    /// Tensor bytes.
+    pub bytes: u64,
+    /// Level.
+    pub level: String,
+    /// Reusing the block just freed.
+    pub reuse: f64,
+    /// Fresh arena memory.
+    pub fresh: f64,
+}
+
+/// alloc-reuse per size and level, as misses per 64-byte line of the tensor and window (a
+/// cold write misses once per line).
+pub fn reuse_per_line(run: &[Record], d: &ModelData) -> Vec<ReusePoint> {
+    let mut out = Vec::new();
+    for p in d.phases_of("alloc-reuse", "reuse") {
+        let Some(bytes) = p.parsed.bytes.filter(|&b| b >= 64) else { continue };
+        let Some(f) = d.phases_of("alloc-reuse", "fresh").find(|q| q.parsed.bytes == Some(bytes)) else { continue };
+        let per = |ph: &Phase, l: &str| misses(ph, l) as f64 / (bytes / 64) as f64 / windows_of(run, &ph.name) as f64;
+        for l in d.data_level_names() {
+            out.push(ReusePoint { bytes, level: l.clone(), reuse: per(p, &l), fresh: per(f, &l) });
+        }
+    }
+    out.sort_by(|a, b| (a.bytes, &a.level).cmp(&(b.bytes, &b.level)));
+    out
+}
+
+/// One stream-double variant under the model, per window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DoubleRow {
+    /// `none`, `prfm` or `double`.
+    pub variant: String,
+    /// Cores that ran it (the metric's `cores` note; 1 without one).
+    pub cores: u64,
+    /// L1D demand misses (every core's).
+    pub l1d_misses: f64,
+    /// L2 misses.
+    pub l2_misses: f64,
+    /// Demand hits on lines a prefetch brought in (L1D).
+    pub prefetch_hits: f64,
+    /// Lines one core's read took from another core's cache (`model-coherence` interventions,
+    /// summed over the vCPUs).
+    pub interventions: f64,
+}
+
+/// The stream-double variants, counts per measured window.
+pub fn double_rows(recs: &[Record], d: &ModelData) -> Vec<DoubleRow> {
+    ["none", "prfm", "double"]
+        .iter()
+        .filter_map(|v| {
+            let p = d.phases_of("stream-double", v).next()?;
+            let w = windows_of(recs, &p.name) as f64;
+            let metric = recs.iter().find(|r| r.kind() == "metric" && r.obj.get("phase").and_then(Value::as_str) == Some(&p.name));
+            let interventions: u64 = recs
+                .iter()
+                .filter(|r| r.kind() == "model-coherence" && r.obj.get("phase_id").and_then(Value::as_u64) == Some(p.id))
+                .filter_map(|r| r.obj.get("interventions").and_then(Value::as_u64))
+                .sum();
+            Some(DoubleRow {
+                variant: v.to_string(),
+                cores: metric.and_then(|m| m.obj.get("cores").and_then(Value::as_u64)).unwrap_or(1),
+                l1d_misses: misses(p, "L1D") as f64 / w,
+                l2_misses: misses(p, "L2") as f64 / w,
+                prefetch_hits: p.level("L1D").and_then(|l| l.prefetch_hits).unwrap_or(0) as f64 / w,
+                interventions: interventions as f64 / w,
+            })
+        })
+        .collect()
+}
+
 /// The checks issue 14 asks of a run under the model: (passed, what). Empty when the run has
 /// none of these benchmarks.
 pub fn checks(run: &[Record], d: &ModelData) -> Vec<(bool, String)> {
@@ -203,6 +335,19 @@ pub fn checks(run: &[Record], d: &ModelData) -> Vec<(bool, String)> {
                 ),
             ));
         }
+    }
+    let dbl = double_rows(run, d);
+    if let (Some(none), Some(prfm)) = (dbl.iter().find(|r| r.variant == "none"), dbl.iter().find(|r| r.variant == "prfm")) {
+        let double = dbl.iter().find(|r| r.variant == "double").map_or(String::new(), |r| {
+            format!("; double buffering {:.0} over {} cores ({:.0} lines from the other core)", r.l1d_misses, r.cores, r.interventions)
+        });
+        f.push((
+            prfm.l1d_misses < none.l1d_misses && prfm.prefetch_hits > 0.0,
+            format!(
+                "stream-double: L1D misses per window: none {:.0}, prfm {:.0} ({:.0} prefetch hits){double}: PRFM turns read misses into prefetch hits",
+                none.l1d_misses, prfm.l1d_misses, prfm.prefetch_hits
+            ),
+        ));
     }
     f
 }

@@ -16,6 +16,7 @@
 //! metric's. Model `metric` records are ordinary metrics with source `model`: they get their
 //! own figures and sit next to the timing rows of the same point in the tables.
 
+use crate::dl;
 use crate::input::{Error, Log, Result};
 use crate::ktap;
 use crate::metrics::{human_bytes, sig, Metric};
@@ -648,6 +649,7 @@ impl Ctx<'_> {
                 plot.render(),
             );
         }
+        self.dl_figures(d, recs, &caps);
         // The geometry sweeps: lines brought in per load vs stride, miss rate vs addresses per set.
         let (line_sweep, line) = model::infer_line(d);
         if !line_sweep.is_empty() {
@@ -733,6 +735,242 @@ impl Ctx<'_> {
             ["", "inferred (model)", "CCSIDR", "published silicon", "inferred from"].iter().map(|s| s.to_string()).collect(),
             rows,
         ));
+    }
+}
+
+impl Ctx<'_> {
+    /// The second-wave deep-learning patterns under the model (issue 14, `crate::dl`): paged
+    /// and quantized KV scans per level (block size or dtype as series, capacities in tokens),
+    /// the caching allocator's reuse against fresh memory, prefix sharing and the
+    /// double-buffered loader.
+    fn dl_figures(&mut self, d: &ModelData, recs: &[Record], caps: &[Marker]) {
+        let levels = d.data_level_names();
+        let per_level = |curves: &[dl::ScanCurve], level: &str| -> Vec<Series> {
+            curves
+                .iter()
+                .map(|c| Series {
+                    name: c.name.clone(),
+                    points: c
+                        .points
+                        .iter()
+                        .filter_map(|(t, ls)| {
+                            ls.iter().find(|(l, _)| l == level).map(|&(_, y)| Point { x: *t as f64, y, lo: None, hi: None })
+                        })
+                        .collect(),
+                })
+                .filter(|s| !s.points.is_empty())
+                .collect()
+        };
+        // kv-paged: one figure per level, the contiguous ring and each block size as series.
+        let paged = dl::paged_curves(d);
+        if let Some(contiguous) = paged.first().filter(|c| c.bytes_per_token > 0.0) {
+            let bpt = contiguous.bytes_per_token;
+            let markers: Vec<Marker> = levels
+                .iter()
+                .filter_map(|l| d.geometry_of(l))
+                .map(|g| Marker {
+                    x: g.size as f64 / bpt,
+                    label: format!("{} holds {} tokens", g.level, sig(g.size as f64 / bpt, 4)),
+                    knee: false,
+                })
+                .collect();
+            let swept = paged.iter().flat_map(|c| c.points.last()).map(|p| p.0).max().unwrap_or(0);
+            for level in &levels {
+                let series = per_level(&paged, level);
+                if series.is_empty() {
+                    continue;
+                }
+                // A level the largest scan fits has no knee in the sweep: a sentence, no figure.
+                if let Some(cap) = d.geometry_of(level).map(|g| g.size as f64 / bpt).filter(|&c| (swept as f64) < c) {
+                    let stray: f64 = paged
+                        .iter()
+                        .flat_map(|c| c.points.iter())
+                        .filter_map(|(t, ls)| ls.iter().find(|(l, _)| l == level).map(|x| x.1 * *t as f64))
+                        .sum();
+                    self.blocks.push(Block::Para(format!(
+                        "kv-paged under the cache model: the sweep's largest scan ({swept} tokens) fits the {level} ({} tokens): {stray:.0} {level} misses over every scan and block size; no figure.",
+                        sig(cap, 4)
+                    )));
+                    continue;
+                }
+                let plot = LinePlot {
+                    labels: self.model_labels(
+                        &format!("kv-paged: {level} misses per token vs cached tokens, per block size [model]"),
+                        "cached tokens (log2 scale); dashed: level capacity in tokens (one layer's scan bytes per token)",
+                        &format!("{level} misses per cached token"),
+                    ),
+                    x_scale: XScale::Log2,
+                    y_log: false,
+                    series,
+                    markers: markers.clone(),
+                };
+                self.figure(
+                    format!("model-kv-paged-{}", level.to_lowercase()),
+                    format!(
+                        "Paged KV cache (bench kv-paged) under the cache model: {level} misses per cached token of one layer's scan through the block table, the contiguous ring (one block) and each block size (tokens per block) at equal bytes; dashed where the level holds the scanned layer ({} B per token). Small blocks scatter the KV over 4 KiB pool slots that crowd some sets: more misses per token, converging on the ring as blocks grow. {MODEL_SOURCE}.",
+                        sig(bpt, 4)
+                    ),
+                    plot.render(),
+                );
+            }
+        }
+        // kv-quant: one figure per level, one series per dtype, the formula's capacity and the
+        // measured knee in tokens per dtype.
+        let quant = dl::quant_curves(d);
+        if !quant.is_empty() {
+            let knees = dl::quant_knees(recs, d);
+            for level in &levels {
+                let series = per_level(&quant, level);
+                if series.is_empty() {
+                    continue;
+                }
+                let markers: Vec<Marker> = knees
+                    .iter()
+                    .filter(|k| &k.level == level)
+                    .filter_map(|k| {
+                        let x = k.predicted.or(k.measured)? as f64;
+                        let knee = k.measured.map_or("none".into(), |t| t.to_string());
+                        Some(Marker {
+                            x,
+                            label: format!("{} holds {} tokens (knee {knee})", k.dtype, k.predicted.map_or("?".into(), |t| t.to_string())),
+                            knee: k.predicted.is_none(),
+                        })
+                    })
+                    .collect();
+                let plot = LinePlot {
+                    labels: self.model_labels(
+                        &format!("kv-quant: {level} misses per token vs cached tokens, per dtype [model]"),
+                        &format!("cached tokens (log2 scale); dashed: tokens of one layer the {level} holds by the formula, per dtype (measured knee in brackets)"),
+                        &format!("{level} misses per cached token"),
+                    ),
+                    x_scale: XScale::Log2,
+                    y_log: false,
+                    series,
+                    markers,
+                };
+                self.figure(
+                    format!("model-kv-quant-{}", level.to_lowercase()),
+                    format!(
+                        "KV quantization (bench kv-quant) under the cache model: {level} misses per cached token of one layer's scan per dtype; dashed where the formula (2 × layers × kv_heads × head_dim × dtype bytes, + per-block scales for int8/fp8, one layer) says the {level} is full, with the knee the model measures (first token count missing on ≥ {}% of accesses). Halving the bytes per token doubles the tokens that fit. Dequantization is out of scope. {MODEL_SOURCE}.",
+                        dl::KNEE_MISS * 100.0
+                    ),
+                    plot.render(),
+                );
+            }
+        }
+        // alloc-reuse: misses per tensor line, reuse against fresh memory, per size.
+        let reuse = dl::reuse_per_line(recs, d);
+        if !reuse.is_empty() {
+            let mut series: Vec<Series> = Vec::new();
+            for level in &levels {
+                for (name, pick) in [("reuse", true), ("fresh", false)] {
+                    let points: Vec<Point> = reuse
+                        .iter()
+                        .filter(|r| &r.level == level)
+                        .map(|r| Point { x: r.bytes as f64, y: if pick { r.reuse } else { r.fresh }, lo: None, hi: None })
+                        .collect();
+                    if !points.is_empty() {
+                        series.push(Series { name: format!("{name} {level}"), points });
+                    }
+                }
+            }
+            let plot = LinePlot {
+                labels: self.model_labels(
+                    "alloc-reuse: misses per tensor line, reuse vs fresh memory [model]",
+                    "tensor size (bytes, log2); dashed: CCSIDR and published silicon capacities",
+                    "misses per 64-byte line per window",
+                ),
+                x_scale: XScale::Log2Bytes,
+                y_log: false,
+                series,
+                markers: caps.to_vec(),
+            };
+            self.figure(
+                "model-alloc-reuse".into(),
+                format!("Caching allocator (bench alloc-reuse) under the cache model: a tensor of each size is requested, written and freed window after window, from the block just freed (reuse) or from fresh arena memory; misses per 64-byte line of the tensor and window at each level (1 = every line missed). Below a level's capacity reuse hits where fresh memory misses every line. {MODEL_SOURCE}."),
+                plot.render(),
+            );
+        }
+        // kv-prefix: hits and misses per level, shared against private prefixes.
+        let pr = dl::prefix(d);
+        if !pr.is_empty() {
+            let mut cats: Vec<String> = Vec::new();
+            for level in &levels {
+                cats.push(format!("{level} hits"));
+                cats.push(format!("{level} misses"));
+            }
+            let series: Vec<(String, Vec<Option<f64>>)> = pr
+                .iter()
+                .map(|r| {
+                    let v = levels
+                        .iter()
+                        .flat_map(|l| {
+                            let c = r.levels.iter().find(|x| &x.0 == l);
+                            [c.map(|c| c.1 as f64), c.map(|c| c.2 as f64)]
+                        })
+                        .collect();
+                    (format!("{} prefix", r.variant), v)
+                })
+                .collect();
+            let chart = BarChart {
+                labels: self.model_labels(
+                    "kv-prefix: hits and misses per level, shared vs private prefix [model]",
+                    "level and count",
+                    "count over the phase",
+                ),
+                categories: cats,
+                series,
+            };
+            let pool = |v: &str| {
+                recs.iter()
+                    .find(|r| r.kind() == "metric" && str_field(r, "bench") == Some("kv-prefix") && str_field(r, "variant") == Some(v))
+                    .and_then(|r| r.obj.get("pool_bytes").and_then(Value::as_u64))
+            };
+            let saved = match (pool("shared"), pool("private")) {
+                (Some(a), Some(b)) if b >= a => {
+                    format!(" Sharing holds {} of KV instead of {} (all layers).", human_bytes(a as f64), human_bytes(b as f64))
+                }
+                _ => String::new(),
+            };
+            self.figure(
+                "model-kv-prefix".into(),
+                format!("Prefix sharing (bench kv-prefix) under the cache model: sequences scanned one after the other, their common prefix one copy referenced by every block table (shared) or copied per sequence (private); hits and misses per level over the phase (bar = exact count). The shared prefix stays cached and hits across sequences; private copies miss.{saved} {MODEL_SOURCE}."),
+                chart.render(),
+            );
+        }
+        // stream-double: demand misses per variant.
+        let dbl = dl::double_rows(recs, d);
+        if !dbl.is_empty() {
+            let cats: Vec<String> =
+                dbl.iter().map(|r| format!("{} ({} core{})", r.variant, r.cores, if r.cores == 1 { "" } else { "s" })).collect();
+            let mut series = vec![
+                ("L1D demand misses".to_string(), dbl.iter().map(|r| Some(r.l1d_misses)).collect::<Vec<_>>()),
+                ("L2 misses".into(), dbl.iter().map(|r| Some(r.l2_misses)).collect()),
+                ("L1D prefetch hits".into(), dbl.iter().map(|r| Some(r.prefetch_hits)).collect()),
+            ];
+            if dbl.iter().any(|r| r.interventions > 0.0) {
+                series.push(("lines from the other core".into(), dbl.iter().map(|r| Some(r.interventions)).collect()));
+            }
+            let chart = BarChart {
+                labels: self.model_labels(
+                    "stream-double: misses per window: none / PRFM / double [model]",
+                    "variant (cores)",
+                    "count per window (every core)",
+                ),
+                categories: cats,
+                series,
+            };
+            let single = if dbl.iter().any(|r| r.variant == "double") {
+                ""
+            } else {
+                " One core: the double-buffered variant did not run (it degrades to fill-then-consume, the `none` bars)."
+            };
+            self.figure(
+                "model-stream-double".into(),
+                format!("Double-buffered loader (bench stream-double) under the cache model: each batch filled (STP) then consumed (LDP), with no prefetch, with PRFM PLDL1STRM ahead of the loads, and double-buffered (a second core fills buffer B while the boot core consumes A); counts per measured window over every core (bar = exact count ÷ windows). Lines from the other core are the model's coherence interventions.{single} {MODEL_SOURCE}."),
+                chart.render(),
+            );
+        }
     }
 }
 
@@ -1530,6 +1768,125 @@ mod tests {
         let md = r.render(Format::Markdown);
         assert!(md.contains("Geometry: inferred / CCSIDR / published silicon"), "{md}");
         assert!(md.contains("| L1D size | 32 KiB | 32 KiB | 32 KiB |"), "{md}");
+    }
+
+    #[test]
+    fn model_section_draws_the_dl_patterns() {
+        let mut m = String::new();
+        m += "# cs: {\"record\":\"model-geometry\",\"level\":\"L1D\",\"size\":32768,\"line\":64,\"sets\":128,\"ways\":4,\"sharing\":\"private\",\"policy\":\"lru\",\"origin\":\"guest\",\"vcpus\":1,\"source\":\"model\"}\n";
+        m += "# cs: {\"record\":\"model-geometry\",\"level\":\"L2\",\"size\":1048576,\"line\":64,\"sets\":1024,\"ways\":16,\"sharing\":\"shared\",\"policy\":\"lru\",\"origin\":\"guest\",\"vcpus\":2,\"source\":\"model\"}\n";
+        let mut id = 0;
+        let mut phase = |m: &mut String, name: &str, counts: &[(&str, u64, u64)]| {
+            id += 1;
+            for (level, hits, misses) in counts {
+                *m += &format!("# cs: {{\"record\":\"model\",\"phase\":\"{name}\",\"phase_id\":{id},\"level\":\"{level}\",\"accesses\":{},\"hits\":{hits},\"misses\":{misses},\"writebacks\":0,\"maint\":0,\"bypass\":0,\"prefetches\":0,\"prefetch_hits\":{},\"source\":\"model\"}}\n", hits + misses, if name.contains("/prfm/") { 900 } else { 0 });
+            }
+            id
+        };
+        // kv-paged: 512 B per token; the L1D holds 64 tokens. Block 8 misses earlier.
+        for (variant, block, extra) in [("scan-contiguous", 256, 0), ("scan-paged", 8, 100), ("scan-paged", 64, 0)] {
+            for t in [32u64, 64, 128] {
+                let l1 = if t > 64 { 8 * t } else { extra };
+                phase(
+                    &mut m,
+                    &format!("kv-paged/{variant}/normal-wb/{}/tokens={t}/block={block}", t * 512),
+                    &[("L1D", 8 * t, l1), ("L2", l1, 0)],
+                );
+            }
+        }
+        // kv-quant: fp16 and int8 with their layouts.
+        let mut run = RUN.to_string();
+        for (dt, bytes, per_block) in [("fp16", 2, 8192), ("int8", 1, 4112)] {
+            run += &format!("# cs: {{\"record\":\"kv-layout\",\"bench\":\"kv-quant\",\"dtype\":\"{dt}\",\"dtype_bytes\":{bytes},\"block\":16,\"layers\":4,\"kv_heads\":2,\"head_dim\":64,\"bytes_per_token\":{},\"scale_bytes\":0,\"bytes_per_block\":{},\"scan_bytes_per_block\":{per_block}}}\n", 2048 / bytes, 4 * per_block);
+            for t in [1024u64, 2048, 4096, 8192] {
+                let fits = t * per_block / 16 <= 1 << 20;
+                phase(
+                    &mut m,
+                    &format!("kv-quant/scan-{dt}/normal-wb/{}/tokens={t}/block=16", t * per_block / 16),
+                    &[("L1D", 100, 8 * t), ("L2", 8 * t, if fits { 0 } else { 8 * t })],
+                );
+            }
+        }
+        // alloc-reuse below and above the L1D; its metric says reps=2.
+        for (size, reuse) in [(16384u64, 0u64), (65536, 2048)] {
+            let name = format!("alloc-reuse/reuse/normal-wb/{size}");
+            run += &format!("# cs: {{\"record\":\"metric\",\"bench\":\"alloc-reuse\",\"variant\":\"reuse\",\"attr\":\"normal-wb\",\"bytes\":{size},\"params\":{{}},\"phase\":\"{name}\",\"reps\":2,\"min\":1,\"median\":1,\"max\":1,\"mad\":0,\"unit\":\"MB/s\",\"source\":\"cntvct\",\"emulated\":true}}\n");
+            phase(&mut m, &name, &[("L1D", 100, reuse), ("L2", reuse, 0)]);
+            phase(&mut m, &format!("alloc-reuse/fresh/normal-wb/{size}"), &[("L1D", 100, size / 64), ("L2", 0, size / 64)]);
+        }
+        phase(
+            &mut m,
+            "kv-prefix/shared/normal-wb/1179648/sequences=4/prefix=512/suffix=64/block=16",
+            &[("L1D", 58771, 18463), ("L2", 18463, 0)],
+        );
+        phase(
+            &mut m,
+            "kv-prefix/private/normal-wb/1179648/sequences=4/prefix=512/suffix=64/block=16",
+            &[("L1D", 58771, 18463), ("L2", 12, 18451)],
+        );
+        for v in ["none", "prfm", "double"] {
+            let p = phase(
+                &mut m,
+                &format!("stream-double/{v}/normal-wb/524288/batch=65536/batches=8"),
+                &[("L1D", 49000, if v == "prfm" { 8000 } else { 16000 }), ("L2", 16000, 1)],
+            );
+            if v == "double" {
+                m += &format!("# cs: {{\"record\":\"model-coherence\",\"phase\":\"x\",\"phase_id\":{p},\"cpu\":0,\"invalidations\":1,\"interventions\":2550,\"source\":\"model\"}}\n");
+                run += "# cs: {\"record\":\"metric\",\"bench\":\"stream-double\",\"variant\":\"double\",\"attr\":\"normal-wb\",\"bytes\":524288,\"params\":{\"batch\":65536,\"batches\":8},\"phase\":\"stream-double/double/normal-wb/524288/batch=65536/batches=8\",\"reps\":1,\"min\":1,\"median\":1,\"max\":1,\"mad\":0,\"unit\":\"MB/s\",\"source\":\"cntvct\",\"emulated\":true,\"cores\":2}\n";
+            }
+        }
+        let r = build(&Log::from_bytes("run.log", run.as_bytes()), Some(&Log::from_bytes("m", m.as_bytes())));
+        let fig = |stem: &str| {
+            r.figures
+                .iter()
+                .find(|(s, _)| s.ends_with(stem))
+                .map(|(_, svg)| svg.as_str())
+                .unwrap_or_else(|| panic!("no {stem} in {:?}", r.figures.iter().map(|f| &f.0).collect::<Vec<_>>()))
+        };
+        let paged = fig("model-kv-paged-l1d");
+        for needle in [
+            "kv-paged: L1D misses per token vs cached tokens, per block size [model]",
+            "contiguous",
+            "block 8",
+            "block 64",
+            "L1D holds 64 tokens",
+            "L2 holds 2048 tokens",
+        ] {
+            assert!(paged.contains(needle), "kv-paged: {needle}");
+        }
+        assert!(r.figures.iter().all(|(s, _)| !s.ends_with("model-kv-paged-l2")), "the L2 holds the sweep: no L2 figure");
+        let md = r.render(Format::Markdown);
+        assert!(md.contains("the sweep's largest scan (128 tokens) fits the L2 (2048 tokens): 0 L2 misses"), "{md}");
+        let quant = fig("model-kv-quant-l2");
+        for needle in ["per dtype [model]", "fp16 holds 2048 tokens (knee 4096)", "int8 holds 4080 tokens (knee 4096)"] {
+            assert!(quant.contains(needle), "kv-quant: {needle}");
+        }
+        let reuse = fig("model-alloc-reuse");
+        for needle in ["reuse vs fresh memory [model]", "reuse L1D", "fresh L2", "L1D CCSIDR", "L2 CCSIDR"] {
+            assert!(reuse.contains(needle), "alloc-reuse: {needle}");
+        }
+        // 2048 misses over 1024 lines and 2 windows: one miss per line.
+        let rows = dl::reuse_per_line(
+            &crate::records::extract(&Log::from_bytes("r", (run.clone() + &m).as_bytes())).0,
+            &ModelData::from_records(&crate::records::extract(&Log::from_bytes("m", m.as_bytes())).0),
+        );
+        assert!(rows.iter().any(|p| p.bytes == 65536 && p.level == "L1D" && p.reuse == 1.0 && p.fresh == 1.0), "{rows:?}");
+        assert!(rows.iter().any(|p| p.bytes == 16384 && p.level == "L2" && p.reuse == 0.0 && p.fresh == 1.0), "{rows:?}");
+        let prefix = fig("model-kv-prefix");
+        for needle in ["shared vs private prefix [model]", "shared prefix", "private prefix", "L2 hits", "L2 misses"] {
+            assert!(prefix.contains(needle), "kv-prefix: {needle}");
+        }
+        let double = fig("model-stream-double");
+        for needle in [
+            "none / PRFM / double [model]",
+            "none (1 core)",
+            "double (2 cores)",
+            "L1D prefetch hits",
+            "lines from the other core",
+            "double (2 cores) / lines from the other core: 2550",
+        ] {
+            assert!(double.contains(needle), "stream-double: {needle}");
+        }
     }
 
     #[test]
