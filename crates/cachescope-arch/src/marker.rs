@@ -57,8 +57,29 @@ pub const MARKER_ENCODING: u32 = 0xd503_2fff;
 
 /// Protocol version sent with [`Command::Hello`]. Version 2 added the window's PA in x13;
 /// version 3 phase names up to [`PHASE_NAME_MAX`] bytes (63 before); version 4 the maintenance
-/// range markers ([`Command::MaintBegin`], [`Command::MaintEnd`]).
-pub const PROTOCOL_VERSION: u64 = 4;
+/// range markers ([`Command::MaintBegin`], [`Command::MaintEnd`]); version 5 the core identity
+/// register ([`core_id_value`]).
+pub const PROTOCOL_VERSION: u64 = 5;
+
+/// Tag in bits 63:32 of TPIDR_EL1 that marks bits 31:0 as the core's number (protocol 5).
+pub const CORE_ID_TAG: u64 = 0x6373_6964 << 32;
+
+/// The TPIDR_EL1 value a core sets, before anything a model should attribute to it, so that a
+/// model with several vCPUs knows which core runs (protocol 5): [`CORE_ID_TAG`] | `core`, the
+/// core numbered 0.. like the model's vCPUs (cachescope: MPIDR Aff0 | Aff1). Optional with one
+/// core; firmware that uses TPIDR_EL1 otherwise leaves the tag out and gets QEMU's vCPU index.
+pub const fn core_id_value(core: u32) -> u64 {
+    CORE_ID_TAG | core as u64
+}
+
+/// The core number in a TPIDR_EL1 value, if it carries [`CORE_ID_TAG`].
+pub const fn core_of_id_value(v: u64) -> Option<u32> {
+    if v & 0xffff_ffff_0000_0000 == CORE_ID_TAG {
+        Some(v as u32)
+    } else {
+        None
+    }
+}
 
 /// Longest phase name, bytes (without the NUL), from protocol version 3.
 pub const PHASE_NAME_MAX: usize = 127;
@@ -341,6 +362,16 @@ mod tests {
 
     fn parse(version: u64, x9: u64, x10: u64, x11: u64, x12: u64, x13: u64) -> Result<Marker, MarkerError> {
         Marker::decode(version, [x9, x10, x11, x12, x13])
+    }
+
+    #[test]
+    fn core_id_round_trips_and_needs_its_tag() {
+        for core in [0, 1, 3, 7, u32::MAX] {
+            assert_eq!(core_of_id_value(core_id_value(core)), Some(core));
+        }
+        assert_eq!(core_of_id_value(0), None);
+        assert_eq!(core_of_id_value(0xffff_0000_4000_0000), None);
+        assert_eq!(core_id_value(2), 0x6373_6964_0000_0002);
     }
 
     #[test]

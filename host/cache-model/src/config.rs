@@ -15,6 +15,7 @@
 //! | `hwpf` | `off`, `nextline`, `stride`: the hardware data prefetcher | `guest`: `off`; `rpi4`, `rpi5`: `stride` |
 //! | `hwpf_distance`, `hwpf_degree` | 1..=64 | the profile's (`guest`: 1, 1) |
 //! | `sanitize` | `on`, `off`: the cache-maintenance sanitizer | `on` |
+//! | `coherence` | `on`, `off`: MESI across vCPUs (off = private caches never snooped, for measuring its cost) | `on` |
 //!
 //! With `profile=guest` and no geometry markers from the kernel, the `rpi4` geometry is used and
 //! the `model-geometry` record says `"origin":"fallback"`.
@@ -44,6 +45,7 @@ pub const KEYS: &[&str] = &[
     "hwpf_distance",
     "hwpf_degree",
     "sanitize",
+    "coherence",
 ];
 
 /// Parsed plugin arguments.
@@ -83,6 +85,8 @@ pub struct Settings {
     pub hwpf_degree: Option<u32>,
     /// The sanitizer runs.
     pub sanitize: bool,
+    /// MESI across vCPUs (rule 17) when there is more than one.
+    pub coherence: bool,
 }
 
 impl Default for Settings {
@@ -105,6 +109,7 @@ impl Default for Settings {
             hwpf_distance: None,
             hwpf_degree: None,
             sanitize: true,
+            coherence: true,
         }
     }
 }
@@ -197,6 +202,13 @@ impl Settings {
                         "on" => true,
                         "off" => false,
                         _ => return Err(format!("bad value '{v}' for 'fast': expected on or off")),
+                    }
+                }
+                "coherence" => {
+                    s.coherence = match v {
+                        "on" => true,
+                        "off" => false,
+                        _ => return Err(format!("bad value '{v}' for 'coherence': expected on or off")),
                     }
                 }
                 _ => return Err(format!("unknown argument '{k}'; accepted: {}", KEYS.join(", "))),
@@ -418,6 +430,7 @@ mod tests {
             (&["hwpf=ampm"], "bad value 'ampm' for 'hwpf'"),
             (&["hwpf_degree=0"], "bad value '0' for 'hwpf_degree'"),
             (&["sanitize=maybe"], "bad value 'maybe' for 'sanitize'"),
+            (&["coherence=mesi"], "bad value 'mesi' for 'coherence'"),
         ] {
             let e = Settings::parse(args).unwrap_err();
             assert!(e.contains(want), "{args:?}: {e}");

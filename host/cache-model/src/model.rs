@@ -425,9 +425,15 @@ impl Model {
         self.buffers.iter().any(|&(s, e)| (s..e).contains(&addr))
     }
 
-    /// Whether rule 17 applies (more than one vCPU).
+    /// Whether rule 17 applies (more than one vCPU, unless turned off).
     pub fn is_coherent(&self) -> bool {
         self.coherent
+    }
+
+    /// Turns rule 17 off: every vCPU's private caches are kept apart and never snooped (the
+    /// plugin's `coherence=off`, to measure what coherence costs).
+    pub fn disable_coherence(&mut self) {
+        self.coherent = false;
     }
 
     /// Turns the sanitizer on, assuming CTR_EL0.IDC = `idc` and DIC = `dic`.

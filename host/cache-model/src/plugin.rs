@@ -20,8 +20,19 @@
 //! Anything that could change these facts (maintenance, markers, TLBI, SCTLR writes, a geometry
 //! change) drops the shortcut first. The counts are identical with and without it
 //! (scripts/model-check compares them).
+//!
+//! # Which core runs (more than one vCPU)
+//! QEMU 10.0 passes a callback the vCPU index as a constant baked into the translated code
+//! whenever the translation is not `CF_PARALLEL` (`gen_cpu_index()` in accel/tcg/plugin-gen.c),
+//! i.e. always under `-icount`'s round-robin TCG: a TB that several cores share reports the
+//! vCPU that translated it. With more than one vCPU the plugin therefore asks the guest instead:
+//! each TB's fetch callback (the first callback of every TB) reads `TPIDR_EL1`, which firmware
+//! speaking marker protocol 5 sets to [`cachescope_arch::marker::core_id_value`] on every core,
+//! and every callback of the TB uses that core (a per-host-thread value: right under
+//! round-robin, where one thread runs every vCPU between TBs, and under MTTCG alike). Firmware
+//! that leaves the register untagged gets the callback's index, as before.
 
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::io::Write;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{
@@ -260,9 +271,62 @@ struct State {
 }
 
 /// System registers the plugin reads when the guest CPU exposes them (QEMU's gdbstub system
-/// register feature): CTR_EL0 for the sanitizer's instruction-coherence rule.
+/// register feature): CTR_EL0 for the sanitizer's instruction-coherence rule, and with more than
+/// one vCPU TPIDR_EL1 (raw handle), the core identity (see the module docs).
 struct SysRegs {
     ctr: Option<RegisterDescriptor<'static>>,
+    core_id: Option<usize>,
+}
+
+thread_local! {
+    /// The core (model vCPU) whose TB this host thread runs now, set by the TB's fetch callback
+    /// when the plugin identifies cores by register; `u32::MAX` = not yet known.
+    static CURRENT: Cell<u32> = const { Cell::new(u32::MAX) };
+    /// A byte array reused for register reads on this thread.
+    static REG_BUF: Cell<*mut qemu_plugin::sys::GByteArray> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// Finds a register's raw handle by name (case-insensitive) in the current vCPU's list. Called
+/// from a vCPU-init callback, as the API requires.
+fn raw_register(name: &str) -> Option<usize> {
+    // SAFETY: QEMU returns a GArray of `qemu_plugin_reg_descriptor` whose names are NUL-terminated
+    // strings QEMU keeps for its lifetime; the array (not the strings) is freed here.
+    unsafe {
+        let arr = qemu_plugin::sys::qemu_plugin_get_registers();
+        if arr.is_null() {
+            return None;
+        }
+        let descs = std::slice::from_raw_parts((*arr).data as *const qemu_plugin::sys::qemu_plugin_reg_descriptor, (*arr).len as usize);
+        let found = descs
+            .iter()
+            .find(|d| !d.name.is_null() && std::ffi::CStr::from_ptr(d.name).to_str().is_ok_and(|n| n.eq_ignore_ascii_case(name)))
+            .map(|d| d.handle as usize);
+        g_array_free(arr, true);
+        found
+    }
+}
+
+/// Reads a 64-bit register by raw handle into this thread's reusable buffer (no allocation).
+/// Only from a callback registered with register access.
+fn read_raw_register(handle: usize) -> Option<u64> {
+    REG_BUF.with(|b| {
+        // SAFETY: the buffer is this thread's own GByteArray, created by glib, emptied before
+        // QEMU appends the register's bytes to it, and read only within its length.
+        unsafe {
+            let mut arr = b.get();
+            if arr.is_null() {
+                arr = g_byte_array_new();
+                b.set(arr);
+            }
+            g_byte_array_set_size(arr, 0);
+            let n = qemu_plugin::sys::qemu_plugin_read_register(handle as *mut qemu_plugin::sys::qemu_plugin_register, arr);
+            if n < 8 || (*arr).len < 8 {
+                return None;
+            }
+            let bytes = std::slice::from_raw_parts((*arr).data, 8);
+            Some(u64::from_le_bytes(bytes.try_into().ok()?))
+        }
+    })
 }
 
 impl Core {
@@ -285,6 +349,34 @@ impl Core {
 impl State {
     fn lock(&self) -> Guard<'_, Core> {
         self.core.lock()
+    }
+
+    /// The model vCPU of a callback: its index with one vCPU; with more, the core the TB's
+    /// fetch callback identified (see the module docs), else the index.
+    #[inline]
+    fn cpu(&self, vcpu: VCPUIndex) -> usize {
+        if self.vcpus == 1 {
+            return vcpu as usize;
+        }
+        match CURRENT.with(Cell::get) {
+            u32::MAX => vcpu as usize,
+            c => c as usize,
+        }
+    }
+
+    /// The raw handle of TPIDR_EL1 when cores are identified by it (more than one vCPU).
+    fn core_id_register(&self) -> Option<usize> {
+        if self.vcpus == 1 {
+            return None;
+        }
+        self.sysregs.get()?.core_id
+    }
+
+    /// At a TB's start (more than one vCPU): which core runs it, from TPIDR_EL1's tagged core
+    /// number; untagged or out of range, the callback's index.
+    fn identify(&self, handle: usize, vcpu: VCPUIndex) {
+        let core = read_raw_register(handle).and_then(cachescope_arch::marker::core_of_id_value).filter(|&c| (c as usize) < self.vcpus);
+        CURRENT.with(|c| c.set(core.unwrap_or(vcpu)));
     }
 
     fn fast_totals(&self) -> Totals {
@@ -365,6 +457,9 @@ impl State {
             core.warn("geometry changed after the caches were in use: the caches start empty again");
         }
         let mut m = Model::new(&h, self.vcpus);
+        if !self.settings.coherence {
+            m.disable_coherence();
+        }
         m.set_totals(carried);
         m.set_coherence(&carried_coh);
         if self.settings.sanitize {
@@ -432,7 +527,7 @@ impl State {
     /// members are hits of that line: counted in one step.
     fn mem_group(&self, vcpu: VCPUIndex, info: &MemoryInfo, vaddr: u64, write: bool, g: &Group) {
         self.mem(vcpu, info, vaddr, vaddr, write, Some(g.size), Hint { pc: g.pc, nt: false });
-        let f = &self.fast[vcpu as usize];
+        let f = &self.fast[self.cpu(vcpu)];
         let shift = f.d_shift.load(Relaxed);
         let off = (vaddr & ((1 << shift) - 1)) as i64;
         if f.d_line.load(Relaxed) == vaddr >> shift && off + g.lo >= 0 && off + g.hi <= 1 << shift {
@@ -461,7 +556,7 @@ impl State {
     /// qemu_plugin_get_hwaddr" into the console).
     #[allow(clippy::too_many_arguments)]
     fn mem(&self, vcpu: VCPUIndex, info: &MemoryInfo, translated: u64, vaddr: u64, write: bool, size: Option<u32>, hint: Hint) {
-        let cpu = vcpu as usize;
+        let cpu = self.cpu(vcpu);
         let own = size.is_none();
         let f = &self.fast[cpu];
         let size_of = || size.unwrap_or_else(|| 1 << info.size_shift());
@@ -584,7 +679,7 @@ impl State {
 
     /// A TB's instruction fetches through the model (its first execution after anything else).
     fn fetch(&self, vcpu: VCPUIndex, va: u64, bytes: u64) {
-        let cpu = vcpu as usize;
+        let cpu = self.cpu(vcpu);
         let f = &self.fast[cpu];
         let mut core = self.lock();
         self.settle_own(&mut core, cpu);
@@ -648,7 +743,7 @@ impl State {
     }
 
     fn special(&self, vcpu: VCPUIndex, insn: Insn, pc: u64) {
-        let cpu = vcpu as usize;
+        let cpu = self.cpu(vcpu);
         if let Insn::Prefetch(p) = insn {
             return self.prefetch(cpu, p, pc);
         }
@@ -941,6 +1036,8 @@ fn add(counter: &AtomicU64, n: u64) {
 extern "C" {
     fn g_byte_array_new() -> *mut qemu_plugin::sys::GByteArray;
     fn g_byte_array_free(array: *mut qemu_plugin::sys::GByteArray, free_segment: bool) -> *mut u8;
+    fn g_byte_array_set_size(array: *mut qemu_plugin::sys::GByteArray, length: u32) -> *mut qemu_plugin::sys::GByteArray;
+    fn g_array_free(array: *mut qemu_plugin::sys::GArray, free_segment: bool) -> *mut u8;
 }
 
 /// Reads a NUL-terminated phase name (≤ `PHASE_NAME_MAX` bytes) from guest memory at `va`.
@@ -1055,7 +1152,8 @@ impl HasCallbacks for CacheModel {
                     eprintln!("{NAME}: {} registers: {}", names.len(), names.join(" "));
                 }
                 let find = |n: &str| all.iter().find(|r| r.name.eq_ignore_ascii_case(n)).cloned();
-                let _ = state.sysregs.set(SysRegs { ctr: find("CTR_EL0") });
+                let core_id = if state.vcpus > 1 { raw_register("TPIDR_EL1") } else { None };
+                let _ = state.sysregs.set(SysRegs { ctr: find("CTR_EL0"), core_id });
             }
         }
         Ok(())
@@ -1133,7 +1231,17 @@ impl HasCallbacks for CacheModel {
                     qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb.clone(), PluginOp::QEMU_PLUGIN_INLINE_ADD_U64, b.execs, 1);
                     qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb, PluginOp::QEMU_PLUGIN_INLINE_STORE_U64, b.last, key);
                 }
-                None => tb.register_execute_callback_flags(fetch, CallbackFlags::QEMU_PLUGIN_CB_NO_REGS),
+                None => match state.core_id_register() {
+                    Some(handle) => {
+                        let s = state.clone();
+                        let fetch = move |vcpu| {
+                            s.identify(handle, vcpu);
+                            s.fetch(vcpu, start, end - start)
+                        };
+                        tb.register_execute_callback_flags(fetch, CallbackFlags::QEMU_PLUGIN_CB_R_REGS)
+                    }
+                    None => tb.register_execute_callback_flags(fetch, CallbackFlags::QEMU_PLUGIN_CB_NO_REGS),
+                },
             }
         }
         Ok(())

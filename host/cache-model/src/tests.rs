@@ -1025,6 +1025,18 @@ fn coherence_false_sharing_vanishes_when_padded() {
 }
 
 #[test]
+fn coherence_off_keeps_private_copies_apart() {
+    let mut m = Model::new(&rpi4(), 2);
+    m.disable_coherence();
+    assert!(!m.is_coherent());
+    m.data(0, BASE, 8, true, WB);
+    m.data(1, BASE, 8, true, WB);
+    // Both L1Ds hold the line dirty: nothing snooped, nothing counted.
+    assert!(m.l1d(0).holds_dirty(BASE >> 6) && m.l1d(1).holds_dirty(BASE >> 6));
+    assert_eq!(m.coherence(), &[Coherence::default(); 2][..]);
+}
+
+#[test]
 fn coherence_reads_share_and_writes_invalidate() {
     let mut m = Model::new(&rpi4(), 3);
     for cpu in 0..3 {

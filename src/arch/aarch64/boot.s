@@ -18,6 +18,11 @@ _start:
     cbz     x1, 1f
     b       cs_park_secondary
 1:
+    // TPIDR_EL1 = the core identity a cache model with several vCPUs reads (marker protocol 5,
+    // cachescope_arch::marker::core_id_value): tag | core 0. Nothing else uses TPIDR_EL1.
+    movz    x1, #0x6373, lsl #48
+    movk    x1, #0x6964, lsl #32
+    msr     tpidr_el1, x1
     adr     x21, el1_setup              // x21 = where the EL1 part of the boot continues
 drop_to_el1:
     cmp     x20, #3
@@ -108,6 +113,16 @@ cs_park_secondary:
 // MPIDR Aff0 | Aff1, and calls entry(arg). An empty slot parks the core.
 .global cs_secondary_entry
 cs_secondary_entry:
+    // TPIDR_EL1 = tag | core number (marker protocol 5), first, so that a cache model with
+    // several vCPUs attributes everything after this TB to this core. x0 is kept.
+    mrs     x1, mpidr_el1
+    ubfx    x2, x1, #0, #8              // Aff0
+    ubfx    x3, x1, #8, #8              // Aff1
+    orr     x2, x2, x3
+    movz    x1, #0x6373, lsl #48
+    movk    x1, #0x6964, lsl #32
+    orr     x1, x1, x2
+    msr     tpidr_el1, x1
     mrs     x20, CurrentEL
     lsr     x20, x20, #2
     adr     x21, el1_secondary

@@ -116,3 +116,7 @@ pub fn start_with_psci(
     let pc = prepare(core, entry, stack_top, arg)?;
     super::psci::cpu_on(conduit, target_mpidr, pc, core as u64).map_err(|e| e.map_or(StartError::NoFirmware, StartError::Psci))
 }
+
+// boot.s writes TPIDR_EL1 = CORE_ID_TAG | core with this tag spelled as two immediates
+// (movz #0x6373, lsl #48; movk #0x6964, lsl #32): keep them in step.
+const _: () = assert!(cachescope_arch::marker::CORE_ID_TAG == 0x6373_6964_0000_0000);
