@@ -66,7 +66,8 @@ pub fn kv_paged(env: &Env, region: &Region, shape: PagedShape, blocks: &[usize],
             let tok = t;
             let cached = tok + 1;
             let params = [("tokens", cached as u64), ("block", block as u64)];
-            let id = |variant| MetricId { bench: "kv-paged", variant, attr: region.attr, bytes: s.scan_bytes(cached) as u64, params: &params };
+            let id =
+                |variant| MetricId { bench: "kv-paged", variant, attr: region.attr, bytes: s.scan_bytes(cached) as u64, params: &params };
             let append = measure(env, id(append_name), || kv.append(0, tok, s.layers));
             t += 1;
             let layer = tok % s.layers;
@@ -106,7 +107,8 @@ pub fn kv_quant(env: &Env, region: &Region, shape: PagedShape, dtypes: &[super::
         let variant = alloc::format!("scan-{}", dtype.name());
         for &cached in &ladder {
             let params = [("tokens", cached as u64), ("block", s.block as u64)];
-            let id = MetricId { bench: "kv-quant", variant: &variant, attr: region.attr, bytes: s.scan_bytes(cached) as u64, params: &params };
+            let id =
+                MetricId { bench: "kv-quant", variant: &variant, attr: region.attr, bytes: s.scan_bytes(cached) as u64, params: &params };
             let summary = measure(env, id, || kv.scan(0, 0, cached));
             let notes = [("dtype_bytes", dtype.bytes() as u64), ("scan_bytes_per_block", s.scan_bytes_per_block() as u64)];
             Metric { id, summary, work: s.scan_bytes(cached) as u64, unit: Unit::Rate, notes: &notes }.emit(env);

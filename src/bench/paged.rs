@@ -225,7 +225,9 @@ impl Layout {
         for (b, &phys) in table.iter().enumerate().take(s.blocks_for(cached)) {
             let phys = phys as usize;
             let tokens = (cached - b * s.block).min(s.block);
-            for (start, len) in [(self.entry(seq, b), 4), (self.scale(layer, phys), s.scale_bytes()), (self.block(layer, phys), tokens * s.token_bytes())] {
+            for (start, len) in
+                [(self.entry(seq, b), 4), (self.scale(layer, phys), s.scale_bytes()), (self.block(layer, phys), tokens * s.token_bytes())]
+            {
                 if len > 0 {
                     mark(&mut lines, start / line, (start + len - 1) / line);
                     mark(&mut pages, start / PAGE, (start + len - 1) / PAGE);
@@ -265,9 +267,7 @@ pub fn prefix_tables(sequences: usize, prefix: usize, suffix: usize, block: usiz
         p
     };
     let common: Vec<u32> = if shared { (0..full).map(|_| take()).collect() } else { Vec::new() };
-    let tables = (0..sequences)
-        .map(|_| (0..per_seq).map(|b| if shared && b < full { common[b] } else { take() }).collect())
-        .collect();
+    let tables = (0..sequences).map(|_| (0..per_seq).map(|b| if shared && b < full { common[b] } else { take() }).collect()).collect();
     (tables, next)
 }
 

@@ -271,21 +271,32 @@ mod target {
         if hw::set_translation(mair, tcr, ttbr0).is_err() {
             return;
         }
-        hw::tlbi_all();
-        cachescope_arch::hw::ic_iallu();
+        // TLBI VMALLE1IS and IC IALLU issued directly and counted once caching is on: the shared
+        // maintenance counters must not be written with this core's caches off (that write
+        // would go to memory behind a copy another core holds).
+        // SAFETY: TLB and I-cache invalidation only drop cached translations and instructions;
+        // the barriers only order.
+        unsafe {
+            core::arch::asm!("dsb ishst", "tlbi vmalle1is", "dsb ish", "ic iallu", "dsb ish", "isb", options(nostack, preserves_flags))
+        };
         let new = (cur & !(SCTLR_M | SCTLR_C | SCTLR_I)) | (sctlr & (SCTLR_M | SCTLR_C | SCTLR_I));
         // SAFETY: the tables are the boot core's live tables (built once, never freed); this
         // core's TLBs and I-cache were just invalidated and its data cache holds nothing after
         // power-on (PSCI CPU_ON / reset): nothing stale is hit when caching starts.
         unsafe { hw::write_sctlr(new) };
         model::sctlr(new);
+        cachescope_arch::hw::count_executed(cachescope_arch::cache::ops::MaintOp::TlbiVmalle1is, 1);
+        cachescope_arch::hw::count_executed(cachescope_arch::cache::ops::MaintOp::IcIallu, 1);
     }
 
     /// A secondary core's life: adopt the regime, run posted jobs, power off (or wait).
     extern "C" fn worker(core: u64) -> ! {
         let core = core as usize;
-        trap::reset_this_core();
+        // The regime first: with the MMU (and caches) on, this core's writes to shared state
+        // (its catcher depth, its control block) are coherent with the other cores' caches; a
+        // write with caches off would go to memory behind a copy core 0 may hold.
         adopt_regime();
+        trap::reset_this_core();
         let ctl = &CTL[core];
         loop {
             let posted = ctl.posted.load(Ordering::Acquire);
@@ -322,12 +333,19 @@ mod target {
         }
     }
 
-    /// The stack of `core`, allocated once and cleaned+invalidated to PoC: the core writes it
-    /// with its MMU off before turning it on, so no line of it may be dirty in another cache.
+    /// Bytes at the top of a stack a starting core writes with its caches off (its entry frames
+    /// before `adopt_regime`), cleaned and invalidated again before every start: the core used
+    /// them cacheably in its last job, and a copy left in a shared cache would be stale.
+    const STACK_ENTRY_BYTES: usize = 4096;
+
+    /// The stack of `core`, allocated once and cleaned+invalidated to PoC (its top again before
+    /// every start): the core writes it with its MMU off before turning it on, so no line of it
+    /// may be in another cache.
     fn stack_top(core: usize) -> usize {
         let ctl = &CTL[core];
         let top = ctl.stack_top.load(Ordering::Relaxed);
         if top != 0 {
+            clean_invalidate(top - STACK_ENTRY_BYTES, STACK_ENTRY_BYTES);
             return top;
         }
         let stack: &'static mut [u128] = alloc::vec![0u128; STACK_BYTES / 16].leak();

@@ -88,7 +88,12 @@ pub const ARGS: &[ArgSpec] = &[
         default: Literal("256"),
         help: "ring (and kv-paged sequence) capacity in tokens",
     },
-    ArgSpec { key: "kv_block", kind: ArgKind::Number { min: 1, max: 4096 }, default: Literal("16"), help: "tokens per KV block (kv-quant, kv-prefix)" },
+    ArgSpec {
+        key: "kv_block",
+        kind: ArgKind::Number { min: 1, max: 4096 },
+        default: Literal("16"),
+        help: "tokens per KV block (kv-quant, kv-prefix)",
+    },
     ArgSpec {
         key: "kv_blocks",
         kind: ArgKind::NumberList { min: 1, max: 4096 },
@@ -101,7 +106,12 @@ pub const ARGS: &[ArgSpec] = &[
         default: Literal("fp32,fp16,int8"),
         help: "dtypes kv-quant sweeps (scans up to max_size bytes of K and V; bf16 and fp8 lay out as fp16 and int8)",
     },
-    ArgSpec { key: "kv_seqs", kind: ArgKind::Number { min: 1, max: 64 }, default: Literal("4"), help: "kv-prefix: sequences sharing the prefix" },
+    ArgSpec {
+        key: "kv_seqs",
+        kind: ArgKind::Number { min: 1, max: 64 },
+        default: Literal("4"),
+        help: "kv-prefix: sequences sharing the prefix",
+    },
     ArgSpec { key: "kv_prefix", kind: ArgKind::Number { min: 0, max: 65535 }, default: Literal("512"), help: "kv-prefix: prefix tokens" },
     ArgSpec {
         key: "kv_seq_tokens",
@@ -127,7 +137,12 @@ pub const ARGS: &[ArgSpec] = &[
         default: Literal("64K"),
         help: "stream-double: bytes per batch (two buffers)",
     },
-    ArgSpec { key: "double_batches", kind: ArgKind::Number { min: 1, max: 4096 }, default: Literal("8"), help: "stream-double: batches per window" },
+    ArgSpec {
+        key: "double_batches",
+        kind: ArgKind::Number { min: 1, max: 4096 },
+        default: Literal("8"),
+        help: "stream-double: batches per window",
+    },
     ArgSpec {
         key: "double_timeout_ms",
         kind: ArgKind::Number { min: 10, max: 600_000 },
@@ -625,7 +640,11 @@ fn kv_quant(ctx: &mut Ctx) {
             s.kv_heads,
             s.head_dim,
             d.bytes(),
-            if d.scaled() { alloc::format!(" + {} B of scales per {}-token block and layer", s.scale_bytes(), s.block) } else { alloc::string::String::new() },
+            if d.scaled() {
+                alloc::format!(" + {} B of scales per {}-token block and layer", s.scale_bytes(), s.block)
+            } else {
+                alloc::string::String::new()
+            },
             knees.join(", ")
         );
     }

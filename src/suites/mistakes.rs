@@ -36,6 +36,7 @@ pub const SUITE: Suite = Suite {
         Case { name: "stride-gap", run: stride_gap },
         Case { name: "smc-without-ic", run: smc_without_ic },
         Case { name: "setway-one-level", run: setway_one_level },
+        Case { name: "cross-core-nc-write", run: cross_core_nc_write },
     ],
     on_request: false,
     args: &[],
@@ -194,7 +195,9 @@ fn smc_without_ic(ctx: &mut Ctx) {
     let page = crate::mem::table::PAGE_SIZE;
     let code_va = crate::mem::alias::SCRATCH_BASE + l.pa;
     let _ = crate::mem::mmu::unmap(code_va, page); // left over by an earlier run that stopped midway
-    if let Err(e) = crate::mem::mmu::map("smc-code", code_va, l.pa, page, crate::mem::attr::Attributes::CODE, crate::mem::Granularity::Pages) {
+    if let Err(e) =
+        crate::mem::mmu::map("smc-code", code_va, l.pa, page, crate::mem::attr::Attributes::CODE, crate::mem::Granularity::Pages)
+    {
         return ctx.fail(format!("cannot map the executable alias: {e}"));
     }
     let phase = "mistakes/smc-without-ic";
@@ -220,7 +223,10 @@ fn smc_without_ic(ctx: &mut Ctx) {
     settle(&l, CASE_SPAN);
     match result {
         Ok(v) => {
-            crate::diag!("smc-without-ic: the new code ran (returned {v:#x}; QEMU fetches from memory); expects stale-instruction at {:#x}", l.pa);
+            crate::diag!(
+                "smc-without-ic: the new code ran (returned {v:#x}; QEMU fetches from memory); expects stale-instruction at {:#x}",
+                l.pa
+            );
             ctx.check(true, "smc-without-ic performed; the verdict is the sanitizer's");
         }
         Err(e) => ctx.fail(format!("the written code raised {}", e.summary())),
@@ -243,4 +249,43 @@ fn setway_one_level(ctx: &mut Ctx) {
         }
         ("stale-read-by-device", l.pa, l.line as u64, LINES)
     });
+}
+
+/// Core 0 caches a buffer; core 1 writes it through the non-cacheable alias (memory, not the
+/// caches: a non-cacheable write is not snooped), and core 0 reads it again without an
+/// invalidate: it sees its stale copy. Needs a second core.
+fn cross_core_nc_write(ctx: &mut Ctx) {
+    use crate::harness::smp;
+    if smp::cores() < 2 || smp::is_lost(1) {
+        return ctx.skip("needs a second core (QEMU_SMP=2 or more)");
+    }
+    let l = match lines(ctx, 6) {
+        Ok(l) => l,
+        Err(why) => return ctx.skip(why),
+    };
+    let phase = "mistakes/cross-core-nc-write";
+    let (nc, line) = (l.nc, l.line);
+    let wrote = named_phase(phase, || {
+        for i in 0..LINES {
+            core::hint::black_box(read(l.wb + i * l.line));
+        }
+        let wrote = smp::run_on(1, 1000, move |_| {
+            for i in 0..LINES {
+                write(nc + i * line, 0xc0_0000 + i as u64);
+            }
+            hw::dsb_sy();
+        });
+        for i in 0..LINES {
+            core::hint::black_box(read(l.wb + i * l.line));
+        }
+        wrote
+    });
+    ctx.expect_hazard(phase, "stale-read-by-cpu", l.pa, LINES as u64, l.line as u64);
+    settle(&l, CASE_SPAN);
+    match wrote {
+        Ok(()) => {
+            ctx.check(true, "cross-core-nc-write performed on cores 0 and 1; the verdict is the sanitizer's");
+        }
+        Err(e) => ctx.fail(format!("core 1 did not write: {e}")),
+    }
 }

@@ -61,7 +61,9 @@ pub enum Translation {
 /// Guest state the attribute and translation decisions need.
 #[derive(Clone, Debug)]
 pub struct Guest {
-    sctlr: u64,
+    /// SCTLR_EL1 per core (index = the model's vCPU): each core turns its MMU and caches on
+    /// by itself (a secondary starts with them off while the others run with them on).
+    sctlr: Vec<u64>,
     /// In declaration order; the last containing window wins.
     windows: Vec<Window>,
     /// (VA page + 1, PA page); 0 = empty.
@@ -77,17 +79,20 @@ impl Default for Guest {
 impl Guest {
     /// MMU and caches off, no windows, nothing learned.
     pub fn new() -> Self {
-        Self { sctlr: 0, windows: Vec::new(), rtlb: vec![(0, 0); RTLB_ENTRIES] }
+        Self { sctlr: Vec::new(), windows: Vec::new(), rtlb: vec![(0, 0); RTLB_ENTRIES] }
     }
 
-    /// Records a new SCTLR_EL1 value.
-    pub fn set_sctlr(&mut self, v: u64) {
-        self.sctlr = v;
+    /// Records a new SCTLR_EL1 value of core `cpu`.
+    pub fn set_sctlr(&mut self, cpu: usize, v: u64) {
+        if self.sctlr.len() <= cpu {
+            self.sctlr.resize(cpu + 1, 0);
+        }
+        self.sctlr[cpu] = v;
     }
 
-    /// The last SCTLR_EL1 value seen.
-    pub fn sctlr(&self) -> u64 {
-        self.sctlr
+    /// The last SCTLR_EL1 value seen on core `cpu` (0, MMU and caches off, before any).
+    pub fn sctlr(&self, cpu: usize) -> u64 {
+        self.sctlr.get(cpu).copied().unwrap_or(0)
     }
 
     /// Declares, replaces (same start) or removes (`len` 0) a window; `pa` is the physical
@@ -108,24 +113,26 @@ impl Guest {
         self.windows.iter().rev().find(|w| w.contains(va))
     }
 
-    /// Attribute of a data access at `va`.
-    pub fn data_attr(&self, va: u64) -> Attr {
-        if self.sctlr & SCTLR_M == 0 {
+    /// Attribute of a data access at `va` by core `cpu`.
+    pub fn data_attr(&self, cpu: usize, va: u64) -> Attr {
+        let sctlr = self.sctlr(cpu);
+        if sctlr & SCTLR_M == 0 {
             return Attr::Device;
         }
         let mapped = self.window_at(va).map_or(Attr::NormalWriteBack, |w| w.attr);
-        if self.sctlr & SCTLR_C == 0 && mapped != Attr::Device {
+        if sctlr & SCTLR_C == 0 && mapped != Attr::Device {
             return Attr::NormalNonCacheable;
         }
         mapped
     }
 
-    /// Attribute of an instruction fetch at `va`.
-    pub fn fetch_attr(&self, va: u64) -> Attr {
-        if self.sctlr & SCTLR_I == 0 {
+    /// Attribute of an instruction fetch at `va` by core `cpu`.
+    pub fn fetch_attr(&self, cpu: usize, va: u64) -> Attr {
+        let sctlr = self.sctlr(cpu);
+        if sctlr & SCTLR_I == 0 {
             return Attr::NormalNonCacheable;
         }
-        if self.sctlr & SCTLR_M == 0 {
+        if sctlr & SCTLR_M == 0 {
             return Attr::NormalWriteThrough;
         }
         self.window_at(va).map_or(Attr::NormalWriteBack, |w| w.attr)
@@ -182,24 +189,24 @@ mod tests {
     #[test]
     fn attributes_follow_sctlr_and_windows() {
         let mut g = Guest::new();
-        assert_eq!(g.data_attr(0x4000_0000), Attr::Device, "MMU off");
-        assert_eq!(g.fetch_attr(0x4000_0000), Attr::NormalNonCacheable, "I off");
-        g.set_sctlr(SCTLR_I);
-        assert_eq!(g.fetch_attr(0x4000_0000), Attr::NormalWriteThrough);
-        g.set_sctlr(SCTLR_M);
-        assert_eq!(g.data_attr(0x4000_0000), Attr::NormalNonCacheable, "C off");
-        g.set_sctlr(ON);
-        assert_eq!(g.data_attr(0x4000_0000), Attr::NormalWriteBack);
+        assert_eq!(g.data_attr(0, 0x4000_0000), Attr::Device, "MMU off");
+        assert_eq!(g.fetch_attr(0, 0x4000_0000), Attr::NormalNonCacheable, "I off");
+        g.set_sctlr(0, SCTLR_I);
+        assert_eq!(g.fetch_attr(0, 0x4000_0000), Attr::NormalWriteThrough);
+        g.set_sctlr(0, SCTLR_M);
+        assert_eq!(g.data_attr(0, 0x4000_0000), Attr::NormalNonCacheable, "C off");
+        g.set_sctlr(0, ON);
+        assert_eq!(g.data_attr(0, 0x4000_0000), Attr::NormalWriteBack);
         g.window(0x1_0000_0000, 0x10_0000, Attr::NormalNonCacheable, None);
         g.window(0x1_0008_0000, 0x1000, Attr::NormalWriteThrough, None);
-        assert_eq!(g.data_attr(0x1_0000_0040), Attr::NormalNonCacheable);
-        assert_eq!(g.data_attr(0x1_0008_0040), Attr::NormalWriteThrough, "later window wins");
-        assert_eq!(g.data_attr(0x1_0010_0000), Attr::NormalWriteBack, "past the end");
+        assert_eq!(g.data_attr(0, 0x1_0000_0040), Attr::NormalNonCacheable);
+        assert_eq!(g.data_attr(0, 0x1_0008_0040), Attr::NormalWriteThrough, "later window wins");
+        assert_eq!(g.data_attr(0, 0x1_0010_0000), Attr::NormalWriteBack, "past the end");
         g.window(0x1_0000_0000, 0, Attr::NormalWriteBack, None);
-        assert_eq!(g.data_attr(0x1_0000_0040), Attr::NormalWriteBack, "removed");
-        g.set_sctlr(SCTLR_M);
+        assert_eq!(g.data_attr(0, 0x1_0000_0040), Attr::NormalWriteBack, "removed");
+        g.set_sctlr(0, SCTLR_M);
         g.window(0x900_0000, 0x1000, Attr::Device, None);
-        assert_eq!(g.data_attr(0x900_0000), Attr::Device);
+        assert_eq!(g.data_attr(0, 0x900_0000), Attr::Device);
     }
 
     #[test]

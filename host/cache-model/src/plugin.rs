@@ -606,7 +606,7 @@ impl State {
         let attr = match cached {
             Some(a) => a,
             None => {
-                let a = if io { Attr::Device } else { core.guest.data_attr(vaddr) };
+                let a = if io { Attr::Device } else { core.guest.data_attr(cpu, vaddr) };
                 if self.fast_on && f.p_vpn.load(Relaxed) == vpn && core.guest.page_uniform(vaddr) {
                     f.p_attr.store(a as u64, Relaxed);
                 }
@@ -684,7 +684,7 @@ impl State {
         let mut core = self.lock();
         self.settle_own(&mut core, cpu);
         let execs = self.credit_fetch(cpu);
-        let attr = core.guest.fetch_attr(va);
+        let attr = core.guest.fetch_attr(cpu, va);
         let (n, mode) = if !attr.cacheable() {
             let shift = core.model.as_ref().map_or(6, |m| m.config().l1i.line_shift());
             let n = ((va + bytes - 1) >> shift) - (va >> shift) + 1;
@@ -772,16 +772,16 @@ impl State {
             }
         }
         match insn {
-            Insn::Marker => self.marker(&mut core, [a, b, c, d, e], pc),
+            Insn::Marker => self.marker(&mut core, cpu, [a, b, c, d, e], pc),
             Insn::Tlbi => core.guest.forget_pages(),
-            Insn::MsrSctlr { .. } => core.guest.set_sctlr(a),
+            Insn::MsrSctlr { .. } => core.guest.set_sctlr(cpu, a),
             Insn::DcVa { op, point, .. } => {
                 let pa = self.translate(&mut core, a);
                 self.model(&mut core).dc_by_pa(cpu, op, point, pa);
             }
             Insn::DcZva { .. } => {
                 let pa = self.translate(&mut core, a);
-                let attr = core.guest.data_attr(a);
+                let attr = core.guest.data_attr(cpu, a);
                 if attr.cacheable() {
                     self.model(&mut core).dc_zva(cpu, pa, attr);
                 } else {
@@ -851,7 +851,7 @@ impl State {
             PrfAddr::Literal(_) => p.addr.effective(0, 0, pc),
         };
         let mut core = self.lock();
-        let attr = core.guest.data_attr(va);
+        let attr = core.guest.data_attr(cpu, va);
         if !attr.cacheable() {
             return;
         }
@@ -906,7 +906,7 @@ impl State {
     }
 
     /// One marker; `x` = x9..x13.
-    fn marker(&self, core: &mut Core, x: [u64; 5], pc: u64) {
+    fn marker(&self, core: &mut Core, cpu: usize, x: [u64; 5], pc: u64) {
         core.stats.markers += 1;
         let marker = match protocol::parse(core.kernel_protocol, x) {
             Ok(m) => m,
@@ -927,7 +927,7 @@ impl State {
                 }
             }
             Marker::Window { va, len, attr, pa } => core.guest.window(va, len, attr, pa),
-            Marker::Sctlr(v) => core.guest.set_sctlr(v),
+            Marker::Sctlr(v) => core.guest.set_sctlr(cpu, v),
             Marker::PhaseBegin { name_va, id } => {
                 let name = read_name(name_va).unwrap_or_else(|| format!("phase-{id}"));
                 let now = self.now(core);

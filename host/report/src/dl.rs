@@ -41,7 +41,8 @@ pub fn paged(d: &ModelData) -> Vec<PagedRow> {
             let ps: Vec<&Phase> = d.phases_of("kv-paged", variant).filter(|p| p.parsed.num("block") == Some(b)).collect();
             let tokens: u64 = ps.iter().filter_map(|p| p.parsed.num("tokens")).sum();
             let levels = d.data_level_names();
-            let mpt = levels.iter().map(|l| (l.clone(), ps.iter().map(|p| misses(p, l)).sum::<u64>() as f64 / tokens.max(1) as f64)).collect();
+            let mpt =
+                levels.iter().map(|l| (l.clone(), ps.iter().map(|p| misses(p, l)).sum::<u64>() as f64 / tokens.max(1) as f64)).collect();
             rows.push(PagedRow { block: b, contiguous: variant == "scan-contiguous", misses_per_token: mpt });
         }
     }
@@ -80,7 +81,9 @@ pub fn quant_knees(run: &[Record], d: &ModelData) -> Vec<QuantKnee> {
         ps.sort_by_key(|p| p.parsed.num("tokens"));
         ps.dedup_by_key(|p| p.parsed.num("tokens"));
         let layout = run.iter().find(|r| {
-            r.kind() == "kv-layout" && r.obj.get("bench").and_then(Value::as_str) == Some("kv-quant") && r.obj.get("dtype").and_then(Value::as_str) == Some(&dt)
+            r.kind() == "kv-layout"
+                && r.obj.get("bench").and_then(Value::as_str) == Some("kv-quant")
+                && r.obj.get("dtype").and_then(Value::as_str) == Some(&dt)
         });
         let per_block = layout.and_then(|r| Some((r.obj.get("block")?.as_u64()?, r.obj.get("scan_bytes_per_block")?.as_u64()?)));
         for level in d.data_level_names() {
@@ -89,7 +92,13 @@ pub fn quant_knees(run: &[Record], d: &ModelData) -> Vec<QuantKnee> {
                 (Some(g), Some((block, bytes))) if bytes > 0 => Some(g.size * block / bytes),
                 _ => None,
             };
-            out.push(QuantKnee { dtype: dt.clone(), level, measured, predicted, ladder: ps.iter().filter_map(|p| p.parsed.num("tokens")).collect() });
+            out.push(QuantKnee {
+                dtype: dt.clone(),
+                level,
+                measured,
+                predicted,
+                ladder: ps.iter().filter_map(|p| p.parsed.num("tokens")).collect(),
+            });
         }
     }
     out
@@ -304,7 +313,13 @@ pub fn checks(run: &[Record], d: &ModelData) -> Vec<(bool, String)> {
     if let (Some(s), Some(p)) = (pr.iter().find(|r| r.variant == "shared"), pr.iter().find(|r| r.variant == "private")) {
         let l2 = |r: &PrefixRow| r.levels.iter().find(|l| l.0 == "L2").map_or((0, 0), |l| (l.1, l.2));
         let (sh, ph) = (l2(s), l2(p));
-        f.push((sh.0 > ph.0 && sh.1 < ph.1, format!("kv-prefix: L2 hits/misses shared {}/{}, private {}/{}: the shared prefix hits across sequences", sh.0, sh.1, ph.0, ph.1)));
+        f.push((
+            sh.0 > ph.0 && sh.1 < ph.1,
+            format!(
+                "kv-prefix: L2 hits/misses shared {}/{}, private {}/{}: the shared prefix hits across sequences",
+                sh.0, sh.1, ph.0, ph.1
+            ),
+        ));
     }
     let knees = quant_knees(run, d);
     for level in ["L1D", "L2"] {
@@ -361,7 +376,11 @@ pub fn digest_lines(run: &[Record], d: &ModelData) -> Vec<(&'static str, String)
             .iter()
             .map(|r| {
                 let l1 = r.misses_per_token.iter().find(|(l, _)| l == "L1D").map_or(0.0, |x| x.1);
-                if r.contiguous { format!("contiguous {l1:.2}") } else { format!("b{} {l1:.2}", r.block) }
+                if r.contiguous {
+                    format!("contiguous {l1:.2}")
+                } else {
+                    format!("b{} {l1:.2}", r.block)
+                }
             })
             .collect();
         out.push(("kv-paged", format!("(model, L1D misses/token over the sweep) {}", parts.join(", "))));
@@ -371,7 +390,13 @@ pub fn digest_lines(run: &[Record], d: &ModelData) -> Vec<(&'static str, String)
         let parts: Vec<String> = knees
             .iter()
             .map(|k| {
-                format!("{} {} {}/{}", k.dtype, k.level, k.measured.map_or("-".into(), |t| t.to_string()), k.predicted.map_or("-".into(), |t| t.to_string()))
+                format!(
+                    "{} {} {}/{}",
+                    k.dtype,
+                    k.level,
+                    k.measured.map_or("-".into(), |t| t.to_string()),
+                    k.predicted.map_or("-".into(), |t| t.to_string())
+                )
             })
             .collect();
         out.push(("kv-quant", format!("(model, knee tokens measured/formula) {}", parts.join(", "))));
@@ -384,7 +409,11 @@ pub fn digest_lines(run: &[Record], d: &ModelData) -> Vec<(&'static str, String)
             .collect();
         let saved = |v: &str| {
             run.iter()
-                .find(|r| r.kind() == "metric" && r.obj.get("bench").and_then(Value::as_str) == Some("kv-prefix") && r.obj.get("variant").and_then(Value::as_str) == Some(v))
+                .find(|r| {
+                    r.kind() == "metric"
+                        && r.obj.get("bench").and_then(Value::as_str) == Some("kv-prefix")
+                        && r.obj.get("variant").and_then(Value::as_str) == Some(v)
+                })
                 .and_then(|r| r.obj.get("pool_bytes").and_then(Value::as_u64))
         };
         let s = match (saved("shared"), saved("private")) {

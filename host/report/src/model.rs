@@ -34,8 +34,8 @@
 //!   every smaller K, stays below [`WAYS_MISS`].
 
 use crate::records::{Object, Record};
-use cachescope_arch::cache::{infer, silicon};
 use cachescope_arch::cache::Kind;
+use cachescope_arch::cache::{infer, silicon};
 use cachescope_arch::cpuid::Midr;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -484,11 +484,7 @@ pub fn knee_of(curve: &ChaseCurve, level: &str) -> Option<Knee> {
 /// Every knee of every cached attribute's chase curve (bypassing attributes have none).
 pub fn knees(d: &ModelData) -> Vec<Knee> {
     let levels = d.data_level_names();
-    chase_curves(d)
-        .iter()
-        .filter(|c| !c.bypasses())
-        .flat_map(|c| levels.iter().filter_map(|l| knee_of(c, l)).collect::<Vec<_>>())
-        .collect()
+    chase_curves(d).iter().filter(|c| !c.bypasses()).flat_map(|c| levels.iter().filter_map(|l| knee_of(c, l)).collect::<Vec<_>>()).collect()
 }
 
 /// One stream phase (`stream/VARIANT/ATTR/BYTES/…`).
@@ -678,8 +674,7 @@ pub fn kv_starts(d: &ModelData) -> Vec<KvStart> {
         let last = series.last().copied().unwrap_or(p);
         let bpt = last.bytes as f64 / last.cached as f64;
         for level in d.data_level_names() {
-            let starts_at =
-                series.iter().find(|q| q.global.iter().any(|(l, r)| *l == level && *r >= KV_START_MISS)).map(|q| q.cached);
+            let starts_at = series.iter().find(|q| q.global.iter().any(|(l, r)| *l == level && *r >= KV_START_MISS)).map(|q| q.cached);
             out.push(KvStart {
                 variant: p.variant.clone(),
                 attr: p.attr.clone(),
@@ -804,7 +799,8 @@ pub fn infer_ways(d: &ModelData) -> Vec<WaysSweep> {
 /// beside CCSIDR (`cache` records of `run`) and the published silicon (the boot record's MIDR).
 pub fn infer(run: &[Record], d: &ModelData) -> Inferred {
     let boot = run.iter().find(|r| r.kind() == "boot");
-    let midr = boot.and_then(|b| s(&b.obj, "midr")).and_then(|m| u64::from_str_radix(m.trim_start_matches("0x"), 16).ok()).map(|raw| Midr { raw });
+    let midr =
+        boot.and_then(|b| s(&b.obj, "midr")).and_then(|m| u64::from_str_radix(m.trim_start_matches("0x"), 16).ok()).map(|raw| Midr { raw });
     let (line_sweep, line) = infer_line(d);
     let ways = infer_ways(d);
     let knees = knees(d);
@@ -856,9 +852,8 @@ pub fn infer(run: &[Record], d: &ModelData) -> Inferred {
                         (u(o, "size").unwrap_or(0), u(o, "ways").unwrap_or(0), u(o, "sets").unwrap_or(0), u(o, "line").unwrap_or(0))
                     })
                     .or(guest.map(|g| (g.size, g.ways, g.sets, g.line))),
-                silicon: sil.map(|p| {
-                    (p.sizes_kib.iter().map(|k| *k as u64 * 1024).collect(), p.ways as u64, p.line as u64, p.source.to_string())
-                }),
+                silicon: sil
+                    .map(|p| (p.sizes_kib.iter().map(|k| *k as u64 * 1024).collect(), p.ways as u64, p.line as u64, p.source.to_string())),
                 model: d.geometry_of(name).map(|g| (g.size, g.ways, g.line, g.origin.clone())),
             }
         })
@@ -1023,7 +1018,9 @@ mod tests {
     fn knees_follow_the_documented_rule() {
         let mut t = GEOMETRY.to_string();
         // L1D: low up to 32 KiB, jumps at 40 KiB; L2: low up to 1 MiB, jumps at 1.25 MiB.
-        for (i, (b, l1, l2)) in [(16384u64, 0u64, 0u64), (32768, 123, 0), (40960, 3847, 0), (1048576, 4000, 60), (1310720, 4090, 4080)].iter().enumerate() {
+        for (i, (b, l1, l2)) in
+            [(16384u64, 0u64, 0u64), (32768, 123, 0), (40960, 3847, 0), (1048576, 4000, 60), (1310720, 4090, 4080)].iter().enumerate()
+        {
             let ph = format!("latency/chase/normal-wb/{b}/line=64");
             t += &rec(&ph, i as u64 + 1, "L1D", 4096, *l1, "");
             t += &rec(&ph, i as u64 + 1, "L2", (*l1).max(1), *l2, "");
@@ -1045,7 +1042,14 @@ mod tests {
         t += &rec("latency/chase/normal-wb/4096/line=64", 1, "L1D", 1000, 0, "");
         t += "# cs: {\"record\":\"model-time\",\"phase\":\"latency/chase/normal-wb/4096/line=64\",\"phase_id\":1,\"data_accesses\":1000,\"cycles\":3000,\"ns\":1670,\"source\":\"model\"}\n";
         t += &rec("stream/read-ldp/normal-wb/1048576/prefetch_distance=0", 2, "L1D", 65536, 16384, ",\"prefetches\":0,\"prefetch_hits\":0");
-        t += &rec("stream/read-ldp-pldl1strm/normal-wb/1048576/prefetch_distance=512", 3, "L1D", 65536, 100, ",\"prefetches\":16284,\"prefetch_hits\":16200");
+        t += &rec(
+            "stream/read-ldp-pldl1strm/normal-wb/1048576/prefetch_distance=512",
+            3,
+            "L1D",
+            65536,
+            100,
+            ",\"prefetches\":16284,\"prefetch_hits\":16200",
+        );
         t += "# cs: {\"record\":\"model-profile\",\"profile\":\"rpi5\",\"clock_mhz\":2400,\"memory_cycles\":300,\"memory_ns\":125,\"hwpf\":\"off\",\"source\":\"model\"}\n";
         t += "# cs: {\"record\":\"hazard-total\",\"hazards\":0,\"source\":\"model\"}\n";
         let (_, d) = data(&t);
@@ -1068,7 +1072,14 @@ mod tests {
         t += "# cs: {\"record\":\"model\",\"phase\":\"handoff/to-device-va-maint/normal-wb/262144\",\"phase_id\":1,\"level\":\"L1D\",\"accesses\":65536,\"hits\":57344,\"misses\":8192,\"writebacks\":8192,\"maint\":4096,\"bypass\":0,\"source\":\"model\"}\n";
         t += "# cs: {\"record\":\"model\",\"phase\":\"handoff/to-device-va-maint/normal-wb/262144\",\"phase_id\":1,\"level\":\"L2\",\"accesses\":8192,\"hits\":8000,\"misses\":192,\"writebacks\":4096,\"maint\":4096,\"bypass\":0,\"source\":\"model\"}\n";
         for (i, (cached, l1)) in [(32u64, 0u64), (64, 140), (128, 1024)].iter().enumerate() {
-            t += &rec(&format!("kv/scan-aligned/normal-wb/{}/tokens={cached}/cached={cached}/stride=512/wrapped=0", cached * 512), i as u64 + 2, "L1D", cached * 64, *l1, "");
+            t += &rec(
+                &format!("kv/scan-aligned/normal-wb/{}/tokens={cached}/cached={cached}/stride=512/wrapped=0", cached * 512),
+                i as u64 + 2,
+                "L1D",
+                cached * 64,
+                *l1,
+                "",
+            );
         }
         let (_, d) = data(&t);
         let h = handoff(&d);
@@ -1133,7 +1144,8 @@ mod tests {
 
     #[test]
     fn same_named_phases_stay_apart() {
-        let t = rec("kv/scan-aligned/normal-wb/131072", 7, "L1D", 10, 1, "") + &rec("kv/scan-aligned/normal-wb/131072", 9, "L1D", 20, 2, "");
+        let t =
+            rec("kv/scan-aligned/normal-wb/131072", 7, "L1D", 10, 1, "") + &rec("kv/scan-aligned/normal-wb/131072", 9, "L1D", 20, 2, "");
         let (_, d) = data(&t);
         assert_eq!(d.phases.len(), 2);
         assert_eq!(d.phases.iter().map(|p| p.id).collect::<Vec<_>>(), [7, 9]);

@@ -287,14 +287,7 @@ impl Ctx<'_> {
                 "working set (bytes, log2 scale; K = KiB, M = MiB); dashed: CCSIDR capacities, dotted: inferred knees"
             };
             let plot = LinePlot {
-                labels: self.labels(
-                    title_for("Latency vs working set", &source, &unit),
-                    &source,
-                    &group,
-                    x_label,
-                    &unit,
-                    "latency",
-                ),
+                labels: self.labels(title_for("Latency vs working set", &source, &unit), &source, &group, x_label, &unit, "latency"),
                 x_scale: XScale::Log2Bytes,
                 y_log: wants_log_y(&group),
                 series,
@@ -491,7 +484,11 @@ impl Ctx<'_> {
                 .iter()
                 .map(|l| Series {
                     name: format!("{l} misses / access"),
-                    points: c.points.iter().filter_map(|p| p.global_rate(l).map(|y| Point { x: p.bytes as f64, y, lo: None, hi: None })).collect(),
+                    points: c
+                        .points
+                        .iter()
+                        .filter_map(|p| p.global_rate(l).map(|y| Point { x: p.bytes as f64, y, lo: None, hi: None }))
+                        .collect(),
                 })
                 .filter(|s| !s.points.is_empty())
                 .collect();
@@ -525,12 +522,17 @@ impl Ctx<'_> {
             .iter()
             .map(|c| Series {
                 name: c.attr.clone(),
-                points: c.points.iter().filter_map(|p| p.ns_per_access.map(|y| Point { x: p.bytes as f64, y, lo: None, hi: None })).collect(),
+                points: c
+                    .points
+                    .iter()
+                    .filter_map(|p| p.ns_per_access.map(|y| Point { x: p.bytes as f64, y, lo: None, hi: None }))
+                    .collect(),
             })
             .filter(|s| !s.points.is_empty())
             .collect();
         if lat.is_empty() {
-            self.blocks.push(Block::Para("No modelled latency: the plugin wrote no `model-time` records (it models counts, not time).".into()));
+            self.blocks
+                .push(Block::Para("No modelled latency: the plugin wrote no `model-time` records (it models counts, not time).".into()));
         } else {
             let knees: Vec<Marker> = model::knees(d)
                 .into_iter()
@@ -558,7 +560,10 @@ impl Ctx<'_> {
         // Stream: demand misses and prefetches per variant (cached attributes).
         let st: Vec<model::StreamRow> = model::stream(d).into_iter().filter(|r| r.bypass * 2 < r.data_accesses.max(1)).collect();
         if !st.is_empty() {
-            let cats: Vec<String> = st.iter().map(|r| if st.iter().all(|x| x.attr == r.attr) { r.variant.clone() } else { format!("{} {}", r.variant, r.attr) }).collect();
+            let cats: Vec<String> = st
+                .iter()
+                .map(|r| if st.iter().all(|x| x.attr == r.attr) { r.variant.clone() } else { format!("{} {}", r.variant, r.attr) })
+                .collect();
             let mut series = vec![("L1D demand misses".to_string(), st.iter().map(|r| Some(r.demand_misses as f64)).collect::<Vec<_>>())];
             if st.iter().any(|r| r.prefetches.is_some()) {
                 series.push(("prefetches".into(), st.iter().map(|r| r.prefetches.map(|v| v as f64)).collect()));
@@ -573,7 +578,11 @@ impl Ctx<'_> {
                 categories: cats,
                 series,
             };
-            let counted = if st.iter().any(|r| r.prefetches.is_some()) { "" } else { " This plugin counts no prefetches (older plugin): only demand misses are shown." };
+            let counted = if st.iter().any(|r| r.prefetches.is_some()) {
+                ""
+            } else {
+                " This plugin counts no prefetches (older plugin): only demand misses are shown."
+            };
             self.figure(
                 "model-stream".into(),
                 format!("Streaming loops under the cache model: L1D demand misses, prefetch fills and demand hits on prefetched lines per variant (bar = count over the phase, no whiskers: the model is exact).{counted} {MODEL_SOURCE}."),
@@ -1726,8 +1735,12 @@ mod tests {
     fn one_model_phase_is_never_attached_to_two_rows() {
         // Four KV rows that share one phase name (older kernels) and four model phases of that
         // name: paired in order and said so; with a count mismatch nothing is attached.
-        let metric = |tokens: u32| format!("# cs: {{\"record\":\"metric\",\"bench\":\"kv\",\"variant\":\"scan-aligned\",\"attr\":\"normal-wb\",\"bytes\":131072,\"params\":{{\"tokens\":{tokens}}},\"phase\":\"kv/scan-aligned/normal-wb/131072\",\"reps\":1,\"min\":1,\"median\":1,\"max\":1,\"mad\":0,\"unit\":\"MB/s\",\"source\":\"cntvct\",\"emulated\":true}}\n");
-        let model = |id: u32, misses: u32| format!("# cs: {{\"record\":\"model\",\"phase\":\"kv/scan-aligned/normal-wb/131072\",\"phase_id\":{id},\"level\":\"L1D\",\"accesses\":100,\"hits\":{},\"misses\":{misses},\"writebacks\":0,\"maint\":0,\"bypass\":0,\"source\":\"model\"}}\n", 100 - misses);
+        let metric = |tokens: u32| {
+            format!("# cs: {{\"record\":\"metric\",\"bench\":\"kv\",\"variant\":\"scan-aligned\",\"attr\":\"normal-wb\",\"bytes\":131072,\"params\":{{\"tokens\":{tokens}}},\"phase\":\"kv/scan-aligned/normal-wb/131072\",\"reps\":1,\"min\":1,\"median\":1,\"max\":1,\"mad\":0,\"unit\":\"MB/s\",\"source\":\"cntvct\",\"emulated\":true}}\n")
+        };
+        let model = |id: u32, misses: u32| {
+            format!("# cs: {{\"record\":\"model\",\"phase\":\"kv/scan-aligned/normal-wb/131072\",\"phase_id\":{id},\"level\":\"L1D\",\"accesses\":100,\"hits\":{},\"misses\":{misses},\"writebacks\":0,\"maint\":0,\"bypass\":0,\"source\":\"model\"}}\n", 100 - misses)
+        };
         let run: String = [256, 320, 384, 512].iter().map(|t| metric(*t)).collect();
         let log = Log::from_bytes("r", run.as_bytes());
         let recs = crate::records::extract(&log).0;

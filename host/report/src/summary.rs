@@ -145,14 +145,16 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
         )),
         None => out.push(line("core", "no boot record")),
     }
-    let midr = boot.and_then(|b| s(b, "midr")).and_then(|m| u64::from_str_radix(m.trim_start_matches("0x"), 16).ok()).map(|raw| Midr { raw });
+    let midr =
+        boot.and_then(|b| s(b, "midr")).and_then(|m| u64::from_str_radix(m.trim_start_matches("0x"), 16).ok()).map(|raw| Midr { raw });
     let caches: Vec<&Record> = recs.iter().filter(|r| r.kind() == "cache").collect();
     if caches.is_empty() {
         out.push(line("caches", "no cache records (cache suite not run)"));
     }
     for c in &caches {
         let name = model::ccsidr_level_name(&c.obj).unwrap_or_else(|| "L?".into());
-        let (size, ways, sets, ln) = (u(c, "size").unwrap_or(0), u(c, "ways").unwrap_or(0), u(c, "sets").unwrap_or(0), u(c, "line").unwrap_or(0));
+        let (size, ways, sets, ln) =
+            (u(c, "size").unwrap_or(0), u(c, "ways").unwrap_or(0), u(c, "sets").unwrap_or(0), u(c, "line").unwrap_or(0));
         let kind = match s(c, "type").and_then(|t| t.chars().next()) {
             Some('d') => cachescope_arch::cache::Kind::Data,
             Some('i') => cachescope_arch::cache::Kind::Instruction,
@@ -218,7 +220,8 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
         out.push(line("attrs", "no attribute records (mmu suite not run)"));
     } else {
         let ok = attrs.iter().filter(|a| s(a, "par_attr").is_some() && s(a, "par_attr") == s(a, "mair")).count();
-        let bad: Vec<&str> = attrs.iter().filter(|a| s(a, "par_attr").is_none() || s(a, "par_attr") != s(a, "mair")).filter_map(|a| s(a, "name")).collect();
+        let bad: Vec<&str> =
+            attrs.iter().filter(|a| s(a, "par_attr").is_none() || s(a, "par_attr") != s(a, "mair")).filter_map(|a| s(a, "name")).collect();
         out.push(line(
             "attrs",
             format!(
@@ -264,14 +267,16 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
         }
     }
     if !emulated {
-        let knees: Vec<String> = recs.iter().filter(|r| r.kind() == "knee").filter_map(|r| u(r, "capacity")).map(|c| hb(c as f64)).collect();
+        let knees: Vec<String> =
+            recs.iter().filter(|r| r.kind() == "knee").filter_map(|r| u(r, "capacity")).map(|c| hb(c as f64)).collect();
         if !knees.is_empty() {
             out.push(line("knees", format!("from the timer: {}", knees.join(", "))));
         }
     }
 
     // The model.
-    let md = ModelData::from_records(&mrecs.iter().chain(recs.iter().filter(|r| s(r, "source") == Some("model"))).cloned().collect::<Vec<_>>());
+    let md =
+        ModelData::from_records(&mrecs.iter().chain(recs.iter().filter(|r| s(r, "source") == Some("model"))).cloned().collect::<Vec<_>>());
     let loaded = boot.and_then(|b| s(b, "model")).filter(|m| *m != "off");
     if md.is_empty() && loaded.is_some() {
         out.push(line(
@@ -342,15 +347,17 @@ fn suite_verdict(run: &Log, suite: &str) -> Option<String> {
         Some(t.to_string())
     });
     let result = run.lines.iter().filter(|l| !l.text.starts_with(' ')).find_map(|l| {
-        ktap::parse_result(&l.text).and_then(|r| r.ok()).filter(|r| r.description == suite).map(|r| if r.is_failure() { "NOT OK" } else { "ok" })
+        ktap::parse_result(&l.text).and_then(|r| r.ok()).filter(|r| r.description == suite).map(|r| {
+            if r.is_failure() {
+                "NOT OK"
+            } else {
+                "ok"
+            }
+        })
     });
     match (result, counts) {
         (None, None) => None,
-        (r, c) => Some(format!(
-            "{}{}",
-            r.unwrap_or("no result (cut short)"),
-            c.map(|c| format!(" (pass:{c})")).unwrap_or_default()
-        )),
+        (r, c) => Some(format!("{}{}", r.unwrap_or("no result (cut short)"), c.map(|c| format!(" (pass:{c})")).unwrap_or_default())),
     }
 }
 
@@ -396,7 +403,11 @@ fn bench_headline(bench: &str, ms: &[&Metric], icount: bool) -> String {
         "kv" => {
             let mut parts = Vec::new();
             for v in ["append-aligned", "scan-aligned"] {
-                let g: Vec<&Metric> = ms.iter().copied().filter(|m| m.key.variant.as_deref() == Some(v) && m.key.attr.as_deref() == Some("normal-wb")).collect();
+                let g: Vec<&Metric> = ms
+                    .iter()
+                    .copied()
+                    .filter(|m| m.key.variant.as_deref() == Some(v) && m.key.attr.as_deref() == Some("normal-wb"))
+                    .collect();
                 if let Some((x0, y0, x1, y1)) = ends(&g, |m| m.num("tokens").unwrap_or(0.0)) {
                     parts.push(format!("{v} {} {} at {x0} → {} at {x1} tokens", n3(y0), unit_label(&g[0].key.unit, icount), n3(y1)));
                 }
@@ -494,7 +505,8 @@ fn coherence_line(mrecs: &[Record]) -> Option<String> {
 
 fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
     let mut out = Vec::new();
-    let geo: Vec<String> = d.geometry.iter().filter(|g| g.level != "L1I").map(|g| format!("{} {} {}-way", g.level, hb(g.size as f64), g.ways)).collect();
+    let geo: Vec<String> =
+        d.geometry.iter().filter(|g| g.level != "L1I").map(|g| format!("{} {} {}-way", g.level, hb(g.size as f64), g.ways)).collect();
     let policy = d.geometry.first().map(|g| g.policy.clone()).unwrap_or_default();
     let mut extra = String::new();
     if let Some(p) = &d.profile {
@@ -535,14 +547,19 @@ fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
     out.push(line(
         "knees",
         if kparts.is_empty() {
-            if curves.is_empty() { "no pointer-chase phases under the model".into() } else { "no knee within the chase ladder".into() }
+            if curves.is_empty() {
+                "no pointer-chase phases under the model".into()
+            } else {
+                "no knee within the chase ladder".into()
+            }
         } else {
             format!("(model miss rates: fits→misses) {}", kparts.join("; "))
         },
     ));
     // Modelled latency.
     if let Some(c) = curves.iter().find(|c| c.attr == "normal-wb").or(curves.first()) {
-        let lat: Vec<(u64, f64, Option<f64>)> = c.points.iter().filter_map(|p| p.ns_per_access.map(|ns| (p.bytes, ns, p.cycles_per_access))).collect();
+        let lat: Vec<(u64, f64, Option<f64>)> =
+            c.points.iter().filter_map(|p| p.ns_per_access.map(|ns| (p.bytes, ns, p.cycles_per_access))).collect();
         if let (Some(a), Some(b)) = (lat.first(), lat.last()) {
             out.push(line(
                 "latency",
@@ -604,7 +621,13 @@ fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
     let byp: Vec<String> = by
         .iter()
         .filter(|(a, ..)| a.contains("nc") || a.starts_with("device") || a.contains("off"))
-        .map(|(a, b, n)| format!("{a} {} of {} data accesses", if *n == 0 { "–".into() } else { format!("{:.1}%", *b as f64 * 100.0 / *n as f64) }, n3(*n as f64)))
+        .map(|(a, b, n)| {
+            format!(
+                "{a} {} of {} data accesses",
+                if *n == 0 { "–".into() } else { format!("{:.1}%", *b as f64 * 100.0 / *n as f64) },
+                n3(*n as f64)
+            )
+        })
         .collect();
     if !byp.is_empty() {
         out.push(line("bypass", format!("(model) bypassing the caches: {}", byp.join(", "))));
@@ -647,7 +670,12 @@ fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
             .iter()
             .filter(|r| r.is_prefetch() && r.attr == base.attr)
             .map(|r| {
-                let mut p = format!("{} {} ({})", r.variant.trim_start_matches("read-ldp-"), n3(r.demand_misses as f64), pct(r.demand_misses as f64, base.demand_misses as f64));
+                let mut p = format!(
+                    "{} {} ({})",
+                    r.variant.trim_start_matches("read-ldp-"),
+                    n3(r.demand_misses as f64),
+                    pct(r.demand_misses as f64, base.demand_misses as f64)
+                );
                 if counted {
                     p += &format!(" prefetches {} hits {}", n3(r.prefetches.unwrap_or(0) as f64), n3(r.prefetch_hits.unwrap_or(0) as f64));
                 }
@@ -815,7 +843,9 @@ mod tests {
     fn digest_never_exceeds_the_limit_and_survives_garbage() {
         let mut t = run_text(true);
         for i in 0..40 {
-            t += &format!("# cs: {{\"record\":\"metric\",\"bench\":\"b{i}\",\"median\":1,\"unit\":\"ns\",\"source\":\"cntvct\",\"emulated\":true}}\n");
+            t += &format!(
+                "# cs: {{\"record\":\"metric\",\"bench\":\"b{i}\",\"median\":1,\"unit\":\"ns\",\"source\":\"cntvct\",\"emulated\":true}}\n"
+            );
         }
         let d = digest(&Log::from_bytes("x.log", t.as_bytes()), None, &Options::default());
         assert_eq!(d.len(), MAX_LINES);

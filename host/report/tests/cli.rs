@@ -645,7 +645,11 @@ fn console_filters_a_stream_and_saves_it_whole() {
 #[test]
 fn summary_and_infer_on_real_logs() {
     let o = run(&["summary", &fixture("qemu-real.log")]);
-    assert_code(&o, 0, &["== cachescope digest:", "(complete)", "silicon DIFFERS", "model    not observed (QEMU_CACHE_MODEL=off)", "results  28 passed"]);
+    assert_code(
+        &o,
+        0,
+        &["== cachescope digest:", "(complete)", "silicon DIFFERS", "model    not observed (QEMU_CACHE_MODEL=off)", "results  28 passed"],
+    );
     assert!(String::from_utf8_lossy(&o.stdout).lines().count() <= 25);
     let o = run(&["summary", &fixture("qemu-icount-real.log"), "--icount"]);
     assert_code(&o, 0, &["-icount: instructions, not time"]);

@@ -44,7 +44,11 @@ pub fn check(log: &str, model: &str) -> Result<Vec<Finding>, String> {
     }
     let mut want: BTreeMap<&str, BTreeSet<(&str, u64)>> = BTreeMap::new();
     for e in &expected {
-        let (pa, lines, stride) = (addr(e, "pa").unwrap_or(0), e.get("lines").and_then(Value::as_u64).unwrap_or(0), e.get("stride").and_then(Value::as_u64).unwrap_or(0));
+        let (pa, lines, stride) = (
+            addr(e, "pa").unwrap_or(0),
+            e.get("lines").and_then(Value::as_u64).unwrap_or(0),
+            e.get("stride").and_then(Value::as_u64).unwrap_or(0),
+        );
         let set = want.entry(str_field(e, "phase")).or_default();
         for i in 0..lines {
             set.insert((str_field(e, "kind"), pa + i * stride));
@@ -72,7 +76,11 @@ pub fn check(log: &str, model: &str) -> Result<Vec<Finding>, String> {
                     "{phase}: expected {}; {}{}",
                     show(w),
                     if missing.is_empty() { String::new() } else { format!("missing {}", show(&missing)) },
-                    if extra.is_empty() { String::new() } else { format!("{}unexpected {}", if missing.is_empty() { "" } else { "; " }, show(&extra)) }
+                    if extra.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{}unexpected {}", if missing.is_empty() { "" } else { "; " }, show(&extra))
+                    }
                 ),
             ));
         }

@@ -55,12 +55,17 @@ pub fn benchmarks(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
         }
     }
     // Modelled latency per access: below L1D, between L1D and L2, past L2.
-    let at = |bytes: u64| wb.points.iter().filter(|p| p.bytes <= bytes).max_by_key(|p| p.bytes).and_then(|p| p.ns_per_access.map(|n| (p.bytes, n)));
+    let at = |bytes: u64| {
+        wb.points.iter().filter(|p| p.bytes <= bytes).max_by_key(|p| p.bytes).and_then(|p| p.ns_per_access.map(|n| (p.bytes, n)))
+    };
     let (l1, l2) = (d.geometry_of("L1D").map_or(0, |g| g.size), d.geometry_of("L2").map_or(0, |g| g.size));
     match (at(l1 / 2), at(l2 / 2), wb.points.last().and_then(|p| p.ns_per_access.map(|n| (p.bytes, n)))) {
         (Some(a), Some(b), Some(c)) => f.push((
             a.1 < b.1 && b.1 < c.1,
-            format!("modelled latency per access rises across the knees: {} B {:.2} ns, {} B {:.2} ns, {} B {:.2} ns", a.0, a.1, b.0, b.1, c.0, c.1),
+            format!(
+                "modelled latency per access rises across the knees: {} B {:.2} ns, {} B {:.2} ns, {} B {:.2} ns",
+                a.0, a.1, b.0, b.1, c.0, c.1
+            ),
         )),
         other => f.push((false, format!("modelled latency missing (model-time records?): {other:?}"))),
     }
@@ -74,7 +79,13 @@ pub fn benchmarks(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
             }
             for r in prefetching {
                 // A PRFM fills the level it names (…L1…, …L2…): its demand misses drop there.
-                let level = if r.variant.contains("l2") { "L2" } else if r.variant.contains("l3") { "L3" } else { "L1D" };
+                let level = if r.variant.contains("l2") {
+                    "L2"
+                } else if r.variant.contains("l3") {
+                    "L3"
+                } else {
+                    "L1D"
+                };
                 let misses = |row: &model::StreamRow| row.misses.iter().find(|(l, _)| l == level).map(|&(_, n)| n);
                 let (with, without) = (misses(r), misses(plain));
                 f.push((
@@ -146,7 +157,8 @@ pub fn smp(run: &[records::Record], model_log: &str) -> Vec<Finding> {
     };
     let mut f = Vec::new();
     for metric in run.iter().filter(|r| r.kind() == "metric") {
-        let (Some(phase), Some(reps)) = (metric.obj.get("phase").and_then(|v| v.as_str()), metric.obj.get("reps").and_then(|v| v.as_u64())) else {
+        let (Some(phase), Some(reps)) = (metric.obj.get("phase").and_then(|v| v.as_str()), metric.obj.get("reps").and_then(|v| v.as_u64()))
+        else {
             continue;
         };
         let name = model::PhaseName::parse(phase);
@@ -156,7 +168,9 @@ pub fn smp(run: &[records::Record], model_log: &str) -> Vec<Finding> {
                 let want = 2 * name.num("iters").unwrap_or(0) * reps;
                 f.push((ivs == want, format!("{phase}: {ivs} transfers, expected 2 × iters × reps = {want}")));
             }
-            ("pingpong", _) => f.push((ivs + invs == 0, format!("{phase}: {ivs} transfers, {invs} invalidations, expected none (not snooped)"))),
+            ("pingpong", _) => {
+                f.push((ivs + invs == 0, format!("{phase}: {ivs} transfers, {invs} invalidations, expected none (not snooped)")))
+            }
             ("falseshare", _) if name.variant.starts_with("padded") => {
                 f.push((invs == 0, format!("{phase}: {invs} invalidations, expected none (padded to CWG)")))
             }
@@ -168,7 +182,9 @@ pub fn smp(run: &[records::Record], model_log: &str) -> Vec<Finding> {
                 let want = name.num("cores").unwrap_or(0) * reps;
                 f.push((
                     invs == want && ivs == want,
-                    format!("{phase}: {invs} invalidations, {ivs} transfers, expected cores × reps = {want} each (one per core per window)"),
+                    format!(
+                        "{phase}: {invs} invalidations, {ivs} transfers, expected cores × reps = {want} each (one per core per window)"
+                    ),
                 ))
             }
             // Ring all-reduce: every step each rank pulls its left neighbour's chunk, written by
@@ -181,7 +197,8 @@ pub fn smp(run: &[records::Record], model_log: &str) -> Vec<Finding> {
                 f.push((ivs == want, format!("{phase}: {ivs} transfers, expected reps × ranks × (2 ranks − 3) × chunk lines = {want}")));
             }
             ("spsc", _) => {
-                let (batches, slots, bytes) = (name.num("batches").unwrap_or(0), name.num("slots").unwrap_or(1).max(1), name.bytes.unwrap_or(0));
+                let (batches, slots, bytes) =
+                    (name.num("batches").unwrap_or(0), name.num("slots").unwrap_or(1).max(1), name.bytes.unwrap_or(0));
                 let want = reps * batches * bytes.div_ceil(64) + 2 * reps * batches / slots;
                 f.push((ivs == want, format!("{phase}: {ivs} transfers, expected data lines + head/tail = {want}")));
             }
