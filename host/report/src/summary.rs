@@ -151,10 +151,12 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
     if caches.is_empty() {
         out.push(line("caches", "no cache records (cache suite not run)"));
     }
+    // One line: each cache as CCSIDR describes it, against the published silicon.
+    let mut parts: Vec<String> = Vec::new();
+    let mut sources: Vec<&str> = Vec::new();
     for c in &caches {
         let name = model::ccsidr_level_name(&c.obj).unwrap_or_else(|| "L?".into());
-        let (size, ways, sets, ln) =
-            (u(c, "size").unwrap_or(0), u(c, "ways").unwrap_or(0), u(c, "sets").unwrap_or(0), u(c, "line").unwrap_or(0));
+        let (size, ways, ln) = (u(c, "size").unwrap_or(0), u(c, "ways").unwrap_or(0), u(c, "line").unwrap_or(0));
         let kind = match s(c, "type").and_then(|t| t.chars().next()) {
             Some('d') => cachescope_arch::cache::Kind::Data,
             Some('i') => cachescope_arch::cache::Kind::Instruction,
@@ -162,18 +164,25 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
         };
         let sil = midr.and_then(|m| silicon::lookup(m, u(c, "level").unwrap_or(0) as u8, kind));
         let verdict = match sil {
-            None => "no published silicon for this core".to_string(),
+            None => "no silicon figures".to_string(),
             Some(p) => {
+                if !sources.contains(&p.source) {
+                    sources.push(p.source);
+                }
                 let agrees = p.ways as u64 == ways && p.line as u64 == ln && p.sizes_kib.iter().any(|k| *k as u64 * 1024 == size);
                 let sizes = p.sizes_kib.iter().map(|k| hb(*k as f64 * 1024.0)).collect::<Vec<_>>().join("/");
                 if agrees {
-                    format!("silicon agrees ({})", p.source)
+                    "agrees".to_string()
                 } else {
-                    format!("silicon DIFFERS: {sizes} {}-way {} B ({})", p.ways, p.line, p.source)
+                    format!("DIFFERS (silicon {sizes} {}-way {} B)", p.ways, p.line)
                 }
             }
         };
-        out.push(line("cache", format!("{name:<4}{} {ways}-way {sets} sets {ln} B (CCSIDR) | {verdict}", hb(size as f64))));
+        parts.push(format!("{name} {} {ways}-way {verdict}", hb(size as f64)));
+    }
+    if !parts.is_empty() {
+        let src = if sources.is_empty() { String::new() } else { format!(" [{}]", sources.join(", ")) };
+        out.push(line("caches", format!("(CCSIDR vs silicon) {}{src}", parts.join("; "))));
     }
 
     // Maintenance.
@@ -289,8 +298,13 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
             "not observed (QEMU_CACHE_MODEL=off): knees, modelled latency, hand-off, bypass, KV, prefetch and geometry need the cache model",
         ));
     } else {
-        out.extend(model_lines(&recs, &md));
-        out.extend(coherence_line(&mrecs));
+        // The sanitizer's verdict and the coherence line are never dropped for room.
+        let mut lines = model_lines(&recs, &md);
+        let keep: Vec<String> = lines.iter().filter(|l| l.starts_with("hazards")).cloned().collect();
+        lines.retain(|l| !l.starts_with("hazards"));
+        out.extend(lines);
+        tail.extend(coherence_line(&mrecs).map(clip));
+        tail.extend(keep.into_iter().map(clip));
     }
 
     // Totals and how to go on.
@@ -477,8 +491,9 @@ fn coherence_line(mrecs: &[Record]) -> Option<String> {
     for r in mrecs.iter().filter(|r| r.kind() == "model-coherence") {
         let Some(phase) = s(r, "phase") else { continue };
         let name = model::PhaseName::parse(phase);
-        if name.bench == "bcast" {
-            continue; // its effect is remote maintenance, not line transfers
+        // The multicore benchmarks (bcast's effect is remote maintenance, not line transfers).
+        if !["pingpong", "falseshare", "spsc", "allreduce"].contains(&name.bench.as_str()) {
+            continue;
         }
         let key = match name.bench.as_str() {
             "falseshare" => format!("falseshare {}", name.variant.split('-').next().unwrap_or("")),
@@ -804,8 +819,7 @@ mod tests {
         for needle in [
             "== cachescope digest: run.log (complete) ==",
             "Cortex-A72 (MIDR 0x410fd083) on qemu-virt, entered at EL1; EMULATED (QEMU): timings measure the emulator",
-            "L1D 32 KiB 4-way 128 sets 64 B (CCSIDR) | silicon DIFFERS: 32 KiB 2-way 64 B (Cortex-A72 TRM 100095)",
-            "L2  1 MiB 16-way 1024 sets 64 B (CCSIDR) | silicon agrees",
+            "caches   (CCSIDR vs silicon) L1D 32 KiB 4-way DIFFERS (silicon 32 KiB 2-way 64 B); L2 1 MiB 16-way agrees [Cortex-A72 TRM 100095]",
             "1 set/way walks, 16896 DC ops (cisw 16896)",
             "[emulator timer: measures QEMU] ns: normal-wb 5.85 (1 KiB) → 48.2 (4 MiB)",
             "model    not observed (QEMU_CACHE_MODEL=off)",

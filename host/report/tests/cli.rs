@@ -648,7 +648,13 @@ fn summary_and_infer_on_real_logs() {
     assert_code(
         &o,
         0,
-        &["== cachescope digest:", "(complete)", "silicon DIFFERS", "model    not observed (QEMU_CACHE_MODEL=off)", "results  28 passed"],
+        &[
+            "== cachescope digest:",
+            "(complete)",
+            "DIFFERS (silicon 32 KiB 2-way 64 B)",
+            "model    not observed (QEMU_CACHE_MODEL=off)",
+            "results  28 passed",
+        ],
     );
     assert!(String::from_utf8_lossy(&o.stdout).lines().count() <= 25);
     let o = run(&["summary", &fixture("qemu-icount-real.log"), "--icount"]);
