@@ -190,9 +190,26 @@ pub struct Phase {
     pub levels: Vec<LevelCounts>,
     /// Modelled time (`model-time`), if the plugin models time.
     pub time: Option<PhaseTime>,
+    /// Coherence traffic over every vCPU (`model-coherence`), with more than one vCPU.
+    pub coherence: Option<PhaseCoherence>,
+}
+
+/// A phase's coherence traffic of buffer lines (the `buf_` fields of its `model-coherence`
+/// records), summed over the vCPUs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PhaseCoherence {
+    /// Lines another core's cache supplied (interventions).
+    pub transfers: u64,
+    /// Copies invalidated by another core's write.
+    pub invalidations: u64,
 }
 
 impl Phase {
+    /// A phase with nothing counted yet.
+    fn named(name: &str, id: u64) -> Phase {
+        Phase { parsed: PhaseName::parse(name), name: name.to_string(), id, levels: Vec::new(), time: None, coherence: None }
+    }
+
     /// The counts of `level` (`L1D`, `L2`, …).
     pub fn level(&self, level: &str) -> Option<&LevelCounts> {
         self.levels.iter().find(|l| l.level == level)
@@ -295,14 +312,15 @@ impl ModelData {
                         next_anon -= 1;
                         next_anon
                     });
-                    let p = phases.entry(id).or_insert_with(|| Phase {
-                        parsed: PhaseName::parse(&name),
-                        name: name.clone(),
-                        id,
-                        levels: Vec::new(),
-                        time: None,
-                    });
+                    let p = phases.entry(id).or_insert_with(|| Phase::named(&name, id));
                     p.levels.push(LevelCounts::from_obj(o));
+                }
+                "model-coherence" => {
+                    let (name, id) = (s(o, "phase").unwrap_or(""), u(o, "phase_id").unwrap_or(u64::MAX));
+                    let p = phases.entry(id).or_insert_with(|| Phase::named(name, id));
+                    let c = p.coherence.get_or_insert_with(PhaseCoherence::default);
+                    c.transfers += u(o, "buf_interventions").unwrap_or(0);
+                    c.invalidations += u(o, "buf_invalidations").unwrap_or(0);
                 }
                 "model-time" => {
                     let t = PhaseTime {
@@ -326,7 +344,7 @@ impl ModelData {
                 Some(p) => p.time = Some(t),
                 None => {
                     // A timed phase without counts still has a time.
-                    phases.insert(id, Phase { parsed: PhaseName::parse(&name), name, id, levels: Vec::new(), time: Some(t) });
+                    phases.insert(id, Phase { time: Some(t), ..Phase::named(&name, id) });
                 }
             }
         }
@@ -799,8 +817,7 @@ pub fn infer_ways(d: &ModelData) -> Vec<WaysSweep> {
 /// beside CCSIDR (`cache` records of `run`) and the published silicon (the boot record's MIDR).
 pub fn infer(run: &[Record], d: &ModelData) -> Inferred {
     let boot = run.iter().find(|r| r.kind() == "boot");
-    let midr =
-        boot.and_then(|b| s(&b.obj, "midr")).and_then(|m| u64::from_str_radix(m.trim_start_matches("0x"), 16).ok()).map(|raw| Midr { raw });
+    let midr = boot.and_then(|b| crate::records::hex(&b.obj, "midr")).map(|raw| Midr { raw });
     let (line_sweep, line) = infer_line(d);
     let ways = infer_ways(d);
     let knees = knees(d);

@@ -44,6 +44,15 @@ impl Record {
     }
 }
 
+/// A `Hex` field (`"0x…"`, the record contract's addresses and register values) as a number; a
+/// plain number is taken as it is.
+pub fn hex(obj: &Object, key: &str) -> Option<u64> {
+    match obj.get(key)? {
+        Value::String(s) => u64::from_str_radix(s.strip_prefix("0x")?, 16).ok(),
+        v => v.as_u64(),
+    }
+}
+
 /// Parses one line: `None` if it is not a record line, `Some(Err)` if it is a broken one.
 pub fn parse_line(text: &str) -> Option<Result<Object, String>> {
     let rest = text.trim_start_matches(' ').strip_prefix("# cs:")?;

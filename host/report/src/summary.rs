@@ -145,8 +145,7 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
         )),
         None => out.push(line("core", "no boot record")),
     }
-    let midr =
-        boot.and_then(|b| s(b, "midr")).and_then(|m| u64::from_str_radix(m.trim_start_matches("0x"), 16).ok()).map(|raw| Midr { raw });
+    let midr = boot.and_then(|b| records::hex(&b.obj, "midr")).map(|raw| Midr { raw });
     let caches: Vec<&Record> = recs.iter().filter(|r| r.kind() == "cache").collect();
     if caches.is_empty() {
         out.push(line("caches", "no cache records (cache suite not run)"));
@@ -257,7 +256,7 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
     }
     // Under the model the headline figures are the model's (below): the emulator's timings of the
     // same phases, which hold no cache, shrink to one line (the report plots them).
-    let observed = model.is_some_and(|m| !records::extract(m).0.is_empty());
+    let observed = !mrecs.is_empty();
     if emulated && observed && !benches.is_empty() {
         out.push(line(
             "bench",
@@ -303,7 +302,7 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
         let keep: Vec<String> = lines.iter().filter(|l| l.starts_with("hazards")).cloned().collect();
         lines.retain(|l| !l.starts_with("hazards"));
         out.extend(lines);
-        tail.extend(coherence_line(&mrecs).map(clip));
+        tail.extend(coherence_line(&md).map(clip));
         tail.extend(keep.into_iter().map(clip));
     }
 
@@ -482,15 +481,13 @@ fn pct(a: f64, b: f64) -> String {
 }
 
 /// The model's lines of the digest.
-/// The coherent model's transfers per multicore benchmark (model-coherence records, buffer
-/// lines only, summed over the vCPUs and over a benchmark's variants per attribute): one line,
-/// when the run had more than one vCPU.
-fn coherence_line(mrecs: &[Record]) -> Option<String> {
+/// The coherent model's transfers per multicore benchmark (buffer lines, summed over the vCPUs
+/// and averaged over a benchmark's phases per attribute): one line, when the run had more than
+/// one vCPU.
+fn coherence_line(d: &ModelData) -> Option<String> {
     let mut per: Vec<(String, u64, u64, u64)> = Vec::new(); // (bench attr, transfers, invalidations, phases)
-    let mut seen: Vec<&str> = Vec::new();
-    for r in mrecs.iter().filter(|r| r.kind() == "model-coherence") {
-        let Some(phase) = s(r, "phase") else { continue };
-        let name = model::PhaseName::parse(phase);
+    for p in &d.phases {
+        let (Some(c), name) = (p.coherence, &p.parsed) else { continue };
         // The multicore benchmarks (bcast's effect is remote maintenance, not line transfers).
         if !["pingpong", "falseshare", "spsc", "allreduce"].contains(&name.bench.as_str()) {
             continue;
@@ -499,16 +496,13 @@ fn coherence_line(mrecs: &[Record]) -> Option<String> {
             "falseshare" => format!("falseshare {}", name.variant.split('-').next().unwrap_or("")),
             b => format!("{b} {}", name.attr.trim_start_matches("normal-")),
         };
-        let new_phase = !seen.contains(&phase);
-        seen.push(phase);
-        let (t, i) = (u(r, "buf_interventions").unwrap_or(0), u(r, "buf_invalidations").unwrap_or(0));
         match per.iter_mut().find(|(k, ..)| *k == key) {
             Some(e) => {
-                e.1 += t;
-                e.2 += i;
-                e.3 += u64::from(new_phase);
+                e.1 += c.transfers;
+                e.2 += c.invalidations;
+                e.3 += 1;
             }
-            None => per.push((key, t, i, 1)),
+            None => per.push((key, c.transfers, c.invalidations, 1)),
         }
     }
     if per.is_empty() {

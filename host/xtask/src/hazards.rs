@@ -17,14 +17,6 @@ fn str_field<'a>(r: &'a Map<String, Value>, k: &str) -> &'a str {
     r.get(k).and_then(Value::as_str).unwrap_or("")
 }
 
-/// A hex (`"0x…"`) or numeric field.
-fn addr(r: &Map<String, Value>, k: &str) -> Option<u64> {
-    match r.get(k)? {
-        Value::String(s) => u64::from_str_radix(s.strip_prefix("0x")?, 16).ok(),
-        v => v.as_u64(),
-    }
-}
-
 /// Checks the kernel log's expectations against the model log's hazards. `Err` when the
 /// sanitizer did not run at all (no `hazard-total`).
 pub fn check(log: &str, model: &str) -> Result<Vec<Finding>, String> {
@@ -40,12 +32,14 @@ pub fn check(log: &str, model: &str) -> Result<Vec<Finding>, String> {
     // (phase → set of (kind, line)) as reported.
     let mut seen: BTreeMap<&str, BTreeSet<(&str, u64)>> = BTreeMap::new();
     for h in model_recs.iter().filter(|r| kind(r) == "hazard") {
-        seen.entry(str_field(h, "phase")).or_default().insert((str_field(h, "kind"), addr(h, "pa").unwrap_or(u64::MAX)));
+        seen.entry(str_field(h, "phase"))
+            .or_default()
+            .insert((str_field(h, "kind"), cachescope_report::records::hex(h, "pa").unwrap_or(u64::MAX)));
     }
     let mut want: BTreeMap<&str, BTreeSet<(&str, u64)>> = BTreeMap::new();
     for e in &expected {
         let (pa, lines, stride) = (
-            addr(e, "pa").unwrap_or(0),
+            cachescope_report::records::hex(e, "pa").unwrap_or(0),
             e.get("lines").and_then(Value::as_u64).unwrap_or(0),
             e.get("stride").and_then(Value::as_u64).unwrap_or(0),
         );

@@ -445,7 +445,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 let (run, d) = observe::load(&log, &model).map_err(usage)?;
                 let smp = d.phases.iter().any(|p| p.parsed.bench == "pingpong");
                 let these = match (i, smp) {
-                    (_, true) => observe::smp(&run, &model),
+                    (_, true) => observe::smp(&run, &d),
                     (0, false) => observe::benchmarks(&run, &d),
                     _ => observe::geometry(&run, &d),
                 };

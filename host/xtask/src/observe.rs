@@ -146,14 +146,14 @@ pub fn geometry(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
 ///
 /// Exact with four cores too: the plugin identifies cores by TPIDR_EL1 (marker protocol 5;
 /// docs/cache-model.md, Coherence).
-pub fn smp(run: &[records::Record], model_log: &str) -> Vec<Finding> {
-    let Ok(m) = Log::load(model_log) else { return vec![(false, format!("{model_log}: unreadable"))] };
-    let recs = records::extract(&m).0;
-    let sum = |phase: &str, field: &str| -> u64 {
-        recs.iter()
-            .filter(|r| r.kind() == "model-coherence" && r.obj.get("phase").and_then(|v| v.as_str()) == Some(phase))
-            .filter_map(|r| r.obj.get(field).and_then(serde_json::Value::as_u64))
-            .sum()
+pub fn smp(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
+    // Buffer-line (transfers, invalidations) of the phases named `phase`, over every vCPU.
+    let sum = |phase: &str| -> (u64, u64) {
+        d.phases
+            .iter()
+            .filter(|p| p.name == phase)
+            .filter_map(|p| p.coherence)
+            .fold((0, 0), |a, c| (a.0 + c.transfers, a.1 + c.invalidations))
     };
     let mut f = Vec::new();
     for metric in run.iter().filter(|r| r.kind() == "metric") {
@@ -162,7 +162,7 @@ pub fn smp(run: &[records::Record], model_log: &str) -> Vec<Finding> {
             continue;
         };
         let name = model::PhaseName::parse(phase);
-        let (ivs, invs) = (sum(phase, "buf_interventions"), sum(phase, "buf_invalidations"));
+        let (ivs, invs) = sum(phase);
         match (name.bench.as_str(), name.attr.as_str()) {
             ("pingpong", "normal-wb") => {
                 let want = 2 * name.num("iters").unwrap_or(0) * reps;
