@@ -20,6 +20,8 @@ use cachescope::cache::setway::{self, Scope, SetWayOp};
 use cachescope::cache::Dczid;
 use cachescope::harness::{ArgDefault::Literal, ArgKind, ArgSpec, Case, Ctx, KernelSpec, Record, Suite};
 use cachescope::model::{self, ModelAttr};
+use cachescope_arch::cache::ops::MaintOp;
+use cachescope_arch::hw::count_executed;
 use cachescope_arch::sysreg::DCZID_EL0;
 use tock_registers::interfaces::Readable;
 
@@ -102,7 +104,9 @@ fn write_lines(base: usize) {
     }
 }
 
-/// DC CIVAC / CVAC on every line of `[base, base + BUF)`.
+/// DC CIVAC / CVAC on every line of `[base, base + BUF)`. Not counted here: the caller counts
+/// the [`LINES`] operations (`hw::count_executed`) after its phase, which then holds exactly the
+/// loop's accesses and not the counter's.
 fn dc_lines(base: usize, clean_only: bool) {
     // SAFETY: cleaning (and invalidating after cleaning) loses no data.
     unsafe {
@@ -132,6 +136,8 @@ fn scan_twice(ctx: &mut Ctx) {
 fn cisw_then_miss(ctx: &mut Ctx) {
     let b = buffer(ctx, 0);
     let n = model::phase(c"cisw-all", 3, || setway::dcsw(SetWayOp::CleanInvalidate, Scope::ToLoC));
+    // The walk's `setway` record, printed after the phase (which holds only the walk).
+    cachescope::cache::record_walk(SetWayOp::CleanInvalidate, Scope::ToLoC, &n);
     model::phase(c"after-cisw", 4, || read_lines(b));
     ctx.check(n.is_ok_and(|n| n > 0), "set/way clean+invalidate to LoC issued");
 }
@@ -154,12 +160,14 @@ fn wb_vs_wt(ctx: &mut Ctx) {
         write_lines(wb);
         dc_lines(wb, true);
     });
+    count_executed(MaintOp::DcCvac, LINES as u64);
     model::window(wt, wt as u64, BUF, ModelAttr::NormalWriteThrough);
     read_lines(wt);
     model::phase(c"wt-write-clean", 8, || {
         write_lines(wt);
         dc_lines(wt, true);
     });
+    count_executed(MaintOp::DcCvac, LINES as u64);
     model::window(wt, model::PA_UNKNOWN, 0, ModelAttr::NormalWriteThrough);
     ctx.check(true, "phases ran");
 }
@@ -168,6 +176,7 @@ fn civac_then_miss(ctx: &mut Ctx) {
     let b = buffer(ctx, 4);
     read_lines(b);
     model::phase(c"civac", 9, || dc_lines(b, false));
+    count_executed(MaintOp::DcCivac, LINES as u64);
     model::phase(c"after-civac", 10, || read_lines(b));
 }
 
@@ -175,6 +184,7 @@ fn zva(ctx: &mut Ctx) {
     let b = buffer(ctx, 5);
     write_lines(b); // non-zero contents
     dc_lines(b, false);
+    count_executed(MaintOp::DcCivac, LINES as u64);
     let dczid = Dczid { raw: DCZID_EL0.get() };
     if dczid.prohibited() || dczid.block() != Some(LINE as u32) {
         return ctx.skip("DC ZVA is prohibited or its block is not one 64-byte line");
@@ -186,6 +196,7 @@ fn zva(ctx: &mut Ctx) {
                  p = inout(reg) b => _, n = inout(reg) LINES => _, options(nostack));
         }
     });
+    count_executed(MaintOp::DcZva, LINES as u64);
     model::phase(c"after-zva", 12, || read_lines(b));
     // SAFETY: reading the buffer just zeroed.
     let all_zero = (0..BUF / 8).all(|i| unsafe { core::ptr::read_volatile((b as *const u64).add(i)) } == 0);
@@ -197,6 +208,7 @@ fn ic_iallu(ctx: &mut Ctx) {
         // SAFETY: invalidating the instruction cache loses nothing.
         unsafe { asm!("ic iallu", "dsb sy", "isb", options(nostack)) };
     });
+    count_executed(MaintOp::IcIallu, 1);
     ctx.check(true, "IC IALLU issued");
 }
 

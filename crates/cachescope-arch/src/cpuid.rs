@@ -1,5 +1,15 @@
 //! MIDR_EL1 decoding (Arm ARM D24.2.111): implementer, variant, architecture, part, revision,
-//! and a name for the cores this suite meets. Pure.
+//! and a name for the cores this suite meets; the core number in MPIDR_EL1 (D24.2.112). Pure.
+
+/// Cores cachescope keeps per-core state for (launch slots, trap catchers, maintenance counter
+/// rows): a core numbered beyond it is never started.
+pub const MAX_CORES: usize = 8;
+
+/// The core number in an MPIDR_EL1 value: Aff0 | Aff1 (cores are Aff0 on the Pi 4 and QEMU virt,
+/// Aff1 on the Pi 5, whose Cortex-A76 sets MPIDR.MT; the other field is 0 on every board).
+pub const fn core_of_mpidr(mpidr: u64) -> usize {
+    ((mpidr & 0xff) | ((mpidr >> 8) & 0xff)) as usize
+}
 
 /// A decoded MIDR_EL1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,6 +89,15 @@ impl Midr {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn core_number_from_mpidr() {
+        use super::core_of_mpidr;
+        assert_eq!(core_of_mpidr(0x8000_0000), 0); // QEMU virt core 0 (U=0, MT=0)
+        assert_eq!(core_of_mpidr(0x8000_0003), 3); // QEMU virt / Pi 4 core 3 (Aff0)
+        assert_eq!(core_of_mpidr(0x8100_0200), 2); // Pi 5 core 2: MT=1, Aff1=2
+        assert_eq!(core_of_mpidr(0x0001_0000), 0); // Aff2 (a cluster) is not part of the number
+    }
+
     use super::Midr;
 
     #[test]

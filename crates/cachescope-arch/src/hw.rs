@@ -9,9 +9,11 @@
 //! (an instruction that faults is counted, as it was executed): [`maint_counts`] reads the
 //! counts (the kernel's `maint-total` record). Code that must issue maintenance in one assembly
 //! sequence (no calls in between) reports it with [`count_executed`]. The counters are plain
-//! loads and stores (no exclusives: they work with the MMU off, where memory is Device), written
-//! by one core at a time. While data is cached they may be dirty in a cache: after data caching
-//! stops, [`counters_to_poc`] must run before anything else counts.
+//! loads and stores (no exclusives: they work with the MMU off, where memory is Device), one row
+//! per core ([`this_core`]), written only by that core, so cores that count at once lose
+//! nothing; [`maint_counts`] adds the rows. While data is cached a core's row may be dirty in a
+//! cache: after data caching stops on a core, [`counters_to_poc`] must run on it before it counts
+//! anything else.
 //!
 //! Arm ARM references: DC/IC C5.3, TLBI C5.5, CTR_EL0 D24.2.33, CLIDR_EL1 D24.2.29, CCSIDR_EL1
 //! D24.2.26, CCSIDR2_EL1 D24.2.27, CSSELR_EL1 D24.2.32, DCZID_EL0 D24.2.36.
@@ -24,37 +26,54 @@ use tock_registers::interfaces::{Readable, Writeable};
 use crate::cache::id::{CcsidrFormat, Ctr};
 use crate::cache::ops::MaintOp;
 use crate::cache::topology::{IdRegs, Topology};
-use crate::sysreg::{CCSIDR2_EL1, CCSIDR_EL1, CLIDR_EL1, CSSELR_EL1, CTR_EL0, DCZID_EL0, ID_AA64MMFR2_EL1};
+use crate::cpuid::{core_of_mpidr, MAX_CORES};
+use crate::sysreg::{CCSIDR2_EL1, CCSIDR_EL1, CLIDR_EL1, CSSELR_EL1, CTR_EL0, DCZID_EL0, ID_AA64MMFR2_EL1, MPIDR_EL1};
 
-/// The executed-operation counters, one per [`MaintOp`], on their own cache lines.
+/// The calling core's number: MPIDR Aff0 | Aff1 ([`core_of_mpidr`]; the boot core is 0). A
+/// number beyond [`MAX_CORES`] (no such core is ever started) reads as `MAX_CORES - 1`, so
+/// per-core tables indexed by it stay in bounds.
+#[inline(always)]
+pub fn this_core() -> usize {
+    core_of_mpidr(MPIDR_EL1.get()).min(MAX_CORES - 1)
+}
+
+/// One core's executed-operation counters, one per [`MaintOp`], on lines no other core writes
+/// (128 bytes: the largest CTR_EL0.CWG granule of the cores this suite meets).
 #[repr(align(128))]
 struct Counters([AtomicU64; MaintOp::COUNT]);
 
-static EXECUTED: Counters = Counters([const { AtomicU64::new(0) }; MaintOp::COUNT]);
+/// The counter rows, indexed by [`this_core`].
+static EXECUTED: [Counters; MAX_CORES] = [const { Counters([const { AtomicU64::new(0) }; MaintOp::COUNT]) }; MAX_CORES];
 
 /// Adds `n` executions of `op` to its counter: for an assembly sequence that issues maintenance
 /// without calling the wrappers (count before the sequence or right after it, whichever keeps
 /// the counters out of the sequence's contract). The wrappers call it themselves.
 #[inline(always)]
 pub fn count_executed(op: MaintOp, n: u64) {
-    let c = &EXECUTED.0[op.index()];
-    // A plain load and store, not an atomic add: exclusives need not work with the MMU off.
+    let c = &EXECUTED[this_core()].0[op.index()];
+    // A plain load and store, not an atomic add: exclusives need not work with the MMU off. Only
+    // this core writes its row.
     c.store(c.load(Relaxed).wrapping_add(n), Relaxed);
 }
 
-/// The operations executed so far, indexed by [`MaintOp::index`].
+/// The operations executed so far on every core, indexed by [`MaintOp::index`]. Exact once
+/// the other cores' counts are visible to the caller: their rows are read coherently while
+/// data caching is on (cachescope's cores share one Inner Shareable domain), and a core that
+/// stops caching cleans its row first ([`counters_to_poc`]).
 pub fn maint_counts() -> [u64; MaintOp::COUNT] {
-    core::array::from_fn(|i| EXECUTED.0[i].load(Relaxed))
+    core::array::from_fn(|i| EXECUTED.iter().map(|row| row.0[i].load(Relaxed)).fold(0, u64::wrapping_add))
 }
 
-/// Cleans and invalidates the counters' lines to PoC (DC CIVAC each, DSB SY; counted after).
-/// Call it right after data caching stops (SCTLR_EL1.C or M cleared) and before anything is
-/// counted: the counts written while cached may be dirty in a cache, and an uncached increment
-/// would read memory's older value and later be overwritten by that dirty line.
+/// Cleans and invalidates the calling core's counter row to PoC (DC CIVAC each line, DSB SY;
+/// counted after). Call it right after data caching stops on this core (SCTLR_EL1.C or M
+/// cleared) and before anything is counted: the counts written while cached may be dirty in a
+/// cache, and an uncached increment would read memory's older value and later be overwritten by
+/// that dirty line.
 pub fn counters_to_poc() {
     let line = Ctr { raw: CTR_EL0.get() }.dmin_line() as usize;
-    let start = EXECUTED.0.as_ptr() as usize & !(line - 1);
-    let end = EXECUTED.0.as_ptr() as usize + core::mem::size_of::<Counters>();
+    let row = &EXECUTED[this_core()];
+    let start = row.0.as_ptr() as usize & !(line - 1);
+    let end = row.0.as_ptr() as usize + core::mem::size_of::<Counters>();
     let mut n = 0;
     let mut a = start;
     dsb_sy();

@@ -5,7 +5,7 @@
 //! cachescope-xtask catalogue run [--kernel NAME --elf PATH]… [--test-kernels [--features F]] [-- ARGS]
 //! cachescope-xtask catalogue check-logs
 //! cachescope-xtask catalogue list
-//! cachescope-xtask maint-check [--elf ELF] [CPU[:ARGS]]…
+//! cachescope-xtask maint-check [--elf ELF] [CPU[@CORES][:ARGS]]…
 //! cachescope-xtask model-records FILE [--drop-kind K]… [--source model] [--level L]
 //! cachescope-xtask bench-model-ms FILE
 //! cachescope-xtask board-names
@@ -72,9 +72,10 @@ enum Command {
         /// The main job (default: target/aarch64-unknown-none/debug/cachescope).
         #[arg(long, value_name = "ELF")]
         elf: Option<PathBuf>,
-        /// Runs: `CPU` (the whole main job on that CPU model) or `CPU:ARGS` (with these kernel
-        /// arguments). Default: cortex-a72 (the whole main job, small benchmark sweeps),
-        /// cortex-a53:only=cache cortex-a710:only=cache max:only=cache.
+        /// Runs: `CPU[@CORES][:ARGS]`: the whole main job on that CPU model (one core unless
+        /// `@CORES`), or with these kernel arguments. Default: cortex-a72 (the whole main job,
+        /// small benchmark sweeps), cortex-a53:only=cache cortex-a710:only=cache max:only=cache
+        /// cortex-a72@4:only=smp.
         runs: Vec<String>,
     },
     /// The cache-model plugin's speed: memory-bound loops of the model test kernel, plain TCG

@@ -97,24 +97,38 @@ pub fn build_plugin(root: &Path) -> Result<PathBuf, String> {
     Ok(root.join(format!("host/target/{tuple}/release/libcachescope_insn_count.so")))
 }
 
-/// What [`maint_check`] runs when no run is named: the whole main job on the default CPU, and
-/// its cache suite (every set/way walk shape, both CCSIDR formats, the IDC/DIC variants of
-/// instruction sync) on three more.
-/// The whole main job on cortex-a72 (every suite; the benchmark sweeps as small as the raspi4b
-/// rows run them: the same instructions, fewer repetitions), and the cache suite on three more.
-pub const DEFAULT_RUNS: [&str; 4] = [
+/// What [`maint_check`] runs when no run is named: the whole main job on cortex-a72 (every suite;
+/// the benchmark sweeps as small as the raspi4b rows run them: the same instructions, fewer
+/// repetitions); its cache suite (every set/way walk shape, both CCSIDR formats, the IDC/DIC
+/// variants of instruction sync) on three more; and the smp suite on four cores, where every
+/// core counts its own maintenance at once (MTTCG: the vCPUs run in parallel host threads).
+pub const DEFAULT_RUNS: [&str; 5] = [
     "cortex-a72:reps=1 warmup=0 max_size=256K stream_bytes=256K handoff_bytes=64K kv_capacity=64",
     "cortex-a53:only=cache",
     "cortex-a710:only=cache",
     "max:only=cache",
+    "cortex-a72@4:only=smp",
 ];
 
-/// One run: `CPU` (the whole main job) or `CPU:ARGS` (kernel arguments, space-separated).
-fn split_run(run: &str) -> (&str, Vec<&str>) {
-    match run.split_once(':') {
-        Some((cpu, args)) => (cpu, args.split_whitespace().collect()),
+/// One run: `CPU[@CORES][:ARGS]` — the CPU model, the number of cores (`QEMU_SMP`, default 1)
+/// and kernel arguments (space-separated; none: the whole main job).
+#[derive(Debug, PartialEq, Eq)]
+struct RunSpec<'a> {
+    cpu: &'a str,
+    cores: Option<&'a str>,
+    args: Vec<&'a str>,
+}
+
+fn split_run(run: &str) -> RunSpec<'_> {
+    let (machine, args) = match run.split_once(':') {
+        Some((m, args)) => (m, args.split_whitespace().collect()),
         None => (run, Vec::new()),
-    }
+    };
+    let (cpu, cores) = match machine.split_once('@') {
+        Some((cpu, cores)) => (cpu, Some(cores)),
+        None => (machine, None),
+    };
+    RunSpec { cpu, cores, args }
 }
 
 /// Runs the main job under the plugin once per run (`CPU` or `CPU:ARGS`, `jobs` at a time) and
@@ -160,7 +174,7 @@ pub fn maint_check(root: &Path, elf: &Path, boards: &[Board], cpus: &[String], j
 type RunResult = (Vec<String>, bool);
 
 fn check_one(root: &Path, elf: &Path, plugin: &Path, logs: &Path, run: &str) -> RunResult {
-    let (cpu, args) = split_run(run);
+    let RunSpec { cpu, cores, args } = split_run(run);
     let name: String = run.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect();
     let log: PathBuf = logs.join(format!("maint-check-{name}.log"));
     let counts = PathBuf::from(format!("{}.insn-count", log.display()));
@@ -170,6 +184,7 @@ fn check_one(root: &Path, elf: &Path, plugin: &Path, logs: &Path, run: &str) -> 
         .arg(elf)
         .args(&args)
         .env("QEMU_CPU", cpu)
+        .env("QEMU_SMP", cores.unwrap_or("1"))
         .env("QEMU_CACHE_MODEL", "off")
         .env("QEMU_EXTRA", format!("-plugin {},out={}", plugin.display(), counts.display()))
         .env("CS_CONSOLE", "raw")
@@ -260,8 +275,12 @@ mod tests {
 
     #[test]
     fn runs() {
-        assert_eq!(split_run("max"), ("max", vec![]));
-        assert_eq!(split_run("cortex-a53:only=cache seed=1"), ("cortex-a53", vec!["only=cache", "seed=1"]));
+        assert_eq!(split_run("max"), RunSpec { cpu: "max", cores: None, args: vec![] });
+        assert_eq!(
+            split_run("cortex-a53:only=cache seed=1"),
+            RunSpec { cpu: "cortex-a53", cores: None, args: vec!["only=cache", "seed=1"] }
+        );
+        assert_eq!(split_run("cortex-a72@4:only=smp"), RunSpec { cpu: "cortex-a72", cores: Some("4"), args: vec!["only=smp"] });
     }
 
     #[test]

@@ -137,7 +137,7 @@ el1_secondary:
     ubfx    x2, x1, #0, #8              // Aff0
     ubfx    x3, x1, #8, #8              // Aff1
     orr     x2, x2, x3                  // core number (one of the two fields is 0)
-    cmp     x2, #8                      // smp::MAX_CORES
+    cmp     x2, #8                      // MAX_CORES (cachescope_arch::cpuid; asserted in smp.rs)
     b.hs    cs_park_secondary
     ldr     x1, =cs_secondary_slots
     add     x1, x1, x2, lsl #5

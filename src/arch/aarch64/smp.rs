@@ -9,21 +9,10 @@
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
-/// Cores with a launch slot.
-pub const MAX_CORES: usize = 8;
-
-/// The calling core's number: MPIDR Aff0 | Aff1 (the slot index `cs_secondary_entry` uses; the
-/// boot core is 0). A number beyond [`MAX_CORES`] (no such core is ever started) reads as
-/// `MAX_CORES - 1`, so per-core tables indexed by it stay in bounds.
-#[inline]
-pub fn this_core() -> usize {
-    core_of_mpidr(super::cpu::mpidr()).min(MAX_CORES - 1)
-}
-
-/// The core number in an MPIDR value: Aff0 | Aff1 (one of the two is 0 on every board).
-pub const fn core_of_mpidr(mpidr: u64) -> usize {
-    ((mpidr & 0xff) | ((mpidr >> 8) & 0xff)) as usize
-}
+/// Cores with a launch slot; the calling core's number (the slot index `cs_secondary_entry`
+/// uses, boot core 0) and the number in an MPIDR value: one definition each, the library's.
+pub use cachescope_arch::cpuid::{core_of_mpidr, MAX_CORES};
+pub use cachescope_arch::hw::this_core;
 
 /// A secondary core's Rust entry: called once with the slot's `arg`, never returns.
 pub type SecondaryEntry = extern "C" fn(arg: u64) -> !;
@@ -120,3 +109,5 @@ pub fn start_with_psci(
 // boot.s writes TPIDR_EL1 = CORE_ID_TAG | core with this tag spelled as two immediates
 // (movz #0x6373, lsl #48; movk #0x6964, lsl #32): keep them in step.
 const _: () = assert!(cachescope_arch::marker::CORE_ID_TAG == 0x6373_6964_0000_0000);
+// boot.s refuses a core number >= 8 before indexing the slots with it (`cmp x2, #8`).
+const _: () = assert!(MAX_CORES == 8);
