@@ -58,6 +58,8 @@ use crate::sanitize::{HazardKind, Hazards, MaintRange};
 
 const NAME: &str = "cachescope-cache-model";
 const NONE: u64 = u64::MAX;
+/// Marks a line number in [`Fast::i_end`] as fetched bypassing the caches.
+const BYPASS_LINE: u64 = 1 << 63;
 const PAGE_SHIFT: u32 = 12;
 
 /// Per-vCPU shortcut state. Only the vCPU's own thread writes it (the shortcut is enabled with one
@@ -81,11 +83,15 @@ struct Fast {
     p_ppn: AtomicU64,
     /// Attribute code of that page (`NONE` = not uniform across the page: look it up).
     p_attr: AtomicU64,
-    /// Line count and mode (1 hit, 3 bypass) of the last TB fetched through the model, and the
-    /// value of the board's execution counter already accounted for.
+    /// The lines a repeat of the last TB fetched through the model fetches (0 when the TB lies
+    /// in one line: see `fetch`), their mode (1 hit, 3 bypass), and the value of the board's
+    /// execution counter already accounted for.
     i_lines: AtomicU64,
     i_acc: AtomicU64,
     i_mode: AtomicU64,
+    /// The line the vCPU's instruction fetch is in: the last line of the last TB fetched, as
+    /// the model address's line number, bit 63 set when it bypassed the caches (`NONE`: none).
+    i_end: AtomicU64,
     i_hits: AtomicU64,
     i_bypass: AtomicU64,
     /// log2 of the L1D line size.
@@ -97,6 +103,7 @@ impl Fast {
         let f = Self::default();
         f.d_line.store(NONE, Relaxed);
         f.p_vpn.store(NONE, Relaxed);
+        f.i_end.store(NONE, Relaxed);
         f.d_shift.store(6, Relaxed);
         f
     }
@@ -678,6 +685,14 @@ impl State {
     // ---- instruction fetches --------------------------------------------------------------
 
     /// A TB's instruction fetches through the model (its first execution after anything else).
+    ///
+    /// One L1I access (or bypass) per line the TB's instructions lie in, except its first line
+    /// when fetch only continues in the line the vCPU's previous TB ended in, same attribute,
+    /// still in the L1I (an access there would be a hit on the most recent line of its set,
+    /// changing nothing): so the counts do not depend on where QEMU ends a TB, which varies with
+    /// the code TCG generates (the instrumentation of `fast=on` and `fast=off` differs, and TCG
+    /// halves a TB whose code outgrows its buffer). A TB repeated right after itself thus
+    /// fetches its lines again unless it lies in one line.
     fn fetch(&self, vcpu: VCPUIndex, va: u64, bytes: u64) {
         let cpu = self.cpu(vcpu);
         let f = &self.fast[cpu];
@@ -685,14 +700,19 @@ impl State {
         self.settle_own(&mut core, cpu);
         let execs = self.credit_fetch(cpu);
         let attr = core.guest.fetch_attr(cpu, va);
-        let (n, mode) = if !attr.cacheable() {
+        let previous_end = f.i_end.load(Relaxed);
+        // (mode, lines a repeat right after itself fetches: see above)
+        let (mode, per_repeat) = if !attr.cacheable() {
             let shift = core.model.as_ref().map_or(6, |m| m.config().l1i.line_shift());
-            let n = ((va + bytes - 1) >> shift) - (va >> shift) + 1;
+            let (first, last) = (va >> shift, (va + bytes - 1) >> shift);
+            let first = first + u64::from(previous_end == first | BYPASS_LINE);
+            f.i_end.store(last | BYPASS_LINE, Relaxed);
             match core.model.as_mut() {
-                Some(m) => (0..n).for_each(|k| m.fetch(cpu, ((va >> shift) + k) << shift, attr)),
-                None => core.early.levels[Level::L1I as usize].bypass += n,
+                Some(m) => (first..=last).for_each(|l| m.fetch(cpu, l << shift, attr)),
+                None => core.early.levels[Level::L1I as usize].bypass += (last + 1).saturating_sub(first),
             }
-            (n, 3)
+            let all = last - (va >> shift) + 1;
+            (3, if all == 1 { 0 } else { all })
         } else {
             let shift = self.model(&mut core).config().l1i.line_shift();
             let lines = (va >> shift)..=((va + bytes - 1) >> shift);
@@ -710,7 +730,11 @@ impl State {
                     guest.translate(a).0
                 }
             };
-            for l in lines.clone() {
+            let first_pa = pa_of(*lines.start());
+            let continues = previous_end == first_pa >> shift && m.l1i_holds(cpu, first_pa);
+            f.i_end.store(pa_of(*lines.end()) >> shift, Relaxed);
+            let fetched = lines.clone().skip(usize::from(continues));
+            for l in fetched.clone() {
                 m.fetch(cpu, pa_of(l), attr);
             }
             let hazard = m.has_events();
@@ -720,10 +744,11 @@ impl State {
             if hazard {
                 self.hazards(&mut core, va, va, None);
             }
-            (lines.count() as u64, 1)
+            let all = lines.end() - lines.start() + 1;
+            (1, if all == 1 { 0 } else { all })
         };
         if self.board.is_some() {
-            f.i_lines.store(n, Relaxed);
+            f.i_lines.store(per_repeat, Relaxed);
             f.i_mode.store(mode, Relaxed);
             // The inline counter is bumped right after this callback for this very execution.
             f.i_acc.store(execs.wrapping_add(1), Relaxed);

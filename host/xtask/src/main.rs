@@ -208,6 +208,14 @@ enum CatalogueCommand {
         /// Cargo features for --test-kernels (e.g. rpi4).
         #[arg(long, value_name = "F", requires = "test_kernels")]
         features: Option<String>,
+        /// An environment variable for every row, set after the row's own `env` (repeatable),
+        /// e.g. `QEMU_CACHE_MODEL=fast=off` to run model rows without the plugin's shortcut.
+        #[arg(long = "env", value_name = "KEY=VALUE")]
+        env: Vec<String>,
+        /// Where the rows' logs go (default target/cachescope-logs): a run with `--env` keeps
+        /// the usual logs of the same rows.
+        #[arg(long, value_name = "DIR")]
+        logs: Option<PathBuf>,
         /// Kernel arguments appended to every row.
         #[arg(last = true)]
         args: Vec<String>,
@@ -262,8 +270,16 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let root = repo_root();
             let logs = root.join("target/cachescope-logs");
             match command {
-                CatalogueCommand::Run { kernel, elf, test_kernels, features, args } => {
+                CatalogueCommand::Run { kernel, elf, test_kernels, features, env, logs: logs_dir, args } => {
                     let boards = boards::load(&boards_path).map_err(usage)?;
+                    let env_override = env
+                        .iter()
+                        .map(|kv| match kv.split_once('=') {
+                            Some((k, v)) if !k.is_empty() && !k.contains(char::is_whitespace) => Ok((k.to_string(), v.to_string())),
+                            _ => Err(usage(format!("--env '{kv}': expected KEY=VALUE"))),
+                        })
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let logs = logs_dir.map_or(logs, |d| if d.is_absolute() { d } else { root.join(d) });
                     let jobs = run::jobs_from_env().map_err(usage)?;
                     if kernel.len() != elf.len() {
                         return Err(usage("--kernel NAME and --elf PATH come in pairs"));
@@ -290,7 +306,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     }
                     mkdir(&logs)?;
                     // Rows under the cache model share one plugin build, made here once.
-                    if planned.iter().any(|j| j.row.env.iter().any(|(k, _)| k == "QEMU_CACHE_MODEL")) {
+                    let model_asked = |env: &[(String, String)]| env.iter().any(|(k, v)| k == "QEMU_CACHE_MODEL" && v != "off");
+                    if planned.iter().any(|j| model_asked(&j.row.env)) || model_asked(&env_override) {
                         records::build_plugin(&root).map_err(usage)?;
                     }
                     let runner = run::Runner {
@@ -299,6 +316,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                         extra_args: args,
                         jobs,
                         qemu_extra: std::env::var("QEMU_EXTRA").unwrap_or_default(),
+                        env_override,
                     };
                     let failed = runner.run_all(&planned, &title);
                     if failed > 0 {

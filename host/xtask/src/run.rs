@@ -154,6 +154,8 @@ pub struct Runner {
     pub jobs: usize,
     /// The caller's QEMU_EXTRA, appended to every row's.
     pub qemu_extra: String,
+    /// Environment set for every row after the row's own `env` (`catalogue run --env`).
+    pub env_override: Vec<(String, String)>,
 }
 
 impl Runner {
@@ -175,6 +177,7 @@ impl Runner {
             // console stream (every record on stdout, no digest): the row's checks read it.
             cmd.env("QEMU_CACHE_MODEL", "off").env("CS_CONSOLE", "raw");
             cmd.envs(row.env.iter().map(|(k, v)| (k, v)));
+            cmd.envs(self.env_override.iter().map(|(k, v)| (k, v)));
             cmd.env("CS_MODEL_LOG", &model)
                 .env("CS_NO_MATRIX", "1")
                 .env("QEMU_MACHINE", &row.machine)

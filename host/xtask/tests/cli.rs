@@ -48,6 +48,12 @@ fn usage_errors_exit_2_and_help_exits_0() {
     assert_eq!(xtask(&["lava-jobs", "--help"]).status.code(), Some(0));
     let o = xtask(&["lava-check", "--log", "/nonexistent/lava.log"]);
     assert_eq!(o.status.code(), Some(2));
+    // A catalogue run's --env must be KEY=VALUE: refused before anything runs.
+    for bad in ["QEMU_CACHE_MODEL", "=on", "A B=1"] {
+        let o = xtask(&["catalogue", "run", "--env", bad, "--kernel", "cachescope", "--elf", "/nonexistent/elf"]);
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        assert!(stderr(&o).contains(&format!("--env '{bad}': expected KEY=VALUE")), "{}", stderr(&o));
+    }
 }
 
 #[test]
