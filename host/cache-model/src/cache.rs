@@ -117,7 +117,7 @@ pub struct Evicted {
 
 /// The tag array of one cache.
 ///
-/// Per way: its tag ([`INVALID`] when empty) and its flags (dirty, prefetched). Per set: the number of valid
+/// Per way: its tag (`INVALID` when empty) and its flags (dirty, prefetched). Per set: the number of valid
 /// ways and the **replacement order**, a list of the set's way numbers, most recent first (LRU:
 /// every hit and fill moves its way to the front; FIFO: only fills do; random: unused). The
 /// victim of a full set is the last way of the list, so a miss neither searches nor compares

@@ -20,15 +20,14 @@
 //! - A suite cut short (crash, hang, capture timeout) gets one `<error>` test case saying how
 //!   many planned results are missing, so the CI shows the run as broken.
 //!
-//! Text is escaped for XML 1.0: `&<>"'` as entities, TAB/LF/CR kept (as character references in
-//! attributes), every other control character, and U+FFFE/U+FFFF, written as `\xNN` /
-//! `\u{NNNN}` text (XML 1.0 cannot carry them at all).
+//! Text is escaped for XML 1.0 by [`crate::xml::escape`].
 
 use crate::input::Log;
 use crate::ktap::{self, Directive};
 use crate::metrics::{sig, Metric};
 use crate::records::{self, Record};
 use crate::runinfo::RunInfo;
+use crate::xml::escape;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -301,34 +300,6 @@ pub fn build(log: &Log, run: &RunInfo) -> Report {
     Report { suites }
 }
 
-/// Escapes text for XML 1.0 (see the module doc); `attr` also protects quotes and keeps
-/// TAB/LF/CR as character references.
-pub fn escape(s: &str, attr: bool) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' if attr => out.push_str("&quot;"),
-            '\'' if attr => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' if attr => {
-                let _ = write!(out, "&#{};", c as u32);
-            }
-            '\t' | '\n' => out.push(c),
-            '\r' => out.push_str("&#13;"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            '\u{fffe}' | '\u{ffff}' => {
-                let _ = write!(out, "\\u{{{:04x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 fn properties(out: &mut String, indent: &str, props: &[(String, String)]) {
     if props.is_empty() {
         return;
@@ -455,11 +426,5 @@ mod tests {
             r.suites[0].cases[0].outcome,
             Outcome::Failed { message: "unexpected exception: data abort (ESR 0x96000010)".into(), kind: "fault".into() }
         );
-    }
-
-    #[test]
-    fn escaping() {
-        assert_eq!(escape("a<b>&\"'\t\n\r\u{0}\u{7f}\u{fffe}é", true), "a&lt;b&gt;&amp;&quot;&apos;&#9;&#10;&#13;\\x00\\x7f\\u{fffe}é");
-        assert_eq!(escape("\"'\t\n\r\u{8}", false), "\"'\t\n&#13;\\x08");
     }
 }

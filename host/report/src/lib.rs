@@ -27,3 +27,4 @@ pub mod report;
 pub mod runinfo;
 pub mod summary;
 pub mod svg;
+pub mod xml;

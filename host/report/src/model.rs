@@ -23,7 +23,7 @@
 //! [`KNEE_HIGH`]; `jump` is the next working set after `fits`. A curve that never reaches
 //! [`KNEE_HIGH`] has no knee at that level (the ladder ends before the cache is exceeded).
 //!
-//! **Geometry inference** ([`infer`]):
+//! **Geometry inference** ([`infer()`]):
 //! The rules are `cachescope_arch::cache::infer` (the kernel applies the same ones to its timer):
 //! - line size from phases `infer/line/ATTR/BYTES/stride=S` (one load every S bytes over twice
 //!   the L1D, every pass finding every line evicted: lines brought in per load, L1D misses plus

@@ -17,20 +17,9 @@ const LABEL_GAP: f64 = 13.0;
 const LEGEND_CHARS: usize = 27;
 const PALETTE: [&str; 10] = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
 
-/// Escapes text for SVG/HTML.
+/// Escapes text for SVG/HTML (attribute and element text alike): [`crate::xml::escape`].
 pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    crate::xml::escape(s, true)
 }
 
 /// One point of a series.
