@@ -5,7 +5,7 @@
 //! cachescope-xtask catalogue run [--kernel NAME --elf PATH]… [--test-kernels [--features F]] [-- ARGS]
 //! cachescope-xtask catalogue check-logs
 //! cachescope-xtask catalogue list
-//! cachescope-xtask maint-check [--elf ELF] [CPU[@CORES][:ARGS]]…
+//! cachescope-xtask maint-check [--elf ELF] [[KERNEL/]CPU[@CORES][:ARGS]]…
 //! cachescope-xtask model-records FILE [--drop-kind K]… [--source model] [--level L]
 //! cachescope-xtask bench-model-ms FILE
 //! cachescope-xtask board-names
@@ -72,10 +72,11 @@ enum Command {
         /// The main job (default: target/aarch64-unknown-none/debug/cachescope).
         #[arg(long, value_name = "ELF")]
         elf: Option<PathBuf>,
-        /// Runs: `CPU[@CORES][:ARGS]`: the whole main job on that CPU model (one core unless
-        /// `@CORES`), or with these kernel arguments. Default: cortex-a72 (the whole main job,
-        /// small benchmark sweeps), cortex-a53:only=cache cortex-a710:only=cache max:only=cache
-        /// cortex-a72@4:only=smp.
+        /// Runs: `[KERNEL/]CPU[@CORES][:ARGS]`: the whole main job (or the test kernel
+        /// tests/KERNEL.rs) on that CPU model (one core unless `@CORES`), or with these kernel
+        /// arguments. Default: cortex-a72 (the whole main job, small benchmark sweeps),
+        /// cortex-a53:only=cache cortex-a710:only=cache max:only=cache cortex-a72@4:only=smp
+        /// mmu/cortex-a72 model/cortex-a72.
         runs: Vec<String>,
     },
     /// The cache-model plugin's speed: memory-bound loops of the model test kernel, plain TCG

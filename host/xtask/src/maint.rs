@@ -100,35 +100,49 @@ pub fn build_plugin(root: &Path) -> Result<PathBuf, String> {
 /// What [`maint_check`] runs when no run is named: the whole main job on cortex-a72 (every suite;
 /// the benchmark sweeps as small as the raspi4b rows run them: the same instructions, fewer
 /// repetitions); its cache suite (every set/way walk shape, both CCSIDR formats, the IDC/DIC
-/// variants of instruction sync) on three more; and the smp suite on four cores, where every
-/// core counts its own maintenance at once (MTTCG: the vCPUs run in parallel host threads).
-pub const DEFAULT_RUNS: [&str; 5] = [
+/// variants of instruction sync) on three more; the smp suite on four cores, where every core
+/// counts its own maintenance at once (MTTCG: the vCPUs run in parallel host threads); and the
+/// test kernels that issue maintenance of their own (tests/mmu.rs, tests/model.rs).
+pub const DEFAULT_RUNS: [&str; 7] = [
     "cortex-a72:reps=1 warmup=0 max_size=256K stream_bytes=256K handoff_bytes=64K kv_capacity=64",
     "cortex-a53:only=cache",
     "cortex-a710:only=cache",
     "max:only=cache",
     "cortex-a72@4:only=smp",
+    "mmu/cortex-a72",
+    "model/cortex-a72",
 ];
 
-/// One run: `CPU[@CORES][:ARGS]` — the CPU model, the number of cores (`QEMU_SMP`, default 1)
-/// and kernel arguments (space-separated; none: the whole main job).
+/// One run: `[KERNEL/]CPU[@CORES][:ARGS]` — a test kernel (tests/KERNEL.rs; none: the main
+/// job), the CPU model, the number of cores (`QEMU_SMP`, default 1) and kernel arguments
+/// (space-separated; none: the whole kernel).
 #[derive(Debug, PartialEq, Eq)]
-struct RunSpec<'a> {
-    cpu: &'a str,
-    cores: Option<&'a str>,
-    args: Vec<&'a str>,
+pub struct RunSpec<'a> {
+    /// The test kernel's name, if not the main job.
+    pub kernel: Option<&'a str>,
+    /// The CPU model (`QEMU_CPU`).
+    pub cpu: &'a str,
+    /// The number of cores (`QEMU_SMP`), if not one.
+    pub cores: Option<&'a str>,
+    /// Kernel arguments.
+    pub args: Vec<&'a str>,
 }
 
-fn split_run(run: &str) -> RunSpec<'_> {
+/// Splits a run (see [`RunSpec`]).
+pub fn split_run(run: &str) -> RunSpec<'_> {
     let (machine, args) = match run.split_once(':') {
         Some((m, args)) => (m, args.split_whitespace().collect()),
         None => (run, Vec::new()),
+    };
+    let (kernel, machine) = match machine.split_once('/') {
+        Some((k, m)) => (Some(k), m),
+        None => (None, machine),
     };
     let (cpu, cores) = match machine.split_once('@') {
         Some((cpu, cores)) => (cpu, Some(cores)),
         None => (machine, None),
     };
-    RunSpec { cpu, cores, args }
+    RunSpec { kernel, cpu, cores, args }
 }
 
 /// Runs the main job under the plugin once per run (`CPU` or `CPU:ARGS`, `jobs` at a time) and
@@ -137,6 +151,19 @@ fn split_run(run: &str) -> RunSpec<'_> {
 pub fn maint_check(root: &Path, elf: &Path, boards: &[Board], cpus: &[String], jobs: usize) -> Result<bool, String> {
     if !elf.is_file() {
         return Err(format!("no such kernel: {} (cargo build)", elf.display()));
+    }
+    // The test kernels the runs name, built for the same board as `elf` (the default build).
+    let test_kernels =
+        if cpus.iter().any(|r| split_run(r).kernel.is_some()) { crate::run::discover_test_kernels(root, None)? } else { Vec::new() };
+    let mut elfs = Vec::new();
+    for run in cpus {
+        elfs.push(match split_run(run).kernel {
+            None => elf.to_path_buf(),
+            Some(k) => test_kernels.iter().find(|(name, _)| name == k).map(|(_, e)| e.clone()).ok_or_else(|| {
+                let known: Vec<&str> = test_kernels.iter().map(|(n, _)| n.as_str()).collect();
+                format!("run '{run}': no test kernel '{k}' (tests/*.rs: {})", known.join(", "))
+            })?,
+        });
     }
     let board = crate::run::board_of(elf, boards)?;
     if crate::boards::find(boards, &board).map_err(|e| e.0)?.qemu.as_ref().is_none_or(|q| q.cpu.is_none()) {
@@ -148,13 +175,13 @@ pub fn maint_check(root: &Path, elf: &Path, boards: &[Board], cpus: &[String], j
     let plugin = build_plugin(root)?;
     let logs = root.join("target/cachescope-logs");
     std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
-    let queue = Mutex::new(cpus.iter().enumerate().collect::<Vec<_>>());
+    let queue = Mutex::new(cpus.iter().zip(&elfs).enumerate().collect::<Vec<_>>());
     let results: Mutex<Vec<Option<RunResult>>> = Mutex::new(vec![None; cpus.len()]);
     std::thread::scope(|s| {
         for _ in 0..jobs.min(cpus.len()).max(1) {
             s.spawn(|| loop {
                 let next = queue.lock().map(|mut q| q.pop()).unwrap_or(None);
-                let Some((i, cpu)) = next else { break };
+                let Some((i, (cpu, elf))) = next else { break };
                 let r = check_one(root, elf, &plugin, &logs, cpu);
                 results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
             });
@@ -174,7 +201,7 @@ pub fn maint_check(root: &Path, elf: &Path, boards: &[Board], cpus: &[String], j
 type RunResult = (Vec<String>, bool);
 
 fn check_one(root: &Path, elf: &Path, plugin: &Path, logs: &Path, run: &str) -> RunResult {
-    let RunSpec { cpu, cores, args } = split_run(run);
+    let RunSpec { cpu, cores, args, .. } = split_run(run);
     let name: String = run.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect();
     let log: PathBuf = logs.join(format!("maint-check-{name}.log"));
     let counts = PathBuf::from(format!("{}.insn-count", log.display()));
@@ -275,12 +302,16 @@ mod tests {
 
     #[test]
     fn runs() {
-        assert_eq!(split_run("max"), RunSpec { cpu: "max", cores: None, args: vec![] });
+        assert_eq!(split_run("max"), RunSpec { kernel: None, cpu: "max", cores: None, args: vec![] });
         assert_eq!(
             split_run("cortex-a53:only=cache seed=1"),
-            RunSpec { cpu: "cortex-a53", cores: None, args: vec!["only=cache", "seed=1"] }
+            RunSpec { kernel: None, cpu: "cortex-a53", cores: None, args: vec!["only=cache", "seed=1"] }
         );
-        assert_eq!(split_run("cortex-a72@4:only=smp"), RunSpec { cpu: "cortex-a72", cores: Some("4"), args: vec!["only=smp"] });
+        assert_eq!(
+            split_run("cortex-a72@4:only=smp"),
+            RunSpec { kernel: None, cpu: "cortex-a72", cores: Some("4"), args: vec!["only=smp"] }
+        );
+        assert_eq!(split_run("mmu/max@2"), RunSpec { kernel: Some("mmu"), cpu: "max", cores: Some("2"), args: vec![] });
     }
 
     #[test]
