@@ -58,6 +58,9 @@ use crate::sanitize::{HazardKind, Hazards, MaintRange};
 
 const NAME: &str = "cachescope-cache-model";
 const NONE: u64 = u64::MAX;
+/// The execution key of a TB whose fetch is never taken for a back-to-back repeat (the keys of
+/// the others count up from 1).
+const NO_TB: u64 = u64::MAX;
 /// Marks a line number in [`Fast::i_end`] as fetched bypassing the caches.
 const BYPASS_LINE: u64 = 1 << 63;
 const PAGE_SHIFT: u32 = 12;
@@ -693,7 +696,10 @@ impl State {
     /// the code TCG generates (the instrumentation of `fast=on` and `fast=off` differs, and TCG
     /// halves a TB whose code outgrows its buffer). A TB repeated right after itself thus
     /// fetches its lines again unless it lies in one line.
-    fn fetch(&self, vcpu: VCPUIndex, va: u64, bytes: u64) {
+    ///
+    /// `repeats_inline`: the TB's execution counter is bumped right after this call and its
+    /// back-to-back repeats are counted inline (the shortcut); otherwise every execution calls.
+    fn fetch(&self, vcpu: VCPUIndex, va: u64, bytes: u64, repeats_inline: bool) {
         let cpu = self.cpu(vcpu);
         let f = &self.fast[cpu];
         let mut core = self.lock();
@@ -748,10 +754,10 @@ impl State {
             (1, if all == 1 { 0 } else { all })
         };
         if self.board.is_some() {
-            f.i_lines.store(per_repeat, Relaxed);
+            f.i_lines.store(if repeats_inline { per_repeat } else { 0 }, Relaxed);
             f.i_mode.store(mode, Relaxed);
             // The inline counter is bumped right after this callback for this very execution.
-            f.i_acc.store(execs.wrapping_add(1), Relaxed);
+            f.i_acc.store(execs.wrapping_add(u64::from(repeats_inline)), Relaxed);
         }
     }
 
@@ -1196,6 +1202,31 @@ impl HasCallbacks for CacheModel {
                 (insn.read_data(&mut word) == 4).then(|| u32::from_le_bytes(word))
             })
             .collect();
+        // Fetch segments: the TB's instructions are fetched at its start, but those after an
+        // instruction that changes what a fetch means (a marker: phase attribution; IC
+        // invalidation; an SCTLR write) are fetched right after it, by a callback on the next
+        // instruction, registered before that instruction's own callbacks. So the counts do not
+        // depend on where QEMU ends TBs (see `fetch`).
+        let breaks: Vec<u64> = tb
+            .instructions()
+            .zip(&words)
+            .filter(|(_, w)| {
+                matches!(w.and_then(decode), Some(Insn::Marker | Insn::IcIallu { .. } | Insn::IcIvau { .. } | Insn::MsrSctlr { .. }))
+            })
+            .map(|(insn, _)| insn.vaddr() + insn.size() as u64)
+            .filter(|&next| next < end)
+            .collect();
+        let first_end = breaks.first().copied().unwrap_or(end);
+        for (k, &seg_start) in breaks.iter().enumerate() {
+            let seg_end = breaks.get(k + 1).copied().unwrap_or(end);
+            if let Some(insn) = tb.instructions().find(|i| i.vaddr() == seg_start) {
+                let s = state.clone();
+                insn.register_execute_callback_flags(
+                    move |vcpu| s.fetch(vcpu, seg_start, seg_end - seg_start, false),
+                    CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+                );
+            }
+        }
         // Batching (part of the shortcut): one callback per run of loads/stores on one base.
         let mems: Vec<_> = words.iter().map(|w| w.and_then(decode_mem_imm)).collect();
         let roles = if state.fast_on { plan_groups(&mems) } else { vec![Role::Single; words.len()] };
@@ -1240,9 +1271,29 @@ impl HasCallbacks for CacheModel {
                 }
             }
         }
-        if end > start {
+        if end > start && !breaks.is_empty() {
+            // Always called (no inline repeats: the later segments are callbacks anyway); the
+            // execution key is reset so that the next TB is never taken for a repeat.
             let s = state.clone();
-            let fetch = move |vcpu| s.fetch(vcpu, start, end - start);
+            match state.core_id_register() {
+                Some(handle) if state.board.is_none() => {
+                    let fetch = move |vcpu| {
+                        s.identify(handle, vcpu);
+                        s.fetch(vcpu, start, first_end - start, false)
+                    };
+                    tb.register_execute_callback_flags(fetch, CallbackFlags::QEMU_PLUGIN_CB_R_REGS);
+                }
+                _ => tb.register_execute_callback_flags(
+                    move |vcpu| s.fetch(vcpu, start, first_end - start, false),
+                    CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
+                ),
+            }
+            if let Some(b) = &state.board {
+                qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb, PluginOp::QEMU_PLUGIN_INLINE_STORE_U64, b.last, NO_TB);
+            }
+        } else if end > start {
+            let s = state.clone();
+            let fetch = move |vcpu| s.fetch(vcpu, start, end - start, true);
             match &state.board {
                 Some(b) => {
                     let key = state.next_tb.fetch_add(1, Relaxed);
@@ -1261,7 +1312,7 @@ impl HasCallbacks for CacheModel {
                         let s = state.clone();
                         let fetch = move |vcpu| {
                             s.identify(handle, vcpu);
-                            s.fetch(vcpu, start, end - start)
+                            s.fetch(vcpu, start, end - start, true)
                         };
                         tb.register_execute_callback_flags(fetch, CallbackFlags::QEMU_PLUGIN_CB_R_REGS)
                     }
