@@ -78,7 +78,7 @@ impl std::error::Error for CatalogueError {}
 
 /// Every key a row may have.
 pub const KEYS: &[&str] =
-    &["kernel", "groups", "machine", "cpu", "qemu", "env", "args", "exit", "timeout", "expect", "usage_text", "serial"];
+    &["like", "kernel", "groups", "machine", "cpu", "qemu", "env", "args", "exit", "timeout", "expect", "usage_text", "serial"];
 
 /// Reads and checks a catalogue file; errors start with its path.
 pub fn load(path: &Path) -> Result<Vec<Row>, CatalogueError> {
@@ -96,7 +96,7 @@ pub fn parse(text: &str) -> Result<Vec<Row>, CatalogueError> {
         let Value::Table(t) = value else {
             return Err(CatalogueError(format!("top-level key '{name}': a row is a table ([{name}]), found {}", value.type_str())));
         };
-        rows.push(row(name, t)?);
+        rows.push(row(name, &inherit(name, t, &table)?)?);
     }
     if rows.is_empty() {
         return Err(CatalogueError("no rows".into()));
@@ -182,6 +182,25 @@ impl Fields<'_> {
             other => Err(self.err(key, format!("expected a list of strings, found {}", other.type_str()))),
         }
     }
+}
+
+/// A row with `like = "OTHER"` is OTHER's keys with its own on top (a key it sets replaces
+/// OTHER's whole value: `env` and `expect` too); OTHER is an earlier or later row without `like`.
+fn inherit(name: &str, t: &Table, all: &Table) -> Result<Table, CatalogueError> {
+    let Some(like) = t.get("like") else { return Ok(t.clone()) };
+    let err = |what: String| CatalogueError(format!("row '{name}': key 'like': {what}"));
+    let Value::String(base_name) = like else { return Err(err(format!("expected a row name, found {}", like.type_str()))) };
+    let base = match all.get(base_name) {
+        Some(Value::Table(b)) if base_name != name => b,
+        Some(_) if base_name == name => return Err(err("a row cannot be like itself".into())),
+        _ => return Err(err(format!("no row '{base_name}'"))),
+    };
+    if base.contains_key("like") {
+        return Err(err(format!("'{base_name}' is itself like another row (one level only)")));
+    }
+    let mut merged = base.clone();
+    merged.extend(t.iter().filter(|(k, _)| k.as_str() != "like").map(|(k, v)| (k.clone(), v.clone())));
+    Ok(merged)
 }
 
 fn is_env_name(s: &str) -> bool {
@@ -354,7 +373,7 @@ expect = [
         let e = err_of(&GOOD.replace("timeout = 30\n", ""));
         assert_eq!(e, "row 'a-row': missing key 'timeout'");
         let e = err_of(&GOOD.replace("cpu = ", "cpus = "));
-        assert!(e.starts_with("row 'a-row': unknown key 'cpus' (known: kernel,"), "{e}");
+        assert!(e.starts_with("row 'a-row': unknown key 'cpus' (known: like, kernel,"), "{e}");
         let e = err_of(&GOOD.replace("'\"el\":3,'", "'\"el\":(3'"));
         assert!(e.starts_with("row 'a-row': key 'expect': item 1 /\"el\":(3/: bad regex:"), "{e}");
         let e = err_of(&GOOD.replace("'\"el\":3,'", r"'\d'"));
@@ -372,6 +391,24 @@ expect = [
         assert_eq!(err_of("x = 1"), "top-level key 'x': a row is a table ([x]), found integer");
         assert!(err_of("[a\nkernel=").starts_with("not valid TOML"));
         assert_eq!(err_of("# nothing\n"), "no rows");
+    }
+
+    #[test]
+    fn like_takes_the_other_rows_keys_under_its_own() {
+        let text = format!("{GOOD}\n[b-row]\nlike = \"a-row\"\nenv = {{ QEMU_CACHE_MODEL = \"fast=off\" }}\ngroups = [\"model\"]\n");
+        let rows = parse(&text).unwrap();
+        let (a, b) = (&rows[0], &rows[1]);
+        assert_eq!(b.name, "b-row");
+        assert_eq!(b.env, [("QEMU_CACHE_MODEL".to_string(), "fast=off".to_string())]);
+        assert_eq!(b.groups, ["model"]);
+        assert_eq!((&b.kernel, &b.machine, &b.args, b.exit, b.timeout), (&a.kernel, &a.machine, &a.args, a.exit, a.timeout));
+        assert_eq!(b.expect.len(), a.expect.len());
+        let like = |v: &str| format!("{GOOD}\n[b-row]\nlike = {v}\n");
+        assert_eq!(err_of(&like("\"nope\"")), "row 'b-row': key 'like': no row 'nope'");
+        assert_eq!(err_of(&like("\"b-row\"")), "row 'b-row': key 'like': a row cannot be like itself");
+        assert_eq!(err_of(&like("1")), "row 'b-row': key 'like': expected a row name, found integer");
+        let chain = format!("{}\n[c-row]\nlike = \"b-row\"\n", like("\"a-row\""));
+        assert_eq!(err_of(&chain), "row 'c-row': key 'like': 'b-row' is itself like another row (one level only)");
     }
 
     #[test]
