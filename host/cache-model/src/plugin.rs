@@ -687,15 +687,17 @@ impl State {
 
     // ---- instruction fetches --------------------------------------------------------------
 
-    /// A TB's instruction fetches through the model (its first execution after anything else).
+    /// A TB's instruction fetches through the model (its first execution after anything else),
+    /// or those of one segment of it (the instructions after a marker, an IC invalidation or an
+    /// SCTLR write are fetched right after that instruction: see the translation callback).
     ///
     /// One L1I access (or bypass) per line the TB's instructions lie in, except its first line
     /// when fetch only continues in the line the vCPU's previous TB ended in, same attribute,
     /// still in the L1I (an access there would be a hit on the most recent line of its set,
     /// changing nothing): so the counts do not depend on where QEMU ends a TB, which varies with
-    /// the code TCG generates (the instrumentation of `fast=on` and `fast=off` differs, and TCG
-    /// halves a TB whose code outgrows its buffer). A TB repeated right after itself thus
-    /// fetches its lines again unless it lies in one line.
+    /// the code TCG generates (the instrumentation of `fast=on` and `fast=off` differs, TCG
+    /// halves a TB whose code outgrows its buffer, the host's backend sizes the code). A TB
+    /// repeated right after itself thus fetches its lines again unless it lies in one line.
     ///
     /// `repeats_inline`: the TB's execution counter is bumped right after this call and its
     /// back-to-back repeats are counted inline (the shortcut); otherwise every execution calls.
@@ -1271,31 +1273,16 @@ impl HasCallbacks for CacheModel {
                 }
             }
         }
-        if end > start && !breaks.is_empty() {
-            // Always called (no inline repeats: the later segments are callbacks anyway); the
-            // execution key is reset so that the next TB is never taken for a repeat.
+        if end > start {
+            // The TB's first segment: with the shortcut, a conditional callback and inline
+            // counters count back-to-back repeats without a call, unless later segments exist
+            // (they are callbacks anyway): then it is always called and the execution key is
+            // reset, so that the next TB is never taken for a repeat.
+            let repeats_inline = state.board.is_some() && breaks.is_empty();
             let s = state.clone();
-            match state.core_id_register() {
-                Some(handle) if state.board.is_none() => {
-                    let fetch = move |vcpu| {
-                        s.identify(handle, vcpu);
-                        s.fetch(vcpu, start, first_end - start, false)
-                    };
-                    tb.register_execute_callback_flags(fetch, CallbackFlags::QEMU_PLUGIN_CB_R_REGS);
-                }
-                _ => tb.register_execute_callback_flags(
-                    move |vcpu| s.fetch(vcpu, start, first_end - start, false),
-                    CallbackFlags::QEMU_PLUGIN_CB_NO_REGS,
-                ),
-            }
-            if let Some(b) = &state.board {
-                qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb, PluginOp::QEMU_PLUGIN_INLINE_STORE_U64, b.last, NO_TB);
-            }
-        } else if end > start {
-            let s = state.clone();
-            let fetch = move |vcpu| s.fetch(vcpu, start, end - start, true);
-            match &state.board {
-                Some(b) => {
+            let fetch = move |vcpu| s.fetch(vcpu, start, first_end - start, repeats_inline);
+            match (&state.board, state.core_id_register()) {
+                (Some(b), _) if repeats_inline => {
                     let key = state.next_tb.fetch_add(1, Relaxed);
                     tb.register_conditional_execute_callback_flags(
                         fetch,
@@ -1307,17 +1294,20 @@ impl HasCallbacks for CacheModel {
                     qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb.clone(), PluginOp::QEMU_PLUGIN_INLINE_ADD_U64, b.execs, 1);
                     qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb, PluginOp::QEMU_PLUGIN_INLINE_STORE_U64, b.last, key);
                 }
-                None => match state.core_id_register() {
-                    Some(handle) => {
-                        let s = state.clone();
-                        let fetch = move |vcpu| {
-                            s.identify(handle, vcpu);
-                            s.fetch(vcpu, start, end - start, true)
-                        };
-                        tb.register_execute_callback_flags(fetch, CallbackFlags::QEMU_PLUGIN_CB_R_REGS)
-                    }
-                    None => tb.register_execute_callback_flags(fetch, CallbackFlags::QEMU_PLUGIN_CB_NO_REGS),
-                },
+                (Some(b), _) => {
+                    tb.register_execute_callback_flags(fetch, CallbackFlags::QEMU_PLUGIN_CB_NO_REGS);
+                    qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb, PluginOp::QEMU_PLUGIN_INLINE_STORE_U64, b.last, NO_TB);
+                }
+                // More than one vCPU (no shortcut): the TB's first callback learns which core runs.
+                (None, Some(handle)) => {
+                    let s = state.clone();
+                    let identify_and_fetch = move |vcpu| {
+                        s.identify(handle, vcpu);
+                        fetch(vcpu)
+                    };
+                    tb.register_execute_callback_flags(identify_and_fetch, CallbackFlags::QEMU_PLUGIN_CB_R_REGS);
+                }
+                (None, None) => tb.register_execute_callback_flags(fetch, CallbackFlags::QEMU_PLUGIN_CB_NO_REGS),
             }
         }
         Ok(())
