@@ -399,7 +399,7 @@ pub fn digest_lines(run: &[Record], d: &ModelData) -> Vec<(&'static str, String)
                 )
             })
             .collect();
-        out.push(("kv-quant", format!("(model, knee tokens measured/formula) {}", parts.join(", "))));
+        out.push(("kv-quant", format!("(model, tokens: misses from/fits by formula) {}", parts.join(", "))));
     }
     let pr = prefix(d);
     if !pr.is_empty() {
