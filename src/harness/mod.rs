@@ -86,11 +86,11 @@ impl<'a> Ctx<'a> {
     /// record, checked by the host: `scripts/xtask hazards`). Only under the model (else the
     /// record would mean nothing).
     #[cfg(target_os = "none")]
-    pub fn expect_hazard(&self, phase: &str, kind: &str, pa: u64, lines: u64, stride: u64) {
+    pub fn expect_hazard(&self, phase: &str, kind: cachescope_arch::hazard::HazardKind, pa: u64, lines: u64, stride: u64) {
         if self.boot.model.is_some() {
             Record::new(&cachescope_arch::record::EXPECT_HAZARD)
                 .str("phase", phase)
-                .str("kind", kind)
+                .str("kind", kind.name())
                 .hex("pa", pa)
                 .u64("lines", lines)
                 .u64("stride", stride)

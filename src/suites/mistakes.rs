@@ -23,6 +23,7 @@ use crate::cache::setway::{Scope, SetWayOp};
 use crate::harness::{Case, Ctx, Suite};
 use crate::mem::alias::AliasWindow;
 use crate::mem::attr::MemAttr;
+use cachescope_arch::hazard::HazardKind;
 use cachescope_arch::hw;
 
 /// The mistakes suite.
@@ -95,7 +96,7 @@ fn read(va: usize) -> u64 {
 }
 
 /// Runs `f` as the phase `mistakes/NAME` and declares the hazard it must produce.
-fn mistake(ctx: &mut Ctx, index: usize, name: &str, f: impl FnOnce(&Lines) -> (&'static str, u64, u64, usize)) {
+fn mistake(ctx: &mut Ctx, index: usize, name: &str, f: impl FnOnce(&Lines) -> (HazardKind, u64, u64, usize)) {
     let l = match lines(ctx, index) {
         Ok(l) => l,
         Err(why) => return ctx.skip(why),
@@ -104,7 +105,7 @@ fn mistake(ctx: &mut Ctx, index: usize, name: &str, f: impl FnOnce(&Lines) -> (&
     let (kind, pa, stride, count) = named_phase(&phase, || f(&l));
     ctx.expect_hazard(&phase, kind, pa, count as u64, stride);
     settle(&l, CASE_SPAN);
-    crate::diag!("{name}: expects {kind} at {count} line(s) from {pa:#x} (checked by the host from the model's hazard records)");
+    crate::diag!("{name}: expects {} at {count} line(s) from {pa:#x} (checked by the host from the model's hazard records)", kind.name());
     ctx.check(true, format!("{name} performed; the verdict is the sanitizer's"));
 }
 
@@ -119,7 +120,7 @@ fn handoff_without_clean(ctx: &mut Ctx) {
         for i in 0..LINES {
             core::hint::black_box(read(l.nc + i * l.line));
         }
-        ("stale-read-by-device", l.pa, l.line as u64, LINES)
+        (HazardKind::StaleReadByDevice, l.pa, l.line as u64, LINES)
     });
 }
 
@@ -137,7 +138,7 @@ fn readback_without_invalidate(ctx: &mut Ctx) {
         for i in 0..LINES {
             core::hint::black_box(read(l.wb + i * l.line));
         }
-        ("stale-read-by-cpu", l.pa, l.line as u64, LINES)
+        (HazardKind::StaleReadByCpu, l.pa, l.line as u64, LINES)
     });
 }
 
@@ -158,7 +159,7 @@ fn partial_edge_invalidate(ctx: &mut Ctx) {
             a += l.line;
         }
         hw::dsb_sy();
-        ("lost-write", l.pa + 2 * l.line as u64, l.line as u64, 1)
+        (HazardKind::LostWrite, l.pa + 2 * l.line as u64, l.line as u64, 1)
     });
 }
 
@@ -178,7 +179,7 @@ fn stride_gap(ctx: &mut Ctx) {
             }
             hw::dsb_sy();
         });
-        ("maintenance-gap", l.pa + l.line as u64, 2 * l.line as u64, LINES)
+        (HazardKind::MaintenanceGap, l.pa + l.line as u64, 2 * l.line as u64, LINES)
     });
 }
 
@@ -214,7 +215,7 @@ fn smc_without_ic(ctx: &mut Ctx) {
         let f: extern "C" fn() -> u32 = unsafe { core::mem::transmute(code_va as usize) };
         crate::arch::trap::try_run(|| f())
     });
-    ctx.expect_hazard(phase, "stale-instruction", l.pa, 1, l.line as u64);
+    ctx.expect_hazard(phase, HazardKind::StaleInstruction, l.pa, 1, l.line as u64);
     // Made right afterwards: the I-cache invalidated by the correct sequence, the alias gone.
     let _ = crate::cache::maintenance::sync_instructions(l.wb, l.line);
     if let Err(e) = crate::mem::mmu::unmap(code_va, page) {
@@ -247,7 +248,7 @@ fn setway_one_level(ctx: &mut Ctx) {
         for i in 0..LINES {
             core::hint::black_box(read(l.nc + i * l.line));
         }
-        ("stale-read-by-device", l.pa, l.line as u64, LINES)
+        (HazardKind::StaleReadByDevice, l.pa, l.line as u64, LINES)
     });
 }
 
@@ -280,7 +281,7 @@ fn cross_core_nc_write(ctx: &mut Ctx) {
         }
         wrote
     });
-    ctx.expect_hazard(phase, "stale-read-by-cpu", l.pa, LINES as u64, l.line as u64);
+    ctx.expect_hazard(phase, HazardKind::StaleReadByCpu, l.pa, LINES as u64, l.line as u64);
     settle(&l, CASE_SPAN);
     match wrote {
         Ok(()) => {

@@ -24,6 +24,7 @@ use crate::mem::{
     table::{level_size, PAGE_SIZE},
     Access, Attributes, Error, Granularity, MemAttr, Shareability, Walk,
 };
+use cachescope_arch::hazard::HazardKind;
 use cachescope_arch::sysreg::{DCZID_EL0, SCTLR_EL1};
 use tock_registers::interfaces::Readable;
 
@@ -283,7 +284,7 @@ fn alias_wb_to_nc(ctx: &mut Ctx) {
     let early = crate::bench::named_phase(probe, || find_mismatch(nc, DATA_OFF, DATA_WORDS, seed).is_none());
     ctx.expect_hazard(
         probe,
-        "stale-read-by-device",
+        HazardKind::StaleReadByDevice,
         (nc.pa + DATA_OFF) as u64,
         (DATA_WORDS * 8 / line_bytes()) as u64,
         line_bytes() as u64,
@@ -312,7 +313,13 @@ fn alias_nc_to_wb(ctx: &mut Ctx) {
     // A deliberate read of the stale cached copy, declared to the sanitizer.
     let probe = "mmu/probe-wb-before-invalidate";
     let stale = crate::bench::named_phase(probe, || find_mismatch(wb, DATA_OFF, DATA_WORDS, new).is_some());
-    ctx.expect_hazard(probe, "stale-read-by-cpu", (wb.pa + DATA_OFF) as u64, (DATA_WORDS * 8 / line_bytes()) as u64, line_bytes() as u64);
+    ctx.expect_hazard(
+        probe,
+        HazardKind::StaleReadByCpu,
+        (wb.pa + DATA_OFF) as u64,
+        (DATA_WORDS * 8 / line_bytes()) as u64,
+        line_bytes() as u64,
+    );
     diag!("before the invalidate, the WB alias {}", if stale { "still reads old (cached) data" } else { "already reads the new data" });
     // SAFETY: the arena slot belongs to this case; its dirty lines (none: cleaned above, and
     // the reads since allocate clean lines) may be discarded.

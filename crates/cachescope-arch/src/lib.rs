@@ -33,6 +33,7 @@ pub mod cache;
 pub mod cpuid;
 pub mod descriptor;
 pub mod exception;
+pub mod hazard;
 pub mod list;
 pub mod marker;
 pub mod record;

@@ -15,6 +15,7 @@ mod virt;
 
 use core::fmt::Write;
 
+use cachescope_arch::hazard::HazardKind;
 use cachescope_arch::marker::{emit, Marker, ModelAttr, PROTOCOL_VERSION};
 use virt::{exit, Console};
 
@@ -47,8 +48,9 @@ extern "C" fn main() -> ! {
     emit(Marker::PhaseEnd { id: 1 });
     let _ = writeln!(
         Console,
-        "# cs: {{\"record\":\"expect-hazard\",\"phase\":\"{}\",\"kind\":\"stale-read-by-cpu\",\"pa\":\"{buf:#x}\",\"lines\":1,\"stride\":64}}",
-        PHASE.to_str().unwrap_or("")
+        "# cs: {{\"record\":\"expect-hazard\",\"phase\":\"{}\",\"kind\":\"{}\",\"pa\":\"{buf:#x}\",\"lines\":1,\"stride\":64}}",
+        PHASE.to_str().unwrap_or(""),
+        HazardKind::StaleReadByCpu.name()
     );
     let _ = writeln!(Console, "sanitize-fw: read the buffer back without invalidating it (a stale read, on silicon)");
     exit(0)

@@ -152,18 +152,11 @@ pub fn hazard_lines(entries: &[crate::sanitize::Entry]) -> String {
 
 /// The `hazard-total` record.
 pub fn hazard_total_line(h: &crate::sanitize::Hazards, sanitize: bool) -> String {
-    use crate::sanitize::HazardKind as K;
-    line(
-        Record::new(&cachescope_arch::record::HAZARD_TOTAL)
-            .bool("sanitize", sanitize)
-            .u64("hazards", h.distinct())
-            .u64("count", h.occurrences)
-            .u64("stale_read_by_device", h.per_kind[K::StaleReadByDevice as usize])
-            .u64("lost_write", h.per_kind[K::LostWrite as usize])
-            .u64("stale_read_by_cpu", h.per_kind[K::StaleReadByCpu as usize])
-            .u64("stale_instruction", h.per_kind[K::StaleInstruction as usize])
-            .u64("maintenance_gap", h.per_kind[K::MaintenanceGap as usize]),
-    )
+    let r = Record::new(&cachescope_arch::record::HAZARD_TOTAL)
+        .bool("sanitize", sanitize)
+        .u64("hazards", h.distinct())
+        .u64("count", h.occurrences);
+    line(crate::sanitize::HazardKind::ALL.into_iter().fold(r, |r, k| r.u64(k.total_field(), h.per_kind[k as usize])))
 }
 
 /// An open phase.

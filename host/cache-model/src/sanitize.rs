@@ -31,31 +31,8 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// A hazard kind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum HazardKind {
-    /// Non-cacheable/Device read of a dirty line.
-    StaleReadByDevice = 0,
-    /// Invalidate (without clean) of a dirty line.
-    LostWrite = 1,
-    /// Cacheable read hitting a copy older than memory.
-    StaleReadByCpu = 2,
-    /// Execution of code written through the D-side without the required maintenance.
-    StaleInstruction = 3,
-    /// Lines of a declared range that no by-VA operation reached.
-    MaintenanceGap = 4,
-}
-
-impl HazardKind {
-    /// Every kind, in record order.
-    pub const ALL: [HazardKind; 5] =
-        [Self::StaleReadByDevice, Self::LostWrite, Self::StaleReadByCpu, Self::StaleInstruction, Self::MaintenanceGap];
-
-    /// The record's `kind`.
-    pub fn name(self) -> &'static str {
-        ["stale-read-by-device", "lost-write", "stale-read-by-cpu", "stale-instruction", "maintenance-gap"][self as usize]
-    }
-}
+/// The hazard kinds: the record contract's list (`cachescope_arch::hazard`).
+pub use cachescope_arch::hazard::HazardKind;
 
 /// What the sanitizer saw, before the plugin adds the exposing access's VA, PC and phase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,7 +135,7 @@ pub struct Hazards {
     index: HashMap<(HazardKind, u64, u64), usize>,
     entries: Vec<Option<Entry>>,
     /// Distinct hazards per kind (whole run).
-    pub per_kind: [u64; 5],
+    pub per_kind: [u64; HazardKind::ALL.len()],
     /// Occurrences (whole run).
     pub occurrences: u64,
 }

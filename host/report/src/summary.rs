@@ -740,10 +740,11 @@ fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
         let declared: Vec<&str> = run.iter().filter(|r| r.kind() == "expect-hazard").filter_map(|r| s(r, "phase")).collect();
         let phase_of = |o: &crate::records::Object| o.get("phase").and_then(Value::as_str).unwrap_or("").to_string();
         let (expected, other): (Vec<_>, Vec<_>) = d.hazards.iter().partition(|o| declared.contains(&phase_of(o).as_str()));
-        let mut kinds: Vec<String> = h
-            .iter()
-            .filter(|(k, v)| !["record", "source", "sanitize", "hazards", "count"].contains(&k.as_str()) && v.as_u64().unwrap_or(0) > 0)
-            .map(|(k, v)| format!("{} {}", k.replace('_', "-"), value_text(v)))
+        let mut kinds: Vec<String> = cachescope_arch::hazard::HazardKind::ALL
+            .into_iter()
+            .filter_map(|k| {
+                h.get(k.total_field()).filter(|v| v.as_u64().unwrap_or(0) > 0).map(|v| format!("{} {}", k.name(), value_text(v)))
+            })
             .collect();
         if kinds.is_empty() {
             kinds.push("none".into());
