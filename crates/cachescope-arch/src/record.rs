@@ -91,6 +91,9 @@ pub enum Emitter {
     Kernel,
     /// The cache-model plugin (its own output, `source: "model"`).
     Model,
+    /// The runner, after QEMU exits (appended to the run's log after the kernel's `end`
+    /// record, `source: "runner"`).
+    Runner,
 }
 
 /// One record kind.
@@ -131,6 +134,10 @@ const fn kernel(name: &'static str, doc: &'static str, fields: &'static [Field])
 
 const fn model(name: &'static str, doc: &'static str, fields: &'static [Field]) -> Kind {
     Kind { name, emitter: Emitter::Model, doc, fields }
+}
+
+const fn runner(name: &'static str, doc: &'static str, fields: &'static [Field]) -> Kind {
+    Kind { name, emitter: Emitter::Runner, doc, fields }
 }
 
 /// `boot`: the first record of every run.
@@ -629,6 +636,32 @@ pub const HAZARD_TOTAL: Kind = model(
     ],
 );
 
+/// `sanitizer-finding`: a phase that failed the sanitizer's verdict.
+pub const SANITIZER_FINDING: Kind = runner(
+    "sanitizer-finding",
+    "A phase that failed the sanitizer's verdict (a declared hazard not seen exactly, or a hazard in a phase that declared none), judged by the runner after QEMU exits; at most 20 per run.",
+    &[
+        req("phase", Ty::Str, "the phase (empty: outside any phase)"),
+        req("case", Ty::Str, "the KTAP case that declared the phase (`suite.case`), empty when none did"),
+        req("declared", Ty::Bool, "whether the phase declared a deliberate mistake (`expect-hazard`)"),
+        req("what", Ty::Str, "what was declared, missing and unexpected, as kind@line"),
+        req("source", Ty::Str, "`runner`"),
+    ],
+);
+
+/// `sanitizer-verdict`: the sanitizer's verdict on the run, folded into its exit status.
+pub const SANITIZER_VERDICT: Kind = runner(
+    "sanitizer-verdict",
+    "The cache-model sanitizer's verdict on the run (`cachescope-report verdict`), appended by the runner after QEMU exits: a failed verdict makes a passing run exit 1.",
+    &[
+        req("verdict", Ty::Str, "as-declared (every declared hazard exactly, none elsewhere), failed, or off (sanitize=off)"),
+        req("declared_phases", Ty::UInt, "phases that declared a deliberate mistake"),
+        req("failed_phases", Ty::UInt, "phases that failed"),
+        req("first", Ty::Str, "the first failure, `phase: what` (empty when none)"),
+        req("source", Ty::Str, "`runner`"),
+    ],
+);
+
 /// Every record kind, kernel first.
 pub const KINDS: &[Kind] = &[
     BOOT,
@@ -660,6 +693,8 @@ pub const KINDS: &[Kind] = &[
     MODEL_WARNING,
     HAZARD,
     HAZARD_TOTAL,
+    SANITIZER_FINDING,
+    SANITIZER_VERDICT,
 ];
 
 /// The declaration of record kind `name`.
@@ -711,6 +746,7 @@ pub fn write_markdown(out: &mut dyn fmt::Write) -> fmt::Result {
         let who = match k.emitter {
             Emitter::Kernel => "kernel",
             Emitter::Model => "cache model",
+            Emitter::Runner => "runner",
         };
         writeln!(out, "## `{}` ({who})", k.name)?;
         writeln!(out)?;

@@ -7,7 +7,7 @@
 use cachescope_report::compare::{self, Baseline};
 use cachescope_report::input::{Error, Log};
 use cachescope_report::runinfo::RunInfo;
-use cachescope_report::{capture, console, extract, junit, ktap, metrics::Metric, model, records, report, summary};
+use cachescope_report::{capture, console, extract, junit, ktap, metrics::Metric, model, records, report, summary, verdict};
 use clap::{ArgGroup, Args, Parser, Subcommand};
 use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
@@ -78,6 +78,14 @@ enum Cmd {
     ///
     /// A run cut short is digested as far as it got and called incomplete.
     Summary(SummaryArgs),
+    /// The cache-model sanitizer's verdict on a run: the kernel's declared hazards
+    /// (`expect-hazard`) against the model's (`hazard`), exactly, and none elsewhere.
+    ///
+    /// Prints the lines the runner appends to the run's log: `# sanitizer: ok|not ok PHASE: …`,
+    /// a `sanitizer-finding` record per failed phase and the `sanitizer-verdict` record. Exit 0
+    /// as declared (or sanitize=off), 1 failed or no verdict possible (the model log has no
+    /// hazard-total), 2 unreadable input.
+    Verdict(VerdictArgs),
     /// Cache geometry inferred from the cache model's counts (line, capacity per level, ways),
     /// beside CCSIDR and the published silicon, with sources.
     Infer(InferArgs),
@@ -104,6 +112,16 @@ struct SummaryArgs {
     /// The run used -icount: label timer figures as instruction counts.
     #[arg(long)]
     icount: bool,
+}
+
+#[derive(Args)]
+struct VerdictArgs {
+    /// The run's log (its `expect-hazard` records).
+    #[arg(value_name = "LOG")]
+    file: String,
+    /// The cache model's records.
+    #[arg(short, long, value_name = "MODEL_LOG")]
+    model: String,
 }
 
 #[derive(Args)]
@@ -457,7 +475,10 @@ fn junit_cmd(a: &JunitArgs, quiet: bool) -> Result<(), Fail> {
     warn_if_invalid(&log);
     let (recs, _) = records::extract(&log);
     let run = RunInfo::from_log(&log, &recs, a.qemu_version.as_deref());
-    let r = junit::build(&log, &run);
+    let mut r = junit::build(&log, &run);
+    if let Some(v) = verdict::recorded(recs.iter().map(|r| &r.obj)) {
+        verdict::apply_to_junit(&mut r, &v);
+    }
     if r.suites.is_empty() {
         return Err(Fail(2, format!("{}: no KTAP results to report (no 'KTAP version 1' line?)", log.name)));
     }
@@ -569,6 +590,31 @@ fn summary_cmd(a: &SummaryArgs) -> Result<(), Fail> {
     out(&(summary::digest(&log, model.as_ref(), &opts).join("\n") + "\n"))
 }
 
+fn verdict_cmd(a: &VerdictArgs) -> Result<(), Fail> {
+    let log = Log::load(&a.file)?;
+    let mlog = Log::load(&a.model)?;
+    let (run, _) = records::extract(&log);
+    let (mrecs, _) = records::extract(&mlog);
+    let v = verdict::judge(run.iter().map(|r| &r.obj), mrecs.iter().map(|r| &r.obj)).unwrap_or_else(verdict::Verdict::missing);
+    let cases = junit::build(&log, &RunInfo::default());
+    let case_of = |phase: &str| -> String {
+        let needle = format!("\"record\":\"expect-hazard\",\"phase\":\"{phase}\"");
+        cases
+            .suites
+            .iter()
+            .flat_map(|s| s.cases.iter().map(move |c| (s, c)))
+            .find(|(_, c)| c.output.iter().any(|o| o.contains(&needle)))
+            .map(|(s, c)| format!("{}.{}", s.name, c.name))
+            .unwrap_or_default()
+    };
+    out(&(v.lines(case_of).join("\n") + "\n"))?;
+    if v.passed() {
+        Ok(())
+    } else {
+        Err(Fail(1, String::new()))
+    }
+}
+
 fn infer_cmd(a: &InferArgs) -> Result<(), Fail> {
     let log = Log::load(&a.file)?;
     let mlog = Log::load(&a.model)?;
@@ -608,6 +654,7 @@ fn main() -> ExitCode {
         Cmd::Console(a) => console_cmd(a),
         Cmd::Summary(a) => summary_cmd(a),
         Cmd::Infer(a) => infer_cmd(a),
+        Cmd::Verdict(a) => verdict_cmd(a),
     };
     if std::env::var_os("CS_REPORT_TIME").is_some() {
         note!("cachescope-report: {:.3} s", t0.elapsed().as_secs_f64());

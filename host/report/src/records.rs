@@ -229,7 +229,23 @@ fn check_declared(r: &Record, schema: u32, problems: &mut Vec<Problem>) {
 
 /// Checks the records contract of a validated log; `ktap` is its KTAP outcome.
 pub fn check_contract(log: &Log, ktap: &ktap::Outcome) -> Vec<Problem> {
-    let (records, mut problems) = extract(log);
+    let (mut records, mut problems) = extract(log);
+    // The runner's records (the sanitizer's verdict) follow the kernel's `end` record; the rest
+    // of the contract is the kernel's.
+    let is_runner = |r: &Record| record::kind(r.kind()).is_some_and(|k| k.emitter == record::Emitter::Runner);
+    if let Some(end_at) = records.iter().rposition(|r| !is_runner(r)) {
+        for r in records[..end_at].iter().filter(|r| is_runner(r)) {
+            problems.push(Problem::new(r.line, format!("'{}' (a runner's record) before the kernel's last record", r.kind())));
+        }
+    }
+    let schema_of_first = records.first().and_then(|r| r.obj.get("schema")).and_then(Value::as_u64);
+    let runner: Vec<Record> = records.iter().filter(|r| is_runner(r)).cloned().collect();
+    records.retain(|r| !is_runner(r));
+    if schema_of_first.is_some_and(|s| s >= 2) {
+        for r in &runner {
+            check_declared(r, record::SCHEMA, &mut problems);
+        }
+    }
     let Some(start) = ktap.start else {
         return problems; // not a KTAP log at all: the KTAP problem says it; the contract cannot apply
     };

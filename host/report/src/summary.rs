@@ -736,7 +736,8 @@ fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
         },
     ));
     if let Some(h) = &d.hazard_total {
-        // Hazards in phases that declared a deliberate mistake (`expect-hazard`) against the rest.
+        // Hazards in phases that declared a deliberate mistake (`expect-hazard`) against the rest,
+        // and the verdict: the runner's (`sanitizer-verdict`), else judged here the same way.
         let declared: Vec<&str> = run.iter().filter(|r| r.kind() == "expect-hazard").filter_map(|r| s(r, "phase")).collect();
         let phase_of = |o: &crate::records::Object| o.get("phase").and_then(Value::as_str).unwrap_or("").to_string();
         let (expected, other): (Vec<_>, Vec<_>) = d.hazards.iter().partition(|o| declared.contains(&phase_of(o).as_str()));
@@ -749,17 +750,28 @@ fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
         if kinds.is_empty() {
             kinds.push("none".into());
         }
-        out.push(line(
-            "hazards",
-            format!(
-                "(model sanitizer) {} line(s) in {} deliberate-mistake phase(s), as declared; {} elsewhere{} [{}]",
+        let (word, failed, first) = match crate::verdict::recorded(run.iter().map(|r| &r.obj)) {
+            Some(r) => (r.word, r.failed_phases as usize, r.first),
+            None => {
+                let hazards: Vec<&crate::records::Object> = d.hazards.iter().collect();
+                let model = hazards.into_iter().chain(std::iter::once(h));
+                let v = crate::verdict::judge(run.iter().map(|r| &r.obj), model).unwrap_or_else(crate::verdict::Verdict::missing);
+                let first = v.failed().next().map(|f| format!("{}: {}", crate::verdict::phase_name(&f.phase), f.what)).unwrap_or_default();
+                (v.word, v.failed().count(), first)
+            }
+        };
+        let n_declared = declared.iter().collect::<std::collections::BTreeSet<_>>().len();
+        let text = match word {
+            crate::verdict::Word::AsDeclared => format!(
+                "(model sanitizer) as declared: {} line(s) in {n_declared} deliberate-mistake phase(s), {} elsewhere [{}]",
                 expected.len(),
-                declared.iter().collect::<std::collections::BTreeSet<_>>().len(),
                 other.len(),
-                if other.is_empty() { "" } else { " — MAINTENANCE BUGS: scripts/report report lists them" },
                 kinds.join(", ")
             ),
-        ));
+            crate::verdict::Word::Off => "(model sanitizer) off (sanitize=off): nothing judged".to_string(),
+            _ => format!("(model sanitizer) FAILED in {failed} phase(s), exit status 1 — {first} [{}]", kinds.join(", ")),
+        };
+        out.push(line("hazards", text));
     } else if !d.hazards.is_empty() {
         out.push(line("hazards", format!("{} hazard records", d.hazards.len())));
     }
