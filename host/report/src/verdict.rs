@@ -174,8 +174,11 @@ pub fn judge<'a>(log: impl IntoIterator<Item = &'a Object>, model: impl IntoIter
     }
     let mut want: BTreeMap<&str, BTreeSet<(&str, u64)>> = BTreeMap::new();
     for e in &expected {
-        let (pa, lines, stride) =
-            (hex(e, "pa").unwrap_or(0), e.get("lines").and_then(Value::as_u64).unwrap_or(0), e.get("stride").and_then(Value::as_u64).unwrap_or(0));
+        let (pa, lines, stride) = (
+            hex(e, "pa").unwrap_or(0),
+            e.get("lines").and_then(Value::as_u64).unwrap_or(0),
+            e.get("stride").and_then(Value::as_u64).unwrap_or(0),
+        );
         let set = want.entry(str_field(e, "phase")).or_default();
         for i in 0..lines {
             set.insert((str_field(e, "kind"), pa + i * stride));
@@ -201,7 +204,12 @@ pub fn judge<'a>(log: impl IntoIterator<Item = &'a Object>, model: impl IntoIter
         findings.push(Finding { phase: phase.to_string(), passed, declared: true, what });
     }
     for (phase, got) in seen.iter().filter(|(p, _)| !want.contains_key(*p)) {
-        findings.push(Finding { phase: phase.to_string(), passed: false, declared: false, what: format!("a correct sequence produced {}", show(got)) });
+        findings.push(Finding {
+            phase: phase.to_string(),
+            passed: false,
+            declared: false,
+            what: format!("a correct sequence produced {}", show(got)),
+        });
     }
     // Lines the plugin stopped recording (its bound on a hazard storm): never a pass.
     if let Some(dropped) = total.get("dropped").and_then(Value::as_u64).filter(|&d| d > 0) {
