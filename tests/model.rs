@@ -25,7 +25,7 @@ use cachescope_arch::hw::count_executed;
 use cachescope_arch::sysreg::DCZID_EL0;
 use tock_registers::interfaces::Readable;
 
-cachescope::kernel_main!(KernelSpec { suites: &[SUITE, BENCH] });
+cachescope::kernel_main!(KernelSpec { suites: &[SUITE, BENCH, PLANTED] });
 
 const SUITE: Suite = Suite {
     name: "model",
@@ -72,6 +72,19 @@ const BENCH: Suite = Suite {
             help: "working set in bytes",
         },
     ],
+    validate: None,
+};
+
+/// A planted stray hazard (`only=planted`, never in a default run): a hand-off to a device
+/// with its clean left out, in a phase that declares no mistake, as a firmware bug would be. The
+/// runner's sanitizer verdict must fail the run (exit status 1), naming the phase: the
+/// catalogue's `model-planted-stray` row.
+const PLANTED: Suite = Suite {
+    name: "planted",
+    report: None,
+    cases: &[Case { name: "handoff-skips-clean", run: handoff_skips_clean }],
+    on_request: true,
+    args: &[],
     validate: None,
 };
 
@@ -210,6 +223,21 @@ fn ic_iallu(ctx: &mut Ctx) {
     });
     count_executed(MaintOp::IcIallu, 1);
     ctx.check(true, "IC IALLU issued");
+}
+
+fn handoff_skips_clean(ctx: &mut Ctx) {
+    model::sctlr(1 | 1 << 2 | 1 << 12); // caches on, as `caches-on` tells the model
+    let b = buffer(ctx, 6);
+    read_lines(b);
+    write_lines(b); // the data for the device, dirty in the cache
+    // A correct hand-off cleans here (`dc_lines(b, true)`): the planted bug leaves it out. The
+    // device then reads memory, through a non-cacheable window.
+    model::window(b, b as u64, BUF, ModelAttr::NormalNonCacheable);
+    model::phase(c"planted/handoff-skips-clean", 14, || read_lines(b));
+    model::window(b, model::PA_UNKNOWN, 0, ModelAttr::NormalNonCacheable);
+    dc_lines(b, false);
+    count_executed(MaintOp::DcCivac, LINES as u64);
+    ctx.check(true, "hand-off performed without its clean");
 }
 
 /// Sequential: eight 8-byte loads per 64-byte line over `bytes`, repeated. Chase: one dependent
