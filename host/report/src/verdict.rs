@@ -124,6 +124,13 @@ impl Verdict {
             "source": "runner",
         });
         out.push(format!("{}{rec}", cachescope_arch::record::PREFIX));
+        if !self.passed() {
+            out.push(format!(
+                "# sanitizer: the verdict is {}: the run's exit status is 1 ({} phase(s) failed)",
+                self.word.name(),
+                failed.len()
+            ));
+        }
         out
     }
 }
