@@ -18,61 +18,24 @@
 //!
 //! Licence: GPL-2.0-or-later, because the plugin links the `qemu-plugin` crate (see LICENSE).
 
+//! The QEMU glue (registration, the translation callback, the scoreboard) is in `plugin.rs`,
+//! compiled out of unit tests (its `qemu_plugin_*` symbols exist only inside QEMU); the pure parts
+//! (the argument parser and the exit line) are here and tested.
+
 #![deny(missing_docs)]
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use cachescope_arch::cache::ops::MaintOp;
-use qemu_plugin::install::{Args, Info};
-use qemu_plugin::{
-    qemu_plugin_register_atexit_cb, qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu, qemu_plugin_scoreboard_sum, register,
-    HasCallbacks, PluginId, PluginOp, PluginU64, Register, TranslationBlock,
-};
 
-const NAME: &str = "cachescope-insn-count";
+#[cfg(not(test))]
+mod plugin;
 
-/// The plugin: one scoreboard of `MaintOp::COUNT` counters per vCPU.
-#[derive(Default)]
-struct InsnCount {
-    state: Option<Arc<State>>,
-}
-
-struct State {
-    /// Counter of each operation (`MaintOp::index`) in the scoreboard.
-    counters: [PluginU64; MaintOp::COUNT],
-    out: Mutex<Box<dyn Write + Send>>,
-}
-
-// SAFETY: a `PluginU64` is a handle to a scoreboard that QEMU owns for the plugin's lifetime
-// and updates only through inline operations and its own API; the handles are never written
-// after registration, and the output is behind a mutex.
-unsafe impl Send for State {}
-// SAFETY: as for Send: shared references only read the handles.
-unsafe impl Sync for State {}
-
-impl State {
-    /// The line written at exit.
-    fn line(&self) -> String {
-        let mut line = String::from("insn-count");
-        for op in MaintOp::ALL {
-            line.push_str(&format!(" {}={}", op.name(), qemu_plugin_scoreboard_sum(self.counters[op.index()])));
-        }
-        line
+/// The line written at exit: every operation of `MaintOp::ALL` by its record name with its count.
+fn counts_line(count: impl Fn(MaintOp) -> u64) -> String {
+    let mut line = String::from("insn-count");
+    for op in MaintOp::ALL {
+        line.push_str(&format!(" {}={}", op.name(), count(op)));
     }
-
-    fn at_exit(&self) {
-        let line = self.line();
-        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
-            eprintln!("{NAME}: error: cannot write the counts");
-        }
-    }
-}
-
-fn fail(msg: &str) -> ! {
-    eprintln!("{NAME}: error: {msg}");
-    std::process::exit(2)
+    line
 }
 
 /// The `out=FILE` argument (the only one).
@@ -88,42 +51,31 @@ fn out_path(words: &[String]) -> Result<Option<String>, String> {
     Ok(out)
 }
 
-impl Register for InsnCount {
-    fn register(&mut self, id: PluginId, args: &Args, _info: &Info) -> qemu_plugin::Result<()> {
-        let out: Box<dyn Write + Send> = match out_path(&args.raw).unwrap_or_else(|e| fail(&e)) {
-            Some(path) => Box::new(std::fs::File::create(&path).unwrap_or_else(|e| fail(&format!("cannot create '{path}': {e}")))),
-            None => Box::new(std::io::stderr()),
-        };
-        // SAFETY: a scoreboard of COUNT u64 per vCPU, owned by QEMU for the plugin's lifetime.
-        let score = unsafe { qemu_plugin::sys::qemu_plugin_scoreboard_new(8 * MaintOp::COUNT) };
-        let counters = std::array::from_fn(|i| PluginU64 { score, offset: 8 * i });
-        let state = Arc::new(State { counters, out: Mutex::new(out) });
-        let s = state.clone();
-        qemu_plugin_register_atexit_cb(id, move |_| s.at_exit())?;
-        self.state = Some(state);
-        Ok(())
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl HasCallbacks for InsnCount {
-    fn on_translation_block_translate(&mut self, _id: PluginId, tb: TranslationBlock) -> qemu_plugin::Result<()> {
-        let Some(state) = &self.state else { return Ok(()) };
-        for insn in tb.instructions() {
-            let mut word = [0u8; 4];
-            if insn.read_data(&mut word) != 4 {
-                continue;
-            }
-            if let Some(op) = MaintOp::decode(u32::from_le_bytes(word)) {
-                qemu_plugin_register_vcpu_insn_exec_inline_per_vcpu(
-                    insn,
-                    PluginOp::QEMU_PLUGIN_INLINE_ADD_U64,
-                    state.counters[op.index()],
-                    1,
-                );
-            }
+    fn words(w: &[&str]) -> Vec<String> {
+        w.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn out_is_the_only_argument_given_once() {
+        assert_eq!(out_path(&[]), Ok(None));
+        assert_eq!(out_path(&words(&["out=/tmp/x"])), Ok(Some("/tmp/x".into())));
+        assert!(out_path(&words(&["out="])).unwrap_err().contains("given once"));
+        assert!(out_path(&words(&["out=a", "out=b"])).unwrap_err().contains("given once"));
+        assert!(out_path(&words(&["verbose=1"])).unwrap_err().contains("unknown argument 'verbose=1'"));
+    }
+
+    #[test]
+    fn the_exit_line_names_every_operation_in_order() {
+        let line = counts_line(|op| op.index() as u64 * 10);
+        let fields: Vec<&str> = line.split(' ').collect();
+        assert_eq!(fields[0], "insn-count");
+        assert_eq!(fields.len(), 1 + MaintOp::COUNT);
+        for (i, op) in MaintOp::ALL.into_iter().enumerate() {
+            assert_eq!(fields[1 + i], format!("{}={}", op.name(), op.index() * 10));
         }
-        Ok(())
     }
 }
-
-register!(InsnCount::default());
