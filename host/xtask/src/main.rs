@@ -15,6 +15,7 @@
 //! cachescope-xtask lava-jobs [--board B]… [--args "KERNEL ARGS"] [--base-url URL] --out DIR
 //! cachescope-xtask lava-device [--board B] --out DIR
 //! cachescope-xtask lava-check --log LAVA_RUN_LOG [--must-fail NAME]…
+//! cachescope-xtask script-help [--timeout S]
 //! ```
 //!
 //! Environment of `catalogue`: CS_GROUP (rows of one group), CS_ROWS (row names matching a
@@ -37,6 +38,7 @@ mod observe;
 mod records;
 mod results;
 mod run;
+mod scripthelp;
 mod yaml;
 
 use std::path::{Path, PathBuf};
@@ -182,6 +184,14 @@ enum Command {
         /// A case that must be in LAVA's results as fail (repeatable).
         #[arg(long, value_name = "NAME")]
         must_fail: Vec<String>,
+    },
+    /// Every script under scripts/ answers `--help` and `-h`: exit 0, a usage line on stdout,
+    /// and nothing written (run in a scratch copy of the repository whose listing is compared
+    /// before and after each call). Exit 1 naming each script that does not.
+    ScriptHelp {
+        /// Seconds a call may take before it counts as having started its job (and is killed).
+        #[arg(long, default_value_t = 10)]
+        timeout: u64,
     },
     /// Print one key of one board (arrays: one item per line), for shell scripts.
     BoardValue {
@@ -490,6 +500,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 say(&format!("{} {} {what}", if *ok { "ok" } else { "not ok" }, i + 1));
             }
             say(&format!("# hazards: {} ok, {bad} not ok ({} and {})", findings.len() - bad, log.display(), model.display()));
+            if bad == 0 {
+                Ok(())
+            } else {
+                Err(Failure::Quiet)
+            }
+        }
+        Command::ScriptHelp { timeout } => {
+            let findings = scripthelp::check(&repo_root(), std::time::Duration::from_secs(timeout)).map_err(usage)?;
+            let bad = findings.iter().filter(|(ok, _)| !ok).count();
+            for (i, (ok, what)) in findings.iter().enumerate() {
+                say(&format!("{} {} {what}", if *ok { "ok" } else { "not ok" }, i + 1));
+            }
+            say(&format!("# script-help: {} ok, {bad} not ok (every script under scripts/, --help and -h)", findings.len() - bad));
             if bad == 0 {
                 Ok(())
             } else {
