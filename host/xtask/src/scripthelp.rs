@@ -161,12 +161,19 @@ fn verdict(script: &str, c: &Call, wrote: &[String]) -> Option<String> {
         why.push("still running at the timeout (killed): it started its job".to_string());
     } else if c.code != Some(0) {
         let last = c.stderr.lines().chain(c.stdout.lines()).rfind(|l| !l.trim().is_empty()).unwrap_or("").trim();
-        why.push(format!("exit status {}{}", c.code.map_or("none".into(), |n| n.to_string()), if last.is_empty() { String::new() } else { format!(" ({last})") }));
+        why.push(format!(
+            "exit status {}{}",
+            c.code.map_or("none".into(), |n| n.to_string()),
+            if last.is_empty() { String::new() } else { format!(" ({last})") }
+        ));
     }
     let first = c.stdout.lines().next().unwrap_or("");
     let usage = format!("scripts/{script}");
     if first != usage && !first.starts_with(&format!("{usage} ")) {
-        why.push(format!("standard output does not start with a usage line 'scripts/{script} …' (got '{}')", first.chars().take(60).collect::<String>()));
+        why.push(format!(
+            "standard output does not start with a usage line 'scripts/{script} …' (got '{}')",
+            first.chars().take(60).collect::<String>()
+        ));
     }
     if !wrote.is_empty() {
         let shown: Vec<&str> = wrote.iter().take(3).map(String::as_str).collect();
