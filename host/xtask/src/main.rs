@@ -12,7 +12,7 @@
 //! cachescope-xtask board-of FILE
 //! cachescope-xtask board-value BOARD KEY
 //! cachescope-xtask qemu-board ELF
-//! cachescope-xtask lava-jobs [--board B]… [--args "KERNEL ARGS"] [--base-url URL] --out DIR
+//! cachescope-xtask lava-jobs [--board B]… [--args "KERNEL ARGS"] --base-url URL --out DIR
 //! cachescope-xtask lava-device [--board B] --out DIR
 //! cachescope-xtask lava-check --log LAVA_RUN_LOG [--must-fail NAME]…
 //! cachescope-xtask script-help [--timeout S]
@@ -151,8 +151,9 @@ enum Command {
         /// Kernel arguments (QEMU: -append; Pi: they must be in the card's cmdline.txt, see docs/lava.md).
         #[arg(long, value_name = "KERNEL ARGS", default_value = "")]
         args: String,
-        /// Where the artefacts are served: BASE/BOARD/cachescope.elf, BASE/BOARD/cachescope-BOARD.img
-        /// (default: file://REPO/target/lava/artefacts).
+        /// Where the artefacts are served: BASE/BOARD/cachescope.elf, BASE/BOARD/cachescope-BOARD.img.
+        /// Required: there is no default, as no path of this machine is one a lab can fetch
+        /// (a local run passes file:///…, as scripts/lava-local does).
         #[arg(long, value_name = "URL")]
         base_url: Option<String>,
         /// Output directory.
@@ -425,7 +426,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
             } else {
                 board.iter().map(|b| boards::find(&all, b)).collect::<Result<_, _>>().map_err(usage)?
             };
-            let base_url = base_url.unwrap_or_else(|| format!("file://{}/target/lava/artefacts", repo_root().display()));
+            let base_url = base_url.filter(|u| !u.trim().is_empty()).ok_or_else(|| {
+                usage(
+                    "lava-jobs needs --base-url URL: where the lab's worker downloads BOARD/cachescope.elf and \
+                     BOARD/cachescope-BOARD.img (e.g. https://files.example.org/cachescope; for a local lava-run \
+                     file:///ABSOLUTE/DIR). No job was written.",
+                )
+            })?;
             let opts = lava::JobOptions { args, base_url };
             mkdir(&out)?;
             for b in chosen {
