@@ -27,4 +27,5 @@ pub mod report;
 pub mod runinfo;
 pub mod summary;
 pub mod svg;
+pub mod times;
 pub mod xml;

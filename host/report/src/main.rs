@@ -7,7 +7,7 @@
 use cachescope_report::compare::{self, Baseline};
 use cachescope_report::input::{Error, Log};
 use cachescope_report::runinfo::RunInfo;
-use cachescope_report::{capture, console, extract, junit, ktap, metrics::Metric, model, records, report, summary};
+use cachescope_report::{capture, console, extract, junit, ktap, metrics::Metric, model, records, report, summary, times};
 use clap::{ArgGroup, Args, Parser, Subcommand};
 use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
@@ -195,6 +195,10 @@ struct JunitArgs {
     /// QEMU version the log was made with (a suite property).
     #[arg(long, value_name = "VERSION", env = "CS_QEMU_VERSION")]
     qemu_version: Option<String>,
+    /// The log's line arrival times, for the `time` attributes (default: FILE.times when it
+    /// exists, as the catalogue runner writes it beside each row's log).
+    #[arg(long, value_name = "FILE.times")]
+    times: Option<String>,
 }
 
 #[derive(Args)]
@@ -457,7 +461,32 @@ fn junit_cmd(a: &JunitArgs, quiet: bool) -> Result<(), Fail> {
     warn_if_invalid(&log);
     let (recs, _) = records::extract(&log);
     let run = RunInfo::from_log(&log, &recs, a.qemu_version.as_deref());
-    let r = junit::build(&log, &run);
+    // Line arrival times: given (must fit the log), else the sidecar beside the log if any.
+    let (times_path, given) = match &a.times {
+        Some(p) => (Some(p.clone()), true),
+        None if a.file != "-" => (Some(times::sidecar(&a.file)).filter(|p| std::path::Path::new(p).is_file()), false),
+        None => (None, false),
+    };
+    let times = match &times_path {
+        None => {
+            if !quiet {
+                note!("junit: {}: no line arrival times ({}): the XML has no time attributes", log.name, times::sidecar(&a.file));
+            }
+            None
+        }
+        Some(p) => {
+            let parsed = std::fs::read_to_string(p).map_err(|e| e.to_string()).and_then(|t| times::LineTimes::parse(&t, log.lines.len()));
+            match parsed {
+                Ok(t) => Some(t),
+                Err(e) if given => return Err(Fail(2, format!("{p}: {e}"))),
+                Err(e) => {
+                    note!("cachescope-report: warning: {p}: {e}: the XML has no time attributes");
+                    None
+                }
+            }
+        }
+    };
+    let r = junit::build(&log, &run, times.as_ref());
     if r.suites.is_empty() {
         return Err(Fail(2, format!("{}: no KTAP results to report (no 'KTAP version 1' line?)", log.name)));
     }
