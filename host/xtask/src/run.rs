@@ -144,6 +144,16 @@ pub struct Outcome {
     pub log: PathBuf,
 }
 
+/// A row's console stream as it arrived.
+struct Captured {
+    /// scripts/qemu-run's exit status (`None`: killed by a signal).
+    code: Option<i32>,
+    /// Everything it printed (stdout and stderr, one pipe).
+    bytes: Vec<u8>,
+    /// Seconds since the row started at which each line arrived.
+    arrived: Vec<f64>,
+}
+
 /// Where and how rows run.
 #[derive(Clone, Debug)]
 pub struct Runner {
@@ -171,7 +181,7 @@ impl Runner {
         let start = Instant::now();
         // One pipe for stdout and stderr, read to its end: as with `2>&1 | tr -d '\r' >LOG`, output
         // of processes that outlive scripts/qemu-run (its stderr tee) is still in the log.
-        let run = || -> Result<(Option<i32>, Vec<u8>, Vec<f64>), String> {
+        let run = || -> Result<Captured, String> {
             let (mut reader, writer) = std::io::pipe().map_err(|e| format!("cannot make a pipe: {e}"))?;
             let err = writer.try_clone().map_err(|e| e.to_string())?;
             let mut cmd = Command::new(self.root.join("scripts/qemu-run"));
@@ -203,10 +213,10 @@ impl Runner {
                 arrived.push(start.elapsed().as_secs_f64());
             }
             let st = child.wait().map_err(|e| format!("waiting for scripts/qemu-run: {e}"))?;
-            Ok((st.code(), bytes, arrived))
+            Ok(Captured { code: st.code(), bytes, arrived })
         };
         let (status, text, arrived) = match run() {
-            Ok((code, bytes, arrived)) => (Ok(code), String::from_utf8_lossy(&bytes).replace('\r', ""), arrived),
+            Ok(c) => (Ok(c.code), String::from_utf8_lossy(&c.bytes).replace('\r', ""), c.arrived),
             Err(e) => (Err(e), String::new(), Vec::new()),
         };
         let secs = start.elapsed().as_secs_f64();
