@@ -221,6 +221,9 @@ struct CaptureArgs {
     /// Do not print the digest at the end.
     #[arg(long)]
     no_summary: bool,
+    /// Where to write each line's arrival time (default: LOG.times; with `--out -` only when given).
+    #[arg(long, value_name = "FILE")]
+    times: Option<String>,
     /// List the serial ports of this machine and exit.
     #[arg(short, long, conflicts_with_all = ["device", "out", "echo"])]
     list: bool,
@@ -565,6 +568,13 @@ fn capture_cmd(a: &CaptureArgs, quiet: bool) -> Result<(), Fail> {
         } else {
             out(&text)?;
         }
+    }
+    // The lines' arrival times (JUnit `time`): LOG.times beside the log, or --times FILE.
+    let times_path = a.times.clone().or_else(|| (o != "-").then(|| times::sidecar(o)));
+    if let Some(path) = times_path {
+        std::fs::File::create(&path)
+            .and_then(|mut f| times::LineTimes(got.arrived.clone()).write(&mut f))
+            .map_err(|e| Error(format!("{path}: cannot write: {e}")))?;
     }
     if got.saw_end {
         if !quiet {
