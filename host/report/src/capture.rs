@@ -42,12 +42,16 @@ pub struct Options {
 /// What a capture read.
 #[derive(Debug, Clone)]
 pub struct Captured {
-    /// Every byte read, as received.
+    /// Every byte read, as received, up to the end of the `end` record's line.
     pub bytes: Vec<u8>,
     /// Whether the `end` record arrived (otherwise the timeout ended the capture).
     pub saw_end: bool,
     /// How long the capture took.
     pub elapsed: Duration,
+    /// Seconds since the capture started at which each line arrived (the read that brought its
+    /// newline; a last line without one: the read that brought its last byte), for
+    /// [`crate::times`].
+    pub arrived: Vec<f64>,
 }
 
 /// Baud rates accepted by `--baud` (the standard rates both Linux and macOS can set).
@@ -218,7 +222,8 @@ fn scan_for_end(bytes: &[u8], mut from: usize) -> (bool, usize) {
 }
 
 /// Reads `path` until the `end` record or `opts.timeout`. Everything read is also written to
-/// `sink` as it arrives (so a log file survives an interrupted capture).
+/// `sink` as it arrives (so a log file survives an interrupted capture), up to the end of the
+/// `end` record's line: the log and its arrival times end there.
 pub fn capture(path: &Path, opts: &Options, sink: &mut dyn Write) -> Result<Captured> {
     let name = path.display().to_string();
     check_baud(opts.baud)?;
@@ -241,16 +246,24 @@ pub fn capture(path: &Path, opts: &Options, sink: &mut dyn Write) -> Result<Capt
     let mut bytes = Vec::new();
     let mut scanned = 0;
     let mut buf = [0u8; 4096];
+    let (mut arrived, mut last_read) = (Vec::new(), 0.0);
+    let done = |bytes: Vec<u8>, mut arrived: Vec<f64>, last_read: f64, saw_end: bool| {
+        if bytes.last().is_some_and(|&b| b != b'\n') {
+            arrived.push(last_read);
+        }
+        Captured { bytes, saw_end, elapsed: start.elapsed(), arrived }
+    };
     loop {
         let now = Instant::now();
         if now >= deadline {
-            return Ok(Captured { bytes, saw_end: false, elapsed: start.elapsed() });
+            return Ok(done(bytes, arrived, last_read, false));
         }
         let wait = (deadline - now).min(Duration::from_millis(100));
         let n = read_some(&mut src, &mut buf, wait, &name)?;
         if n == 0 {
             continue;
         }
+        let chunk_start = bytes.len();
         bytes.extend_from_slice(&buf[..n]);
         if bytes.len() as u64 > crate::input::MAX_INPUT {
             return Err(Error(format!(
@@ -258,11 +271,18 @@ pub fn capture(path: &Path, opts: &Options, sink: &mut dyn Write) -> Result<Capt
                 crate::input::MAX_INPUT >> 20
             )));
         }
-        sink.write_all(&buf[..n]).and_then(|_| sink.flush()).map_err(|e| Error(format!("writing the log: {e}")))?;
         let (end, next) = scan_for_end(&bytes, scanned);
         scanned = next;
         if end {
-            return Ok(Captured { bytes, saw_end: true, elapsed: start.elapsed() });
+            // What came in the same read after the end record's line is not part of the run.
+            bytes.truncate(next);
+        }
+        let kept = &bytes[chunk_start..];
+        last_read = start.elapsed().as_secs_f64();
+        arrived.extend(kept.iter().filter(|&&b| b == b'\n').map(|_| last_read));
+        sink.write_all(kept).and_then(|_| sink.flush()).map_err(|e| Error(format!("writing the log: {e}")))?;
+        if end {
+            return Ok(done(bytes, arrived, last_read, true));
         }
     }
 }
@@ -290,15 +310,23 @@ mod tests {
     fn regular_file_stand_in() {
         let p = std::env::temp_dir().join(format!("cs-capture-file-{}.log", std::process::id()));
         std::fs::write(&p, LOG).unwrap();
-        let got = capture(&p, &opts(5000), &mut std::io::sink()).unwrap();
+        let mut saved = Vec::new();
+        let got = capture(&p, &opts(5000), &mut saved).unwrap();
         assert!(got.saw_end);
-        assert_eq!(got.bytes, LOG);
+        // Read in one piece: what follows the end record's line ("# Totals") is left out.
+        let through_end = &LOG[..LOG.len() - b"# Totals\r\n".len()];
+        assert_eq!(got.bytes, through_end);
+        assert_eq!(saved, through_end);
+        assert_eq!(got.arrived.len(), 4);
         assert!(got.elapsed < Duration::from_secs(2));
         std::fs::write(&p, b"KTAP version 1\r\n1..1\r\n").unwrap();
         let got = capture(&p, &opts(300), &mut std::io::sink()).unwrap();
         assert!(!got.saw_end);
         assert_eq!(got.bytes, b"KTAP version 1\r\n1..1\r\n");
+        assert_eq!(got.arrived.len(), 2);
         assert!(got.elapsed >= Duration::from_millis(300));
+        std::fs::write(&p, b"KTAP version 1\r\n1..1").unwrap();
+        assert_eq!(capture(&p, &opts(100), &mut std::io::sink()).unwrap().arrived.len(), 2, "a last line without newline has a time");
         std::fs::remove_file(p).unwrap();
     }
 
@@ -321,6 +349,9 @@ mod tests {
         let got = capture(&slave_path, &opts(5000), &mut echo).unwrap();
         let _master = writer.join().unwrap();
         assert!(got.saw_end, "{:?}", String::from_utf8_lossy(&got.bytes));
+        let lines = crate::input::Log::from_bytes("pty", &got.bytes).lines.len();
+        assert_eq!(got.arrived.len(), lines, "one arrival time per line");
+        assert!(got.arrived.windows(2).all(|w| w[0] <= w[1]));
         // Raw mode: CRLF arrives unchanged (no ICRNL/ONLCR translation), nothing is lost.
         let end_line: &[u8] = b"# cs: {\"record\":\"end\",\"passed\":0,\"failed\":0,\"skipped\":0}\r\n";
         assert!(

@@ -15,8 +15,18 @@
 //!   suite's last result (its totals line) go to the suite's `<system-out>`. A case's
 //!   diagnostics are its `<system-out>`; its `metric` records are also `<properties>`
 //!   (`metric key` → median).
-//! - Suite `<properties>`: the run parameters ([`RunInfo`]: `args`, `cpu`, `machine`, `timer`, …)
-//!   and the number of records of each kind printed inside the suite (`records.metric`, …).
+//! - Property names are unique in the whole document (consumers such as xunitparser merge every
+//!   suite's properties into one table and refuse a repeated name): the run parameters
+//!   ([`RunInfo`]: `run.args`, `run.cpu`, `run.machine`, `run.timer`, …) are properties of the
+//!   first suite only, as they describe the one run; each suite's own properties are the number
+//!   of records of each kind printed inside it, named after the suite (`cache.records.metric`).
+//! - `time` (seconds) on every `<testcase>`, `<testsuite>` and on `<testsuites>`, from the host's
+//!   arrival time of each line ([`LineTimes`], the `LOG.times` the catalogue runner writes): a
+//!   case's time runs from the previous result line of its suite (or the suite's first line) to
+//!   its own result line — its diagnostics come before its result, so that is the span in which
+//!   it ran; a suite's from its first line to its last; the document's from the first KTAP line
+//!   to the last line. Without arrival times there is no `time` attribute (nothing is
+//!   invented from the guest's clock, which under `-icount` counts instructions).
 //! - A suite cut short (crash, hang, capture timeout) gets one `<error>` test case saying how
 //!   many planned results are missing, so the CI shows the run as broken.
 //!
@@ -27,6 +37,7 @@ use crate::ktap::{self, Directive};
 use crate::metrics::{sig, Metric};
 use crate::records::{self, Record};
 use crate::runinfo::RunInfo;
+use crate::times::LineTimes;
 use crate::xml::escape;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -63,6 +74,8 @@ pub struct Case {
     pub output: Vec<String>,
     /// `metric key` → median of its metric records.
     pub properties: Vec<(String, String)>,
+    /// Seconds from the previous result line (or the suite's start) to its result line.
+    pub time: Option<f64>,
 }
 
 /// One test suite.
@@ -74,8 +87,10 @@ pub struct Suite {
     pub cases: Vec<Case>,
     /// Diagnostics after its last result.
     pub output: Vec<String>,
-    /// Properties (run parameters, record counts).
+    /// Properties (the run parameters on the first suite, record counts).
     pub properties: Vec<(String, String)>,
+    /// Seconds from its first line to its last.
+    pub time: Option<f64>,
 }
 
 impl Suite {
@@ -89,6 +104,8 @@ impl Suite {
 pub struct Report {
     /// The suites in log order.
     pub suites: Vec<Suite>,
+    /// Seconds from the first KTAP line to the last line of the log.
+    pub time: Option<f64>,
 }
 
 /// Totals over all suites, in JUnit's terms.
@@ -128,10 +145,14 @@ struct Frame {
     pending_records: Vec<Record>,
     cases: Vec<Case>,
     kinds: BTreeMap<String, usize>,
+    /// Arrival time of its first line, of its last result (or first line), of its last line.
+    started: Option<f64>,
+    last_result: Option<f64>,
+    last_line: Option<f64>,
 }
 
 impl Frame {
-    fn new(depth: usize, name: Option<String>) -> Frame {
+    fn new(depth: usize, name: Option<String>, at: Option<f64>) -> Frame {
         Frame {
             depth,
             name,
@@ -141,8 +162,23 @@ impl Frame {
             pending_records: Vec::new(),
             cases: Vec::new(),
             kinds: BTreeMap::new(),
+            started: at,
+            last_result: at,
+            last_line: at,
         }
     }
+
+    /// A line at `at` belongs to this frame.
+    fn saw(&mut self, at: Option<f64>) {
+        if at.is_some() {
+            self.last_line = at;
+        }
+    }
+}
+
+/// Seconds from `from` to `to`, when both are known.
+fn span(from: Option<f64>, to: Option<f64>) -> Option<f64> {
+    Some((to? - from?).max(0.0))
 }
 
 fn split_depth(text: &str) -> (usize, &str) {
@@ -170,16 +206,19 @@ fn failure_of(r: &ktap::ResultLine<'_>, diags: &[String]) -> Outcome {
     Outcome::Failed { message, kind: kind.to_string() }
 }
 
-/// Builds the JUnit report of `log`; `run` becomes every suite's properties.
-pub fn build(log: &Log, run: &RunInfo) -> Report {
+/// Builds the JUnit report of `log`; `run` becomes the first suite's properties; `times` (the
+/// log's line arrival times, if any) give the `time` attributes.
+pub fn build(log: &Log, run: &RunInfo, times: Option<&LineTimes>) -> Report {
     let start = ktap::validate(log, ktap::Options { allow_unknown: true }).start;
     let base = log.name.rsplit('/').next().unwrap_or(&log.name);
     let top_name = base.strip_suffix(".log").unwrap_or(base).to_string();
     let mut suites = Vec::new();
     let Some(start) = start else {
-        return Report { suites };
+        return Report { suites, time: None };
     };
-    let mut stack = vec![Frame::new(0, None)];
+    let at = |no: usize| times.and_then(|t| t.at(no));
+    let start_at = at(log.lines[start].no);
+    let mut stack = vec![Frame::new(0, None, start_at)];
     let mut subtest_name: Option<(usize, String)> = None;
     let mut run_props: Vec<(String, String)> = Vec::new();
     if let Value::Object(o) = run.to_json() {
@@ -198,33 +237,42 @@ pub fn build(log: &Log, run: &RunInfo) -> Report {
                     outcome: Outcome::Missing(what),
                     output: f.pending.clone(),
                     properties: Vec::new(),
+                    time: span(f.last_result, f.last_line),
                 });
             }
         }
         if cases.is_empty() {
             return;
         }
-        let mut properties = run_props.clone();
-        for (k, n) in &f.kinds {
-            properties.push((format!("records.{k}"), n.to_string()));
-        }
         let name = if path.is_empty() { top_name.clone() } else { path.join(".") };
-        suites.push(Suite { name, cases, output: if f.results < f.plan.unwrap_or(0) { Vec::new() } else { f.pending }, properties });
+        let properties = f.kinds.iter().map(|(k, n)| (format!("{name}.records.{k}"), n.to_string())).collect();
+        let output = if f.results < f.plan.unwrap_or(0) { Vec::new() } else { f.pending };
+        suites.push(Suite { name, cases, output, properties, time: span(f.started, f.last_line) });
     };
     let path_of = |stack: &[Frame]| -> Vec<String> { stack.iter().skip(1).map(|f| f.name.clone().unwrap_or_else(|| "?".into())).collect() };
+    // Arrival time of a `# Subtest:` line that comes before its version line (the suite's start).
+    let mut subtest_at: Option<f64> = None;
     for l in &log.lines[start + 1..] {
+        let now = at(l.no);
         let (depth, content) = split_depth(&l.text);
         let content = content.trim_end();
         if content == "KTAP version 1" {
-            let name = subtest_name.take().filter(|(d, _)| *d == depth).map(|(_, n)| n);
-            stack.push(Frame::new(depth, name));
+            let named = subtest_name.take().filter(|(d, _)| *d == depth);
+            let began = if named.is_some() { subtest_at.take().or(now) } else { now };
+            stack.push(Frame::new(depth, named.map(|(_, n)| n), began));
             continue;
         }
         if let Some(name) = content.strip_prefix("# Subtest:") {
             let name = name.trim().to_string();
             match stack.last_mut() {
-                Some(top) if top.depth == depth && top.depth > 0 && top.name.is_none() && top.results == 0 => top.name = Some(name),
-                _ => subtest_name = Some((depth, name)),
+                Some(top) if top.depth == depth && top.depth > 0 && top.name.is_none() && top.results == 0 => {
+                    top.name = Some(name);
+                    top.saw(now);
+                }
+                _ => {
+                    subtest_name = Some((depth, name));
+                    subtest_at = now;
+                }
             }
             continue;
         }
@@ -244,6 +292,7 @@ pub fn build(log: &Log, run: &RunInfo) -> Report {
             closed_child = true;
         }
         let top = stack.last_mut().expect("the top frame stays");
+        top.saw(now);
         if let Some(p) = content.strip_prefix("1..") {
             if top.plan.is_none() {
                 top.plan = p.trim().parse().ok();
@@ -255,6 +304,7 @@ pub fn build(log: &Log, run: &RunInfo) -> Report {
                 top.results += 1;
                 top.pending.clear();
                 top.pending_records.clear();
+                top.last_result = now.or(top.last_result);
             }
             Some(Ok(r)) => {
                 top.results += 1;
@@ -271,7 +321,9 @@ pub fn build(log: &Log, run: &RunInfo) -> Report {
                     .filter_map(|x| Metric::from_record(x).ok())
                     .map(|(m, _)| (m.key.to_string(), m.median.map_or("null".into(), |v| sig(v, 6))))
                     .collect();
-                top.cases.push(Case { name: r.description.to_string(), line: l.no, outcome, output: diags, properties });
+                let time = span(top.last_result, now);
+                top.last_result = now.or(top.last_result);
+                top.cases.push(Case { name: r.description.to_string(), line: l.no, outcome, output: diags, properties, time });
             }
             Some(Err(_)) | None => {
                 if let Some(Ok(obj)) = records::parse_line(content) {
@@ -297,7 +349,17 @@ pub fn build(log: &Log, run: &RunInfo) -> Report {
     }
     // Top-level leaf results were pushed last; keep log order by line.
     suites.sort_by_key(|s| s.cases.iter().map(|c| c.line).filter(|&l| l > 0).min().unwrap_or(usize::MAX));
-    Report { suites }
+    // The run's parameters once, on the first suite (unique property names in the document).
+    if let Some(first) = suites.first_mut() {
+        first.properties.splice(0..0, run_props);
+    }
+    let time = span(start_at, log.lines.last().and_then(|l| at(l.no)));
+    Report { suites, time }
+}
+
+/// ` time="S.SSS"` when known.
+fn time_attr(t: Option<f64>) -> String {
+    t.map(|t| format!(" time=\"{t:.3}\"")).unwrap_or_default()
 }
 
 fn properties(out: &mut String, indent: &str, props: &[(String, String)]) {
@@ -318,22 +380,27 @@ impl Report {
         let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
         let _ = writeln!(
             out,
-            "<testsuites name=\"cachescope\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">",
-            t.tests, t.failures, t.errors, t.skipped
+            "<testsuites name=\"cachescope\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\"{}>",
+            t.tests,
+            t.failures,
+            t.errors,
+            t.skipped,
+            time_attr(self.time)
         );
         for s in &self.suites {
             let name = escape(&s.name, true);
             let _ = writeln!(
                 out,
-                "  <testsuite name=\"{name}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">",
+                "  <testsuite name=\"{name}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\"{}>",
                 s.cases.len(),
                 s.count(|o| matches!(o, Outcome::Failed { .. })),
                 s.count(|o| matches!(o, Outcome::Missing(_))),
-                s.count(|o| matches!(o, Outcome::Skipped(_)))
+                s.count(|o| matches!(o, Outcome::Skipped(_))),
+                time_attr(s.time)
             );
             properties(&mut out, "    ", &s.properties);
             for c in &s.cases {
-                let _ = write!(out, "    <testcase classname=\"{name}\" name=\"{}\"", escape(&c.name, true));
+                let _ = write!(out, "    <testcase classname=\"{name}\" name=\"{}\"{}", escape(&c.name, true), time_attr(c.time));
                 if c.outcome == Outcome::Passed && c.output.is_empty() && c.properties.is_empty() {
                     out.push_str("/>\n");
                     continue;
@@ -379,7 +446,7 @@ mod tests {
 
     fn report(text: &str) -> Report {
         let log = Log::from_bytes("run.log", text.as_bytes());
-        build(&log, &RunInfo::default())
+        build(&log, &RunInfo::default(), None)
     }
 
     const LOG: &str = "noise\nKTAP version 1\n1..2\n  KTAP version 1\n  # Subtest: boot\n  1..3\n  # report line\n  ok 1 a\n  # FAIL: x == 1 <&> \u{1b}[31m\n  # more\n  not ok 2 b\n  ok 3 c # SKIP no PMU\n  # boot: pass:1 fail:1 skip:1\nnot ok 1 boot\n  KTAP version 1\n  # Subtest: mmu\n  1..1\n  # cs: {\"record\":\"metric\",\"bench\":\"x\",\"variant\":\"v\",\"attr\":\"wb\",\"bytes\":64,\"reps\":1,\"min\":1,\"median\":2,\"max\":3,\"mad\":0,\"unit\":\"ns\",\"source\":\"cntvct\",\"emulated\":true}\n  not ok 1 fault # TODO known\nok 2 mmu\n";
@@ -397,11 +464,51 @@ mod tests {
         let mmu = &r.suites[1];
         assert_eq!(mmu.cases[0].outcome, Outcome::Passed, "TODO counts as passed, as in KTAP's counts");
         assert_eq!(mmu.cases[0].properties, [("x/v/wb/64 [cntvct ns]".to_string(), "2".to_string())]);
-        assert_eq!(mmu.properties, [("records.metric".to_string(), "1".to_string())]);
+        assert_eq!(mmu.properties, [("mmu.records.metric".to_string(), "1".to_string())]);
         let xml = r.to_xml();
         assert!(xml.contains("<failure message=\"x == 1 &lt;&amp;&gt; \\x1b[31m\" type=\"check\">"), "{xml}");
         assert!(xml.contains("<skipped message=\"no PMU\"/>"), "{xml}");
         assert!(!xml.chars().any(|c| (c as u32) < 0x20 && c != '\n'), "{xml}");
+    }
+
+    #[test]
+    fn property_names_are_unique_in_the_document() {
+        // xunitparser keeps one property table for the whole file and refuses a repeated name.
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/qemu-real.log");
+        let log = Log::from_bytes(path, &std::fs::read(path).unwrap());
+        let (recs, _) = records::extract(&log);
+        let r = build(&log, &RunInfo::from_log(&log, &recs, Some("10.0.2")), None);
+        assert_eq!(r.suites.len(), 4);
+        let names: Vec<&str> = r.suites.iter().flat_map(|s| s.properties.iter().map(|(k, _)| k.as_str())).collect();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        assert!(r.suites[0].properties.iter().any(|(k, v)| k == "run.qemu" && v == "10.0.2"), "the run's parameters, once");
+        assert!(r.suites[1..].iter().all(|s| s.properties.iter().all(|(k, _)| k.starts_with(&format!("{}.records.", s.name)))));
+    }
+
+    #[test]
+    fn times_come_from_the_line_arrival_times() {
+        // LOG's 20 lines: 2 the KTAP line, 4 boot's version line, 8/11/12 its results a/b/c,
+        // 13 its totals, 14 its result in the parent, 20 the last. Line k arrives at k seconds,
+        // except that case b (line 11) took 9 s more: it and every later line arrive 9 s later.
+        let log = Log::from_bytes("run.log", LOG.as_bytes());
+        let n = log.lines.len();
+        assert_eq!(n, 20);
+        let t: Vec<f64> = (1..=n).map(|k| if k >= 11 { k as f64 + 9.0 } else { k as f64 }).collect();
+        let r = build(&log, &RunInfo::default(), Some(&LineTimes(t)));
+        let boot = &r.suites[0];
+        let case_times: Vec<Option<f64>> = boot.cases.iter().map(|c| c.time).collect();
+        // a: from the suite's first line (4) to its result (8); b: 8 → 20; c: 20 → 21.
+        assert_eq!(case_times, [Some(4.0), Some(12.0), Some(1.0)]);
+        assert_eq!(boot.time, Some(22.0 - 4.0), "first line (4) to the totals line (13 → 22)");
+        assert_eq!(r.time, Some(29.0 - 2.0), "KTAP line (2) to the last line (20 → 29)");
+        let xml = r.to_xml();
+        assert!(xml.contains("<testcase classname=\"boot\" name=\"b\" time=\"12.000\">"), "{xml}");
+        assert!(xml.contains("<testsuite name=\"boot\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\" time=\"18.000\">"), "{xml}");
+        // Without arrival times, no time attribute at all (nothing invented).
+        assert!(!report(LOG).to_xml().contains("time="));
     }
 
     #[test]

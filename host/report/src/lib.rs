@@ -27,5 +27,6 @@ pub mod report;
 pub mod runinfo;
 pub mod summary;
 pub mod svg;
+pub mod times;
 pub mod verdict;
 pub mod xml;

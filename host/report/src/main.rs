@@ -7,7 +7,7 @@
 use cachescope_report::compare::{self, Baseline};
 use cachescope_report::input::{Error, Log};
 use cachescope_report::runinfo::RunInfo;
-use cachescope_report::{capture, console, extract, junit, ktap, metrics::Metric, model, records, report, summary, verdict};
+use cachescope_report::{capture, console, extract, junit, ktap, metrics::Metric, model, records, report, summary, times, verdict};
 use clap::{ArgGroup, Args, Parser, Subcommand};
 use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
@@ -213,6 +213,10 @@ struct JunitArgs {
     /// QEMU version the log was made with (a suite property).
     #[arg(long, value_name = "VERSION", env = "CS_QEMU_VERSION")]
     qemu_version: Option<String>,
+    /// The log's line arrival times, for the `time` attributes (default: FILE.times when it
+    /// exists, as the catalogue runner writes it beside each row's log).
+    #[arg(long, value_name = "FILE.times")]
+    times: Option<String>,
 }
 
 #[derive(Args)]
@@ -235,6 +239,9 @@ struct CaptureArgs {
     /// Do not print the digest at the end.
     #[arg(long)]
     no_summary: bool,
+    /// Where to write each line's arrival time (default: LOG.times; with `--out -` only when given).
+    #[arg(long, value_name = "FILE")]
+    times: Option<String>,
     /// List the serial ports of this machine and exit.
     #[arg(short, long, conflicts_with_all = ["device", "out", "echo"])]
     list: bool,
@@ -475,7 +482,32 @@ fn junit_cmd(a: &JunitArgs, quiet: bool) -> Result<(), Fail> {
     warn_if_invalid(&log);
     let (recs, _) = records::extract(&log);
     let run = RunInfo::from_log(&log, &recs, a.qemu_version.as_deref());
-    let mut r = junit::build(&log, &run);
+    // Line arrival times: given (must fit the log), else the sidecar beside the log if any.
+    let (times_path, given) = match &a.times {
+        Some(p) => (Some(p.clone()), true),
+        None if a.file != "-" => (Some(times::sidecar(&a.file)).filter(|p| std::path::Path::new(p).is_file()), false),
+        None => (None, false),
+    };
+    let times = match &times_path {
+        None => {
+            if !quiet {
+                note!("junit: {}: no line arrival times ({}): the XML has no time attributes", log.name, times::sidecar(&a.file));
+            }
+            None
+        }
+        Some(p) => {
+            let parsed = std::fs::read_to_string(p).map_err(|e| e.to_string()).and_then(|t| times::LineTimes::parse(&t, log.lines.len()));
+            match parsed {
+                Ok(t) => Some(t),
+                Err(e) if given => return Err(Fail(2, format!("{p}: {e}"))),
+                Err(e) => {
+                    note!("cachescope-report: warning: {p}: {e}: the XML has no time attributes");
+                    None
+                }
+            }
+        }
+    };
+    let mut r = junit::build(&log, &run, times.as_ref());
     if let Some(v) = verdict::recorded(recs.iter().map(|r| &r.obj)) {
         verdict::apply_to_junit(&mut r, &v);
     }
@@ -558,6 +590,13 @@ fn capture_cmd(a: &CaptureArgs, quiet: bool) -> Result<(), Fail> {
             out(&text)?;
         }
     }
+    // The lines' arrival times (JUnit `time`): LOG.times beside the log, or --times FILE.
+    let times_path = a.times.clone().or_else(|| (o != "-").then(|| times::sidecar(o)));
+    if let Some(path) = times_path {
+        std::fs::File::create(&path)
+            .and_then(|mut f| times::LineTimes(got.arrived.clone()).write(&mut f))
+            .map_err(|e| Error(format!("{path}: cannot write: {e}")))?;
+    }
     if got.saw_end {
         if !quiet {
             note!("capture: {} bytes in {secs:.1} s, end record seen; saved to {o}", got.bytes.len());
@@ -596,7 +635,7 @@ fn verdict_cmd(a: &VerdictArgs) -> Result<(), Fail> {
     let (run, _) = records::extract(&log);
     let (mrecs, _) = records::extract(&mlog);
     let v = verdict::judge(run.iter().map(|r| &r.obj), mrecs.iter().map(|r| &r.obj)).unwrap_or_else(verdict::Verdict::missing);
-    let cases = junit::build(&log, &RunInfo::default());
+    let cases = junit::build(&log, &RunInfo::default(), None);
     let case_of = |phase: &str| -> String {
         let needle = format!("\"record\":\"expect-hazard\",\"phase\":\"{phase}\"");
         cases

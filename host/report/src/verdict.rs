@@ -283,9 +283,11 @@ pub struct RecordedFinding {
 
 /// Folds a recorded verdict into JUnit results: the case that declared a failed phase fails
 /// with the finding (a mistake case passes only when its declared hazard was seen exactly); a
-/// failed phase no case declared becomes a failed case of a `sanitizer` suite, named by phase.
+/// failed phase no case declared becomes a failed case of a `sanitizer` suite, named by phase
+/// (judged after the run: a time of 0 s where the report has times).
 pub fn apply_to_junit(report: &mut crate::junit::Report, v: &Recorded) {
     use crate::junit::{Case, Outcome, Suite};
+    let time = report.time.map(|_| 0.0);
     let mut loose = Vec::new();
     for f in &v.findings {
         let message = format!("sanitizer: {}: {}", phase_name(&f.phase), f.what);
@@ -308,6 +310,7 @@ pub fn apply_to_junit(report: &mut crate::junit::Report, v: &Recorded) {
                 outcome: Outcome::Failed { message: message.clone(), kind: "sanitizer".into() },
                 output: vec![message],
                 properties: Vec::new(),
+                time,
             }),
         }
     }
@@ -320,10 +323,11 @@ pub fn apply_to_junit(report: &mut crate::junit::Report, v: &Recorded) {
             outcome: Outcome::Failed { message: message.clone(), kind: "sanitizer".into() },
             output: vec![message],
             properties: Vec::new(),
+            time,
         });
     }
     if !loose.is_empty() {
-        report.suites.push(Suite { name: "sanitizer".into(), cases: loose, output: Vec::new(), properties: Vec::new() });
+        report.suites.push(Suite { name: "sanitizer".into(), cases: loose, output: Vec::new(), properties: Vec::new(), time });
     }
 }
 

@@ -510,6 +510,38 @@ fn junit_round_trip_counts_equal_ktap_counts() {
 }
 
 #[test]
+fn junit_times_come_from_the_sidecar_beside_the_log() {
+    let t = Scratch::new("junit_times_come_from_the_sidecar_beside_the_log");
+    let text = std::fs::read_to_string(fixture("qemu-failing.log")).unwrap();
+    let log = t.path("row.log");
+    std::fs::write(&log, &text).unwrap();
+    let log = log.to_str().unwrap();
+    // No LOG.times: said on stderr, and no time attribute.
+    let o = run(&["junit", log, "-o", "-"]);
+    assert_code(&o, 0, &["no line arrival times"]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains(" time="));
+    // LOG.times (one time per line, 10 ms apart): every case, suite and the document get a time.
+    let n = text.lines().count();
+    let times: String = (0..n).map(|i| format!("{:.6}\n", i as f64 * 0.01)).collect();
+    std::fs::write(format!("{log}.times"), format!("# cachescope line times 1: test\n{times}")).unwrap();
+    let o = run(&["junit", log, "-o", "-"]);
+    assert_code(&o, 0, &[]);
+    let x = String::from_utf8_lossy(&o.stdout).into_owned();
+    let cases = x.matches("<testcase ").count();
+    assert!(cases > 0);
+    assert_eq!(x.lines().filter(|l| l.contains("<testcase ")).filter(|l| l.contains(" time=\"")).count(), cases, "{x}");
+    assert_eq!(x.lines().filter(|l| l.contains("<testsuite ")).filter(|l| !l.contains(" time=\"")).count(), 0, "{x}");
+    assert!(x.lines().any(|l| l.starts_with("<testsuites ") && l.contains(" time=\"")), "{x}");
+    // A sidecar of another log: a warning and no times; given explicitly: refused (status 2).
+    std::fs::write(format!("{log}.times"), format!("# cachescope line times 1: test\n{}", &times[..times.len() / 2])).unwrap();
+    let o = run(&["junit", log, "-o", "-"]);
+    assert_code(&o, 0, &["warning:", "made for another log?"]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains(" time="));
+    let times_path = format!("{log}.times");
+    assert_code(&run(&["junit", log, "--times", &times_path, "-o", "-"]), 2, &["made for another log?"]);
+}
+
+#[test]
 fn junit_escapes_control_characters_and_reports_a_cut_run() {
     let t = Scratch::new("junit_escapes_control_characters_and_reports_a_cut_run");
     let full = std::fs::read_to_string(fixture("qemu-failing.log")).unwrap();

@@ -9,7 +9,8 @@
 //!   scripts/mksdcard writes, `boot: method: minimal` (power on, read the serial console). The
 //!   Pi firmware then boots the card exactly as on a desk: no U-Boot in between (see docs/lava.md).
 //! - Both end in the same `test: monitors:` block: the KTAP output is watched between the first
-//!   `KTAP version 1` and the `end` record, and every result line becomes a LAVA test case.
+//!   `KTAP version 1` and the `end` record, and every leaf result line (not a suite's own
+//!   result line) becomes a LAVA test case.
 
 use serde_json::{json, Map, Value};
 
@@ -26,20 +27,31 @@ pub const MONITOR_START: &str = ktap::START;
 /// escaped).
 pub const MONITOR_END: &str = r#"# cs: \{"record":"end""#;
 
-/// One KTAP result line at any depth → `test_case_id` and `result`.
+/// One leaf KTAP result line at any depth → `test_case_id` and `result`; a suite's own result
+/// line is not matched, so each case is one LAVA test case (a failed case is not counted again
+/// as its failed suite).
 ///
-/// Read by Python's `re` through pexpect, on a stream that arrives in pieces:
-/// - `(?m)^[ ]*` anchors at a line start (pexpect compiles with DOTALL only);
-/// - the lookahead needs the whole line up to its newline before anything matches, so a name
-///   is never cut short by a partial read, and captures the name (up to a ` # ` directive);
-/// - then either `ok N name # ` is consumed and `result` is the `SKIP` that follows, or
-///   `result` is the line's own `not ok` / `ok`;
-/// - the rest of the line is consumed, so nothing in a SKIP reason can match again.
+/// A suite's result line is the one whose previous line is deeper (the suite's last line, its
+/// `# NAME: pass:… total:…` totals); a leaf's previous line is at its own depth or shallower
+/// (a diagnostic, the plan, the previous result). A regular expression on a stream cannot
+/// compare depths, so the pattern matches the previous line and the result line together:
+/// - `(?m)^(?P<indent>[ ]*)[^ \r\n][^\r\n]*\r*\n` is the previous line with its indentation
+///   (it must not be blank); it is consumed, the result line is not (it is only looked at, so
+///   it stays in pexpect's buffer as the previous line of the next result);
+/// - the first lookahead needs the whole result line up to its newline, indented at least as
+///   far as the previous line (`(?P=indent)[ ]*`), and captures the name (up to a ` # `
+///   directive): nothing matches before the line is complete, so a partial read never cuts a
+///   name short;
+/// - the second lookahead captures `result`: the `SKIP` of `ok N name # SKIP`, else the
+///   line's own `not ok` / `ok`.
+///
+/// A result line is therefore matched only as the line after a matched previous line: once
+/// as a result, once more as the previous line of the next match, never twice as a result.
+/// Read by Python's `re` through pexpect (which compiles with DOTALL only, hence `(?m)`).
 pub const MONITOR_PATTERN: &str = concat!(
-    r"(?m)^[ ]*",
-    r"(?=(?:not )?ok [0-9]+ (?:- )?(?P<test_case_id>[^#\r\n]*[^#\s])(?: +#[^\r\n]*)?\r*\n)",
-    r"(?:(?:not )?ok [0-9]+ [^#\r\n]* # (?=SKIP))?",
-    r"(?P<result>SKIP|not ok|ok)[^\r\n]*",
+    r"(?m)^(?P<indent>[ ]*)[^ \r\n][^\r\n]*\r*\n",
+    r"(?=(?P=indent)[ ]*(?:not )?ok [0-9]+ (?:- )?(?P<test_case_id>[^#\r\n]*[^#\s])(?: +#[^\r\n]*)?\r*\n)",
+    r"(?=(?P=indent)[ ]*(?:(?:not )?ok [0-9]+ [^#\r\n]* # (?=SKIP))?(?P<result>SKIP|not ok|ok))",
 );
 
 /// `result` group → LAVA result.
@@ -264,29 +276,36 @@ mod tests {
         let linux_order = "junk ok 7 not-a-line\r\nKTAP version 1\r\n1..2\r\n  KTAP version 1\r\n  # Subtest: boot\r\n  1..2\r\n  ok 1 runs-at-el1\r\n  ok 2 entry-above-el1 # SKIP entered at EL1: the EL2/EL3 drop path was not exercised\r\n  # boot: pass:1 fail:0 skip:1 total:2\r\nok 1 boot\r\n  # Subtest: selftest\r\n  KTAP version 1\r\n  1..2\r\n  # FAIL: unexpected exception: ok 3 fake # SKIP fake\r\n  not ok 1 unexpected-data-abort\r\n    ok 1 - deeper # SKIP why: ok 4 x\r\n  ok 2 runs-after-abort\r\nnot ok 2 selftest\r\n# cs: {\"record\":\"end\",\"passed\":2,\"failed\":1,\"skipped\":1}\r\nok 3 after-end\r\n";
         assert_eq!(
             monitor(linux_order),
-            pairs(&[
-                ("runs-at-el1", "pass"),
-                ("entry-above-el1", "skip"),
-                ("boot", "pass"),
-                ("unexpected-data-abort", "fail"),
-                ("deeper", "skip"),
-                ("runs-after-abort", "pass"),
-                ("selftest", "fail"),
-            ])
+            pairs(&[("runs-at-el1", "pass"), ("entry-above-el1", "skip"), ("unexpected-data-abort", "fail"), ("deeper", "skip"),]),
+            "leaf cases only: the suites' own lines (boot, selftest, and runs-after-abort, which closes \
+             the deeper level) are not test cases, and nothing after the end record counts"
         );
         // Plain \n line ends too.
-        assert_eq!(monitor(&linux_order.replace("\r\n", "\n")).len(), 7);
+        assert_eq!(monitor(&linux_order.replace("\r\n", "\n")).len(), 4);
     }
 
     #[test]
     fn pattern_waits_for_the_whole_line() {
         let re = Regex::new(MONITOR_PATTERN).unwrap();
-        assert!(re.captures("  ok 2 entry-above-el1 # SK").unwrap().is_none());
-        assert!(re.captures("  ok 2 entry-above-el1").unwrap().is_none());
-        let c = re.captures("  ok 2 entry-above-el1\n").unwrap().unwrap();
+        assert!(re.captures("  1..2\n  ok 2 entry-above-el1 # SK").unwrap().is_none());
+        assert!(re.captures("  1..2\n  ok 2 entry-above-el1").unwrap().is_none());
+        let c = re.captures("  1..2\n  ok 2 entry-above-el1\n").unwrap().unwrap();
         assert_eq!((&c["test_case_id"], &c["result"]), ("entry-above-el1", "ok"));
-        let c = re.captures("not ok 3 x-y # SKIP no\r\n").unwrap().unwrap();
+        assert_eq!(c.get(0).unwrap().as_str(), "  1..2\n", "only the previous line is consumed");
+        let c = re.captures("# x\nnot ok 3 x-y # SKIP no\r\n").unwrap().unwrap();
         assert_eq!((&c["test_case_id"], &c["result"]), ("x-y", "SKIP"));
+        let c = re.captures("  # FAIL: x\r\n  not ok 3 x-y # TODO later\r\n").unwrap().unwrap();
+        assert_eq!((&c["test_case_id"], &c["result"]), ("x-y", "not ok"));
+    }
+
+    #[test]
+    fn a_failed_case_is_one_lava_failure_not_two() {
+        // The suite's result line follows its totals line (deeper): never a test case.
+        let stream = "KTAP version 1\n1..1\n  KTAP version 1\n  # Subtest: cache\n  1..2\n  # FAIL: lines differ\n  not ok 1 zero-buffer\n  ok 2 zva\n  # cache: pass:1 fail:1 skip:0 total:2\nnot ok 1 cache\n# cs: {\"record\":\"end\"}\n";
+        assert_eq!(monitor(stream), pairs(&[("zero-buffer", "fail"), ("zva", "pass")]));
+        let re = Regex::new(MONITOR_PATTERN).unwrap();
+        assert!(re.captures("  # cache: pass:1 fail:1 skip:0 total:2\nnot ok 1 cache\n").unwrap().is_none());
+        assert!(re.captures("\nnot ok 1 cache\n").unwrap().is_none(), "a blank previous line (a consumed one) is no previous line");
     }
 
     #[test]
@@ -294,8 +313,8 @@ mod tests {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../report/tests/fixtures/qemu-real.log");
         let text = std::fs::read_to_string(path).unwrap();
         let expected: Vec<(String, String)> =
-            ktap::parse(text.lines()).cases.iter().map(|c| (c.name.clone(), c.outcome.lava().to_string())).collect();
-        assert_eq!(expected.len(), 35);
+            ktap::parse(text.lines()).cases.iter().filter(|c| c.leaf).map(|c| (c.name.clone(), c.outcome.lava().to_string())).collect();
+        assert_eq!(expected.len(), 31, "the 31 leaf cases; the 4 suites' own lines are not test cases");
         assert_eq!(monitor(&text), expected);
         assert_eq!(monitor(&text.replace('\n', "\r\n")), expected);
     }

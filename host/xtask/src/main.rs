@@ -12,9 +12,10 @@
 //! cachescope-xtask board-of FILE
 //! cachescope-xtask board-value BOARD KEY
 //! cachescope-xtask qemu-board ELF
-//! cachescope-xtask lava-jobs [--board B]… [--args "KERNEL ARGS"] [--base-url URL] --out DIR
+//! cachescope-xtask lava-jobs [--board B]… [--args "KERNEL ARGS"] --base-url URL --out DIR
 //! cachescope-xtask lava-device [--board B] --out DIR
 //! cachescope-xtask lava-check --log LAVA_RUN_LOG [--must-fail NAME]…
+//! cachescope-xtask script-help [--timeout S]
 //! ```
 //!
 //! Environment of `catalogue`: CS_GROUP (rows of one group), CS_ROWS (row names matching a
@@ -37,6 +38,7 @@ mod observe;
 mod records;
 mod results;
 mod run;
+mod scripthelp;
 mod yaml;
 
 use std::path::{Path, PathBuf};
@@ -149,8 +151,9 @@ enum Command {
         /// Kernel arguments (QEMU: -append; Pi: they must be in the card's cmdline.txt, see docs/lava.md).
         #[arg(long, value_name = "KERNEL ARGS", default_value = "")]
         args: String,
-        /// Where the artefacts are served: BASE/BOARD/cachescope.elf, BASE/BOARD/cachescope-BOARD.img
-        /// (default: file://REPO/target/lava/artefacts).
+        /// Where the artefacts are served: BASE/BOARD/cachescope.elf, BASE/BOARD/cachescope-BOARD.img.
+        /// Required: there is no default, as no path of this machine is one a lab can fetch
+        /// (a local run passes file:///…, as scripts/lava-local does).
         #[arg(long, value_name = "URL")]
         base_url: Option<String>,
         /// Output directory.
@@ -182,6 +185,14 @@ enum Command {
         /// A case that must be in LAVA's results as fail (repeatable).
         #[arg(long, value_name = "NAME")]
         must_fail: Vec<String>,
+    },
+    /// Every script under scripts/ answers `--help` and `-h`: exit 0, a usage line on stdout,
+    /// and nothing written (run in a scratch copy of the repository whose listing is compared
+    /// before and after each call). Exit 1 naming each script that does not.
+    ScriptHelp {
+        /// Seconds a call may take before it counts as having started its job (and is killed).
+        #[arg(long, default_value_t = 10)]
+        timeout: u64,
     },
     /// Print one key of one board (arrays: one item per line), for shell scripts.
     BoardValue {
@@ -415,7 +426,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
             } else {
                 board.iter().map(|b| boards::find(&all, b)).collect::<Result<_, _>>().map_err(usage)?
             };
-            let base_url = base_url.unwrap_or_else(|| format!("file://{}/target/lava/artefacts", repo_root().display()));
+            let base_url = base_url.filter(|u| !u.trim().is_empty()).ok_or_else(|| {
+                usage(
+                    "lava-jobs needs --base-url URL: where the lab's worker downloads BOARD/cachescope.elf and \
+                     BOARD/cachescope-BOARD.img (e.g. https://files.example.org/cachescope; for a local lava-run \
+                     file:///ABSOLUTE/DIR). No job was written.",
+                )
+            })?;
             let opts = lava::JobOptions { args, base_url };
             mkdir(&out)?;
             for b in chosen {
@@ -490,6 +507,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 say(&format!("{} {} {what}", if *ok { "ok" } else { "not ok" }, i + 1));
             }
             say(&format!("# hazards: {} ok, {bad} not ok ({} and {})", findings.len() - bad, log.display(), model.display()));
+            if bad == 0 {
+                Ok(())
+            } else {
+                Err(Failure::Quiet)
+            }
+        }
+        Command::ScriptHelp { timeout } => {
+            let findings = scripthelp::check(&repo_root(), std::time::Duration::from_secs(timeout)).map_err(usage)?;
+            let bad = findings.iter().filter(|(ok, _)| !ok).count();
+            for (i, (ok, what)) in findings.iter().enumerate() {
+                say(&format!("{} {} {what}", if *ok { "ok" } else { "not ok" }, i + 1));
+            }
+            say(&format!("# script-help: {} ok, {bad} not ok (every script under scripts/, --help and -h)", findings.len() - bad));
             if bad == 0 {
                 Ok(())
             } else {

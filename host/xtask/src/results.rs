@@ -69,7 +69,7 @@ pub fn parse_log(text: &str) -> LavaLog {
 pub struct Agreement {
     /// Cases compared.
     pub cases: usize,
-    /// Of which suites' own result lines.
+    /// Suites' own result lines of the run (not LAVA test cases).
     pub suites: usize,
     /// Passed.
     pub pass: usize,
@@ -79,7 +79,8 @@ pub struct Agreement {
     pub skip: usize,
 }
 
-/// Checks that LAVA's results for `suite` list exactly the KTAP cases of `run`, in order, with
+/// Checks that LAVA's results for `suite` list exactly the KTAP leaf cases of `run` (a suite's
+/// own result line is not a test case), in order, with
 /// the same outcome; that LAVA's own job passed; that the run reached its `end` record and the
 /// record's counts match the leaf cases; and that every name in `must_fail` is a failed case.
 /// Returns every disagreement, not just the first.
@@ -109,8 +110,10 @@ pub fn check(log: &LavaLog, run: &Run, suite: &str, must_fail: &[String]) -> Res
         }
     }
     let lava: Vec<&LavaResult> = log.results.iter().filter(|r| r.definition == suite).collect();
-    for i in 0..lava.len().max(run.cases.len()) {
-        match (run.cases.get(i), lava.get(i)) {
+    // Leaf cases only: a suite's own result line is not a test case (else one failure shows as two).
+    let leaves: Vec<&ktap::Case> = run.cases.iter().filter(|c| c.leaf).collect();
+    for i in 0..lava.len().max(leaves.len()) {
+        match (leaves.get(i).copied(), lava.get(i)) {
             (Some(c), Some(r)) => {
                 let id = ktap::lava_case_id(&c.name);
                 if r.case != id || r.result != c.outcome.lava() {
@@ -131,6 +134,15 @@ pub fn check(log: &LavaLog, run: &Run, suite: &str, must_fail: &[String]) -> Res
             (None, None) => {}
         }
     }
+    for c in run.cases.iter().filter(|c| !c.leaf) {
+        let id = ktap::lava_case_id(&c.name);
+        if let Some(r) = lava.iter().find(|r| r.case == id && !leaves.iter().any(|l| ktap::lava_case_id(&l.name) == id)) {
+            problems.push(format!(
+                "LAVA lists the suite '{}' ({}) as a test case: only leaf cases may be (its cases are already counted)",
+                c.name, r.result
+            ));
+        }
+    }
     for name in must_fail {
         let id = ktap::lava_case_id(name);
         if !lava.iter().any(|r| r.case == id && r.result == "fail") {
@@ -140,9 +152,9 @@ pub fn check(log: &LavaLog, run: &Run, suite: &str, must_fail: &[String]) -> Res
     if !problems.is_empty() {
         return Err(problems);
     }
-    let n = |o: Outcome| run.cases.iter().filter(|c| c.outcome == o).count();
+    let n = |o: Outcome| leaves.iter().filter(|c| c.outcome == o).count();
     Ok(Agreement {
-        cases: run.cases.len(),
+        cases: leaves.len(),
         suites: run.cases.iter().filter(|c| !c.leaf).count(),
         pass: n(Outcome::Pass),
         fail: n(Outcome::Fail),
@@ -177,7 +189,6 @@ mod tests {
         s += &target(KTAP);
         s += &result("cachescope", "unexpected_data_abort", "fail");
         s += &result("cachescope", "runs_after_abort", "skip");
-        s += &result("cachescope", "selftest", "fail");
         s += &result("lava", "job", "pass");
         s
     }
@@ -189,10 +200,22 @@ mod tests {
     #[test]
     fn agreeing_run() {
         let log = parse_log(&good_log());
-        assert_eq!(log.results.len(), 5);
+        assert_eq!(log.results.len(), 4);
         assert!(log.target.iter().any(|l| l == "# cs: {\"record\":\"end\",\"passed\":0,\"failed\":1,\"skipped\":1}"));
         let a = check(&log, &run_of(&log), "cachescope", &["unexpected-data-abort".into()]).unwrap();
-        assert_eq!(a, Agreement { cases: 3, suites: 1, pass: 0, fail: 2, skip: 1 });
+        assert_eq!(a, Agreement { cases: 2, suites: 1, pass: 0, fail: 1, skip: 1 });
+        // A monitor that also matched the suite's line (one failure shown twice) is refused.
+        let twice = good_log()
+            .replace(&result("lava", "job", "pass"), &(result("cachescope", "selftest", "fail") + &result("lava", "job", "pass")));
+        let log = parse_log(&twice);
+        let e = check(&log, &run_of(&log), "cachescope", &[]).unwrap_err();
+        assert_eq!(
+            e,
+            [
+                "case 3: LAVA 'selftest' fail is not a KTAP case of the run",
+                "LAVA lists the suite 'selftest' (fail) as a test case: only leaf cases may be (its cases are already counted)"
+            ]
+        );
     }
 
     #[test]
@@ -201,14 +224,14 @@ mod tests {
             "\"runs_after_abort\", \"definition\": \"cachescope\", \"result\": \"skip\"",
             "\"runs_after_abort\", \"definition\": \"cachescope\", \"result\": \"pass\"",
         );
-        let text = text.replace(&result("cachescope", "selftest", "fail"), "");
+        let text = text.replace(&result("cachescope", "unexpected_data_abort", "fail"), "");
         let log = parse_log(&text);
         let e = check(&log, &run_of(&log), "cachescope", &["runs-after-abort".into()]).unwrap_err();
         assert_eq!(
             e,
             [
-                "case 2: KTAP 'runs-after-abort' skip (LAVA id runs_after_abort), LAVA 'runs_after_abort' pass",
-                "case 3: KTAP 'selftest' fail is missing from LAVA's results",
+                "case 1: KTAP 'unexpected-data-abort' fail (LAVA id unexpected_data_abort), LAVA 'runs_after_abort' pass",
+                "case 2: KTAP 'runs-after-abort' skip is missing from LAVA's results",
                 "'runs-after-abort' should be in LAVA's results as fail (the deliberately failing case)",
             ]
         );

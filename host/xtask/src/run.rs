@@ -5,7 +5,10 @@
 //! `QEMU_CACHE_MODEL=off` and `CS_CONSOLE=raw` unless the row's `env` says otherwise, the row's `env`,
 //! `CS_MODEL_LOG=target/cachescope-logs/ROW.model`, `CS_NO_MATRIX=1`, `QEMU_MACHINE`, `QEMU_CPU`
 //! (default cortex-a72), `QEMU_EXTRA` (the row's `qemu` then the caller's), `QEMU_TIMEOUT`; its
-//! output (stdout and stderr) goes to target/cachescope-logs/ROW.log with CRs removed.
+//! output (stdout and stderr) goes to target/cachescope-logs/ROW.log with CRs removed, and the
+//! host time at which each of its lines arrived (seconds since the row started, read line by
+//! line from the pipe as QEMU writes it) to ROW.log.times ([`cachescope_report::times`]: the
+//! JUnit `time` attributes come from it).
 
 use std::collections::VecDeque;
 use std::fs;
@@ -141,6 +144,16 @@ pub struct Outcome {
     pub log: PathBuf,
 }
 
+/// A row's console stream as it arrived.
+struct Captured {
+    /// scripts/qemu-run's exit status (`None`: killed by a signal).
+    code: Option<i32>,
+    /// Everything it printed (stdout and stderr, one pipe).
+    bytes: Vec<u8>,
+    /// Seconds since the row started at which each line arrived.
+    arrived: Vec<f64>,
+}
+
 /// Where and how rows run.
 #[derive(Clone, Debug)]
 pub struct Runner {
@@ -168,7 +181,7 @@ impl Runner {
         let start = Instant::now();
         // One pipe for stdout and stderr, read to its end: as with `2>&1 | tr -d '\r' >LOG`, output
         // of processes that outlive scripts/qemu-run (its stderr tee) is still in the log.
-        let run = || -> Result<(Option<i32>, Vec<u8>), String> {
+        let run = || -> Result<Captured, String> {
             let (mut reader, writer) = std::io::pipe().map_err(|e| format!("cannot make a pipe: {e}"))?;
             let err = writer.try_clone().map_err(|e| e.to_string())?;
             let mut cmd = Command::new(self.root.join("scripts/qemu-run"));
@@ -189,18 +202,31 @@ impl Runner {
             let mut child =
                 cmd.stdin(Stdio::null()).stdout(writer).stderr(err).spawn().map_err(|e| format!("cannot start scripts/qemu-run: {e}"))?;
             drop(cmd);
-            let mut bytes = Vec::new();
-            std::io::Read::read_to_end(&mut reader, &mut bytes).map_err(|e| format!("reading the output: {e}"))?;
+            // Line by line as it arrives: each line's arrival time is taken when its newline is read.
+            let (mut bytes, mut arrived) = (Vec::new(), Vec::new());
+            let mut reader = std::io::BufReader::new(&mut reader);
+            loop {
+                let n = std::io::BufRead::read_until(&mut reader, b'\n', &mut bytes).map_err(|e| format!("reading the output: {e}"))?;
+                if n == 0 {
+                    break;
+                }
+                arrived.push(start.elapsed().as_secs_f64());
+            }
             let st = child.wait().map_err(|e| format!("waiting for scripts/qemu-run: {e}"))?;
-            Ok((st.code(), bytes))
+            Ok(Captured { code: st.code(), bytes, arrived })
         };
-        let (status, text) = match run() {
-            Ok((code, bytes)) => (Ok(code), String::from_utf8_lossy(&bytes).replace('\r', "")),
-            Err(e) => (Err(e), String::new()),
+        let (status, text, arrived) = match run() {
+            Ok(c) => (Ok(c.code), String::from_utf8_lossy(&c.bytes).replace('\r', ""), c.arrived),
+            Err(e) => (Err(e), String::new(), Vec::new()),
         };
         let secs = start.elapsed().as_secs_f64();
         if let Err(e) = fs::write(&log, &text) {
             return Outcome { secs, failure: Some(format!("{}: cannot write: {e}", log.display())), log };
+        }
+        let times_path = cachescope_report::times::sidecar(&log.display().to_string());
+        let written = fs::File::create(&times_path).and_then(|mut f| cachescope_report::times::LineTimes(arrived).write(&mut f));
+        if let Err(e) = written {
+            return Outcome { secs, failure: Some(format!("{times_path}: cannot write: {e}")), log };
         }
         let failure = match status {
             Err(e) => Some(e),

@@ -57,14 +57,30 @@ fn usage_errors_exit_2_and_help_exits_0() {
 }
 
 #[test]
+fn lava_jobs_without_a_base_url_are_refused() {
+    // No default URL: a path of the generating machine would be one no lab can fetch.
+    let out = tmp("no-base-url");
+    for extra in [&[][..], &["--base-url", ""][..]] {
+        let mut args = vec!["lava-jobs", "--out", out.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let o = xtask(&args);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}");
+        assert!(stderr(&o).contains("lava-jobs needs --base-url URL"), "{}", stderr(&o));
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "nothing written");
+    }
+}
+
+#[test]
 fn writes_one_job_per_board() {
     let out = tmp("jobs");
-    let o = xtask(&["lava-jobs", "--args", "only=boot", "--out", out.to_str().unwrap()]);
+    let o = xtask(&["lava-jobs", "--args", "only=boot", "--base-url", "https://lab.example/cs", "--out", out.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     for b in ["qemu-virt", "rpi4", "rpi5"] {
         let text = std::fs::read_to_string(out.join(format!("{b}.yaml"))).unwrap();
         assert!(text.contains("only=boot"), "{b}");
     }
+    let text = std::fs::read_to_string(out.join("qemu-virt.yaml")).unwrap();
+    assert!(text.contains("https://lab.example/cs/qemu-virt/cachescope.elf"), "{text}");
     let o = xtask(&["board-value", "rpi5", "image"]);
     assert_eq!(String::from_utf8_lossy(&o.stdout), "kernel_2712.img\n");
 }
