@@ -48,6 +48,8 @@ use qemu_plugin::{
     Register, RegisterDescriptor, TranslationBlock, VCPUIndex,
 };
 
+use cachescope_arch::cache::id::Clidr;
+
 use crate::config::{GuestGeometry, Settings};
 use crate::decode::{decode, decode_mem_imm, decode_set_way, guest_to_model_slots, is_non_temporal_pair, plan_groups, Insn, PrfAddr, Role};
 use crate::guest::{Guest, Translation};
@@ -244,6 +246,8 @@ struct Core {
     maint: Vec<MaintRange>,
     /// CTR_EL0.IDC and DIC, once read (None: assumed 0, the Cortex models' value).
     ctr: Option<(bool, bool)>,
+    /// CLIDR_EL1, once read (None: not exposed; every modelled level is before the PoC).
+    clidr: Option<Clidr>,
     /// Sanitizer reports suspended (marker 9).
     quiet: bool,
     /// Hazard occurrences dropped while quiet.
@@ -281,10 +285,12 @@ struct State {
 }
 
 /// System registers the plugin reads when the guest CPU exposes them (QEMU's gdbstub system
-/// register feature): CTR_EL0 for the sanitizer's instruction-coherence rule, and with more than
-/// one vCPU TPIDR_EL1 (raw handle), the core identity (see the module docs).
+/// register feature): CTR_EL0 for the sanitizer's instruction-coherence rule, CLIDR_EL1 for its
+/// Point of Coherency (model rule 16a), and with more than one vCPU TPIDR_EL1 (raw handle), the
+/// core identity (see the module docs).
 struct SysRegs {
     ctr: Option<RegisterDescriptor<'static>>,
+    clidr: Option<RegisterDescriptor<'static>>,
     core_id: Option<usize>,
 }
 
@@ -473,8 +479,8 @@ impl State {
         m.set_totals(carried);
         m.set_coherence(&carried_coh);
         if self.settings.sanitize {
-            let (idc, dic) = core.ctr.unwrap_or((false, false));
-            m.enable_sanitizer(idc, dic);
+            m.enable_sanitizer(false, false);
+            apply_id_regs(&mut m, core.ctr, core.clidr);
         }
         let trace = match core.model.as_mut().and_then(|old| old.take_trace()) {
             Some(w) => Some(w),
@@ -800,8 +806,10 @@ impl State {
         }
         if let (Insn::Marker, None) = (insn, core.ctr) {
             core.ctr = self.read_ctr();
-            if let (Some((idc, dic)), Some(m)) = (core.ctr, core.model.as_mut()) {
-                m.set_ctr(idc, dic);
+            core.clidr = self.read_clidr();
+            let (ctr, clidr) = (core.ctr, core.clidr);
+            if let Some(m) = core.model.as_mut() {
+                apply_id_regs(m, ctr, clidr);
             }
         }
         match insn {
@@ -873,6 +881,17 @@ impl State {
             eprintln!("{NAME}: CTR_EL0 = {v:#x}");
         }
         Some((v >> 28 & 1 == 1, v >> 29 & 1 == 1))
+    }
+
+    /// CLIDR_EL1, if the guest CPU exposes it to plugins.
+    fn read_clidr(&self) -> Option<Clidr> {
+        let r = self.sysregs.get()?.clidr.as_ref()?;
+        let bytes = r.read().ok()?;
+        let v = bytes.iter().take(8).rev().fold(0u64, |v, &b| v << 8 | u64::from(b));
+        if std::env::var_os("CS_MODEL_LIST_REGS").is_some() {
+            eprintln!("{NAME}: CLIDR_EL1 = {v:#x}");
+        }
+        Some(Clidr::decode(v))
     }
 
     /// A PRFM PLD/PST: its address from the registers (read in this exec callback, before the
@@ -1100,6 +1119,18 @@ struct CacheModel {
     state: Option<Arc<State>>,
 }
 
+/// Hands the guest's CTR_EL0 and CLIDR_EL1 (when read) to the model's sanitizer: the
+/// instruction-coherence bits, with the clean to PoU also unnecessary when CLIDR says so (the
+/// CTR_EL0.IDC description: "unless CLIDR_EL1.LoC == 0b000 or (CLIDR_EL1.LoUIS == 0b000 &&
+/// CLIDR_EL1.LoUU == 0b000)"), and the Level of Coherence (model rule 16a).
+fn apply_id_regs(m: &mut Model, ctr: Option<(bool, bool)>, clidr: Option<Clidr>) {
+    let (idc, dic) = ctr.unwrap_or((false, false));
+    m.set_ctr(idc || clidr.is_some_and(|c| !c.clean_to_pou_required()), dic);
+    if let Some(c) = clidr {
+        m.set_level_of_coherence(u32::from(c.loc));
+    }
+}
+
 fn fail(msg: &str) -> ! {
     eprintln!("{NAME}: error: {msg}");
     std::process::exit(2)
@@ -1127,6 +1158,7 @@ impl Register for CacheModel {
             hazards: Hazards::default(),
             maint: Vec::new(),
             ctr: None,
+            clidr: None,
             quiet: false,
             quieted: 0,
             out,
@@ -1186,7 +1218,8 @@ impl HasCallbacks for CacheModel {
                 }
                 let find = |n: &str| all.iter().find(|r| r.name.eq_ignore_ascii_case(n)).cloned();
                 let core_id = if state.vcpus > 1 { raw_register("TPIDR_EL1") } else { None };
-                let _ = state.sysregs.set(SysRegs { ctr: find("CTR_EL0"), core_id });
+                let clidr = find("CLIDR_EL1").or_else(|| find("CLIDR"));
+                let _ = state.sysregs.set(SysRegs { ctr: find("CTR_EL0"), clidr, core_id });
             }
         }
         Ok(())
