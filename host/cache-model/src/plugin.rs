@@ -171,7 +171,22 @@ struct Stats {
     va: [u64; 3],
     setway_ops: u64,
     warnings: u64,
+    /// Phases that ended.
+    phase_records: u64,
+    /// Phases whose counter records were not written (past [`PHASE_RECORD_LIMIT`]).
+    phases_unreported: u64,
 }
+
+/// The most `model-warning` records a run writes; past it they are only counted (`model-run`'s
+/// `warnings`), so a guest that sends malformed markers in a loop cannot grow the log without
+/// bound.
+const WARNING_LIMIT: u64 = 100;
+
+/// The most phases whose counter records (`model`, `model-time`, `model-coherence`) a run
+/// writes: at most ~3 KB each (four vCPUs), so at most ~60 MB, well within what the digest
+/// reads (256 MiB). Past it the phases still count in the totals and their hazards are still
+/// reported. The main job has a few hundred.
+const PHASE_RECORD_LIMIT: u64 = 20_000;
 
 /// A spin lock: uncontended (one vCPU) it costs one compare-and-swap and one plain store,
 /// about half of a `Mutex`; a waiting vCPU yields its host thread after a short spin.
@@ -353,8 +368,32 @@ impl Core {
 
     fn warn(&mut self, what: &str) {
         self.stats.warnings += 1;
-        let text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", what));
+        if self.stats.warnings > WARNING_LIMIT {
+            return;
+        }
+        let mut text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", what));
+        if self.stats.warnings == WARNING_LIMIT {
+            text += &report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str(
+                "what",
+                &format!("{WARNING_LIMIT} warnings: further ones are only counted (model-run.warnings)"),
+            ));
+        }
         self.emit(&text);
+    }
+
+    /// Adds a hazard occurrence; the first one past the bound on hazard records says so, once.
+    fn add_hazard(&mut self, e: crate::sanitize::Event, va: u64, pc: u64, phase: Option<&(u64, String)>, current: Option<u64>) {
+        let was = self.hazards.truncated();
+        self.hazards.add(e, va, pc, phase.map(|(id, n)| (*id, n.as_str())), current);
+        if !was && self.hazards.truncated() {
+            let limit = self.hazards.limit();
+            let what = format!(
+                "more than {limit} distinct hazards: further ones are only counted (hazard-total.dropped), not listed; the run fails (hazard-total.truncated)"
+            );
+            self.stats.warnings += 1;
+            let text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", &what)) + &format!("# model: hazard storm: {what}\n");
+            self.emit(&text);
+        }
     }
 
     fn lower_levels(&self) -> usize {
@@ -868,7 +907,7 @@ impl State {
         }
         let phase = core.phases.current();
         for e in events {
-            core.hazards.add(e, va, pc, phase.as_ref().map(|(id, n)| (*id, n.as_str())), current);
+            core.add_hazard(e, va, pc, phase.as_ref(), current);
         }
     }
 
@@ -1017,7 +1056,7 @@ impl State {
                         cause: "dc-by-va",
                         cause_pc: r.last_pc,
                     };
-                    core.hazards.add(e, gap, pc, phase.as_ref().map(|(id, n)| (*id, n.as_str())), None);
+                    core.add_hazard(e, gap, pc, phase.as_ref(), None);
                 }
             }
             Marker::PhaseEnd { id } => {
@@ -1027,15 +1066,17 @@ impl State {
                     Ok(done) => {
                         let lower = core.lower_levels();
                         let lat = core.model.as_ref().map_or_else(crate::geometry::Latency::generic, |m| m.config().latency.clone());
-                        let text: String = done
-                            .iter()
-                            .map(|p| {
-                                report::phase_lines(&p.name, p.id, &p.counts, lower)
-                                    + &report::time_line(&p.name, p.id, &p.counts, &lat)
-                                    + &report::coherence_lines(&p.name, p.id, &p.coherence)
-                            })
-                            .collect();
-                        let mut text = text;
+                        let mut text = String::new();
+                        for p in &done {
+                            core.stats.phase_records += 1;
+                            if core.stats.phase_records > PHASE_RECORD_LIMIT {
+                                core.stats.phases_unreported += 1;
+                            } else {
+                                text += &report::phase_lines(&p.name, p.id, &p.counts, lower);
+                                text += &report::time_line(&p.name, p.id, &p.counts, &lat);
+                                text += &report::coherence_lines(&p.name, p.id, &p.coherence);
+                            }
+                        }
                         for p in &done {
                             text += &report::hazard_lines(&core.hazards.take(Some(p.id)));
                         }
@@ -1055,6 +1096,13 @@ impl State {
         }
         for name in core.phases.still_open() {
             core.warn(&format!("phase '{name}' never ended"));
+        }
+        if core.stats.phases_unreported > 0 {
+            let n = core.stats.phases_unreported;
+            core.stats.warnings += 1;
+            let what = format!("{n} phases past the first {PHASE_RECORD_LIMIT} have no model/model-time records (their counts are in model-total)");
+            let text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", &what));
+            core.emit(&text);
         }
         let now = self.now(&core);
         let lower = core.lower_levels();
@@ -1155,7 +1203,7 @@ impl Register for CacheModel {
             stats: Stats::default(),
             kernel_protocol: 0,
             profile_emitted: false,
-            hazards: Hazards::default(),
+            hazards: Hazards::with_limit(settings.hazard_limit),
             maint: Vec::new(),
             ctr: None,
             clidr: None,

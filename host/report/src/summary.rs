@@ -749,10 +749,18 @@ fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
         if kinds.is_empty() {
             kinds.push("none".into());
         }
+        // Past the plugin's bound on hazard records the list is cut short: the verdict is a failure.
+        let truncated = match (h.get("truncated").and_then(Value::as_bool), h.get("dropped").and_then(Value::as_u64)) {
+            (Some(true), dropped) => format!(
+                "TRUNCATED (the sanitizer's bound on hazard records; {} more occurrence(s) not listed): the run fails; ",
+                dropped.unwrap_or(0)
+            ),
+            _ => String::new(),
+        };
         out.push(line(
             "hazards",
             format!(
-                "(model sanitizer) {} line(s) in {} deliberate-mistake phase(s), as declared; {} elsewhere{} [{}]",
+                "(model sanitizer) {truncated}{} line(s) in {} deliberate-mistake phase(s), as declared; {} elsewhere{} [{}]",
                 expected.len(),
                 declared.iter().collect::<std::collections::BTreeSet<_>>().len(),
                 other.len(),
