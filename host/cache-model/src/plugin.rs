@@ -373,10 +373,10 @@ impl Core {
         }
         let mut text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", what));
         if self.stats.warnings == WARNING_LIMIT {
-            text += &report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str(
-                "what",
-                &format!("{WARNING_LIMIT} warnings: further ones are only counted (model-run.warnings)"),
-            ));
+            text += &report::line(
+                Record::new(&cachescope_arch::record::MODEL_WARNING)
+                    .str("what", &format!("{WARNING_LIMIT} warnings: further ones are only counted (model-run.warnings)")),
+            );
         }
         self.emit(&text);
     }
@@ -391,7 +391,8 @@ impl Core {
                 "more than {limit} distinct hazards: further ones are only counted (hazard-total.dropped), not listed; the run fails (hazard-total.truncated)"
             );
             self.stats.warnings += 1;
-            let text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", &what)) + &format!("# model: hazard storm: {what}\n");
+            let text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", &what))
+                + &format!("# model: hazard storm: {what}\n");
             self.emit(&text);
         }
     }
@@ -1100,7 +1101,9 @@ impl State {
         if core.stats.phases_unreported > 0 {
             let n = core.stats.phases_unreported;
             core.stats.warnings += 1;
-            let what = format!("{n} phases past the first {PHASE_RECORD_LIMIT} have no model/model-time records (their counts are in model-total)");
+            let what = format!(
+                "{n} phases past the first {PHASE_RECORD_LIMIT} have no model/model-time records (their counts are in model-total)"
+            );
             let text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", &what));
             core.emit(&text);
         }

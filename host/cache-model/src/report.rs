@@ -252,7 +252,8 @@ mod tests {
         assert_eq!(total_lines(&Totals::default(), 0).lines().count(), 2);
         let mut h = crate::sanitize::Hazards::with_limit(1);
         for pa in [0, 0x40] {
-            let e = crate::sanitize::Event { kind: crate::sanitize::HazardKind::LostWrite, pa, access: "dc-ivac", cause: "write", cause_pc: 0 };
+            let e =
+                crate::sanitize::Event { kind: crate::sanitize::HazardKind::LostWrite, pa, access: "dc-ivac", cause: "write", cause_pc: 0 };
             h.add(e, pa, 0, None, None);
         }
         assert_eq!(
