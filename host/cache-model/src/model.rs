@@ -1173,6 +1173,35 @@ impl Model {
         }
     }
 
+    /// Rules 6 and 7 for a guest whose smallest data-cache line (CTR_EL0.DminLine, `granule`
+    /// bytes) is longer than the model's L1D line: one operation covers every model line of the
+    /// aligned granule, as it covers the whole (longer) line on the guest's caches, and counts one
+    /// `maint` per model line. A granule of at most one model line is [`Model::dc_by_pa`].
+    pub fn dc_by_pa_granule(&mut self, cpu: usize, op: MaintOp, point: Point, pa: u64, granule: u64) {
+        let line = 1u64 << self.l1d[cpu].line_shift();
+        if granule <= line || !granule.is_power_of_two() {
+            return self.dc_by_pa(cpu, op, point, pa);
+        }
+        let start = pa & !(granule - 1);
+        for a in (start..start + granule).step_by(line as usize) {
+            self.dc_by_pa(cpu, op, point, a);
+        }
+    }
+
+    /// Rule 10's IC IVAU for a guest whose smallest instruction-cache line (CTR_EL0.IminLine,
+    /// `granule` bytes) is longer than the model's L1I line: every model line of the aligned
+    /// granule, one `maint` each (see [`Model::dc_by_pa_granule`]).
+    pub fn ic_invalidate_granule(&mut self, cpu: usize, pa: u64, granule: u64) {
+        let line = 1u64 << self.l1i[cpu].line_shift();
+        if granule <= line || !granule.is_power_of_two() {
+            return self.ic_invalidate_pa(cpu, pa);
+        }
+        let start = pa & !(granule - 1);
+        for a in (start..start + granule).step_by(line as usize) {
+            self.ic_invalidate_pa(cpu, a);
+        }
+    }
+
     /// Rule 8: a set/way operation on the cache `cpu` sees at `level` (1-based), slot (set, way).
     /// A level, set or way the model does not have counts the operation and does nothing.
     pub fn dc_set_way(&mut self, cpu: usize, op: MaintOp, level: u32, set: usize, way: usize) {

@@ -48,7 +48,7 @@ use qemu_plugin::{
     Register, RegisterDescriptor, TranslationBlock, VCPUIndex,
 };
 
-use cachescope_arch::cache::id::Clidr;
+use cachescope_arch::cache::id::{Clidr, Ctr};
 
 use crate::config::{GuestGeometry, Settings};
 use crate::decode::{decode, decode_mem_imm, decode_set_way, guest_to_model_slots, is_non_temporal_pair, plan_groups, Insn, PrfAddr, Role};
@@ -259,8 +259,9 @@ struct Core {
     hazards: Hazards,
     /// Open maintenance ranges (markers 7/8).
     maint: Vec<MaintRange>,
-    /// CTR_EL0.IDC and DIC, once read (None: assumed 0, the Cortex models' value).
-    ctr: Option<(bool, bool)>,
+    /// CTR_EL0, once read (None: IDC = DIC = 0 assumed, the Cortex models' value, and the
+    /// model's own line sizes for by-VA maintenance).
+    ctr: Option<Ctr>,
     /// CLIDR_EL1, once read (None: not exposed; every modelled level is before the PoC).
     clidr: Option<Clidr>,
     /// Sanitizer reports suspended (marker 9).
@@ -395,6 +396,14 @@ impl Core {
                 + &format!("# model: hazard storm: {what}\n");
             self.emit(&text);
         }
+    }
+
+    /// log2 of the granule a by-VA data-cache operation covers, for the maintenance-range rule:
+    /// the model's L1D line, or the guest's CTR_EL0.DminLine when that is longer (a loop that
+    /// steps by DminLine, as the architecture recommends, then reaches every line).
+    fn maint_shift(&self) -> u32 {
+        let model = self.model.as_ref().map_or(6, |m| m.config().l1d.line_shift());
+        model.max(self.ctr.map_or(0, |c| c.dmin_line().trailing_zeros()))
     }
 
     fn lower_levels(&self) -> usize {
@@ -838,7 +847,7 @@ impl State {
         let drop_pages = matches!(insn, Insn::Tlbi | Insn::MsrSctlr { .. } | Insn::Marker);
         self.settle(&mut core, drop_pages);
         if matches!(insn, Insn::DcVa { .. } | Insn::DcZva { .. }) && !core.maint.is_empty() {
-            let shift = core.model.as_ref().map_or(6, |m| m.config().l1d.line_shift());
+            let shift = core.maint_shift();
             for r in core.maint.iter_mut().filter(|r| a.wrapping_sub(r.va) < r.len) {
                 r.done.insert(a >> shift, ());
                 r.last_pc = pc;
@@ -858,7 +867,8 @@ impl State {
             Insn::MsrSctlr { .. } => core.guest.set_sctlr(cpu, a),
             Insn::DcVa { op, point, .. } => {
                 let pa = self.translate(&mut core, a);
-                self.model(&mut core).dc_by_pa(cpu, op, point, pa);
+                let dline = core.ctr.map_or(0, |c| u64::from(c.dmin_line()));
+                self.model(&mut core).dc_by_pa_granule(cpu, op, point, pa, dline);
             }
             Insn::DcZva { .. } => {
                 let pa = self.translate(&mut core, a);
@@ -880,7 +890,8 @@ impl State {
             Insn::IcIallu { broadcast } => self.model(&mut core).ic_invalidate_all(cpu, broadcast),
             Insn::IcIvau { .. } => {
                 let pa = self.translate(&mut core, a);
-                self.model(&mut core).ic_invalidate_pa(cpu, pa);
+                let iline = core.ctr.map_or(0, |c| u64::from(c.imin_line()));
+                self.model(&mut core).ic_invalidate_granule(cpu, pa, iline);
             }
             Insn::Prefetch(_) => {}
         }
@@ -912,15 +923,15 @@ impl State {
         }
     }
 
-    /// CTR_EL0.IDC (bit 28) and DIC (bit 29), if the guest CPU exposes CTR_EL0 to plugins.
-    fn read_ctr(&self) -> Option<(bool, bool)> {
+    /// CTR_EL0, if the guest CPU exposes it to plugins.
+    fn read_ctr(&self) -> Option<Ctr> {
         let r = self.sysregs.get()?.ctr.as_ref()?;
         let bytes = r.read().ok()?;
         let v = bytes.iter().take(8).rev().fold(0u64, |v, &b| v << 8 | u64::from(b));
         if std::env::var_os("CS_MODEL_LIST_REGS").is_some() {
             eprintln!("{NAME}: CTR_EL0 = {v:#x}");
         }
-        Some((v >> 28 & 1 == 1, v >> 29 & 1 == 1))
+        Some(Ctr { raw: v })
     }
 
     /// CLIDR_EL1, if the guest CPU exposes it to plugins.
@@ -1046,7 +1057,7 @@ impl State {
                 if !self.settings.sanitize {
                     return;
                 }
-                let shift = core.model.as_ref().map_or(6, |m| m.config().l1d.line_shift());
+                let shift = core.maint_shift();
                 let phase = core.phases.current();
                 for gap in r.gaps(shift) {
                     let pa = core.guest.translate(gap).0 >> shift << shift;
@@ -1174,8 +1185,8 @@ struct CacheModel {
 /// instruction-coherence bits, with the clean to PoU also unnecessary when CLIDR says so (the
 /// CTR_EL0.IDC description: "unless CLIDR_EL1.LoC == 0b000 or (CLIDR_EL1.LoUIS == 0b000 &&
 /// CLIDR_EL1.LoUU == 0b000)"), and the Level of Coherence (model rule 16a).
-fn apply_id_regs(m: &mut Model, ctr: Option<(bool, bool)>, clidr: Option<Clidr>) {
-    let (idc, dic) = ctr.unwrap_or((false, false));
+fn apply_id_regs(m: &mut Model, ctr: Option<Ctr>, clidr: Option<Clidr>) {
+    let (idc, dic) = ctr.map_or((false, false), |c| (c.idc(), c.dic()));
     m.set_ctr(idc || clidr.is_some_and(|c| !c.clean_to_pou_required()), dic);
     if let Some(c) = clidr {
         m.set_level_of_coherence(u32::from(c.loc));

@@ -987,6 +987,46 @@ fn sanitizer_levels_beyond_the_poc_are_transparent() {
 }
 
 #[test]
+fn by_va_maintenance_covers_the_guests_longer_line() {
+    use crate::sanitize::HazardKind::{StaleInstruction, StaleReadByDevice};
+    // A64FX's CTR_EL0 says 256-byte lines; the rpi4 profile has 64-byte ones. One DC CVAC per
+    // 256 bytes (the loop CTR_EL0.DminLine asks for) cleans all four model lines of the granule.
+    for (granule, stale) in [(256, 0), (64, 3)] {
+        let mut m = sanitized();
+        for a in (BASE..BASE + 256).step_by(64) {
+            write_at(&mut m, a, 0x70);
+        }
+        let before = m.totals().get(Level::L1D).maint;
+        m.dc_by_pa_granule(0, MaintOp::Clean, Point::Coherency, BASE + 0x80, granule);
+        assert_eq!(m.totals().get(Level::L1D).maint - before, granule / 64, "one maint per model line");
+        for a in (BASE..BASE + 256).step_by(64) {
+            m.data(0, a, 8, false, NC);
+        }
+        let k = kinds(&mut m);
+        assert_eq!(k.len(), stale, "granule {granule}");
+        assert!(k.iter().all(|&(kind, _)| kind == StaleReadByDevice));
+    }
+    // IC IVAU likewise covers the guest's IminLine (with DC CVAU per DminLine).
+    let mut m = sanitized();
+    for a in (BASE..BASE + 256).step_by(64) {
+        m.fetch(0, a, WB);
+        write_at(&mut m, a, 0x74);
+    }
+    m.dc_by_pa_granule(0, MaintOp::Clean, Point::Unification, BASE, 256);
+    m.ic_invalidate_granule(0, BASE + 4, 256);
+    for a in (BASE..BASE + 256).step_by(64) {
+        m.fetch(0, a, WB);
+    }
+    assert!(kinds(&mut m).is_empty());
+    m.fetch(0, BASE + 256, WB);
+    write_at(&mut m, BASE + 256 + 64, 0x78);
+    m.dc_by_pa_granule(0, MaintOp::Clean, Point::Unification, BASE + 256, 256);
+    m.ic_invalidate_granule(0, BASE + 256, 64);
+    m.fetch(0, BASE + 256 + 64, WB);
+    assert_eq!(kinds(&mut m), [(StaleInstruction, BASE + 256 + 64)], "a 64-byte IC IVAU misses the neighbour line");
+}
+
+#[test]
 fn sanitizer_is_quiet_on_write_through_nc_and_set_way_clean() {
     let mut m = sanitized();
     // WT: never dirty, so a device may read it at any time.
