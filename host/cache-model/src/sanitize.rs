@@ -13,7 +13,8 @@
 //! # Rules (no false positives on correct code: a clean line refilled at any time — speculation —
 //! holds what memory holds, so only dirty lines and stale copies are ever reported)
 //! - `stale-read-by-device`: a non-cacheable or Device read of a line that is dirty in any cache
-//!   (a missing clean to PoC before the hand-off).
+//!   before the Point of Coherency (a missing clean to PoC before the hand-off). Levels beyond the
+//!   guest's CLIDR_EL1.LoC are transparent (model rule 16a): never dirty or stale for these rules.
 //! - `lost-write`: DC IVAC or DC ISW (invalidate without clean) of a dirty line, whose data is
 //!   discarded (also the partial edge line of a buffer whose neighbour is dirty).
 //! - `stale-read-by-cpu`: a cacheable read that hits a stale copy (a missing invalidate after the
