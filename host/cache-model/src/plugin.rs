@@ -171,7 +171,7 @@ struct Stats {
     va: [u64; 3],
     setway_ops: u64,
     warnings: u64,
-    /// Phases that ended.
+    /// Counter records of ended phases written so far (`model`, `model-time`, `model-coherence`).
     phase_records: u64,
     /// Phases whose counter records were not written (past [`PHASE_RECORD_LIMIT`]).
     phases_unreported: u64,
@@ -182,11 +182,13 @@ struct Stats {
 /// bound.
 const WARNING_LIMIT: u64 = 100;
 
-/// The most phases whose counter records (`model`, `model-time`, `model-coherence`) a run
-/// writes: at most ~3 KB each (four vCPUs), so at most ~60 MB, well within what the digest
-/// reads (256 MiB). Past it the phases still count in the totals and their hazards are still
-/// reported. The main job has a few hundred.
-const PHASE_RECORD_LIMIT: u64 = 20_000;
+/// The most per-phase counter records (`model` per level, `model-time`, `model-coherence` per
+/// vCPU) a run writes: each is at most ~450 bytes (a phase name is at most
+/// `cachescope_arch::marker::PHASE_NAME_MAX` bytes), so at most ~90 MB, within what the digest
+/// reads (256 MiB), however many phases or vCPUs. A phase whose records would pass it gets
+/// none; its counts stay in the totals and its hazards are still reported. The main job writes
+/// a few thousand (5 or 6 per phase with one vCPU).
+const PHASE_RECORD_LIMIT: u64 = 200_000;
 
 /// A spin lock: uncontended (one vCPU) it costs one compare-and-swap and one plain store,
 /// about half of a `Mutex`; a waiting vCPU yields its host thread after a short spin.
@@ -1080,10 +1082,11 @@ impl State {
                         let lat = core.model.as_ref().map_or_else(crate::geometry::Latency::generic, |m| m.config().latency.clone());
                         let mut text = String::new();
                         for p in &done {
-                            core.stats.phase_records += 1;
-                            if core.stats.phase_records > PHASE_RECORD_LIMIT {
+                            let records = (2 + lower + 1 + p.coherence.len()) as u64;
+                            if core.stats.phase_records + records > PHASE_RECORD_LIMIT {
                                 core.stats.phases_unreported += 1;
                             } else {
+                                core.stats.phase_records += records;
                                 text += &report::phase_lines(&p.name, p.id, &p.counts, lower);
                                 text += &report::time_line(&p.name, p.id, &p.counts, &lat);
                                 text += &report::coherence_lines(&p.name, p.id, &p.coherence);
@@ -1113,7 +1116,7 @@ impl State {
             let n = core.stats.phases_unreported;
             core.stats.warnings += 1;
             let what = format!(
-                "{n} phases past the first {PHASE_RECORD_LIMIT} have no model/model-time records (their counts are in model-total)"
+                "{n} phases have no model/model-time records: past {PHASE_RECORD_LIMIT} per-phase records (their counts are in model-total)"
             );
             let text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", &what));
             core.emit(&text);
