@@ -622,7 +622,7 @@ pub const HAZARD: Kind = model(
 /// `hazard-total`: the sanitizer's whole-run summary.
 pub const HAZARD_TOTAL: Kind = model(
     "hazard-total",
-    "The sanitizer's summary at exit: hazard records per kind (distinct (kind, line, phase)) and all occurrences.",
+    "The sanitizer's summary at exit: hazard records per kind (distinct (kind, line, phase)), all occurrences, and whether the bound on hazard records cut the list short.",
     &[
         req("sanitize", Ty::Bool, "the sanitizer ran"),
         req("hazards", Ty::UInt, "hazard records"),
@@ -632,6 +632,12 @@ pub const HAZARD_TOTAL: Kind = model(
         req("stale_read_by_cpu", Ty::UInt, "…"),
         req("stale_instruction", Ty::UInt, "…"),
         req("maintenance_gap", Ty::UInt, "…"),
+        req(
+            "truncated",
+            Ty::Bool,
+            "more distinct hazards than the plugin records in a run (10,000): the rest were only counted (`dropped`); the run fails",
+        ),
+        req("dropped", Ty::UInt, "occurrences of hazards not recorded because of that bound (0 when not truncated)"),
         req("source", Ty::Str, "`model`"),
     ],
 );

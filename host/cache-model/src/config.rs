@@ -16,6 +16,7 @@
 //! | `hwpf_distance`, `hwpf_degree` | 1..=64 | the profile's (`guest`: 1, 1) |
 //! | `sanitize` | `on`, `off`: the cache-maintenance sanitizer | `on` |
 //! | `coherence` | `on`, `off`: MESI across vCPUs (off = private caches never snooped, for measuring its cost) | `on` |
+//! | `hazard_limit` | 1..=10000: the most distinct hazards a run records; past it they are counted and `hazard-total.truncated` fails the run | `10000` |
 //!
 //! With `profile=guest` and no geometry markers from the kernel, the `rpi4` geometry is used and
 //! the `model-geometry` record says `"origin":"fallback"`.
@@ -46,6 +47,7 @@ pub const KEYS: &[&str] = &[
     "hwpf_degree",
     "sanitize",
     "coherence",
+    "hazard_limit",
 ];
 
 /// Parsed plugin arguments.
@@ -87,6 +89,8 @@ pub struct Settings {
     pub sanitize: bool,
     /// MESI across vCPUs (rule 17) when there is more than one.
     pub coherence: bool,
+    /// The bound on hazard records (`sanitize::HAZARD_RECORD_LIMIT` at most).
+    pub hazard_limit: u64,
 }
 
 impl Default for Settings {
@@ -110,6 +114,7 @@ impl Default for Settings {
             hwpf_degree: None,
             sanitize: true,
             coherence: true,
+            hazard_limit: crate::sanitize::HAZARD_RECORD_LIMIT,
         }
     }
 }
@@ -203,6 +208,14 @@ impl Settings {
                         "off" => false,
                         _ => return Err(format!("bad value '{v}' for 'fast': expected on or off")),
                     }
+                }
+                "hazard_limit" => {
+                    let max = crate::sanitize::HAZARD_RECORD_LIMIT;
+                    s.hazard_limit = v
+                        .parse()
+                        .ok()
+                        .filter(|n: &u64| (1..=max).contains(n))
+                        .ok_or_else(|| format!("bad value '{v}' for 'hazard_limit': expected an integer in 1..={max}"))?
                 }
                 "coherence" => {
                     s.coherence = match v {
@@ -431,6 +444,8 @@ mod tests {
             (&["hwpf_degree=0"], "bad value '0' for 'hwpf_degree'"),
             (&["sanitize=maybe"], "bad value 'maybe' for 'sanitize'"),
             (&["coherence=mesi"], "bad value 'mesi' for 'coherence'"),
+            (&["hazard_limit=0"], "bad value '0' for 'hazard_limit'"),
+            (&["hazard_limit=10001"], "bad value '10001' for 'hazard_limit'"),
         ] {
             let e = Settings::parse(args).unwrap_err();
             assert!(e.contains(want), "{args:?}: {e}");

@@ -58,6 +58,13 @@
 //!
 //! 16. **Sanitizer** (optional, `sanitize.rs`): rules that only observe — they never change a
 //!     count or a replacement decision, so counts are equal with and without it.
+//!     - a. **Point of Coherency**: only the data-side levels 1..=LoC (the guest's
+//!       CLIDR_EL1.LoC, [`Model::set_level_of_coherence`]; all levels until it is known) lie
+//!       before the PoC. A modelled level beyond it — a profile's L3 on a guest whose CLIDR ends
+//!       at L2, or every level when LoC = 0 — is a system cache beyond the PoC (Arm ARM DDI 0487
+//!       D7.5.12, class 3: "invisible to the software for the purpose of managing coherency"):
+//!       its dirty lines are not stale for a device, a write behind the caches does not make its
+//!       copies stale, and discarding its dirty lines by VA loses nothing an agent could see.
 //!
 //! 17. **Coherence** (more than one vCPU; `Coherence` counts it per vCPU): MESI over each vCPU's
 //!     *private domain* — its L1D and the private levels directly below it (rpi5: its L2). The
@@ -359,6 +366,9 @@ pub struct Model {
     coh: Vec<Coherence>,
     /// Physical ranges `[start, end)` whose coherence events are also counted apart (`buf_`).
     buffers: Vec<(u64, u64)>,
+    /// Rule 16a: how many data-side levels (L1D = 1, L2 = 2, L3 = 3) lie before the Point of
+    /// Coherency for the sanitizer (the guest's CLIDR_EL1.LoC); `usize::MAX` = all of them.
+    poc: usize,
     /// Operation trace (see [`Model::trace_to`]).
     trace: Option<Box<dyn Write + Send>>,
 }
@@ -398,6 +408,7 @@ impl Model {
             private: config.lower.iter().take_while(|l| l.sharing == Sharing::Private).count(),
             coh: vec![Coherence::default(); vcpus],
             buffers: Vec::new(),
+            poc: usize::MAX,
             trace: None,
         }
     }
@@ -447,6 +458,20 @@ impl Model {
             s.idc = idc;
             s.dic = dic;
         }
+    }
+
+    /// Rule 16a: the guest's Level of Coherence (CLIDR_EL1.LoC). Data-side levels 1..=`loc` lie
+    /// before the Point of Coherency; the sanitizer treats every modelled level beyond it (a
+    /// profile's level the guest's CLIDR does not describe, or every level when LoC = 0) as a
+    /// system cache beyond the PoC, transparent to every agent (Arm ARM D7.5.12, class 3). Counts
+    /// do not change.
+    pub fn set_level_of_coherence(&mut self, loc: u32) {
+        self.poc = loc as usize;
+    }
+
+    /// The data-side levels before the Point of Coherency (rule 16a), at most the modelled ones.
+    pub fn levels_before_poc(&self) -> usize {
+        self.poc.min(1 + self.lower.len())
     }
 
     /// Whether hazards were found since the last [`Model::take_events`].
@@ -601,9 +626,11 @@ impl Model {
         addr >> self.l1d[0].line_shift()
     }
 
-    /// Every data-side cache (each vCPU's L1D, every lower cache).
-    fn data_caches(&self) -> impl Iterator<Item = &Cache> {
-        self.l1d.iter().chain(self.lower.iter().flatten())
+    /// Every data-side cache before the Point of Coherency (rule 16a): each vCPU's L1D and the
+    /// lower caches, down to the guest's LoC.
+    fn poc_caches(&self) -> impl Iterator<Item = &Cache> {
+        let n = self.levels_before_poc();
+        self.l1d.iter().take(if n >= 1 { self.vcpus } else { 0 }).chain(self.lower.iter().take(n.saturating_sub(1)).flatten())
     }
 
     /// A non-cacheable/Device access of the line at `addr`: a read of a dirty line is a
@@ -613,7 +640,7 @@ impl Model {
         let line = self.l1d_line(addr);
         let nc = attr == Attr::NormalNonCacheable;
         if !write {
-            if self.data_caches().any(|c| c.holds_dirty(c.line_of(addr))) {
+            if self.poc_caches().any(|c| c.holds_dirty(c.line_of(addr))) {
                 let san = self.san.as_mut().expect("checked");
                 let (cause, cause_pc) = san.dirty_cause(line);
                 san.report(HazardKind::StaleReadByDevice, addr, if nc { "nc-read" } else { "device-read" }, cause, cause_pc);
@@ -622,7 +649,12 @@ impl Model {
         }
         let mut fresh = false;
         let span = 1u64 << self.l1d[0].line_shift();
-        for c in self.l1d.iter_mut().chain(self.lower.iter_mut().flatten()) {
+        // Copies beyond the PoC (rule 16a) are transparent: the write reaches them as it reaches
+        // memory, so they are never stale.
+        let n = self.levels_before_poc();
+        let vcpus = self.vcpus;
+        let before = self.l1d.iter_mut().take(if n >= 1 { vcpus } else { 0 });
+        for c in before.chain(self.lower.iter_mut().take(n.saturating_sub(1)).flatten()) {
             fresh |= c.mark_stale(c.line_of(addr)) == Some(false);
         }
         for c in &mut self.l1i {
@@ -1106,7 +1138,7 @@ impl Model {
             }
         }
         self.totals.at(Level::L1D).maint += 1;
-        if op == MaintOp::Invalidate && self.san.is_some() && self.data_caches().any(|c| c.holds_dirty(c.line_of(pa))) {
+        if op == MaintOp::Invalidate && self.san.is_some() && self.poc_caches().any(|c| c.holds_dirty(c.line_of(pa))) {
             self.san_lost(pa, "dc-ivac");
         }
         for k in 0..self.vcpus {
@@ -1138,6 +1170,35 @@ impl Model {
                     c.invalidate_slot(slot);
                 }
             }
+        }
+    }
+
+    /// Rules 6 and 7 for a guest whose smallest data-cache line (CTR_EL0.DminLine, `granule`
+    /// bytes) is longer than the model's L1D line: one operation covers every model line of the
+    /// aligned granule, as it covers the whole (longer) line on the guest's caches, and counts one
+    /// `maint` per model line. A granule of at most one model line is [`Model::dc_by_pa`].
+    pub fn dc_by_pa_granule(&mut self, cpu: usize, op: MaintOp, point: Point, pa: u64, granule: u64) {
+        let line = 1u64 << self.l1d[cpu].line_shift();
+        if granule <= line || !granule.is_power_of_two() {
+            return self.dc_by_pa(cpu, op, point, pa);
+        }
+        let start = pa & !(granule - 1);
+        for a in (start..start + granule).step_by(line as usize) {
+            self.dc_by_pa(cpu, op, point, a);
+        }
+    }
+
+    /// Rule 10's IC IVAU for a guest whose smallest instruction-cache line (CTR_EL0.IminLine,
+    /// `granule` bytes) is longer than the model's L1I line: every model line of the aligned
+    /// granule, one `maint` each (see [`Model::dc_by_pa_granule`]).
+    pub fn ic_invalidate_granule(&mut self, cpu: usize, pa: u64, granule: u64) {
+        let line = 1u64 << self.l1i[cpu].line_shift();
+        if granule <= line || !granule.is_power_of_two() {
+            return self.ic_invalidate_pa(cpu, pa);
+        }
+        let start = pa & !(granule - 1);
+        for a in (start..start + granule).step_by(line as usize) {
+            self.ic_invalidate_pa(cpu, a);
         }
     }
 

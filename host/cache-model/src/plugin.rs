@@ -48,6 +48,8 @@ use qemu_plugin::{
     Register, RegisterDescriptor, TranslationBlock, VCPUIndex,
 };
 
+use cachescope_arch::cache::id::{Clidr, Ctr};
+
 use crate::config::{GuestGeometry, Settings};
 use crate::decode::{decode, decode_mem_imm, decode_set_way, guest_to_model_slots, is_non_temporal_pair, plan_groups, Insn, PrfAddr, Role};
 use crate::guest::{Guest, Translation};
@@ -169,7 +171,24 @@ struct Stats {
     va: [u64; 3],
     setway_ops: u64,
     warnings: u64,
+    /// Counter records of ended phases written so far (`model`, `model-time`, `model-coherence`).
+    phase_records: u64,
+    /// Phases whose counter records were not written (past [`PHASE_RECORD_LIMIT`]).
+    phases_unreported: u64,
 }
+
+/// The most `model-warning` records a run writes; past it they are only counted (`model-run`'s
+/// `warnings`), so a guest that sends malformed markers in a loop cannot grow the log without
+/// bound.
+const WARNING_LIMIT: u64 = 100;
+
+/// The most per-phase counter records (`model` per level, `model-time`, `model-coherence` per
+/// vCPU) a run writes: each is at most ~450 bytes (a phase name is at most
+/// `cachescope_arch::marker::PHASE_NAME_MAX` bytes), so at most ~90 MB, within what the digest
+/// reads (256 MiB), however many phases or vCPUs. A phase whose records would pass it gets
+/// none; its counts stay in the totals and its hazards are still reported. The main job writes
+/// a few thousand (5 or 6 per phase with one vCPU).
+const PHASE_RECORD_LIMIT: u64 = 200_000;
 
 /// A spin lock: uncontended (one vCPU) it costs one compare-and-swap and one plain store,
 /// about half of a `Mutex`; a waiting vCPU yields its host thread after a short spin.
@@ -242,8 +261,11 @@ struct Core {
     hazards: Hazards,
     /// Open maintenance ranges (markers 7/8).
     maint: Vec<MaintRange>,
-    /// CTR_EL0.IDC and DIC, once read (None: assumed 0, the Cortex models' value).
-    ctr: Option<(bool, bool)>,
+    /// CTR_EL0, once read (None: IDC = DIC = 0 assumed, the Cortex models' value, and the
+    /// model's own line sizes for by-VA maintenance).
+    ctr: Option<Ctr>,
+    /// CLIDR_EL1, once read (None: not exposed; every modelled level is before the PoC).
+    clidr: Option<Clidr>,
     /// Sanitizer reports suspended (marker 9).
     quiet: bool,
     /// Hazard occurrences dropped while quiet.
@@ -281,10 +303,12 @@ struct State {
 }
 
 /// System registers the plugin reads when the guest CPU exposes them (QEMU's gdbstub system
-/// register feature): CTR_EL0 for the sanitizer's instruction-coherence rule, and with more than
-/// one vCPU TPIDR_EL1 (raw handle), the core identity (see the module docs).
+/// register feature): CTR_EL0 for the sanitizer's instruction-coherence rule, CLIDR_EL1 for its
+/// Point of Coherency (model rule 16a), and with more than one vCPU TPIDR_EL1 (raw handle), the
+/// core identity (see the module docs).
 struct SysRegs {
     ctr: Option<RegisterDescriptor<'static>>,
+    clidr: Option<RegisterDescriptor<'static>>,
     core_id: Option<usize>,
 }
 
@@ -347,8 +371,41 @@ impl Core {
 
     fn warn(&mut self, what: &str) {
         self.stats.warnings += 1;
-        let text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", what));
+        if self.stats.warnings > WARNING_LIMIT {
+            return;
+        }
+        let mut text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", what));
+        if self.stats.warnings == WARNING_LIMIT {
+            text += &report::line(
+                Record::new(&cachescope_arch::record::MODEL_WARNING)
+                    .str("what", &format!("{WARNING_LIMIT} warnings: further ones are only counted (model-run.warnings)")),
+            );
+        }
         self.emit(&text);
+    }
+
+    /// Adds a hazard occurrence; the first one past the bound on hazard records says so, once.
+    fn add_hazard(&mut self, e: crate::sanitize::Event, va: u64, pc: u64, phase: Option<&(u64, String)>, current: Option<u64>) {
+        let was = self.hazards.truncated();
+        self.hazards.add(e, va, pc, phase.map(|(id, n)| (*id, n.as_str())), current);
+        if !was && self.hazards.truncated() {
+            let limit = self.hazards.limit();
+            let what = format!(
+                "more than {limit} distinct hazards: further ones are only counted (hazard-total.dropped), not listed; the run fails (hazard-total.truncated)"
+            );
+            self.stats.warnings += 1;
+            let text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", &what))
+                + &format!("# model: hazard storm: {what}\n");
+            self.emit(&text);
+        }
+    }
+
+    /// log2 of the granule a by-VA data-cache operation covers, for the maintenance-range rule:
+    /// the model's L1D line, or the guest's CTR_EL0.DminLine when that is longer (a loop that
+    /// steps by DminLine, as the architecture recommends, then reaches every line).
+    fn maint_shift(&self) -> u32 {
+        let model = self.model.as_ref().map_or(6, |m| m.config().l1d.line_shift());
+        model.max(self.ctr.map_or(0, |c| c.dmin_line().trailing_zeros()))
     }
 
     fn lower_levels(&self) -> usize {
@@ -473,8 +530,8 @@ impl State {
         m.set_totals(carried);
         m.set_coherence(&carried_coh);
         if self.settings.sanitize {
-            let (idc, dic) = core.ctr.unwrap_or((false, false));
-            m.enable_sanitizer(idc, dic);
+            m.enable_sanitizer(false, false);
+            apply_id_regs(&mut m, core.ctr, core.clidr);
         }
         let trace = match core.model.as_mut().and_then(|old| old.take_trace()) {
             Some(w) => Some(w),
@@ -792,7 +849,7 @@ impl State {
         let drop_pages = matches!(insn, Insn::Tlbi | Insn::MsrSctlr { .. } | Insn::Marker);
         self.settle(&mut core, drop_pages);
         if matches!(insn, Insn::DcVa { .. } | Insn::DcZva { .. }) && !core.maint.is_empty() {
-            let shift = core.model.as_ref().map_or(6, |m| m.config().l1d.line_shift());
+            let shift = core.maint_shift();
             for r in core.maint.iter_mut().filter(|r| a.wrapping_sub(r.va) < r.len) {
                 r.done.insert(a >> shift, ());
                 r.last_pc = pc;
@@ -800,8 +857,10 @@ impl State {
         }
         if let (Insn::Marker, None) = (insn, core.ctr) {
             core.ctr = self.read_ctr();
-            if let (Some((idc, dic)), Some(m)) = (core.ctr, core.model.as_mut()) {
-                m.set_ctr(idc, dic);
+            core.clidr = self.read_clidr();
+            let (ctr, clidr) = (core.ctr, core.clidr);
+            if let Some(m) = core.model.as_mut() {
+                apply_id_regs(m, ctr, clidr);
             }
         }
         match insn {
@@ -810,7 +869,8 @@ impl State {
             Insn::MsrSctlr { .. } => core.guest.set_sctlr(cpu, a),
             Insn::DcVa { op, point, .. } => {
                 let pa = self.translate(&mut core, a);
-                self.model(&mut core).dc_by_pa(cpu, op, point, pa);
+                let dline = core.ctr.map_or(0, |c| u64::from(c.dmin_line()));
+                self.model(&mut core).dc_by_pa_granule(cpu, op, point, pa, dline);
             }
             Insn::DcZva { .. } => {
                 let pa = self.translate(&mut core, a);
@@ -832,7 +892,8 @@ impl State {
             Insn::IcIallu { broadcast } => self.model(&mut core).ic_invalidate_all(cpu, broadcast),
             Insn::IcIvau { .. } => {
                 let pa = self.translate(&mut core, a);
-                self.model(&mut core).ic_invalidate_pa(cpu, pa);
+                let iline = core.ctr.map_or(0, |c| u64::from(c.imin_line()));
+                self.model(&mut core).ic_invalidate_granule(cpu, pa, iline);
             }
             Insn::Prefetch(_) => {}
         }
@@ -860,19 +921,30 @@ impl State {
         }
         let phase = core.phases.current();
         for e in events {
-            core.hazards.add(e, va, pc, phase.as_ref().map(|(id, n)| (*id, n.as_str())), current);
+            core.add_hazard(e, va, pc, phase.as_ref(), current);
         }
     }
 
-    /// CTR_EL0.IDC (bit 28) and DIC (bit 29), if the guest CPU exposes CTR_EL0 to plugins.
-    fn read_ctr(&self) -> Option<(bool, bool)> {
+    /// CTR_EL0, if the guest CPU exposes it to plugins.
+    fn read_ctr(&self) -> Option<Ctr> {
         let r = self.sysregs.get()?.ctr.as_ref()?;
         let bytes = r.read().ok()?;
         let v = bytes.iter().take(8).rev().fold(0u64, |v, &b| v << 8 | u64::from(b));
         if std::env::var_os("CS_MODEL_LIST_REGS").is_some() {
             eprintln!("{NAME}: CTR_EL0 = {v:#x}");
         }
-        Some((v >> 28 & 1 == 1, v >> 29 & 1 == 1))
+        Some(Ctr { raw: v })
+    }
+
+    /// CLIDR_EL1, if the guest CPU exposes it to plugins.
+    fn read_clidr(&self) -> Option<Clidr> {
+        let r = self.sysregs.get()?.clidr.as_ref()?;
+        let bytes = r.read().ok()?;
+        let v = bytes.iter().take(8).rev().fold(0u64, |v, &b| v << 8 | u64::from(b));
+        if std::env::var_os("CS_MODEL_LIST_REGS").is_some() {
+            eprintln!("{NAME}: CLIDR_EL1 = {v:#x}");
+        }
+        Some(Clidr::decode(v))
     }
 
     /// A PRFM PLD/PST: its address from the registers (read in this exec callback, before the
@@ -987,7 +1059,7 @@ impl State {
                 if !self.settings.sanitize {
                     return;
                 }
-                let shift = core.model.as_ref().map_or(6, |m| m.config().l1d.line_shift());
+                let shift = core.maint_shift();
                 let phase = core.phases.current();
                 for gap in r.gaps(shift) {
                     let pa = core.guest.translate(gap).0 >> shift << shift;
@@ -998,7 +1070,7 @@ impl State {
                         cause: "dc-by-va",
                         cause_pc: r.last_pc,
                     };
-                    core.hazards.add(e, gap, pc, phase.as_ref().map(|(id, n)| (*id, n.as_str())), None);
+                    core.add_hazard(e, gap, pc, phase.as_ref(), None);
                 }
             }
             Marker::PhaseEnd { id } => {
@@ -1008,15 +1080,18 @@ impl State {
                     Ok(done) => {
                         let lower = core.lower_levels();
                         let lat = core.model.as_ref().map_or_else(crate::geometry::Latency::generic, |m| m.config().latency.clone());
-                        let text: String = done
-                            .iter()
-                            .map(|p| {
-                                report::phase_lines(&p.name, p.id, &p.counts, lower)
-                                    + &report::time_line(&p.name, p.id, &p.counts, &lat)
-                                    + &report::coherence_lines(&p.name, p.id, &p.coherence)
-                            })
-                            .collect();
-                        let mut text = text;
+                        let mut text = String::new();
+                        for p in &done {
+                            let records = (2 + lower + 1 + p.coherence.len()) as u64;
+                            if core.stats.phase_records + records > PHASE_RECORD_LIMIT {
+                                core.stats.phases_unreported += 1;
+                            } else {
+                                core.stats.phase_records += records;
+                                text += &report::phase_lines(&p.name, p.id, &p.counts, lower);
+                                text += &report::time_line(&p.name, p.id, &p.counts, &lat);
+                                text += &report::coherence_lines(&p.name, p.id, &p.coherence);
+                            }
+                        }
                         for p in &done {
                             text += &report::hazard_lines(&core.hazards.take(Some(p.id)));
                         }
@@ -1036,6 +1111,15 @@ impl State {
         }
         for name in core.phases.still_open() {
             core.warn(&format!("phase '{name}' never ended"));
+        }
+        if core.stats.phases_unreported > 0 {
+            let n = core.stats.phases_unreported;
+            core.stats.warnings += 1;
+            let what = format!(
+                "{n} phases have no model/model-time records: past {PHASE_RECORD_LIMIT} per-phase records (their counts are in model-total)"
+            );
+            let text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", &what));
+            core.emit(&text);
         }
         let now = self.now(&core);
         let lower = core.lower_levels();
@@ -1100,6 +1184,18 @@ struct CacheModel {
     state: Option<Arc<State>>,
 }
 
+/// Hands the guest's CTR_EL0 and CLIDR_EL1 (when read) to the model's sanitizer: the
+/// instruction-coherence bits, with the clean to PoU also unnecessary when CLIDR says so (the
+/// CTR_EL0.IDC description: "unless CLIDR_EL1.LoC == 0b000 or (CLIDR_EL1.LoUIS == 0b000 &&
+/// CLIDR_EL1.LoUU == 0b000)"), and the Level of Coherence (model rule 16a).
+fn apply_id_regs(m: &mut Model, ctr: Option<Ctr>, clidr: Option<Clidr>) {
+    let (idc, dic) = ctr.map_or((false, false), |c| (c.idc(), c.dic()));
+    m.set_ctr(idc || clidr.is_some_and(|c| !c.clean_to_pou_required()), dic);
+    if let Some(c) = clidr {
+        m.set_level_of_coherence(u32::from(c.loc));
+    }
+}
+
 fn fail(msg: &str) -> ! {
     eprintln!("{NAME}: error: {msg}");
     std::process::exit(2)
@@ -1124,9 +1220,10 @@ impl Register for CacheModel {
             stats: Stats::default(),
             kernel_protocol: 0,
             profile_emitted: false,
-            hazards: Hazards::default(),
+            hazards: Hazards::with_limit(settings.hazard_limit),
             maint: Vec::new(),
             ctr: None,
+            clidr: None,
             quiet: false,
             quieted: 0,
             out,
@@ -1186,7 +1283,8 @@ impl HasCallbacks for CacheModel {
                 }
                 let find = |n: &str| all.iter().find(|r| r.name.eq_ignore_ascii_case(n)).cloned();
                 let core_id = if state.vcpus > 1 { raw_register("TPIDR_EL1") } else { None };
-                let _ = state.sysregs.set(SysRegs { ctr: find("CTR_EL0"), core_id });
+                let clidr = find("CLIDR_EL1").or_else(|| find("CLIDR"));
+                let _ = state.sysregs.set(SysRegs { ctr: find("CTR_EL0"), clidr, core_id });
             }
         }
         Ok(())

@@ -10,7 +10,7 @@
 //! | `model-coherence` | at each phase end, one per vCPU (more than one vCPU only) | `phase`, `phase_id`, `cpu`, `invalidations`, `interventions`, `upgrades`, `snoop_hits`, `snoop_misses`, `remote_maint`, `buf_invalidations`, `buf_interventions`, `buf_upgrades` |
 //! | `model-coherence-total` | at exit, one per vCPU (more than one vCPU only) | `cpu` and the same nine counts |
 //! | `hazard` | at each phase end (at exit outside phases), one per (kind, line) | see `sanitize.rs` |
-//! | `hazard-total` | at exit | per-kind counts |
+//! | `hazard-total` | at exit | per-kind counts, `truncated`, `dropped` (past the hazard bound) |
 //! | `model-run` | at exit | `protocol`, `markers`, `phases`, `va_learned`, `va_window`, `va_identity`, `setway_ops`, `warnings`, `fast` |
 //! | `model-warning` | on a malformed marker or phase mismatch | `what` |
 //!
@@ -156,7 +156,8 @@ pub fn hazard_total_line(h: &crate::sanitize::Hazards, sanitize: bool) -> String
         .bool("sanitize", sanitize)
         .u64("hazards", h.distinct())
         .u64("count", h.occurrences);
-    line(crate::sanitize::HazardKind::ALL.into_iter().fold(r, |r, k| r.u64(k.total_field(), h.per_kind[k as usize])))
+    let r = crate::sanitize::HazardKind::ALL.into_iter().fold(r, |r, k| r.u64(k.total_field(), h.per_kind[k as usize]));
+    line(r.bool("truncated", h.truncated()).u64("dropped", h.dropped))
 }
 
 /// An open phase.
@@ -249,6 +250,16 @@ mod tests {
             "# cs: {\"record\":\"model-time\",\"phase\":\"p\",\"phase_id\":3,\"data_accesses\":16,\"cycles\":708,\"ns\":354.00,\"source\":\"model\"}\n"
         );
         assert_eq!(total_lines(&Totals::default(), 0).lines().count(), 2);
+        let mut h = crate::sanitize::Hazards::with_limit(1);
+        for pa in [0, 0x40] {
+            let e =
+                crate::sanitize::Event { kind: crate::sanitize::HazardKind::LostWrite, pa, access: "dc-ivac", cause: "write", cause_pc: 0 };
+            h.add(e, pa, 0, None, None);
+        }
+        assert_eq!(
+            hazard_total_line(&h, true),
+            "# cs: {\"record\":\"hazard-total\",\"sanitize\":true,\"hazards\":1,\"count\":2,\"stale_read_by_device\":0,\"lost_write\":1,\"stale_read_by_cpu\":0,\"stale_instruction\":0,\"maintenance_gap\":0,\"truncated\":true,\"dropped\":1,\"source\":\"model\"}\n"
+        );
         assert_eq!(phase_lines("x", 1, &Totals::default(), 2).lines().count(), 4);
     }
 

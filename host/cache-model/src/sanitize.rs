@@ -13,7 +13,8 @@
 //! # Rules (no false positives on correct code: a clean line refilled at any time — speculation —
 //! holds what memory holds, so only dirty lines and stale copies are ever reported)
 //! - `stale-read-by-device`: a non-cacheable or Device read of a line that is dirty in any cache
-//!   (a missing clean to PoC before the hand-off).
+//!   before the Point of Coherency (a missing clean to PoC before the hand-off). Levels beyond the
+//!   guest's CLIDR_EL1.LoC are transparent (model rule 16a): never dirty or stale for these rules.
 //! - `lost-write`: DC IVAC or DC ISW (invalidate without clean) of a dirty line, whose data is
 //!   discarded (also the partial edge line of a buffer whose neighbour is dirty).
 //! - `stale-read-by-cpu`: a cacheable read that hits a stale copy (a missing invalidate after the
@@ -26,7 +27,10 @@
 //! - `maintenance-gap`: lines of a range declared with the maintenance-range markers (protocol
 //!   v4) that received no by-VA data-cache operation before the range's end marker.
 //!
-//! Hazards are deduplicated per (kind, line, phase) with a count by the plugin.
+//! Hazards are deduplicated per (kind, line, phase) with a count by the plugin, and at most
+//! [`HAZARD_RECORD_LIMIT`] of them are recorded in a run: past it the rest are only counted
+//! ([`Hazards::dropped`]), so a storm cannot grow the model log without bound, and
+//! `hazard-total.truncated` fails the run.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -129,19 +133,50 @@ pub struct Entry {
     pub current: Option<u64>,
 }
 
-/// Hazards deduplicated per (kind, line, phase id), in first-seen order.
-#[derive(Default)]
+/// The most distinct hazards (kind, line, phase) a run records as `hazard` records. A correct
+/// run has none outside its declared mistakes (the main job's declare 2,066 lines); past this
+/// bound the sanitizer stops listing lines, counts the rest, and the run is failed
+/// (`hazard-total.truncated`). 10,000 records are about 6 MB of model log.
+pub const HAZARD_RECORD_LIMIT: u64 = 10_000;
+
+/// Hazards deduplicated per (kind, line, phase id), in first-seen order, at most `limit` of them
+/// in a run.
 pub struct Hazards {
     index: HashMap<(HazardKind, u64, u64), usize>,
     entries: Vec<Option<Entry>>,
-    /// Distinct hazards per kind (whole run).
+    /// Distinct hazards recorded per kind (whole run; not those past the limit).
     pub per_kind: [u64; HazardKind::ALL.len()],
-    /// Occurrences (whole run).
+    /// Occurrences (whole run, recorded or not).
     pub occurrences: u64,
+    /// Occurrences of hazards not recorded because `limit` distinct ones already were.
+    pub dropped: u64,
+    limit: u64,
+}
+
+impl Default for Hazards {
+    fn default() -> Self {
+        Self::with_limit(HAZARD_RECORD_LIMIT)
+    }
 }
 
 impl Hazards {
-    /// Adds one occurrence.
+    /// A set that records at most `limit` distinct hazards in a run.
+    pub fn with_limit(limit: u64) -> Self {
+        Self { index: HashMap::new(), entries: Vec::new(), per_kind: [0; HazardKind::ALL.len()], occurrences: 0, dropped: 0, limit }
+    }
+
+    /// Whether the limit was reached and hazards went unrecorded.
+    pub fn truncated(&self) -> bool {
+        self.dropped > 0
+    }
+
+    /// The limit.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// Adds one occurrence. Past the limit a new (kind, line, phase) is only counted in
+    /// [`Hazards::dropped`]; one already recorded still counts its occurrences.
     #[allow(clippy::too_many_arguments)]
     pub fn add(&mut self, e: Event, va: u64, pc: u64, phase: Option<(u64, &str)>, current: Option<u64>) {
         let (phase_id, name) = phase.unwrap_or((0, ""));
@@ -152,6 +187,10 @@ impl Hazards {
                 x.count += 1;
                 return;
             }
+        }
+        if self.distinct() >= self.limit {
+            self.dropped += 1;
+            return;
         }
         self.per_kind[e.kind as usize] += 1;
         self.index.insert(key, self.entries.len());
@@ -228,6 +267,27 @@ mod tests {
         let rest = h.take(None);
         assert_eq!(rest.iter().map(|e| e.phase_id).collect::<Vec<_>>(), [2, 0]);
         assert_eq!(h.per_kind[HazardKind::LostWrite as usize], 3);
+    }
+
+    #[test]
+    fn a_storm_is_bounded_and_counted() {
+        let mut h = Hazards::with_limit(3);
+        for line in 0..10u64 {
+            for _ in 0..2 {
+                h.add(ev(HazardKind::StaleReadByDevice, line << 6), 0, 0, Some((1, "a")), None);
+            }
+        }
+        assert_eq!((h.distinct(), h.occurrences, h.dropped, h.truncated()), (3, 20, 14, true));
+        let a = h.take(Some(1));
+        assert_eq!(a.iter().map(|e| (e.event.pa, e.count)).collect::<Vec<_>>(), [(0, 2), (0x40, 2), (0x80, 2)]);
+        // Draining a phase frees no room: the limit is per run.
+        h.add(ev(HazardKind::LostWrite, 0), 0, 0, Some((2, "b")), None);
+        assert!(h.take(None).is_empty());
+        assert_eq!((h.distinct(), h.dropped), (3, 15));
+        let mut h = Hazards::default();
+        assert_eq!(h.limit(), HAZARD_RECORD_LIMIT);
+        h.add(ev(HazardKind::LostWrite, 0), 0, 0, None, None);
+        assert!(!h.truncated());
     }
 
     #[test]

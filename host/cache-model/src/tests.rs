@@ -154,8 +154,13 @@ fn invalidate_by_address_empties_every_level() {
 
 /// Every set/way of every level, as a kernel's walker does it, through the operand encoding.
 fn set_way_walk(m: &mut Model, op: MaintOp) -> u64 {
+    set_way_walk_to(m, op, 1 + m.lower_levels() as u32)
+}
+
+/// A set/way walk over levels 1..=`loc` (the guest's walk to its LoC; 0 = nothing).
+fn set_way_walk_to(m: &mut Model, op: MaintOp, loc: u32) -> u64 {
     let mut n = 0;
-    for level in 1..=(1 + m.lower_levels() as u32) {
+    for level in 1..=loc {
         let geo = m.data_level_geometry(level).unwrap();
         for way in 0..geo.ways {
             for set in 0..geo.sets {
@@ -913,6 +918,112 @@ fn sanitizer_stale_instruction() {
     write_at(&mut m, BASE, 0x4c);
     m.fetch(0, BASE, WB);
     assert!(kinds(&mut m).is_empty());
+}
+
+/// The Pi 5 shape (private L2, shared L3) with the sanitizer, on a guest whose CLIDR says `loc`.
+fn sanitized_rpi5(loc: Option<u32>) -> Model {
+    let h = Hierarchy { hwpf: HwPrefetch::off("test"), ..Hierarchy::profile("rpi5").unwrap() };
+    let mut m = Model::new(&h, 1);
+    m.enable_sanitizer(false, false);
+    if let Some(loc) = loc {
+        m.set_level_of_coherence(loc);
+    }
+    m
+}
+
+#[test]
+fn sanitizer_levels_beyond_the_poc_are_transparent() {
+    use crate::sanitize::HazardKind::{LostWrite, StaleReadByCpu, StaleReadByDevice};
+    let lines = (BASE..BASE + 8192).step_by(64);
+    // The guest's walk to its LoC (2) leaves the profile's L3 dirty: with LoC unknown (every level
+    // before the PoC) that is a stale read for the device, line by line …
+    for (loc, want) in [(None, 128), (Some(2), 0)] {
+        let mut m = sanitized_rpi5(loc);
+        for a in lines.clone() {
+            write_at(&mut m, a, 0x60);
+        }
+        set_way_walk_to(&mut m, MaintOp::CleanInvalidate, 2);
+        assert!(m.lower_cache(1, 0).holds_dirty(BASE >> 6), "cleaned into the L3, dirty there");
+        for a in lines.clone() {
+            m.data(0, a, 8, false, NC);
+        }
+        let k = kinds(&mut m);
+        assert_eq!(k.len(), want, "LoC {loc:?}");
+        assert!(k.iter().all(|&(kind, _)| kind == StaleReadByDevice));
+        // … and the device's write behind a line the L3 holds: a stale copy only before the PoC.
+        m.data(0, BASE, 8, false, WB); // L1D and L2 miss, the L3 hits: cached again
+        set_way_walk_to(&mut m, MaintOp::CleanInvalidate, 2);
+        m.data(0, BASE, 8, true, NC);
+        m.data(0, BASE, 8, false, WB);
+        assert_eq!(kinds(&mut m), if loc.is_none() { vec![(StaleReadByCpu, BASE)] } else { vec![] }, "LoC {loc:?}");
+    }
+    // Still reported before the PoC: a missing clean of the L1D or L2.
+    let mut m = sanitized_rpi5(Some(2));
+    write_at(&mut m, BASE, 0x64);
+    set_way_walk_to(&mut m, MaintOp::CleanInvalidate, 1);
+    m.data(0, BASE, 8, false, NC);
+    assert_eq!(kinds(&mut m), [(StaleReadByDevice, BASE)], "dirty in the L2 (before the PoC)");
+    // LoC = 0 (A64FX): no level is before the PoC, a walk to LoC does nothing and is correct; DC
+    // IVAC (to the PoC) loses nothing; DC ISW, which names a level, still discards dirty data.
+    let mut m = sanitized_rpi5(Some(0));
+    for a in lines.clone() {
+        write_at(&mut m, a, 0x68);
+    }
+    assert_eq!(set_way_walk_to(&mut m, MaintOp::Clean, 0), 0);
+    for a in lines.clone() {
+        m.data(0, a, 8, false, NC);
+        m.data(0, a + 16, 8, true, NC);
+        m.data(0, a, 8, false, WB);
+    }
+    m.dc_by_pa(0, MaintOp::Invalidate, Point::Coherency, BASE + 64);
+    assert!(kinds(&mut m).is_empty());
+    write_at(&mut m, BASE, 0x6c);
+    set_way_walk_to(&mut m, MaintOp::Invalidate, 1);
+    let k = kinds(&mut m);
+    assert_eq!(k.len(), 127, "every line written above but the one DC IVAC dropped is still dirty in the L1D");
+    assert!(k.contains(&(LostWrite, BASE)));
+    assert_eq!(m.levels_before_poc(), 0);
+    assert_eq!(sanitized_rpi5(Some(7)).levels_before_poc(), 3, "a LoC past the modelled levels: all of them");
+}
+
+#[test]
+fn by_va_maintenance_covers_the_guests_longer_line() {
+    use crate::sanitize::HazardKind::{StaleInstruction, StaleReadByDevice};
+    // A64FX's CTR_EL0 says 256-byte lines; the rpi4 profile has 64-byte ones. One DC CVAC per
+    // 256 bytes (the loop CTR_EL0.DminLine asks for) cleans all four model lines of the granule.
+    for (granule, stale) in [(256, 0), (64, 3)] {
+        let mut m = sanitized();
+        for a in (BASE..BASE + 256).step_by(64) {
+            write_at(&mut m, a, 0x70);
+        }
+        let before = m.totals().get(Level::L1D).maint;
+        m.dc_by_pa_granule(0, MaintOp::Clean, Point::Coherency, BASE + 0x80, granule);
+        assert_eq!(m.totals().get(Level::L1D).maint - before, granule / 64, "one maint per model line");
+        for a in (BASE..BASE + 256).step_by(64) {
+            m.data(0, a, 8, false, NC);
+        }
+        let k = kinds(&mut m);
+        assert_eq!(k.len(), stale, "granule {granule}");
+        assert!(k.iter().all(|&(kind, _)| kind == StaleReadByDevice));
+    }
+    // IC IVAU likewise covers the guest's IminLine (with DC CVAU per DminLine).
+    let mut m = sanitized();
+    for a in (BASE..BASE + 256).step_by(64) {
+        m.fetch(0, a, WB);
+        write_at(&mut m, a, 0x74);
+    }
+    m.dc_by_pa_granule(0, MaintOp::Clean, Point::Unification, BASE, 256);
+    m.ic_invalidate_granule(0, BASE + 4, 256);
+    for a in (BASE..BASE + 256).step_by(64) {
+        m.fetch(0, a, WB);
+    }
+    assert!(kinds(&mut m).is_empty());
+    m.fetch(0, BASE + 256, WB);
+    write_at(&mut m, BASE + 256 + 64, 0x78);
+    m.dc_by_pa_granule(0, MaintOp::Clean, Point::Unification, BASE + 256, 256);
+    m.ic_invalidate_granule(0, BASE + 256, 64);
+    m.fetch(0, BASE + 256 + 64, WB);
+    assert_eq!(kinds(&mut m), [(StaleInstruction, BASE + 256 + 64)], "a 64-byte IC IVAU misses the neighbour line");
 }
 
 #[test]

@@ -218,14 +218,21 @@ pub fn judge<'a>(log: impl IntoIterator<Item = &'a Object>, model: impl IntoIter
             what: format!("a correct sequence produced {}", show(got)),
         });
     }
-    // Lines the plugin stopped recording (its bound on a hazard storm): never a pass.
-    if let Some(dropped) = total.get("dropped").and_then(Value::as_u64).filter(|&d| d > 0) {
-        findings.push(Finding {
-            phase: String::new(),
-            passed: false,
-            declared: false,
-            what: format!("the sanitizer stopped recording hazard lines at its bound; {dropped} more were only counted"),
-        });
+    // Hazards the plugin stopped recording (its bound on a hazard storm): never a pass, and
+    // named first (the list above is incomplete).
+    let dropped = total.get("dropped").and_then(Value::as_u64).unwrap_or(0);
+    if dropped > 0 || total.get("truncated").and_then(Value::as_bool) == Some(true) {
+        findings.insert(
+            0,
+            Finding {
+                phase: String::new(),
+                passed: false,
+                declared: false,
+                what: format!(
+                    "TRUNCATED: the sanitizer reached its bound on hazard records; {dropped} more occurrence(s) were only counted (a hazard storm: the first records name where)"
+                ),
+            },
+        );
     }
     let word = if findings.iter().all(|f| f.passed) { Word::AsDeclared } else { Word::Failed };
     Ok(Verdict { word, findings })
@@ -385,7 +392,7 @@ mod tests {
         let off = TOTAL.replace(r#""sanitize":true"#, r#""sanitize":false"#);
         assert_eq!(judge_text(LOG, &off).unwrap().word, Word::Off);
         // Lines dropped at the plugin's bound: failed even without any other finding.
-        let dropped = TOTAL.replace(r#""source":"model""#, r#""dropped":7,"source":"model""#);
+        let dropped = TOTAL.replace(r#""source":"model""#, r#""truncated":true,"dropped":7,"source":"model""#);
         let model = [hazard("mistakes/a", "lost-write", 4096), hazard("mistakes/a", "lost-write", 4160), dropped].join("\n");
         assert_eq!(judge_text(LOG, &model).unwrap().word, Word::Failed);
     }

@@ -214,6 +214,14 @@ impl Clidr {
         }
     }
 
+    /// Whether CLIDR leaves the data-cache clean to the Point of Unification required for
+    /// instruction-to-data coherence (when CTR_EL0.IDC = 0): the Arm ARM's CTR_EL0.IDC = 0 reads
+    /// "required … unless CLIDR_EL1.LoC == 0b000 or (CLIDR_EL1.LoUIS == 0b000 &&
+    /// CLIDR_EL1.LoUU == 0b000)".
+    pub fn clean_to_pou_required(&self) -> bool {
+        !(self.loc == 0 || (self.louis == 0 && self.louu == 0))
+    }
+
     /// Number of cache levels: the levels before the first empty (or reserved) Ctype field.
     pub fn levels(&self) -> u8 {
         self.ctype.iter().take_while(|t| t.present()).count() as u8
@@ -642,15 +650,18 @@ mod tests {
         // Cortex-A53/A57/A72 (TRM; measured on QEMU): L1 I+D, L2 unified, LoUU 1, LoC 2, LoUIS 1.
         let c = Clidr::decode(0x0a20_0023);
         assert_eq!((c.levels(), c.louu, c.louis, c.loc, c.icb), (2, 1, 1, 2, 0));
+        assert!(c.clean_to_pou_required());
         assert_eq!(c.ctype[..3], [CacheType::Separate, CacheType::Unified, CacheType::None]);
         assert!(c.problems().is_empty());
         // Cortex-A76 / Neoverse N1 (measured): LoUU = LoUIS = 0, ICB = L2.
         let c = Clidr::decode(0x8200_0023);
         assert_eq!((c.levels(), c.louu, c.louis, c.loc, c.icb), (2, 0, 0, 2, 2));
         assert!(c.problems().is_empty());
+        assert!(!c.clean_to_pou_required(), "LoUIS = LoUU = 0");
         // A64FX (measured): LoC = 0.
         let c = Clidr::decode(0x8000_0023);
         assert_eq!((c.loc, c.icb), (0, 2));
+        assert!(!c.clean_to_pou_required(), "LoC = 0");
         // Cortex-A710 / Neoverse N2 (measured): Ttype fields set (MTE), still no problem.
         let c = Clidr::decode(0x14_8200_0023);
         assert_eq!((c.levels(), c.loc, c.icb), (2, 2, 2));
