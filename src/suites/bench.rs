@@ -714,7 +714,15 @@ fn alloc_reuse(ctx: &mut Ctx) {
 /// A DataLoader with prefetch_factor=2: double buffering across two cores.
 fn stream_double(ctx: &mut Ctx) {
     let Some((env, wb)) = env_and_wb(ctx) else { return };
-    let producer = (1..crate::harness::smp::cores()).find(|&c| !crate::harness::smp::is_lost(c));
+    // The same probe as every case that needs a secondary: no core to start (one core, no PSCI
+    // firmware, every secondary lost) means one core, and no wait for a core that cannot start.
+    let producer = match crate::harness::smp::secondaries() {
+        Ok(cores) => cores.first().copied(),
+        Err(why) => {
+            diag!("stream-double: {why}");
+            None
+        }
+    };
     let shape = bench::dl::DoubleShape {
         batch: ctx.args.number("double_batch") as usize,
         batches: ctx.args.number("double_batches") as usize,
