@@ -10,7 +10,7 @@ extern crate alloc;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use cachescope::arch::{cpu, smp};
-use cachescope::harness::{Case, Ctx, KernelSpec, Suite};
+use cachescope::harness::{self, Case, Ctx, KernelSpec, Suite};
 use cachescope::{bsp, diag};
 
 const STACK_BYTES: usize = 16 << 10;
@@ -57,18 +57,15 @@ fn wait_check_in(check_in: &CheckIn, ms: u64) -> Option<u64> {
 fn start_all(ctx: &mut Ctx) {
     let n = bsp::cores();
     diag!("{} cores on {}", n, ctx.boot.board);
-    if n < 2 {
-        ctx.skip("a single core: nothing to start (QEMU virt needs -smp 2 or more)");
-        return;
+    // The harness's probe, as every suite asks it: one core, or no firmware behind the PSCI
+    // conduit (QEMU virt,secure=on), SKIPs before any core is asked to start.
+    match harness::smp::probe() {
+        Ok(method) => diag!("secondaries start by {method:?}"),
+        Err(why) => return ctx.skip(why),
     }
     for (core, check_in) in CHECK_IN.iter().enumerate().take(n).skip(1) {
         match bsp::start_core(core, secondary, stack_top(), core as u64) {
             Ok(()) => {}
-            Err(smp::StartError::NoFirmware) if core == 1 => {
-                // QEMU virt,secure=on: EL3 firmware would provide PSCI, and there is none.
-                ctx.skip("no PSCI firmware behind the conduit: cores cannot be started here");
-                return;
-            }
             Err(e) => {
                 ctx.fail(alloc::format!("core {core}: {e}"));
                 continue;

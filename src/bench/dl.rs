@@ -251,7 +251,7 @@ pub fn stream_double(env: &Env, region: &Region, shape: DoubleShape) -> Result<(
         Metric { id, summary, work: bytes, unit: Unit::Rate, notes: &[("cores", 1)] }.emit(env);
     }
     let Some(core) = producer else {
-        crate::diag!("stream-double: one core: double buffering degrades to fill-then-consume (the `none` figure)");
+        crate::diag!("stream-double: no producer core: double buffering degrades to fill-then-consume (the `none` figure)");
         return Ok(());
     };
     // One barrier episode, given up after `timeout_ms` without the other party.
@@ -318,7 +318,8 @@ pub fn stream_double(env: &Env, region: &Region, shape: DoubleShape) -> Result<(
         .collect();
     if broken || !why.is_empty() {
         let why = if why.is_empty() { alloc::string::String::from("the barrier broke") } else { why.join("; ") };
-        return Err(alloc::format!("stream-double: the producer on core {core} stopped answering within {timeout_ms} ms ({why})"));
+        let ms = smp::wait_ms(timeout_ms);
+        return Err(alloc::format!("stream-double: the producer on core {core} stopped answering within {ms} ms ({why})"));
     }
     Metric { id, summary, work: bytes, unit: Unit::Rate, notes: &[("cores", 2)] }.emit(env);
     Ok(())

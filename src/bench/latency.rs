@@ -4,34 +4,43 @@
 
 use alloc::vec::Vec;
 
-use super::plan::{chase_order, Rng};
+use super::plan::{ChaseOrder, Rng};
 use super::{measure, Env, Metric, MetricId, Region, Unit};
 
 /// Page size used for grouping (one TLB entry at the 4 KiB granule).
 pub const GROUP_BYTES: usize = 4096;
 
-/// Heap bytes [`build_chain`] needs for a `bytes` working set: the visiting order (4 bytes a
-/// line) plus the group order and one group's lines.
+/// Heap bytes [`build_chain`] needs for a `bytes` working set: the group order (8 bytes a
+/// 4 KiB group) and one group's lines. The visiting order itself is never stored (see
+/// [`ChaseOrder`]), so the largest chase grows with the test window, not with the heap.
 pub fn chase_table_bytes(bytes: u64, line: u64) -> u64 {
     let line = line.max(1);
     let lines = bytes / line;
     let per_group = (GROUP_BYTES as u64 / line).max(1);
-    lines * 4 + lines.div_ceil(per_group) * 8 + per_group * 4
+    lines.div_ceil(per_group) * 8 + per_group * 4
 }
 
-/// Writes the chain into `region` for a working set of `bytes` with `line`-byte nodes.
+/// Writes the chain into `region` for a working set of `bytes` with `line`-byte nodes, walking
+/// the visiting order once: each node gets the address of the next, the last the first's.
 /// Returns the address of the first node.
 pub fn build_chain(region: &Region, bytes: usize, line: usize, seed: u64) -> usize {
     let lines = (bytes / line).max(1);
-    let order = chase_order(lines, GROUP_BYTES / line, &mut Rng::new(seed));
-    for (i, &l) in order.iter().enumerate() {
-        let here = region.va + l as usize * line;
-        let next = region.va + order[(i + 1) % order.len()] as usize * line;
-        // SAFETY: `here` lies inside the region (l < lines and lines * line <= bytes <= len)
+    let mut rng = Rng::new(seed);
+    let mut order = ChaseOrder::new(lines, GROUP_BYTES / line, &mut rng);
+    let first = order.next().unwrap_or(0) as usize;
+    let link = |from: usize, to: usize| {
+        let (here, next) = (region.va + from * line, region.va + to * line);
+        // SAFETY: `here` lies inside the region (from < lines and lines * line <= bytes <= len)
         // and is 8-byte aligned (line is a multiple of 8): an aligned store into test memory.
         unsafe { core::ptr::write_volatile(here as *mut usize, next) };
+    };
+    let mut here = first;
+    for next in order {
+        link(here, next as usize);
+        here = next as usize;
     }
-    region.va + order[0] as usize * line
+    link(here, first);
+    region.va + first * line
 }
 
 /// Follows the chain `steps` times from `start`; returns where it stopped (kept live).

@@ -40,22 +40,50 @@ impl Rng {
 /// Visiting order of `lines` cache lines for a pointer chase: lines are grouped by
 /// `lines_per_group` (one TLB page each), the groups are visited in random order and the lines
 /// within each group in random order, so neither a stride prefetcher nor TLB misses dominate.
-/// Returns a permutation of `0..lines`.
+/// Returns a permutation of `0..lines` ([`ChaseOrder`] collected).
 pub fn chase_order(lines: usize, lines_per_group: usize, rng: &mut Rng) -> Vec<u32> {
-    let lpg = lines_per_group.max(1);
-    let groups = lines.div_ceil(lpg);
-    let mut group_order: Vec<usize> = (0..groups).collect();
-    rng.shuffle(&mut group_order);
-    let mut order = Vec::with_capacity(lines);
-    let mut within: Vec<u32> = Vec::with_capacity(lpg);
-    for g in group_order {
-        within.clear();
-        let first = g * lpg;
-        within.extend((first..(first + lpg).min(lines)).map(|l| l as u32));
-        rng.shuffle(&mut within);
-        order.extend_from_slice(&within);
+    ChaseOrder::new(lines, lines_per_group, rng).collect()
+}
+
+/// The visiting order of [`chase_order`], one line at a time: it holds only the group order
+/// (8 bytes a group) and one group's lines, never the whole permutation (4 bytes a line), so a
+/// chain over any working set is built with a few MiB of heap at most. The random draws are
+/// the same, in the same order: the same seed gives the same chain.
+pub struct ChaseOrder<'r> {
+    lines: usize,
+    lpg: usize,
+    groups: alloc::vec::IntoIter<usize>,
+    within: Vec<u32>,
+    next: usize,
+    rng: &'r mut Rng,
+}
+
+impl<'r> ChaseOrder<'r> {
+    /// The order of `lines` lines in groups of `lines_per_group` (0 is taken as 1): the group
+    /// order is drawn now, each group's order when the walk reaches it.
+    pub fn new(lines: usize, lines_per_group: usize, rng: &'r mut Rng) -> Self {
+        let lpg = lines_per_group.max(1);
+        let mut group_order: Vec<usize> = (0..lines.div_ceil(lpg)).collect();
+        rng.shuffle(&mut group_order);
+        Self { lines, lpg, groups: group_order.into_iter(), within: Vec::with_capacity(lpg), next: 0, rng }
     }
-    order
+}
+
+impl Iterator for ChaseOrder<'_> {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        while self.next == self.within.len() {
+            let g = self.groups.next()?;
+            let first = g * self.lpg;
+            self.within.clear();
+            self.within.extend((first..(first + self.lpg).min(self.lines)).map(|l| l as u32));
+            self.rng.shuffle(&mut self.within);
+            self.next = 0;
+        }
+        self.next += 1;
+        Some(self.within[self.next - 1])
+    }
 }
 
 /// Working-set sizes from `min` to `max` bytes: every power of two plus points near it
@@ -100,6 +128,28 @@ mod tests {
             // (groups - 1) times.
             let changes = o.windows(2).filter(|w| w[0] as usize / lpg != w[1] as usize / lpg).count();
             assert_eq!(changes, lines.div_ceil(lpg) - 1, "lines {lines} lpg {lpg}");
+        }
+    }
+
+    /// The order as it was built before [`ChaseOrder`]: the whole permutation at once.
+    fn materialised(lines: usize, lpg: usize, rng: &mut Rng) -> Vec<u32> {
+        let mut group_order: Vec<usize> = (0..lines.div_ceil(lpg)).collect();
+        rng.shuffle(&mut group_order);
+        let mut order = Vec::new();
+        for g in group_order {
+            let mut within: Vec<u32> = (g * lpg..(g * lpg + lpg).min(lines)).map(|l| l as u32).collect();
+            rng.shuffle(&mut within);
+            order.extend_from_slice(&within);
+        }
+        order
+    }
+
+    #[test]
+    fn streamed_order_is_the_materialised_one() {
+        for (lines, lpg, seed) in [(0, 64, 1), (1, 64, 2), (63, 64, 3), (4096, 64, 4), (1000, 16, 5), (17, 1, 6), (100_000, 64, 0x5eed)] {
+            let got = chase_order(lines, lpg, &mut Rng::new(seed));
+            assert_eq!(got, materialised(lines, lpg, &mut Rng::new(seed)), "lines {lines} lpg {lpg}");
+            assert_eq!(got.len(), lines);
         }
     }
 

@@ -6,7 +6,8 @@
 //! Every board exports the same interface, and generic code only calls that:
 //! `NAME`, `UART_FALLBACK`, `RAM_FALLBACK`, `dtb_candidates(x0)`, `probe(x0, fdt)` (learn from
 //! the handover), `uart_from_dtb(reg)`, `console(base)`, `command_line(bootargs)`,
-//! `emulated()`, `exit(code)` (after the `end` record), `cores()`,
+//! `emulated()`, `exit(code)` (after the `end` record), `cores()`, `start_method()` (how
+//! secondaries start: PSCI through a conduit, a spin table, or not at all; nothing is started),
 //! `start_core(core, entry, stack_top, arg)` (release a parked secondary core) and `core_off()`
 //! (a secondary powers itself off where firmware can start it again; returns where it cannot).
 

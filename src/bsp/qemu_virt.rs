@@ -46,6 +46,12 @@ pub fn cores() -> usize {
     CORES.load(Ordering::Relaxed)
 }
 
+/// How secondaries start here: PSCI through the DTB's conduit, or not at all without a
+/// `/psci` node.
+pub fn start_method() -> smp::StartMethod {
+    CONDUIT.get().map_or(smp::StartMethod::None, smp::StartMethod::Psci)
+}
+
 /// Starts `core` at `entry(arg)` through QEMU's PSCI CPU_ON (the DTB's conduit; core n is
 /// MPIDR Aff0 = n). Without a `/psci` node (`secure=on`: firmware would provide it) it fails.
 pub fn start_core(core: usize, entry: SecondaryEntry, stack_top: usize, arg: u64) -> Result<(), StartError> {

@@ -73,6 +73,12 @@ pub fn console(base: usize) -> Pl011 {
     uart
 }
 
+/// How secondaries start here: PSCI when the DTB offers it (a TF-A armstub), else the stock
+/// armstub's spin table.
+pub fn start_method() -> smp::StartMethod {
+    raspberrypi::conduit().map_or(smp::StartMethod::SpinTable, smp::StartMethod::Psci)
+}
+
 /// Starts `core` (1..3) at `entry(arg)` on its own stack: PSCI CPU_ON when the DTB offers PSCI,
 /// else the armstub's spin table (write the entry address, clean it to memory, SEV).
 pub fn start_core(core: usize, entry: SecondaryEntry, stack_top: usize, arg: u64) -> Result<(), StartError> {

@@ -70,6 +70,11 @@ pub fn console(base: usize) -> Pl011 {
     uart
 }
 
+/// How secondaries start here: PSCI through BL31 (the DTB's conduit, else `smc`).
+pub fn start_method() -> smp::StartMethod {
+    smp::StartMethod::Psci(raspberrypi::conduit().unwrap_or(Conduit::Smc))
+}
+
 /// Starts `core` (1..3) at `entry(arg)` through PSCI CPU_ON.
 pub fn start_core(core: usize, entry: SecondaryEntry, stack_top: usize, arg: u64) -> Result<(), StartError> {
     if core >= CORES {

@@ -118,6 +118,24 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The secondary cores a case can use ([`smp::secondaries`]), or None after marking the
+    /// case skipped (one core, no way to start one: the same reason everywhere) or failed
+    /// (every secondary lost at an earlier timeout).
+    #[cfg(target_os = "none")]
+    pub fn secondaries(&mut self) -> Option<Vec<usize>> {
+        match smp::secondaries() {
+            Ok(cores) => Some(cores),
+            Err(why) if why.is_skip() => {
+                self.skip(why);
+                None
+            }
+            Err(why) => {
+                self.fail(why);
+                None
+            }
+        }
+    }
+
     /// The skip reason, if the case skipped.
     pub fn skip_reason(&self) -> Option<&str> {
         self.skipped.as_deref()

@@ -47,6 +47,8 @@ pub fn run_kernel(boot: &BootInfo, spec: &KernelSpec) -> ! {
     println!("{line}");
     emit_boot_record(boot);
     crate::model::announce();
+    // The runner loads the model only together with -icount: waits get their wall-time bound.
+    super::smp::set_icount(boot.model.is_some());
 
     let mut totals = Totals::default();
     for (n, (si, cases)) in selection.iter().enumerate() {

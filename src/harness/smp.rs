@@ -128,7 +128,7 @@ mod target {
 
     use super::relax;
     use crate::arch::mmu::{self as hw, SCTLR_C, SCTLR_I, SCTLR_M};
-    use crate::arch::smp::{StartError, MAX_CORES};
+    use crate::arch::smp::{StartError, StartMethod, MAX_CORES};
     use crate::arch::{cpu, trap};
     use crate::exception::TrapReport;
     use crate::{bsp, model};
@@ -147,8 +147,10 @@ mod target {
         Trap(TrapReport),
         /// It did not finish within the timeout (it is now lost).
         Timeout {
-            /// The timeout, ms.
+            /// The timeout waited, ms.
             ms: u64,
+            /// The timeout asked for, when `-icount` cut it to [`ICOUNT_WAIT_MAX_MS`].
+            cut_from: Option<u64>,
         },
         /// It missed an earlier deadline and is never given work again.
         Lost,
@@ -161,10 +163,51 @@ mod target {
             match self {
                 Self::Start(e) => write!(f, "not started: {e}"),
                 Self::Trap(r) => write!(f, "unexpected exception: {}", r.summary()),
-                Self::Timeout { ms } => write!(f, "did not finish within {ms} ms (stuck: it gets no more work)"),
+                Self::Timeout { ms, cut_from: None } => write!(f, "did not finish within {ms} ms (stuck: it gets no more work)"),
+                Self::Timeout { ms, cut_from: Some(asked) } => write!(
+                    f,
+                    "did not finish within {ms} ms ({asked} ms asked, cut to the -icount bound of {ms} ms virtual, about {ICOUNT_WAIT_WALL_S} s of wall time; stuck: it gets no more work)"
+                ),
                 Self::Lost => f.write_str("lost at an earlier timeout"),
                 Self::NotASecondary => f.write_str("not a secondary core of this launch"),
             }
+        }
+    }
+
+    /// The longest wait under `-icount`, in virtual ms: every [`Deadline`] is cut to it.
+    ///
+    /// Under `-icount shift=0` (what scripts/qemu-run adds whenever the cache model is on) the
+    /// generic timer counts instructions, 1 ns each, so a wait costs its virtual length in
+    /// instructions whatever the host does: a core spinning out a 5 s timeout executes 5 × 10⁹
+    /// instructions, about 220 s of wall time under the model. The spin loop of a wait runs at
+    /// about 23 × 10⁶ instructions per wall second under the model on the reference host (2
+    /// loaded cores), so this cap bounds any wait at about 10 s of wall time
+    /// ([`ICOUNT_WAIT_WALL_S`]); without the model QEMU runs faster and the bound holds with
+    /// room. Legitimate jobs are far shorter: the longest launch-to-join of the smp suite, the
+    /// mistakes suite and stream-double under the model is under 1 ms virtual, and under
+    /// `-icount` their virtual length does not depend on host load.
+    pub const ICOUNT_WAIT_MAX_MS: u64 = 100;
+
+    /// The wall-time bound [`ICOUNT_WAIT_MAX_MS`] gives under the model, seconds (docs/smp.md).
+    pub const ICOUNT_WAIT_WALL_S: u64 = 10;
+
+    /// True when the run's virtual time is an instruction count (`-icount`): waits are cut to
+    /// [`ICOUNT_WAIT_MAX_MS`].
+    static ICOUNT: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+    /// Tells the harness whether virtual time is an instruction count: the runner calls it at
+    /// boot with "the cache model is loaded" (`model=`), which the runner only says together
+    /// with `-icount`.
+    pub fn set_icount(on: bool) {
+        ICOUNT.store(on, Ordering::Relaxed);
+    }
+
+    /// The length a wait of `ms` gets: `ms`, or at most [`ICOUNT_WAIT_MAX_MS`] under `-icount`.
+    pub fn wait_ms(ms: u64) -> u64 {
+        if ICOUNT.load(Ordering::Relaxed) {
+            ms.min(ICOUNT_WAIT_MAX_MS)
+        } else {
+            ms
         }
     }
 
@@ -172,13 +215,21 @@ mod target {
     #[derive(Clone, Copy, Debug)]
     pub struct Deadline {
         end: u64,
+        ms: u64,
     }
 
     impl Deadline {
-        /// `ms` milliseconds from now.
+        /// `ms` milliseconds from now (cut to [`ICOUNT_WAIT_MAX_MS`] under `-icount`, see
+        /// [`wait_ms`]).
         pub fn after_ms(ms: u64) -> Self {
+            let ms = wait_ms(ms);
             let ticks = (ms as u128 * cpu::timer_frequency().max(1) as u128 / 1000) as u64;
-            Self { end: cpu::counter().saturating_add(ticks) }
+            Self { end: cpu::counter().saturating_add(ticks), ms }
+        }
+
+        /// The deadline's length as given to the timer, ms.
+        pub fn ms(&self) -> u64 {
+            self.ms
         }
 
         /// True once the deadline has passed.
@@ -230,6 +281,67 @@ mod target {
     /// Cores this machine has.
     pub fn cores() -> usize {
         bsp::cores().min(MAX_CORES)
+    }
+
+    /// Why no secondary core can be given a job: the one reason every case that needs a
+    /// secondary SKIPs with (or, for [`NoSecondary::AllLost`], fails with).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum NoSecondary {
+        /// The machine has one core.
+        SingleCore,
+        /// The board knows no way to start a core, or its PSCI conduit has no firmware behind
+        /// it (QEMU virt with `secure=on`: EL3 firmware would provide PSCI, and there is none).
+        NoFirmware,
+        /// Every secondary missed an earlier deadline and gets no more work (a failure).
+        AllLost,
+    }
+
+    impl NoSecondary {
+        /// True when the case should SKIP (the machine cannot run it); false when the harness
+        /// lost the cores (the case fails).
+        pub fn is_skip(self) -> bool {
+            !matches!(self, Self::AllLost)
+        }
+    }
+
+    impl fmt::Display for NoSecondary {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(match self {
+                Self::SingleCore => "a single core: needs 2 or more (QEMU virt: QEMU_SMP=2 or more; raspi4b has 4)",
+                Self::NoFirmware => "no PSCI firmware behind the conduit: secondary cores cannot be started here",
+                Self::AllLost => "every secondary core was lost at an earlier timeout",
+            })
+        }
+    }
+
+    /// The outcome of [`probe`], found once.
+    static PROBED: spin::Once<Result<StartMethod, NoSecondary>> = spin::Once::new();
+
+    /// Whether this machine can start secondary cores at all, and how: the board's
+    /// [`StartMethod`], and for PSCI a PSCI_VERSION call through the conduit under the trap
+    /// catcher (no firmware: the instruction traps). Nothing is started and nothing waits, so a
+    /// core that cannot start costs no timeout. A spin table cannot be asked; a stub that never
+    /// releases its core is caught by the launch's deadline. Found once per run.
+    pub fn probe() -> Result<StartMethod, NoSecondary> {
+        if cores() < 2 {
+            return Err(NoSecondary::SingleCore);
+        }
+        *PROBED.call_once(|| match bsp::start_method() {
+            StartMethod::Psci(c) if crate::arch::psci::version(c).is_some() => Ok(StartMethod::Psci(c)),
+            StartMethod::Psci(_) | StartMethod::None => Err(NoSecondary::NoFirmware),
+            StartMethod::SpinTable => Ok(StartMethod::SpinTable),
+        })
+    }
+
+    /// The secondary cores that can be given a job now (startable, not lost), or why there are
+    /// none: every suite and case that needs a secondary asks this first.
+    pub fn secondaries() -> Result<Vec<usize>, NoSecondary> {
+        probe()?;
+        let cores: Vec<usize> = (1..cores()).filter(|&c| !is_lost(c)).collect();
+        if cores.is_empty() {
+            return Err(NoSecondary::AllLost);
+        }
+        Ok(cores)
     }
 
     /// True when `core` missed a deadline earlier.
@@ -475,7 +587,8 @@ mod target {
                 if !finished {
                     ctl.state.store(LOST, Ordering::Release);
                     leak = true;
-                    out.push((core, Err(CoreError::Timeout { ms: timeout_ms })));
+                    let cut_from = (deadline.ms() < timeout_ms).then_some(timeout_ms);
+                    out.push((core, Err(CoreError::Timeout { ms: deadline.ms(), cut_from })));
                     continue;
                 }
                 if ctl.trapped.load(Ordering::Relaxed) != 0 {

@@ -169,8 +169,10 @@ impl Room {
         Room { window: crate::mem::alias::default_span(ctx.boot.arena).1 as u64, heap: ctx.boot.heap.1 as u64 }
     }
 
-    /// Largest pointer-chase working set: inside the window, with its visiting-order table in
-    /// at most half the heap.
+    /// Largest pointer-chase working set: inside the window, with its group order in at most
+    /// half the heap. The chain is built from a streamed visiting order (8 heap bytes per 4 KiB
+    /// group, not 4 per line), so the window is the limit up to terabytes of RAM: the largest
+    /// chase grows with RAM as the window does.
     fn chase_max(&self, line: u64) -> u64 {
         let mut max = self.window / line * line;
         while max > line && bench::latency::chase_table_bytes(max, line) > self.heap / 2 {
@@ -238,7 +240,7 @@ fn validate(ctx: &Ctx) -> Result<(), alloc::string::String> {
     let too_big = |key: &str, v: u64, max: u64, why: &str| {
         Err(alloc::format!("{key}={v} ({}) exceeds the {} this machine allows ({why}; RAM {})", mib(v), mib(max), mib(ctx.boot.ram.1)))
     };
-    let chase_why = "the test window, and the pointer chase's order table in half the heap";
+    let chase_why = "the test window, and the pointer chase's group order in half the heap";
     if let Some(sizes) = ctx.args.numbers("sizes") {
         if let Some(&s) = sizes.iter().find(|&&s| s > chase_max) {
             return too_big("sizes", s, chase_max, chase_why);
@@ -428,6 +430,14 @@ fn latency(ctx: &mut Ctx) {
         Some(given) => given.to_vec(),
         None => bench::plan::size_ladder(1024, max_size(ctx, &caches), line as u64),
     };
+    let room = Room::of(ctx);
+    diag!(
+        "latency: sweep up to {} (max_size=; the largest this machine allows is {}: the test window of {}, RAM {})",
+        mib(sizes.iter().copied().max().unwrap_or(0)),
+        mib(room.chase_max(line as u64)),
+        mib(room.window),
+        mib(ctx.boot.ram.1)
+    );
     for_each_region(ctx, |ctx, region| {
         // The chain must be a single cycle through every line: follow it and count.
         let probe = 64 * 1024usize.min(region.len / line);
@@ -714,7 +724,15 @@ fn alloc_reuse(ctx: &mut Ctx) {
 /// A DataLoader with prefetch_factor=2: double buffering across two cores.
 fn stream_double(ctx: &mut Ctx) {
     let Some((env, wb)) = env_and_wb(ctx) else { return };
-    let producer = (1..crate::harness::smp::cores()).find(|&c| !crate::harness::smp::is_lost(c));
+    // The same probe as every case that needs a secondary: no core to start (one core, no PSCI
+    // firmware, every secondary lost) means one core, and no wait for a core that cannot start.
+    let producer = match crate::harness::smp::secondaries() {
+        Ok(cores) => cores.first().copied(),
+        Err(why) => {
+            diag!("stream-double: {why}");
+            None
+        }
+    };
     let shape = bench::dl::DoubleShape {
         batch: ctx.args.number("double_batch") as usize,
         batches: ctx.args.number("double_batches") as usize,

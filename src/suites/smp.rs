@@ -11,7 +11,6 @@
 
 use alloc::{format, string::String, vec::Vec};
 
-use crate::arch::smp::StartError;
 use crate::bench::coherence::{self as co, Fence, PingOp, RingShape};
 use crate::bench::{timer::Timer, Env};
 use crate::diag;
@@ -154,25 +153,10 @@ fn line_and_cwg() -> (usize, usize) {
     (line, if cwg == 0 { 2048 } else { 4 << cwg })
 }
 
-/// The secondary cores, or the reason the case skips.
-fn secondaries() -> Result<Vec<usize>, &'static str> {
-    let n = smp::cores();
-    if n < 2 {
-        return Err("a single core: the smp suite needs 2 or more (QEMU virt: QEMU_SMP=4; raspi4b has 4)");
-    }
-    Ok((1..n).filter(|&c| !smp::is_lost(c)).collect())
-}
-
 /// MMU on with the alias windows, the data caches cleaned to PoC (earlier suites used every
 /// alias of the arena), and the normal-wb and normal-nc windows.
 fn setup(ctx: &mut Ctx) -> Option<(Vec<usize>, AliasWindow, AliasWindow)> {
-    let cores = match secondaries() {
-        Ok(c) => c,
-        Err(why) => {
-            ctx.skip(why);
-            return None;
-        }
-    };
+    let cores = ctx.secondaries()?;
     if let Err(e) = crate::mem::mmu::enable_with_aliases(ctx.boot) {
         ctx.fail(format!("cannot map the alias windows: {e}"));
         return None;
@@ -183,16 +167,9 @@ fn setup(ctx: &mut Ctx) -> Option<(Vec<usize>, AliasWindow, AliasWindow)> {
         ctx.fail("the normal-wb and normal-nc windows are missing");
         return None;
     };
-    if cores.is_empty() {
-        ctx.fail("every secondary core was lost at an earlier timeout");
-        return None;
-    }
+    // The probe said the cores can start: one that does not now is a failure.
     match smp::run_on(cores[0], timeout(ctx), |_| ()) {
         Ok(()) => Some((cores, *wb, *nc)),
-        Err(CoreError::Start(StartError::NoFirmware)) => {
-            ctx.skip("no PSCI firmware behind the conduit: secondary cores cannot be started here");
-            None
-        }
         Err(e) => {
             ctx.fail(format!("core {}: {e}", cores[0]));
             None

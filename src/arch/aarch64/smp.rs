@@ -61,6 +61,18 @@ impl core::fmt::Display for StartError {
     }
 }
 
+/// How a board starts its secondary cores (`bsp::start_method()`): a fact the board learned at
+/// boot, known before any core is asked to start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StartMethod {
+    /// PSCI CPU_ON through this conduit (the DTB's `/psci` method, or the board's firmware).
+    Psci(crate::firmware::psci::Conduit),
+    /// A spin table the firmware's stub waits on (the Pi 4's armstub): nothing to ask first.
+    SpinTable,
+    /// The board knows no way to start its secondaries.
+    None,
+}
+
 /// Checks a start request before any board mechanism is touched: `core` is a secondary with a
 /// slot, the stack top is non-zero and 16-byte aligned.
 pub fn validate(core: usize, stack_top: usize) -> Result<(), StartError> {
