@@ -230,8 +230,8 @@ fn handoff_skips_clean(ctx: &mut Ctx) {
     let b = buffer(ctx, 6);
     read_lines(b);
     write_lines(b); // the data for the device, dirty in the cache
-    // A correct hand-off cleans here (`dc_lines(b, true)`): the planted bug leaves it out. The
-    // device then reads memory, through a non-cacheable window.
+                    // A correct hand-off cleans here (`dc_lines(b, true)`): the planted bug leaves it out. The
+                    // device then reads memory, through a non-cacheable window.
     model::window(b, b as u64, BUF, ModelAttr::NormalNonCacheable);
     model::phase(c"planted/handoff-skips-clean", 14, || read_lines(b));
     model::window(b, model::PA_UNKNOWN, 0, ModelAttr::NormalNonCacheable);

@@ -61,6 +61,18 @@ mod target {
         Topology::read(&mut ThisCpu, CTR_EL0.get(), DCZID_EL0.get())
     }
 
+    /// Why a missing clean or invalidate to the Point of Coherency is no mistake on this CPU, when it
+    /// is not (CLIDR_EL1.LoC = 0: no cache level lies before the PoC).
+    pub fn poc_maintenance_unneeded() -> Option<alloc::string::String> {
+        let clidr = this_cpu().clidr;
+        (!clidr.poc_maintenance_required()).then(|| {
+            alloc::format!(
+                "CLIDR_EL1.LoC = {}: no cache level lies before the point of coherency, so no clean or invalidate to PoC is needed here",
+                clidr.loc
+            )
+        })
+    }
+
     /// Walks `scope` with `op` and records it (see [`record_walk`]). Returns the number of DC
     /// instructions executed, or why the walk was refused (then nothing was executed).
     pub fn try_dcsw(op: SetWayOp, scope: Scope) -> Result<u64, WalkError> {

@@ -222,6 +222,15 @@ impl Clidr {
         !(self.loc == 0 || (self.louis == 0 && self.louu == 0))
     }
 
+    /// Whether any cache level must be cleaned or invalidated to reach the Point of Coherency:
+    /// LoC ≠ 0. With LoC = 0 "no levels of cache need to be cleaned or invalidated when cleaning
+    /// or invalidating to the Point of Coherency" (Arm ARM D7.5.8.1, LoC): every cache is
+    /// transparent to a non-cacheable observer, so a missing clean or invalidate to PoC loses
+    /// nothing on this CPU (QEMU's a64fx reports LoC = 0).
+    pub fn poc_maintenance_required(&self) -> bool {
+        self.loc != 0
+    }
+
     /// Number of cache levels: the levels before the first empty (or reserved) Ctype field.
     pub fn levels(&self) -> u8 {
         self.ctype.iter().take_while(|t| t.present()).count() as u8
