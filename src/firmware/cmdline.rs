@@ -183,7 +183,11 @@ mod tests {
         assert_eq!(ok("only=boot", b"cachescope"), Ok(None));
         assert_eq!(ok("", b"cachescope+model="), Ok(None));
         assert_eq!(ok("only=boot model=fake", b"cachescope"), Err(CmdlineError::RunnerWord));
-        assert_eq!(ok("model=guest", b"cachescope+model=guest"), Err(CmdlineError::RunnerWord), "a user's word is refused even when the runner agrees");
+        assert_eq!(
+            ok("model=guest", b"cachescope+model=guest"),
+            Err(CmdlineError::RunnerWord),
+            "a user's word is refused even when the runner agrees"
+        );
         assert_eq!(ok("xmodel=a", b"cachescope"), Ok(None));
         assert_eq!(argv0(b" cachescope+model=guest only=boot"), b"cachescope+model=guest");
         assert_eq!(argv0(b""), b"");

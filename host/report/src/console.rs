@@ -235,7 +235,14 @@ impl Place {
         if self.suite.is_empty() {
             s.push_str("starting");
         } else {
-            s.push_str(&format!("{} (suite {}/{}) case {}/{}", self.suite, self.suites.1 + 1, self.suites.0, self.cases.1 + 1, self.cases.0));
+            s.push_str(&format!(
+                "{} (suite {}/{}) case {}/{}",
+                self.suite,
+                self.suites.1 + 1,
+                self.suites.0,
+                self.cases.1 + 1,
+                self.cases.0
+            ));
             if !self.last_case.is_empty() {
                 s.push_str(&format!(" after {}", self.last_case));
             }
