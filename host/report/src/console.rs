@@ -17,10 +17,11 @@
 //! terminal a status line (suite, case, elapsed time and the kernel's `# progress:` text) is
 //! redrawn in place; off a terminal there is none.
 //!
-//! Asking is not running: the lines before the stream's first `KTAP version` line are held; a
-//! stream that never starts a run (`help`, a refused command line) saves nothing (the save file
-//! is never written, so it is never created) and its lines go to the view — to the error view
-//! when the kernel said `cachescope: error:` — and [`Counts::started`] is false.
+//! Asking is not running: the kernel's `cachescope:` lines (and diagnostics) before the stream's
+//! first `KTAP version` line are held; a stream of only those (`help`, a refused command line)
+//! saves nothing (the save file is never written, so it is never created) and its lines go to
+//! the view — to the error view when the kernel said `cachescope: error:` — and
+//! [`Counts::started`] is false. Any other line (KTAP, another firmware's own text) starts a run.
 //!
 //! The filter works line by line and flushes both outputs after every line it writes, so a run
 //! that dies mid-way leaves its log and its screen complete up to the last line printed. Bytes
@@ -58,7 +59,8 @@ pub struct Counts {
     pub hidden_records: u64,
     /// Whether the `end` record was seen.
     pub saw_end: bool,
-    /// Whether the stream started a run (a `KTAP version` line at the left margin).
+    /// Whether the stream started a run (a `KTAP version` line at the left margin, or any line
+    /// that is not the kernel's `cachescope:` help or refusal).
     pub started: bool,
 }
 
@@ -334,7 +336,11 @@ pub fn filter(input: &mut dyn BufRead, save: &mut dyn Write, views: &mut Views, 
         c.lines += 1;
         let kind = classify(&buf);
         if !c.started {
-            if kind == Kind::Header && buf.starts_with(b"KTAP version") {
+            // The kernel's help and refusals are `cachescope:` lines before any KTAP; anything
+            // else (KTAP, another firmware's text, a crash) starts a run. Diagnostics wait.
+            let t = body(&buf);
+            let ask = t.is_empty() || t.starts_with(b"cachescope:") || t.starts_with(b"#");
+            if (kind == Kind::Header && buf.starts_with(b"KTAP version")) || !ask {
                 c.started = true;
                 for l in prelude.drain(..) {
                     save.write_all(&l)?;
@@ -529,6 +535,14 @@ mod tests {
         let (save, out, err, c) = run_on(refused, Options::default());
         assert!(save.is_empty() && out.is_empty() && !c.started);
         assert_eq!(err, refused.to_vec(), "a refusal goes to the error view");
+    }
+
+    #[test]
+    fn another_firmware_is_a_run() {
+        let fw = b"geometry-fw: L1D 32 KiB\ndone\n";
+        let (save, out, _, c) = run_on(fw, Options::default());
+        assert!(c.started);
+        assert_eq!((save, out), (fw.to_vec(), fw.to_vec()));
     }
 
     #[test]
