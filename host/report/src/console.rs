@@ -234,17 +234,15 @@ struct Place {
 impl Place {
     fn status(&self, secs: u64) -> String {
         let mut s = format!("[{}:{:02}] ", secs / 60, secs % 60);
-        if self.suite.is_empty() {
+        if self.suite.is_empty() && self.suites.1 == 0 {
             s.push_str("starting");
+        } else if self.suite.is_empty() {
+            s.push_str(&format!("{}/{} suites done", self.suites.1, self.suites.0));
         } else {
-            s.push_str(&format!(
-                "{} (suite {}/{}) case {}/{}",
-                self.suite,
-                self.suites.1 + 1,
-                self.suites.0,
-                self.cases.1 + 1,
-                self.cases.0
-            ));
+            s.push_str(&format!("{} (suite {}/{})", self.suite, self.suites.1 + 1, self.suites.0));
+            if self.cases.0 > 0 {
+                s.push_str(&format!(" case {}/{}", (self.cases.1 + 1).min(self.cases.0), self.cases.0));
+            }
             if !self.last_case.is_empty() {
                 s.push_str(&format!(" after {}", self.last_case));
             }
@@ -327,7 +325,7 @@ pub fn filter(input: &mut dyn BufRead, save: &mut dyn Write, views: &mut Views, 
     let mut bench = BenchCase::default();
     let mut place = Place::default();
     let mut depth_of_suite = false;
-    let mut last_draw = 0u64;
+    let mut drawn = String::new();
     loop {
         buf.clear();
         if input.read_until(b'\n', &mut buf)? == 0 {
@@ -371,6 +369,7 @@ pub fn filter(input: &mut dyn BufRead, save: &mut dyn Write, views: &mut Views, 
             Kind::Subtest => {
                 place.suite = String::from_utf8_lossy(&t[10..]).trim().to_string();
                 place.last_case.clear();
+                place.cases = (0, 0);
                 depth_of_suite = true;
             }
             Kind::Progress => place.progress = String::from_utf8_lossy(&t[11..]).trim().to_string(),
@@ -440,10 +439,11 @@ pub fn filter(input: &mut dyn BufRead, save: &mut dyn Write, views: &mut Views, 
             }
         }
         if opts.terminal && !opts.verbose && !c.saw_end {
-            let secs = start.elapsed().as_secs();
-            if kind != Kind::Record || secs != last_draw {
-                last_draw = secs;
-                screen.draw(&place.status(secs));
+            // Redrawn when it changes, or when a line was printed over it.
+            let status = place.status(start.elapsed().as_secs());
+            if status != drawn || !screen.status {
+                screen.draw(&status);
+                drawn = status;
             }
         }
     }
