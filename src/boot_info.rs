@@ -31,8 +31,9 @@ pub struct BootInfo {
     pub cntfrq: u64,
     /// Running under an emulator (QEMU): timings measure the emulator, not caches.
     pub emulated: bool,
-    /// The cache model's profile when the runner loaded it (`model=PROFILE`, taken out of the
-    /// command line): the run's cache behaviour is observed through the model.
+    /// The cache model's profile when the runner loaded it (its argv0 `cachescope+model=PROFILE`,
+    /// `firmware::cmdline::checked`; a user's `model=` word is refused): the run's cache
+    /// behaviour is observed through the model.
     pub model: Option<String>,
     /// Heap: start and size in bytes.
     pub heap: (usize, usize),
@@ -48,10 +49,6 @@ mod target {
     use super::BootInfo;
     use crate::arch::handover;
     use crate::{arch::cpu, bsp, console};
-
-    /// The runner's word naming the cache model's profile (scripts/qemu-run adds it when it
-    /// loads the plugin).
-    const MODEL_WORD: &str = "model=";
 
     /// Heap size cap; RAM beyond it is the test arena.
     const HEAP_MAX: usize = 16 << 20;
@@ -111,7 +108,7 @@ mod target {
         info.heap = (heap_start, heap_size);
         info.arena = (heap_start + heap_size, ram_end.saturating_sub(heap_start + heap_size));
         match bsp::command_line(bootargs) {
-            Ok(line) => (info.cmdline, info.model) = crate::firmware::cmdline::take_prefixed(&line, MODEL_WORD),
+            Ok(line) => (info.cmdline, info.model) = (line.words, line.model),
             Err(e) => info.cmdline_error = Some(e),
         }
         info.emulated = bsp::emulated();

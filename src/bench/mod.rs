@@ -168,7 +168,8 @@ mod target {
 
         /// Prints the table row and emits the `metric` record: the one emitter every benchmark uses.
         /// The row shows the parameters that tell rows of one variant apart (e.g. a KV row's
-        /// `tokens` and `wrapped`), and every figure at the precision its timer supports.
+        /// `tokens` and `wrapped`), and every figure at the precision its timer supports. It is
+        /// marked `# point:` (the per-point rows a human console leaves in the saved log).
         pub fn emit(&self, env: &Env) {
             let (min, median, max, mad, unit) = self.values(&env.timer);
             let d = self.decimals(&env.timer);
@@ -177,7 +178,7 @@ mod target {
                 let _ = write!(params, " {k}={v}");
             }
             crate::diag!(
-                "{:<8} {:<22} {:<14} {:>10} B  median {:>12.d$} {:<7} min {:>12.d$}  max {:>12.d$}  mad {:>9.d$}{params}",
+                "point: {:<8} {:<22} {:<14} {:>10} B  median {:>12.d$} {:<7} min {:>12.d$}  max {:>12.d$}  mad {:>9.d$}{params}",
                 self.id.bench,
                 self.id.variant,
                 self.id.attr,

@@ -2,14 +2,13 @@
 //! puts it there for an ELF linked at or above 0x4010_0000), semihosting for the command line
 //! and the exit status.
 
-use alloc::string::String;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::arch::cpu;
 use crate::arch::semihosting::{self, NoCommandLine};
 use crate::arch::smp::{self, SecondaryEntry, StartError};
 use crate::drivers::pl011::Pl011;
-use crate::firmware::cmdline::{self, CmdlineError};
+use crate::firmware::cmdline::{self, CmdlineError, CommandLine};
 use crate::firmware::psci::{self, ConduitCell};
 
 /// Board name as it appears in the `boot` record.
@@ -86,13 +85,14 @@ pub fn console(base: usize) -> Pl011 {
 
 /// The kernel command line: semihosting SYS_GET_CMDLINE minus argv0 (scripts/qemu-run makes it
 /// the one word `cachescope`); without semihosting the DTB's `/chosen/bootargs`.
-pub fn command_line(bootargs: Option<&[u8]>) -> Result<String, CmdlineError> {
+pub fn command_line(bootargs: Option<&[u8]>) -> Result<CommandLine, CmdlineError> {
     // On the heap (initialised before this is called): room for any realistic command line.
     let mut buf = alloc::vec![0u8; 64 << 10];
     match semihosting::command_line(&mut buf) {
-        Ok(raw) => Ok(String::from(cmdline::decode(cmdline::without_argv0(raw))?)),
+        Ok(raw) => cmdline::checked(cmdline::decode(cmdline::without_argv0(raw))?, cmdline::argv0(raw)),
         Err(NoCommandLine::Refused) => Err(CmdlineError::Unreadable("semihosting SYS_GET_CMDLINE failed (longer than 64 KiB?)")),
-        Err(NoCommandLine::Unavailable) => Ok(String::from(cmdline::decode(bootargs.unwrap_or(&[]))?)),
+        // No semihosting: no runner to tell of a cache model either.
+        Err(NoCommandLine::Unavailable) => cmdline::checked(cmdline::decode(bootargs.unwrap_or(&[]))?, b""),
     }
 }
 

@@ -17,6 +17,9 @@ pub enum CmdlineError {
     },
     /// The loader had one but could not hand it over (e.g. semihosting refused the call).
     Unreadable(&'static str),
+    /// A user's word claims to be the runner's: `model=…` (the runner tells the kernel that the
+    /// cache model is loaded through argv0, [`runner_model`], never through the user's words).
+    RunnerWord,
 }
 
 impl fmt::Display for CmdlineError {
@@ -24,6 +27,10 @@ impl fmt::Display for CmdlineError {
         match self {
             Self::NotUtf8 { offset, byte } => write!(f, "the command line is not UTF-8: byte {byte:#04x} at offset {offset}"),
             Self::Unreadable(why) => write!(f, "the command line could not be read: {why}"),
+            Self::RunnerWord => write!(
+                f,
+                "'{RUNNER_WORD}…' is not an argument: the runner alone says the cache model observes the run (QEMU_CACHE_MODEL=on|PROFILE turns it on)"
+            ),
         }
     }
 }
@@ -59,38 +66,6 @@ pub fn take_word(cmdline: &str, word: &str) -> (String, bool) {
     (rest, found)
 }
 
-/// Removes every whitespace-separated word of `cmdline` that starts with `prefix` (e.g.
-/// `model=`), with the whitespace that follows it (or precedes it, at the end); every other byte
-/// stays as it was (a user's `\r` is still there to be refused or echoed). Returns the rest and
-/// the value after the prefix of the last such word. The runner tells the kernel so that the
-/// cache model observes it (`model=PROFILE`), a word addressed to the kernel, not to a suite.
-pub fn take_prefixed(cmdline: &str, prefix: &str) -> (String, Option<String>) {
-    let mut rest = String::from(cmdline);
-    let mut value = None;
-    let mut from = 0;
-    while let Some((start, end)) = next_word(&rest, from) {
-        if let Some(v) = rest[start..end].strip_prefix(prefix) {
-            value = Some(String::from(v));
-            // The word and the whitespace after it; at the end of the line, the whitespace before.
-            let after = rest[end..].chars().next().filter(|c| c.is_whitespace()).map_or(0, char::len_utf8);
-            let before =
-                if after == 0 { rest[..start].chars().next_back().filter(|c| c.is_whitespace()).map_or(0, char::len_utf8) } else { 0 };
-            rest.replace_range(start - before..end + after, "");
-            from = start - before;
-        } else {
-            from = end;
-        }
-    }
-    (rest, value)
-}
-
-/// The byte range of the first whitespace-separated word at or after `from`.
-fn next_word(text: &str, from: usize) -> Option<(usize, usize)> {
-    let start = from + text[from..].find(|c: char| !c.is_whitespace())?;
-    let end = text[start..].find(char::is_whitespace).map_or(text.len(), |i| start + i);
-    Some((start, end))
-}
-
 /// The words after the last `--` of `cmdline`, or all of it when there is no `--`. On a
 /// Raspberry Pi the firmware puts its own words (`coherent_pool=1M 8250.nr_uarts=1 …`) in
 /// front of cmdline.txt; a cmdline.txt of `-- only=boot` keeps them out of the harness.
@@ -107,6 +82,49 @@ pub fn after_separator(cmdline: &str) -> &str {
         rest = after;
     }
     tail.trim()
+}
+
+/// The command line a board hands over: the user's words, and what the runner itself said.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CommandLine {
+    /// The user's words (the harness's arguments).
+    pub words: String,
+    /// The cache model's profile, when the runner loaded the model ([`runner_model`]).
+    pub model: Option<String>,
+}
+
+/// The word a user may not give: the kernel once took `model=PROFILE` from the command line.
+pub const RUNNER_WORD: &str = "model=";
+
+/// What scripts/qemu-run puts before the profile in argv0 when it loads the cache model.
+const RUNNER_ARGV0_MODEL: &str = "cachescope+model=";
+
+/// The runner's facts and the user's words, checked: `words` (already without the runner's own
+/// board words) must not hold a [`RUNNER_WORD`]; the model's profile is read from `argv0` only.
+///
+/// Why argv0: scripts/qemu-run passes the semihosting command line as `arg=ARGV0,arg=WORD…`, and
+/// always writes ARGV0 itself (`cachescope`, or `cachescope+model=PROFILE` with the model on);
+/// every word a user types (`cargo run -- …`) becomes a later `arg=`, so no user word can become
+/// argv0, and a user word that looks like the runner's is refused instead of believed.
+pub fn checked(words: &str, argv0: &[u8]) -> Result<CommandLine, CmdlineError> {
+    if words.split_whitespace().any(|w| w.starts_with(RUNNER_WORD)) {
+        return Err(CmdlineError::RunnerWord);
+    }
+    Ok(CommandLine { words: String::from(words), model: runner_model(argv0) })
+}
+
+/// The cache model's profile named by the runner's argv0 (`cachescope+model=PROFILE`), if any.
+pub fn runner_model(argv0: &[u8]) -> Option<String> {
+    let p = argv0.strip_prefix(RUNNER_ARGV0_MODEL.as_bytes())?;
+    let p = core::str::from_utf8(p).ok().filter(|p| !p.is_empty())?;
+    Some(String::from(p))
+}
+
+/// The first whitespace-separated word of the semihosting command line (`ARGV0 ARGS…`).
+pub fn argv0(raw: &[u8]) -> &[u8] {
+    let start = raw.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(raw.len());
+    let raw = &raw[start..];
+    &raw[..raw.iter().position(|b| b.is_ascii_whitespace()).unwrap_or(raw.len())]
 }
 
 /// The semihosting command line (`ARGV0 ARGS…`) without its first word. scripts/qemu-run passes
@@ -146,13 +164,6 @@ mod tests {
         assert_eq!(take_word("  only=boot   emulator=qemu ", "emulator=qemu"), ("only=boot".into(), true));
         assert_eq!(take_word("emulator=qemu2 x=emulator=qemu", "emulator=qemu"), ("emulator=qemu2 x=emulator=qemu".into(), false));
         assert_eq!(take_word("", "emulator=qemu"), (String::new(), false));
-        assert_eq!(take_prefixed("only=boot model=rpi4 x=1", "model="), ("only=boot x=1".into(), Some("rpi4".into())));
-        assert_eq!(take_prefixed("only=boot model=rpi4", "model="), ("only=boot".into(), Some("rpi4".into())));
-        assert_eq!(take_prefixed("model=guest only=boot\r", "model="), ("only=boot\r".into(), Some("guest".into())));
-        assert_eq!(take_prefixed("only=boot\r model=guest", "model="), ("only=boot\r".into(), Some("guest".into())));
-        assert_eq!(take_prefixed("only=boot", "model="), ("only=boot".into(), None));
-        assert_eq!(take_prefixed("xmodel=a", "model="), ("xmodel=a".into(), None));
-        assert_eq!(take_prefixed("", "model="), (String::new(), None));
     }
 
     #[test]
@@ -166,7 +177,26 @@ mod tests {
     }
 
     #[test]
-    fn argv0() {
+    fn the_model_comes_from_argv0_only() {
+        let ok = |w: &str, a: &[u8]| checked(w, a).map(|c| c.model);
+        assert_eq!(ok("only=boot", b"cachescope+model=rpi4"), Ok(Some("rpi4".into())));
+        assert_eq!(ok("only=boot", b"cachescope"), Ok(None));
+        assert_eq!(ok("", b"cachescope+model="), Ok(None));
+        assert_eq!(ok("only=boot model=fake", b"cachescope"), Err(CmdlineError::RunnerWord));
+        assert_eq!(
+            ok("model=guest", b"cachescope+model=guest"),
+            Err(CmdlineError::RunnerWord),
+            "a user's word is refused even when the runner agrees"
+        );
+        assert_eq!(ok("xmodel=a", b"cachescope"), Ok(None));
+        assert_eq!(argv0(b" cachescope+model=guest only=boot"), b"cachescope+model=guest");
+        assert_eq!(argv0(b""), b"");
+        // A user's words come after argv0: a word shaped like the runner's argv0 is only a word.
+        assert_eq!(runner_model(argv0(b"cachescope cachescope+model=fake")), None);
+    }
+
+    #[test]
+    fn without_argv0_drops_the_first_word() {
         assert_eq!(without_argv0(b"cachescope only=boot reps=3"), b"only=boot reps=3");
         assert_eq!(without_argv0(b" cachescope  x=\xff"), b" x=\xff");
         assert_eq!(without_argv0(b"cachescope"), b"");

@@ -158,7 +158,11 @@ pub const BOOT: Kind = kernel(
         req("uart", Ty::Hex, "console PL011 base address"),
         req("emulated", Ty::Bool, "running under QEMU: timings measure the emulator"),
         req_since(2, "args", Ty::Str, "the kernel arguments of the run, control characters escaped"),
-        opt("model", Ty::Str, "the cache model's profile when the runner loaded it (`model=PROFILE`), else `off`"),
+        opt(
+            "model",
+            Ty::Str,
+            "the cache model's profile when the runner loaded it (semihosting argv0 `cachescope+model=PROFILE`), else `off`",
+        ),
         opt(
             "cores",
             Ty::UInt,

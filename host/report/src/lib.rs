@@ -25,6 +25,7 @@ pub mod model;
 pub mod records;
 pub mod report;
 pub mod runinfo;
+pub mod runs;
 pub mod summary;
 pub mod svg;
 pub mod times;

@@ -67,12 +67,20 @@ enum Cmd {
     /// Reads a serial device (raw 8N1) until the end record or the timeout, saving every byte;
     /// then prints the run's digest (as `summary`).
     Capture(CaptureArgs),
-    /// Streaming console filter (stdin → stdout): saves every line to FILE, shows the human view.
+    /// Streaming console filter (stdin → stdout): saves every line to FILE, shows the findings.
     ///
-    /// Record lines (`# cs:`) are hidden unless --verbose or CS_VERBOSE=1; `# progress:` lines
-    /// are dropped when standard output is not a terminal. Line by line, flushed per line;
-    /// CR/LF and bytes that are not UTF-8 pass through unchanged.
+    /// Shows suite headers, KTAP result lines, one line per benchmark (what it measured, from
+    /// which source), a failed case's diagnostics and any non-KTAP text; the rest (records,
+    /// per-point rows, diagnostics) only with --verbose or CS_VERBOSE=1. On a terminal a status
+    /// line is redrawn in place. Line by line, flushed per line; CR/LF and bytes that are not
+    /// UTF-8 pass through unchanged. A stream that never starts a run (`help`, a refused
+    /// command line) is shown (a refusal on stderr), saves nothing and exits 3.
     Console(ConsoleArgs),
+    /// Rotates a folder of saved runs: keeps the newest KEEP complete runs (and the runs that
+    /// died after the oldest of them, at most KEEP), never the one just made (--current).
+    ///
+    /// A log and the files named after it (LOG.model, LOG.html, …) go together.
+    Rotate(RotateArgs),
     /// The digest of a run (at most 25 lines): core and caches, maintenance, attributes,
     /// benchmark headlines with their source, the cache model's findings, totals.
     ///
@@ -96,9 +104,25 @@ struct ConsoleArgs {
     /// Where to save every input line unchanged.
     #[arg(short, long, value_name = "FILE")]
     save: String,
-    /// Also show the `# cs:` record lines (also: CS_VERBOSE=1).
+    /// Show the whole stream: records, per-point rows, every diagnostic (also: CS_VERBOSE=1).
     #[arg(short, long)]
     verbose: bool,
+    /// The run is under -icount: emulator timings are instruction counts (relabelled so).
+    #[arg(long)]
+    icount: bool,
+}
+
+#[derive(Args)]
+struct RotateArgs {
+    /// The folder of saved runs (*.log).
+    #[arg(value_name = "DIR")]
+    dir: String,
+    /// Complete runs to keep.
+    #[arg(long, default_value_t = 20)]
+    keep: usize,
+    /// The run just made: never removed (its digest points at it).
+    #[arg(long, value_name = "LOG")]
+    current: Option<String>,
 }
 
 #[derive(Args)]
@@ -607,18 +631,51 @@ fn capture_cmd(a: &CaptureArgs, quiet: bool) -> Result<(), Fail> {
     }
 }
 
+/// The saved log, created on its first write: a stream that is not a run saves nothing.
+struct LazyFile<'a> {
+    path: &'a str,
+    file: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl Write for LazyFile<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.file.is_none() {
+            self.file = Some(std::io::BufWriter::new(std::fs::File::create(self.path)?));
+        }
+        self.file.as_mut().map_or(Ok(0), |f| f.write(buf))
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.as_mut().map_or(Ok(()), Write::flush)
+    }
+}
+
 fn console_cmd(a: &ConsoleArgs) -> Result<(), Fail> {
     use std::io::IsTerminal;
-    let file = std::fs::File::create(&a.save).map_err(|e| Error(format!("{}: cannot create: {e}", a.save)))?;
-    let mut save = std::io::BufWriter::new(file);
+    let mut save = LazyFile { path: &a.save, file: None };
     // CS_VERBOSE=1 (any value but empty or 0) shows the full stream.
     let env_verbose = std::env::var("CS_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0");
-    let opts = console::Options { verbose: a.verbose || env_verbose, terminal: std::io::stdout().is_terminal() };
+    let opts = console::Options { verbose: a.verbose || env_verbose, terminal: std::io::stdout().is_terminal(), icount: a.icount };
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
-    console::filter(&mut input, &mut save, &mut Stdout, opts).map_err(|e| Fail(2, format!("console: {}: {e}", a.save)))?;
+    let mut err = std::io::stderr();
+    let mut views = console::Views { out: &mut Stdout, err: &mut err };
+    let counts = console::filter(&mut input, &mut save, &mut views, opts).map_err(|e| Fail(2, format!("console: {}: {e}", a.save)))?;
     // A closed terminal is not an error of the filter: the log is complete.
     STDOUT_CLOSED.store(false, Ordering::Relaxed);
+    if !counts.started {
+        // `help` or a refused command line: shown, nothing saved, and the runner is told so.
+        return Err(Fail(3, String::new()));
+    }
+    Ok(())
+}
+
+fn rotate_cmd(a: &RotateArgs) -> Result<(), Fail> {
+    use cachescope_report::runs;
+    let dir = std::path::Path::new(&a.dir);
+    let all = runs::scan(dir).map_err(|e| Fail(2, format!("rotate: {}: {e}", a.dir)))?;
+    for old in runs::to_remove(all, a.keep, a.current.as_deref().map(std::path::Path::new)) {
+        runs::remove(&old).map_err(|e| Fail(2, format!("rotate: {}: {e}", old.display())))?;
+    }
     Ok(())
 }
 
@@ -691,6 +748,7 @@ fn main() -> ExitCode {
         Cmd::Junit(a) => junit_cmd(a, q),
         Cmd::Capture(a) => capture_cmd(a, q),
         Cmd::Console(a) => console_cmd(a),
+        Cmd::Rotate(a) => rotate_cmd(a),
         Cmd::Summary(a) => summary_cmd(a),
         Cmd::Infer(a) => infer_cmd(a),
         Cmd::Verdict(a) => verdict_cmd(a),

@@ -751,7 +751,15 @@ pub struct Inferred {
     pub levels: Vec<LevelGeometry>,
     /// Each associativity sweep.
     pub ways_sweeps: Vec<WaysSweep>,
+    /// When the model's profile is a board whose core is not the emulated CPU (`rpi5` on the
+    /// default cortex-a72): (the profile's core, the CPU). The silicon compared with is then
+    /// the profile's core's.
+    pub profile_core: Option<(&'static str, String)>,
 }
+
+/// The core each board profile of the cache model models (host/cache-model's
+/// `Hierarchy::profile`: BCM2711 = Cortex-A72, BCM2712 = Cortex-A76), by MIDR part number.
+pub const PROFILE_CORES: &[(&str, u16)] = &[("rpi4", 0xd08), ("rpi5", 0xd0b)];
 
 /// One associativity sweep: K addresses `spacing` apart, for K = 1, 2, …
 #[derive(Debug, Clone, PartialEq)]
@@ -817,7 +825,14 @@ pub fn infer_ways(d: &ModelData) -> Vec<WaysSweep> {
 /// beside CCSIDR (`cache` records of `run`) and the published silicon (the boot record's MIDR).
 pub fn infer(run: &[Record], d: &ModelData) -> Inferred {
     let boot = run.iter().find(|r| r.kind() == "boot");
-    let midr = boot.and_then(|b| crate::records::hex(&b.obj, "midr")).map(|raw| Midr { raw });
+    let cpu_midr = boot.and_then(|b| crate::records::hex(&b.obj, "midr")).map(|raw| Midr { raw });
+    // A board profile is compared with its own core's silicon, whatever CPU QEMU emulates.
+    let profile_part = d.profile_name().and_then(|p| PROFILE_CORES.iter().find(|(n, _)| *n == p).map(|(_, part)| *part));
+    let midr = profile_part.map(|part| Midr { raw: (0x41 << 24) | (u64::from(part) << 4) }).or(cpu_midr);
+    let profile_core = profile_part.filter(|&part| cpu_midr.map(|m| m.part()) != Some(part)).and_then(|part| {
+        let core = silicon::TABLE.iter().find(|e| e.part == part)?.core;
+        Some((core, boot.and_then(|b| s(&b.obj, "cpu")).unwrap_or("an unknown CPU").to_string()))
+    });
     let (line_sweep, line) = infer_line(d);
     let ways = infer_ways(d);
     let knees = knees(d);
@@ -885,6 +900,7 @@ pub fn infer(run: &[Record], d: &ModelData) -> Inferred {
         line_sweep,
         levels,
         ways_sweeps: ways,
+        profile_core,
     }
 }
 

@@ -93,6 +93,73 @@ fn unit_label(unit: &str, icount: bool) -> String {
 /// Longest digest line; longer ones are cut with `…` (except the results and the render command).
 pub const MAX_WIDTH: usize = 160;
 
+/// `l` as lines of at most [`MAX_WIDTH`] characters, broken after `, ` (continuations indented
+/// under the text): for the lines that are never cut (the hazard breakdown).
+fn wrap(l: String) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for (i, piece) in l.split_inclusive(", ").enumerate() {
+        if i > 0 && cur.chars().count() + piece.chars().count() > MAX_WIDTH {
+            out.push(cur.trim_end().to_string());
+            cur = " ".repeat(9);
+        }
+        cur.push_str(piece);
+    }
+    out.push(cur);
+    out
+}
+
+/// Every failed case (`suite.case`, or the suite for a failure outside its cases) with its first
+/// diagnostic: the `#` lines between the previous result at its depth and its `not ok` (records,
+/// per-point rows and progress lines are not diagnostics), else the result's own reason.
+pub fn failed_cases(run: &Log) -> Vec<(String, Option<String>)> {
+    let mut out = Vec::new();
+    // Per depth: the suite's name and the first diagnostic since its last result.
+    let mut suites: Vec<String> = Vec::new();
+    let mut first: Vec<Option<String>> = vec![None];
+    let mut failed_below = vec![false];
+    for l in &run.lines {
+        let depth = l.text.chars().take_while(|&c| c == ' ').count() / 2;
+        let t = l.text.trim_start();
+        while first.len() <= depth {
+            first.push(None);
+            failed_below.push(false);
+        }
+        if let Some(name) = t.strip_prefix("# Subtest: ") {
+            suites.truncate(depth);
+            suites.push(name.trim().to_string());
+            first[depth] = None;
+            continue;
+        }
+        if let Some(Ok(r)) = ktap::parse_result(t) {
+            if r.is_failure() {
+                let mut name: Vec<&str> = suites.iter().take(depth).map(String::as_str).collect();
+                name.push(r.description);
+                // A suite whose failed cases are listed is not listed again.
+                if !failed_below.get(depth + 1).copied().unwrap_or(false) {
+                    let why = first[depth].take().or_else(|| (!r.reason.is_empty()).then(|| r.reason.to_string()));
+                    out.push((name.join("."), why));
+                }
+                if depth > 0 {
+                    failed_below[depth] = true;
+                }
+            }
+            first[depth] = None;
+            if let Some(b) = failed_below.get_mut(depth + 1) {
+                *b = false;
+            }
+            continue;
+        }
+        let is_diag = t.starts_with('#')
+            && !["# cs:", "# progress:", "# point:", "# Subtest:"].iter().any(|p| t.starts_with(p))
+            && !t.trim_start_matches('#').trim().is_empty();
+        if is_diag && first[depth].is_none() {
+            first[depth] = Some(t.trim_start_matches('#').trim().to_string());
+        }
+    }
+    out
+}
+
 fn clip(mut l: String) -> String {
     if l.chars().count() > MAX_WIDTH {
         l = l.chars().take(MAX_WIDTH - 1).collect();
@@ -303,7 +370,8 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
         lines.retain(|l| !l.starts_with("hazards"));
         out.extend(lines);
         tail.extend(coherence_line(&md).map(clip));
-        tail.extend(keep.into_iter().map(clip));
+        // The hazard breakdown whole: wrapped, never cut.
+        tail.extend(keep.into_iter().flat_map(wrap));
     }
 
     // Totals and how to go on.
@@ -323,6 +391,18 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
             ),
         },
     ));
+    // Every failed case, with its first diagnostic (one line each while there is room; the
+    // rest by name).
+    let failed = failed_cases(run);
+    let room_for_cases = MAX_LINES.saturating_sub(tail.len() + 1 + 8);
+    for (i, (name, why)) in failed.iter().enumerate() {
+        if failed.len() > room_for_cases && i + 1 >= room_for_cases {
+            let rest: Vec<&str> = failed[i..].iter().map(|(n, _)| n.as_str()).collect();
+            tail.extend(wrap(line("failed", format!("and {}: {}", rest.len(), rest.join(", ")))));
+            break;
+        }
+        tail.push(clip(line("failed", format!("{name}{}", why.as_ref().map(|w| format!(": {w}")).unwrap_or_default()))));
+    }
     let stem = run.name.strip_suffix(".log").unwrap_or(&run.name);
     tail.push(line(
         "report",
@@ -334,7 +414,7 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
         ),
     ));
     // Keep the head within the limit, the tail always.
-    let room = MAX_LINES - tail.len();
+    let room = MAX_LINES.saturating_sub(tail.len()).max(2);
     if out.len() > room {
         let dropped = out.len() - (room - 1);
         out.truncate(room - 1);
@@ -537,8 +617,18 @@ fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
         ),
     ));
 
-    // Knees vs CCSIDR and silicon.
+    // Knees vs CCSIDR and silicon (a board profile's own core's silicon).
     let inf = model::infer(run, d);
+    if let Some((core, cpu)) = &inf.profile_core {
+        out.push(line(
+            "",
+            format!(
+                "NOTE: profile {} models a {core} but QEMU emulates a {cpu}: knees and geometry below compare with {core} silicon (QEMU_CPU={} matches)",
+                d.profile_name().unwrap_or_default(),
+                core.to_ascii_lowercase()
+            ),
+        ));
+    }
     let knees = model::knees(d);
     let mut kparts = Vec::new();
     for l in &inf.levels {
@@ -874,5 +964,44 @@ mod tests {
         assert!(d[MAX_LINES - 1].starts_with("report"));
         let empty = digest(&Log::from_bytes("e.log", b"\xff\xfe garbage\n# cs: {broken\n"), None, &Options::default());
         assert!(empty[0].contains("INCOMPLETE") && empty.iter().any(|l| l.contains("no boot record")), "{empty:#?}");
+    }
+
+    #[test]
+    fn every_failed_case_is_named_with_its_first_diagnostic() {
+        let t = "KTAP version 1\n1..2\n  KTAP version 1\n  # Subtest: mmu\n  1..3\n  # fine\n  ok 1 a\n  # point: x median 1 ns\n  # the first reason\n  # the second\n  not ok 2 b\n  not ok 3 c # the result's own reason\nnot ok 1 mmu\n  KTAP version 1\n  # Subtest: boot\n  1..0\nnot ok 2 boot # no cases ran\n";
+        let f = failed_cases(&Log::from_bytes("x.log", t.as_bytes()));
+        assert_eq!(
+            f,
+            vec![
+                ("mmu.b".to_string(), Some("the first reason".to_string())),
+                ("mmu.c".to_string(), Some("the result's own reason".to_string())),
+                ("boot".to_string(), Some("no cases ran".to_string())),
+            ]
+        );
+        let d = digest(&Log::from_bytes("x.log", t.as_bytes()), None, &Options::default());
+        assert!(d.iter().any(|l| l == "failed   mmu.b: the first reason"), "{d:#?}");
+        assert!(d.len() <= MAX_LINES);
+    }
+
+    #[test]
+    fn a_long_line_is_wrapped_whole() {
+        let l = line("hazards", (0..40).map(|i| format!("kind-{i} {i}")).collect::<Vec<_>>().join(", "));
+        let w = wrap(l.clone());
+        assert!(w.len() > 1 && w.iter().all(|x| x.chars().count() <= MAX_WIDTH), "{w:#?}");
+        assert_eq!(w.iter().map(|x| x.trim_start()).collect::<Vec<_>>().join(" "), l);
+        assert!(!w.concat().contains('…'));
+    }
+
+    #[test]
+    fn a_board_profile_on_another_cpu_says_so_and_compares_with_its_own_silicon() {
+        let run = Log::from_bytes("r.log", run_text(true).as_bytes());
+        let m = model_text() + "# cs: {\"record\":\"model-profile\",\"profile\":\"rpi5\",\"source\":\"model\"}\n";
+        let d = digest(&run, Some(&Log::from_bytes("r.model", m.as_bytes())), &Options::default());
+        let text = d.join("\n");
+        assert!(text.contains("NOTE: profile rpi5 models a Cortex-A76 but QEMU emulates a Cortex-A72"), "{text}");
+        assert!(text.contains("(CCSIDR 32 KiB, silicon 64 KiB)"), "A76 silicon, not A72's: {text}");
+        let m = model_text() + "# cs: {\"record\":\"model-profile\",\"profile\":\"rpi4\",\"source\":\"model\"}\n";
+        let d = digest(&run, Some(&Log::from_bytes("r.model", m.as_bytes())), &Options::default()).join("\n");
+        assert!(!d.contains("NOTE: profile"), "rpi4 on the A72 it models: {d}");
     }
 }

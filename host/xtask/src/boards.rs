@@ -502,6 +502,14 @@ lava_device_type = "qemu"
     }
 
     #[test]
+    fn every_pi_config_sends_the_firmware_log_to_the_uart() {
+        // Without uart_2ndstage=1 a first boot that fails inside the firmware shows nothing.
+        for b in repo_boards().iter().filter(|b| !b.config_txt.is_empty()) {
+            assert!(b.config_txt.iter().any(|l| l == "uart_2ndstage=1"), "{}: config.txt lacks uart_2ndstage=1", b.name);
+        }
+    }
+
+    #[test]
     fn value_text_for_scripts() {
         let text = repo_file("boards.toml");
         assert_eq!(value_text(&text, "rpi4", "image").unwrap(), "kernel8.img");

@@ -30,6 +30,7 @@ mod benchmodel;
 mod boards;
 mod catalogue;
 mod checklogs;
+mod docs;
 mod hazards;
 mod ktap;
 mod lava;
@@ -192,6 +193,18 @@ enum Command {
     ScriptHelp {
         /// Seconds a call may take before it counts as having started its job (and is killed).
         #[arg(long, default_value_t = 10)]
+        timeout: u64,
+    },
+    /// Run the README's and docs' runnable commands (fenced blocks tagged `runnable`), in
+    /// parallel; exit 1 when any exits non-zero or times out (or none is marked).
+    DocsRun {
+        /// Markdown files (default: README.md and docs/*.md).
+        files: Vec<PathBuf>,
+        /// Commands run at a time.
+        #[arg(long, default_value_t = 3)]
+        jobs: usize,
+        /// Seconds before a command is killed.
+        #[arg(long, default_value_t = 120)]
         timeout: u64,
     },
     /// Print one key of one board (arrays: one item per line), for shell scripts.
@@ -524,6 +537,28 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 Ok(())
             } else {
                 Err(Failure::Quiet)
+        timeout: u64,
+    },
+        Command::DocsRun { files, jobs, timeout } => {
+            let root = repo_root();
+            let files = if files.is_empty() {
+                let mut f = vec![root.join("README.md")];
+                let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+                    .map_err(|e| usage(format!("docs/: {e}")))?
+                    .flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "md"))
+                    .collect();
+                docs.sort();
+                f.extend(docs);
+                f
+            } else {
+                files
+            };
+            match docs::run(&root, &files, jobs, std::time::Duration::from_secs(timeout)) {
+                Ok(0) => Ok(()),
+                Ok(_) => Err(Failure::Quiet),
+                Err(e) => Err(usage(e)),
             }
         }
         Command::BoardValue { board, key } => {

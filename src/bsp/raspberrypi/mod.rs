@@ -5,12 +5,11 @@
 //! QEMU (`emulator=qemu`, see [`EMULATOR_WORD`]): on silicon HLT is UNDEFINED without a
 //! debugger, so it is never executed there.
 
-use alloc::string::String;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use crate::arch::{cpu, trap};
 use crate::firmware::atags;
-use crate::firmware::cmdline::{self, CmdlineError};
+use crate::firmware::cmdline::{self, CmdlineError, CommandLine};
 use crate::firmware::psci::{self, Conduit, ConduitCell};
 
 /// The kernel argument by which scripts/qemu-run says "this is QEMU, not silicon". The board
@@ -54,11 +53,14 @@ pub fn probe(x0: usize, fdt: Option<&crate::firmware::fdt::Fdt<'_>>, default_con
 ///
 /// [`EMULATOR_WORD`] is looked for in the raw bytes first, so that a command line that is not
 /// UTF-8 is refused with an error *and* the run still ends through semihosting under QEMU.
-pub fn command_line(bootargs: Option<&[u8]>) -> Result<String, CmdlineError> {
+pub fn command_line(bootargs: Option<&[u8]>) -> Result<CommandLine, CmdlineError> {
     let raw = bootargs.or(ATAG_CMDLINE.get().copied()).unwrap_or(&[]);
     EMULATED.store(cmdline::has_word(raw, EMULATOR_WORD), Ordering::Relaxed);
     let (rest, _) = cmdline::take_word(cmdline::decode(raw)?, EMULATOR_WORD);
-    Ok(String::from(cmdline::after_separator(&rest)))
+    // The runner's argv0 (the cache model's profile) only under QEMU, through semihosting.
+    let mut buf = alloc::vec![0u8; 256];
+    let argv0 = if emulated() { crate::arch::semihosting::command_line(&mut buf).map(cmdline::argv0).unwrap_or(b"") } else { b"" };
+    cmdline::checked(cmdline::after_separator(&rest), argv0)
 }
 
 /// True only when the runner said this is QEMU (see [`EMULATOR_WORD`]).
