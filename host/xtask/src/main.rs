@@ -537,8 +537,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 Ok(())
             } else {
                 Err(Failure::Quiet)
-        timeout: u64,
-    },
+            }
+        }
         Command::DocsRun { files, jobs, timeout } => {
             let root = repo_root();
             let files = if files.is_empty() {
