@@ -50,6 +50,12 @@ pub const KEYS: &[&str] = &[
     "hazard_limit",
 ];
 
+/// The most distinct hazards (kind, line, phase) a run records as `hazard` records. A correct
+/// run has none outside its declared mistakes (the main job's declare about 1,200 lines); past
+/// this bound the sanitizer stops listing lines, counts the rest, and the run is failed
+/// (`hazard-total.truncated`). 10,000 records are about 6 MB of model log.
+pub const HAZARD_RECORD_LIMIT: u64 = 10_000;
+
 /// Parsed plugin arguments.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {
@@ -89,7 +95,7 @@ pub struct Settings {
     pub sanitize: bool,
     /// MESI across vCPUs (rule 17) when there is more than one.
     pub coherence: bool,
-    /// The bound on hazard records (`sanitize::HAZARD_RECORD_LIMIT` at most).
+    /// The bound on hazard records ([`HAZARD_RECORD_LIMIT`] at most).
     pub hazard_limit: u64,
 }
 
@@ -114,7 +120,7 @@ impl Default for Settings {
             hwpf_degree: None,
             sanitize: true,
             coherence: true,
-            hazard_limit: crate::sanitize::HAZARD_RECORD_LIMIT,
+            hazard_limit: HAZARD_RECORD_LIMIT,
         }
     }
 }
@@ -210,7 +216,7 @@ impl Settings {
                     }
                 }
                 "hazard_limit" => {
-                    let max = crate::sanitize::HAZARD_RECORD_LIMIT;
+                    let max = HAZARD_RECORD_LIMIT;
                     s.hazard_limit = v
                         .parse()
                         .ok()

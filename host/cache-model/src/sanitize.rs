@@ -133,11 +133,8 @@ pub struct Entry {
     pub current: Option<u64>,
 }
 
-/// The most distinct hazards (kind, line, phase) a run records as `hazard` records. A correct
-/// run has none outside its declared mistakes (the main job's declare 2,066 lines); past this
-/// bound the sanitizer stops listing lines, counts the rest, and the run is failed
-/// (`hazard-total.truncated`). 10,000 records are about 6 MB of model log.
-pub const HAZARD_RECORD_LIMIT: u64 = 10_000;
+/// The bound on hazard records, declared with the plugin's settings (`config.rs`).
+pub use crate::config::HAZARD_RECORD_LIMIT;
 
 /// Hazards deduplicated per (kind, line, phase id), in first-seen order, at most `limit` of them
 /// in a run.
