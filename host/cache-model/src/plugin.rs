@@ -65,6 +65,12 @@ const NONE: u64 = u64::MAX;
 const NO_TB: u64 = u64::MAX;
 /// Marks a line number in [`Fast::i_end`] as fetched bypassing the caches.
 const BYPASS_LINE: u64 = 1 << 63;
+/// A TB's instructions in each aligned block of this many bytes (log2) are fetched as a segment of
+/// their own, right before the first of them executes: the smallest instruction-cache line any
+/// CPU or profile has (64 bytes), so a segment never starts inside a line it shares with the
+/// previous one except where the line is longer (then `fetch` skips the line it continues).
+const FETCH_SEGMENT_SHIFT: u32 = 6;
+
 const PAGE_SHIFT: u32 = 12;
 
 /// Per-vCPU shortcut state. Only the vCPU's own thread writes it (the shortcut is enabled with one
@@ -1304,18 +1310,24 @@ impl HasCallbacks for CacheModel {
             .collect();
         // Fetch segments: the TB's instructions are fetched at its start, but those after an
         // instruction that changes what a fetch means (a marker: phase attribution; IC
-        // invalidation; an SCTLR write) are fetched right after it, by a callback on the next
-        // instruction, registered before that instruction's own callbacks. So the counts do not
-        // depend on where QEMU ends TBs (see `fetch`).
-        let breaks: Vec<u64> = tb
+        // invalidation; an SCTLR write), and those of each further instruction line
+        // ([`FETCH_SEGMENT_SHIFT`]), are fetched right before the first of them executes, by a
+        // callback on that instruction registered before its own callbacks. So the counts do not
+        // depend on where QEMU ends TBs (see `fetch`), and a TB left early by a synchronous
+        // exception (a faulting load, a trapped register access) fetches no line it never reached,
+        // as one instruction per TB would not.
+        let mut breaks: Vec<u64> = tb
             .instructions()
             .zip(&words)
             .filter(|(_, w)| {
                 matches!(w.and_then(decode), Some(Insn::Marker | Insn::IcIallu { .. } | Insn::IcIvau { .. } | Insn::MsrSctlr { .. }))
             })
             .map(|(insn, _)| insn.vaddr() + insn.size() as u64)
+            .chain(tb.instructions().map(|insn| insn.vaddr()).filter(|&va| va != start && va & ((1 << FETCH_SEGMENT_SHIFT) - 1) == 0))
             .filter(|&next| next < end)
             .collect();
+        breaks.sort_unstable();
+        breaks.dedup();
         let first_end = breaks.first().copied().unwrap_or(end);
         for (k, &seg_start) in breaks.iter().enumerate() {
             let seg_end = breaks.get(k + 1).copied().unwrap_or(end);
