@@ -181,15 +181,15 @@ mod target {
     /// instructions whatever the host does: a core spinning out a 5 s timeout executes 5 × 10⁹
     /// instructions, about 220 s of wall time under the model. The spin loop of a wait runs at
     /// about 23 × 10⁶ instructions per wall second under the model on the reference host (2
-    /// loaded cores), so this cap bounds any wait at about 10 s of wall time
+    /// loaded cores), so this cap (10⁷ instructions) bounds any wait at about 1 s of wall time
     /// ([`ICOUNT_WAIT_WALL_S`]); without the model QEMU runs faster and the bound holds with
     /// room. Legitimate jobs are far shorter: the longest launch-to-join of the smp suite, the
-    /// mistakes suite and stream-double under the model is under 1 ms virtual, and under
-    /// `-icount` their virtual length does not depend on host load.
-    pub const ICOUNT_WAIT_MAX_MS: u64 = 100;
+    /// mistakes suite and stream-double under the model is under 1 ms virtual (a tenth of the
+    /// cap), and under `-icount` their virtual length does not depend on host load.
+    pub const ICOUNT_WAIT_MAX_MS: u64 = 10;
 
-    /// The wall-time bound [`ICOUNT_WAIT_MAX_MS`] gives under the model, seconds (docs/smp.md).
-    pub const ICOUNT_WAIT_WALL_S: u64 = 10;
+    /// The wall-time bound [`ICOUNT_WAIT_MAX_MS`] gives under the model, seconds (docs/running.md).
+    pub const ICOUNT_WAIT_WALL_S: u64 = 1;
 
     /// True when the run's virtual time is an instruction count (`-icount`): waits are cut to
     /// [`ICOUNT_WAIT_MAX_MS`].
