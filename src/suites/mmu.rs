@@ -272,6 +272,16 @@ fn alias_attributes(ctx: &mut Ctx) {
     }
 }
 
+/// Declares a probe's deliberate stale access to the sanitizer: `kind` on every line of the
+/// `bytes` from `pa`, unless this CPU needs no maintenance to the PoC (then nothing is stale, and
+/// the probe says why it declares nothing).
+fn declare_probe(ctx: &Ctx, probe: &str, kind: HazardKind, pa: u64, bytes: usize) {
+    match crate::cache::poc_maintenance_unneeded() {
+        None => ctx.expect_hazard(probe, kind, pa, (bytes / line_bytes()) as u64, line_bytes() as u64),
+        Some(why) => diag!("{probe} declares no hazard: {why}"),
+    }
+}
+
 fn alias_wb_to_nc(ctx: &mut Ctx) {
     let Some(ws) = windows(ctx) else { return };
     let (wb, nc) = (win(ws, MemAttr::NormalWriteBack), win(ws, MemAttr::NormalNonCacheable));
@@ -282,16 +292,7 @@ fn alias_wb_to_nc(ctx: &mut Ctx) {
     // stale read, declared to the cache model's sanitizer.
     let probe = "mmu/probe-nc-before-clean";
     let early = crate::bench::named_phase(probe, || find_mismatch(nc, DATA_OFF, DATA_WORDS, seed).is_none());
-    match crate::cache::poc_maintenance_unneeded() {
-        None => ctx.expect_hazard(
-            probe,
-            HazardKind::StaleReadByDevice,
-            (nc.pa + DATA_OFF) as u64,
-            (DATA_WORDS * 8 / line_bytes()) as u64,
-            line_bytes() as u64,
-        ),
-        Some(why) => diag!("{probe} declares no hazard: {why}"),
-    }
+    declare_probe(ctx, probe, HazardKind::StaleReadByDevice, (nc.pa + DATA_OFF) as u64, DATA_WORDS * 8);
     diag!("before the clean, the NC alias {} the data written through WB", if early { "already sees" } else { "does not yet see" });
     if let Err(e) = maintenance::clean_to_poc(wb.va + DATA_OFF, DATA_WORDS * 8) {
         ctx.fail(format!("clean to PoC refused: {e:?}"));
@@ -339,16 +340,7 @@ fn alias_nc_to_wb(ctx: &mut Ctx) {
     // A deliberate read of the stale cached copy, declared to the sanitizer: every line.
     let probe = "mmu/probe-wb-before-invalidate";
     let stale = crate::bench::named_phase(probe, || find_mismatch(wb, DATA_OFF, words, new).is_some());
-    match crate::cache::poc_maintenance_unneeded() {
-        None => ctx.expect_hazard(
-            probe,
-            HazardKind::StaleReadByCpu,
-            (wb.pa + DATA_OFF) as u64,
-            (words * 8 / line_bytes()) as u64,
-            line_bytes() as u64,
-        ),
-        Some(why) => diag!("{probe} declares no hazard: {why}"),
-    }
+    declare_probe(ctx, probe, HazardKind::StaleReadByCpu, (wb.pa + DATA_OFF) as u64, words * 8);
     diag!(
         "before the invalidate, the WB alias {} ({} KiB probe: a quarter of L1D)",
         if stale { "still reads old (cached) data" } else { "already reads the new data" },
