@@ -237,7 +237,7 @@ fn report_renders_markdown_html_and_svg_files() {
     ]);
     assert_code(&o, 0, &["(7 figures)"]);
     let m = std::fs::read_to_string(&md).unwrap();
-    for needle in ["This run is emulated", "L1 accesses=4096 misses=0 bypassed=0; L2 accesses=0 misses=0 bypassed=0", "![Figure 1: "] {
+    for needle in ["This run is emulated", "L1 accesses=4096 misses=0 bypassed=0; L2 accesses=0 misses=0 bypassed=0", "![Figure 1]("] {
         assert!(m.contains(needle), "{needle} not in the Markdown report");
     }
     // Markdown links its figures (hosting sites strip inline SVG); the links resolve.
