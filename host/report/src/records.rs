@@ -336,7 +336,7 @@ impl ModelLogCheck {
         let p = self.problems.first()?;
         let at = if p.line == 0 { name.to_string() } else { format!("{name}:{}", p.line) };
         let more = if self.problems.len() > 1 { format!(" (and {} more problems)", self.problems.len() - 1) } else { String::new() };
-        Some(format!("DAMAGED: the model log fails validation, no hazard conclusions drawn from it: {at}: {}{more}", p.msg))
+        Some(format!("INVALID: the model log fails validation, no hazard conclusions drawn from it: {at}: {}{more}", p.msg))
     }
 
     /// The records conclusions may be drawn from: all of them when the log is valid; else
@@ -547,6 +547,41 @@ mod tests {
 
     fn assert_has(p: &[String], needle: &str) {
         assert!(p.iter().any(|m| m.contains(needle)), "expected {needle:?} in {p:#?}");
+    }
+
+    #[test]
+    fn icount_is_read_one_way_from_the_records() {
+        let recs = |text: &str| extract(&Log::from_bytes("t", text.as_bytes())).0;
+        assert!(run_used_icount(&recs(&BOOT.replace(r#""args":"""#, r#""args":"","model":"rpi4""#))));
+        assert!(!run_used_icount(&recs(&BOOT.replace(r#""args":"""#, r#""args":"","model":"off""#))));
+        assert!(!run_used_icount(&recs(BOOT)));
+        assert!(run_used_icount(&recs(r#"# cs: {"record":"model-run","icount":true}"#)));
+    }
+
+    #[test]
+    fn a_model_log_must_be_whole_and_consistent() {
+        let good = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/mistakes-model.model")).unwrap();
+        let check = |t: &str| check_model_log(&Log::from_bytes("m", t.as_bytes()));
+        assert_eq!(check(&good).problems, vec![]);
+        let has = |t: &str, needle: &str| {
+            let c = check(t);
+            assert!(c.problems.iter().any(|p| p.msg.contains(needle)), "{needle:?} not in {:#?}", c.problems);
+            assert!(c.usable_records().iter().all(|r| !matches!(r.kind(), "hazard" | "hazard-total")), "hazard records kept");
+        };
+        has("", "no cache-model records");
+        let lines: Vec<&str> = good.lines().collect();
+        has(&lines[..lines.len() - 1].join("\n"), "no 'model-run' record");
+        has(&good.replace("\"record\":\"hazard-total\"", "\"record\":\"hazard-totl\""), "record kind 'hazard-totl' is not declared");
+        // A valid kind in place of another: the readable twin line and the totals disagree.
+        has(&good.replacen("\"kind\":\"lost-write\"", "\"kind\":\"stale-read-by-cpu\"", 1), "disagree");
+        has(&good.replacen("\"kind\":\"lost-write\"", "\"kind\":\"stale-read-by-cpu\"", 1), "counts 1 lost-write hazards, the log holds 0");
+        has(
+            &good.replacen("\"phase\":\"mistakes/stride-gap\",\"phase_id\"", "\"phase\":\"mistakes/stride-gaq\",\"phase_id\"", 1),
+            "but the model records name phase",
+        );
+        has(&format!("{good}{}\n", lines[0]), "'model-run' is not the last record");
+        has(&format!("{BOOT}\n{good}"), "is a kernel record, not the cache model's");
+        has(&good.replacen("# model: hazard", "# model: hazarb", 1), "disagree");
     }
 
     #[test]

@@ -1718,7 +1718,7 @@ impl Ctx<'_> {
             (Some(r), _) => {
                 let first = if r.first.is_empty() { String::new() } else { format!("; first failure: {}", r.first) };
                 self.blocks.push(Block::Para(format!(
-                    "Verdict: **{}** — the runner's `sanitizer-verdict` record, {} failed phase(s){first}.",
+                    "Verdict: **{}** — the runner's `sanitizer-verdict` record (judged when the run ended), {} failed phase(s){first}.",
                     word(r.word),
                     r.failed_phases
                 )));
@@ -1743,6 +1743,23 @@ impl Ctx<'_> {
             self.blocks.push(Block::Para("No deliberate mistakes declared (`expect-hazard`) and no hazard recorded.".into()));
             return;
         }
+        if flag.is_some() {
+            // What the kernel declared, and nothing the damaged log says it found.
+            let rows = expects
+                .iter()
+                .map(|r| {
+                    vec![
+                        str_field(r, "phase").unwrap_or("").to_string(),
+                        str_field(r, "kind").unwrap_or("").to_string(),
+                        r.obj.get("lines").map(value_text).unwrap_or_default(),
+                        str_field(r, "pa").unwrap_or("").to_string(),
+                    ]
+                })
+                .collect();
+            self.blocks.push(Block::Para("Declared by the kernel (`expect-hazard`):".into()));
+            self.blocks.push(Block::Table(vec!["phase".into(), "kind".into(), "lines".into(), "from".into()], rows));
+            return;
+        }
         let declared_phases: std::collections::BTreeSet<&str> = expects.iter().filter_map(|r| str_field(r, "phase")).collect();
         let u = |r: &Record, k: &str| r.obj.get(k).and_then(Value::as_u64).unwrap_or(0);
         // Per kind: declared lines against found lines (in declared phases and elsewhere).
@@ -1763,7 +1780,7 @@ impl Ctx<'_> {
                 in_declared.to_string(),
                 (of_kind.len() - in_declared).to_string(),
                 occurrences.to_string(),
-                if flag.is_some() { "not judged".into() } else { verdict.to_string() },
+                verdict.to_string(),
             ]);
         }
         self.blocks.push(Block::Heading(3, "Declared against found, per kind".into()));
@@ -1832,7 +1849,7 @@ impl Ctx<'_> {
                     if kinds.is_empty() { "none".into() } else { kinds.join("; ") },
                     pcs(p, "pc"),
                     pcs(p, "cause_pc"),
-                    if flag.is_some() { "not judged".into() } else { judged_of(p).unwrap_or("–").to_string() },
+                    judged_of(p).unwrap_or("–").to_string(),
                 ]
             })
             .collect();
@@ -2307,6 +2324,24 @@ mod tests {
     }
 
     #[test]
+    fn a_sweep_of_another_bench_is_a_line_plot_not_forty_bars() {
+        let mut run = RUN.to_string();
+        for block in [8u64, 16] {
+            for t in [1u64, 2, 4, 8, 16, 32, 64, 128, 256, 512] {
+                run += &format!("  # cs: {{\"record\":\"metric\",\"bench\":\"kv-paged\",\"variant\":\"append-paged\",\"attr\":\"normal-wb\",\"bytes\":{},\"params\":{{\"tokens\":{t},\"block\":{block}}},\"phase\":\"kv-paged/append-paged/normal-wb/{}/tokens={t}/block={block}\",\"reps\":1,\"min\":6,\"median\":6,\"max\":6,\"mad\":0,\"unit\":\"ns\",\"source\":\"cntvct\",\"emulated\":true}}\n", t * 2048, t * 2048);
+            }
+        }
+        let r = build(&Log::from_bytes("run.log", run.as_bytes()), None);
+        let (_, svg) = r.figures.iter().find(|(s, _)| s.contains("kv-paged")).expect("a kv-paged figure");
+        assert!(svg.contains("<polyline") && !svg.contains(" / normal-wb: "), "a line plot, no bars");
+        assert!(svg.contains(">512<") && svg.contains("tokens (log2 scale)"), "x = tokens");
+        // The two block sizes have identical values: one line, and the caption says so.
+        assert!(svg.contains("append-paged normal-wb block=8 = append-paged normal-wb block=16") || svg.contains("block=8 ="), "{svg}");
+        let md = r.render(Format::Markdown);
+        assert!(md.contains("Identical series are drawn once"), "{md}");
+    }
+
+    #[test]
     fn markdown_writes_each_caption_once() {
         let r = build(&Log::from_bytes("run.log", RUN.as_bytes()), None);
         let md = r.markdown_linked("r.figures");
@@ -2331,7 +2366,10 @@ mod tests {
         let md = build(&run, Some(&model)).render(Format::Markdown);
         assert!(md.contains("the model log fails validation, no hazard conclusions drawn from it"), "{md}");
         let san = &md[md.find("## Sanitizer").unwrap()..md.find("## Attribute matrix").unwrap()];
-        assert!(!san.contains("Verdict:") && !san.contains("NOT OK") && !san.contains("DIFFERS"), "{san}");
+        assert!(
+            !san.contains("Verdict:") && !san.contains("NOT OK") && !san.contains("DIFFERS") && !san.contains("found elsewhere"),
+            "{san}"
+        );
         assert!(md.contains("| model log | run.log.model: INVALID"), "{md}");
     }
 
