@@ -1608,12 +1608,13 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
         } else {
             "emulator timing (QEMU's speed on this host), not caches"
         };
-        c.blocks.push(Block::Heading(2, format!("Appendix: emulator timing figures ({what})")));
+        let short = if icount { "instruction counts under -icount" } else { "the emulator's speed" };
+        c.blocks.push(Block::Heading(2, format!("Appendix: emulator timing figures ({short})")));
         c.blocks.push(Block::Para(format!(
-            "The kernel's own timer figures of this run ({n} figures). Under QEMU they measure the emulator{}; they are kept for regressions of the code itself (`compare`), not read as cache behaviour.",
+            "The kernel's own timer figures of this run. Under QEMU they measure the emulator{}; they are kept for regressions of the code itself (`compare`), not read as cache behaviour.",
             if icount { ": under `-icount` one ns of virtual time is one instruction, so every figure is an instruction count" } else { "" }
         )));
-        c.blocks.push(Block::Details(format!("{n} figures: {what} — click to open"), inner));
+        c.blocks.push(Block::Details(format!("{n} figure{}: {what} — click to open", if n == 1 { "" } else { "s" }), inner));
     }
 
     // Metric tables with merged model records.
@@ -2318,7 +2319,8 @@ mod tests {
         // -icount and the model log can be overridden.
         let plain = build_with(&run, Some(&model), Options { icount: Some(false) }).render(Format::Markdown);
         assert!(
-            plain.contains("| -icount | no (--no-icount) |") && plain.contains("## Appendix: emulator timing figures (emulator timing"),
+            plain.contains("| -icount | no (--no-icount) |")
+                && plain.contains("## Appendix: emulator timing figures (the emulator's speed)"),
             "{plain}"
         );
     }

@@ -803,6 +803,19 @@ fn report_finds_the_model_log_and_icount_by_itself() {
     assert_code(&o, 0, &["figures)"]);
     let h = std::fs::read_to_string(&html).unwrap();
     assert!(h.contains("<td>-icount</td><td>no (--no-icount)") && h.contains("No cache-model log"), "overrides");
+    // The model figures come first, the emulator's in the appendix, labelled as instruction counts.
+    let log = t.path("lat.log");
+    std::fs::copy(fixture("latency-mistakes-model.log"), &log).unwrap();
+    std::fs::copy(fixture("latency-mistakes-model.log.model"), t.path("lat.log.model")).unwrap();
+    let md = t.path("lat.md");
+    assert_code(&run(&["report", log.to_str().unwrap(), "-o", md.to_str().unwrap()]), 0, &["(3 figures)"]);
+    let m = std::fs::read_to_string(&md).unwrap();
+    let at = |n: &str| m.find(n).unwrap_or_else(|| panic!("no {n:?} in\n{m}"));
+    assert!(at("](lat.figures/fig01-model-missrate-normal-wb.svg)") < at("## Sanitizer"));
+    assert!(at("## Sanitizer") < at("## Appendix: emulator timing figures (instruction counts"));
+    assert!(at("<details><summary>1 figure: instruction counts") < at("](lat.figures/fig03-latency-cntvct.svg)"));
+    let svg = std::fs::read_to_string(t.path("lat.figures/fig03-latency-cntvct.svg")).unwrap();
+    assert!(svg.contains("instruction counts"), "{svg}");
     // A catalogue row's NAME.log and NAME.model are found too.
     let o = run(&["report", &fixture("mistakes-model.log"), "-o", html.to_str().unwrap()]);
     assert_code(&o, 0, &["mistakes-model.model"]);
