@@ -157,33 +157,38 @@ impl Log {
     }
 }
 
+/// What a log that is not refused holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogKind {
+    /// A run's log: a KTAP document (maybe cut short) or kernel records.
+    Run,
+    /// A cache-model log: only the plugin's records.
+    Model,
+}
+
 impl Log {
-    /// Refuses input that is not a cachescope run log, naming why in one line: an empty file,
-    /// binary data (NUL-only input, random bytes), text with neither a `KTAP version 1` line nor
-    /// a kernel record, or a cache-model log given in the run log's place. A run cut short is
-    /// still a run log (it starts with `KTAP version 1`); `check` reports on anything.
-    pub fn require_run_log(&self) -> Result<()> {
+    /// What this log is, or why it is not a cachescope log, in one line: an empty file, binary
+    /// data (NUL-only input, random bytes), or text with neither a `KTAP version 1` line nor a
+    /// record. A run cut short is still a run log (it starts with `KTAP version 1`).
+    pub fn kind(&self) -> Result<LogKind> {
         let name = &self.name;
         let text: Vec<&LogLine> = self.lines.iter().filter(|l| l.defect.is_none()).collect();
         if self.lines.iter().all(|l| l.defect.is_none() && l.text.trim().is_empty()) {
             return Err(Error(format!("{name}: empty input: not a cachescope log (a run's log starts with 'KTAP version 1')")));
         }
         if text.iter().any(|l| l.text.trim() == "KTAP version 1") {
-            return Ok(());
+            return Ok(LogKind::Run);
         }
         let kinds: Vec<cachescope_arch::record::Emitter> = text
             .iter()
             .filter_map(|l| crate::records::parse_line(&l.text)?.ok())
             .filter_map(|o| cachescope_arch::record::kind(o.get("record")?.as_str()?).map(|k| k.emitter))
             .collect();
-        let kernel = kinds.iter().filter(|e| **e != cachescope_arch::record::Emitter::Model).count();
-        if kernel > 0 {
-            return Ok(()); // records without the KTAP line: an older or a filtered log, still ours
+        if kinds.iter().any(|e| *e != cachescope_arch::record::Emitter::Model) {
+            return Ok(LogKind::Run); // records without the KTAP line: an older or a filtered log, still ours
         }
         if !kinds.is_empty() {
-            return Err(Error(format!(
-                "{name}: not a cachescope run log: no KTAP results (no 'KTAP version 1' line) and only the cache model's records: give the run's log, and this file with --model"
-            )));
+            return Ok(LogKind::Model);
         }
         let bad = self.lines.len() - text.len();
         let nul_only = self.lines.iter().all(|l| l.text.chars().all(|c| c == '\0'));
@@ -195,6 +200,18 @@ impl Log {
             "no 'KTAP version 1' line and no '# cs:' record".to_string()
         };
         Err(Error(format!("{name}: not a cachescope log: {why}")))
+    }
+
+    /// Refuses input that is not a cachescope run log (see [`Log::kind`]), a cache-model log
+    /// given in the run log's place included, naming why in one line.
+    pub fn require_run_log(&self) -> Result<()> {
+        match self.kind()? {
+            LogKind::Run => Ok(()),
+            LogKind::Model => Err(Error(format!(
+                "{}: not a cachescope run log: no KTAP results (no 'KTAP version 1' line) and only the cache model's records: give the run's log, and this file with --model",
+                self.name
+            ))),
+        }
     }
 }
 
@@ -312,6 +329,7 @@ mod tests {
         // A run cut short, and records without the KTAP line, are run logs.
         assert!(Log::from_bytes("t", b"noise\nKTAP version 1\n1..3\n").require_run_log().is_ok());
         assert!(Log::from_bytes("t", b"# cs: {\"record\":\"boot\",\"schema\":1}\n").require_run_log().is_ok());
+        assert_eq!(Log::from_bytes("t", model).kind(), Ok(LogKind::Model), "a model log is a log of records");
     }
 
     #[test]

@@ -381,8 +381,10 @@ fn warn_if_model_invalid(model: &Log) {
 
 fn extract_cmd(a: &ExtractArgs, quiet: bool) -> Result<(), Fail> {
     let log = Log::load(&a.file)?;
-    log.require_run_log()?;
-    warn_if_invalid(&log);
+    // A run's log or a cache-model log: both hold records.
+    if log.kind()? == cachescope_report::input::LogKind::Run {
+        warn_if_invalid(&log);
+    }
     let recs = records::extract_strict(&log)?;
     if let Some(o) = &a.json {
         write_to(o, &extract::to_json(&recs))?;

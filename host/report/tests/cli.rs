@@ -714,9 +714,10 @@ fn input_that_is_not_a_cachescope_log_is_refused_by_every_reader() {
         }
         assert!(!out_html.exists() && !out_json.exists() && !out_xml.exists(), "{path}: an output was written");
     }
-    // A cache-model log in the run log's place is named as such.
+    // A cache-model log in the run log's place is named as such; extract takes it.
     let o = run(&["summary", &fixture("mistakes-model.model")]);
     assert_code(&o, 2, &["only the cache model's records", "with --model"]);
+    assert_code(&run(&["extract", &fixture("mistakes-model.model"), "--json", "-"]), 0, &["\"record\":\"model-run\""]);
 }
 
 /// Flips `n` bits of `bytes` at positions from a fixed pseudo-random sequence, never in a
