@@ -1564,7 +1564,7 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
     let run_only: Vec<Record> = recs[..run_records].to_vec();
     let model_only: Vec<Record> = recs[run_records..].to_vec();
     c.sanitizer_section(run, &run_only, &model_only, model.is_some(), model_flag.as_deref());
-    c.attribute_section(run, &recs);
+    c.attribute_section(run, &recs, &md);
     c.coherence_section(&md, &model_only);
 
     // Measured figures: the findings when measured on silicon; an appendix when they time an
@@ -1872,32 +1872,53 @@ impl Ctx<'_> {
 
     /// The attribute matrix: each alias window's MAIR byte against what the MMU walk gave
     /// (PAR_EL1 after AT), and the mmu suite's cases.
-    fn attribute_section(&mut self, run: &Log, recs: &[Record]) {
+    fn attribute_section(&mut self, run: &Log, recs: &[Record], d: &ModelData) {
         self.blocks.push(Block::Heading(2, "Attribute matrix".into()));
         let attrs: Vec<&Record> = recs.iter().filter(|r| r.kind() == "attr").collect();
         if attrs.is_empty() {
             self.blocks.push(Block::Para("No `attr` records (the mmu suite did not run).".into()));
         } else {
+            // What the cache model saw of each attribute: the share of its phases' data accesses
+            // that bypassed the caches.
+            let observed = |name: &str| -> String {
+                let (mut bypass, mut all) = (0u64, 0u64);
+                for p in d.phases.iter().filter(|p| p.parsed.attr == name) {
+                    bypass += p.bypass();
+                    all += p.data_accesses();
+                }
+                if all == 0 {
+                    "–".into()
+                } else {
+                    format!("{:.1}% of {} data accesses bypass", bypass as f64 * 100.0 / all as f64, crate::svg::si(all as f64))
+                }
+            };
             let rows = attrs
                 .iter()
                 .map(|a| {
                     let (mair, par) = (str_field(a, "mair"), str_field(a, "par_attr"));
-                    vec![
-                        str_field(a, "name").unwrap_or("?").to_string(),
+                    let name = str_field(a, "name").unwrap_or("?");
+                    let mut row = vec![
+                        name.to_string(),
                         str_field(a, "va").unwrap_or("").to_string(),
                         str_field(a, "pa").unwrap_or("").to_string(),
                         mair.unwrap_or("").to_string(),
                         par.unwrap_or("walk failed").to_string(),
                         str_field(a, "sh").unwrap_or("–").to_string(),
                         if par.is_some() && par == mair { "ok".into() } else { "MISMATCH".into() },
-                    ]
+                    ];
+                    if !d.is_empty() {
+                        row.push(observed(name));
+                    }
+                    row
                 })
                 .collect();
             self.blocks.push(Block::Para("Every alias window maps the same physical buffer with one memory attribute; AT S1E1R then reads back what the walk gives (PAR_EL1.ATTR must equal the MAIR byte).".into()));
-            self.blocks.push(Block::Table(
-                ["attribute", "VA", "PA", "MAIR byte", "PAR_EL1.ATTR", "shareability", "AT"].iter().map(|s| s.to_string()).collect(),
-                rows,
-            ));
+            let mut head: Vec<String> =
+                ["attribute", "VA", "PA", "MAIR byte", "PAR_EL1.ATTR", "shareability", "AT"].iter().map(|s| s.to_string()).collect();
+            if !d.is_empty() {
+                head.push("cache model (its phases)".into());
+            }
+            self.blocks.push(Block::Table(head, rows));
         }
         let suites = crate::junit::build(run, &crate::runinfo::RunInfo::default());
         if let Some(mmu) = suites.suites.iter().find(|s| s.name == "mmu") {
@@ -2341,6 +2362,21 @@ mod tests {
         assert!(svg.contains("append-paged normal-wb block=8 = append-paged normal-wb block=16") || svg.contains("block=8 ="), "{svg}");
         let md = r.render(Format::Markdown);
         assert!(md.contains("Identical series are drawn once"), "{md}");
+    }
+
+    #[test]
+    fn attribute_matrix_sets_the_walk_beside_what_the_model_saw() {
+        let run = RUN.replace(
+            "  ok 1 lat\n",
+            "  # cs: {\"record\":\"attr\",\"name\":\"normal-nc\",\"va\":\"0x120041400000\",\"pa\":\"0x41400000\",\"mair\":\"0x44\",\"par_attr\":\"0x44\",\"sh\":\"outer\"}\n  # cs: {\"record\":\"attr\",\"name\":\"normal-wt\",\"va\":\"0x110041400000\",\"pa\":\"0x41400000\",\"mair\":\"0xaa\",\"par_attr\":null,\"sh\":null}\n  ok 1 lat\n",
+        );
+        let m = "# cs: {\"record\":\"model\",\"phase\":\"latency/chase/normal-nc/4096\",\"phase_id\":1,\"level\":\"L1D\",\"accesses\":0,\"hits\":0,\"misses\":0,\"writebacks\":0,\"maint\":0,\"bypass\":4096,\"source\":\"model\"}\n";
+        let md = build(&Log::from_bytes("run.log", run.as_bytes()), Some(&Log::from_bytes("m", m.as_bytes()))).render(Format::Markdown);
+        assert!(
+            md.contains("| normal-nc | 0x120041400000 | 0x41400000 | 0x44 | 0x44 | outer | ok | 100.0% of 4096 data accesses bypass |"),
+            "{md}"
+        );
+        assert!(md.contains("| normal-wt | 0x110041400000 | 0x41400000 | 0xaa | walk failed | – | MISMATCH | – |"), "{md}");
     }
 
     #[test]
