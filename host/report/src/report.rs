@@ -1427,7 +1427,9 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
     let end = recs[..run_records].iter().rev().find(|r| r.kind() == "end");
     let cntfrq = boot.and_then(|b| b.obj.get("cntfrq")).and_then(Value::as_u64);
     let icount = opts.icount.unwrap_or_else(|| records::run_used_icount(&recs));
-    let mut c = Ctx { run_name: &run.name, cntfrq, icount, blocks: Vec::new(), figures: Vec::new() };
+    // Figures name the run by its file name (a long path would run off the canvas).
+    let short_name = std::path::Path::new(&run.name).file_name().map_or(run.name.clone(), |f| f.to_string_lossy().into_owned());
+    let mut c = Ctx { run_name: &short_name, cntfrq, icount, blocks: Vec::new(), figures: Vec::new() };
 
     c.blocks.push(Block::Heading(1, format!("cachescope report: {}", run.name)));
     c.blocks.push(Block::Toc);

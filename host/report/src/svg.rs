@@ -223,6 +223,16 @@ pub fn short_bytes(b: f64) -> String {
     sig(b, 3)
 }
 
+/// `text` cut with `…` to what fits between the left margin and the canvas edge at `px` pixels
+/// per character.
+fn fit(text: &str, px: f64) -> String {
+    let max = ((W - LEFT - 8.0) / px) as usize;
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    text.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
+}
+
 /// Colour and dash pattern of a marker line: knees dotted orange, capacities dashed grey.
 fn marker_style(m: &Marker) -> (&'static str, &'static str) {
     if m.knee {
@@ -252,10 +262,10 @@ fn header(s: &mut String, l: &Labels, f: &Frame) {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" font-family="DejaVu Sans, Arial, Helvetica, sans-serif" font-size="12">"#
     );
     let _ = write!(s, r##"<rect width="{W}" height="{h}" fill="#ffffff"/>"##);
-    let _ = write!(s, r#"<text x="{LEFT}" y="24" font-size="16" font-weight="bold">{}</text>"#, esc(&l.title));
-    let _ = write!(s, r##"<text x="{LEFT}" y="44" fill="#444">{}</text>"##, esc(&l.subtitle));
+    let _ = write!(s, r#"<text x="{LEFT}" y="24" font-size="16" font-weight="bold">{}</text>"#, esc(&fit(&l.title, 9.6)));
+    let _ = write!(s, r##"<text x="{LEFT}" y="44" fill="#444">{}</text>"##, esc(&fit(&l.subtitle, 6.9)));
     if let Some(w) = &l.warning {
-        let _ = write!(s, r##"<text x="{LEFT}" y="64" fill="#b00020" font-weight="bold">{}</text>"##, esc(w));
+        let _ = write!(s, r##"<text x="{LEFT}" y="64" fill="#b00020" font-weight="bold">{}</text>"##, esc(&fit(w, 7.6)));
     }
 }
 
