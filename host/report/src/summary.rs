@@ -57,8 +57,8 @@ fn line(label: &str, text: impl AsRef<str>) -> String {
     }
 }
 
-/// Whether the run is under `-icount`: the option, or a record saying so (`icount: true` in the
-/// boot, model-run or model-profile record).
+/// Whether the run is under `-icount`: the option, or as its records show it
+/// ([`records::run_used_icount`], the report's way too).
 fn is_icount(recs: &[Record], opts: &Options) -> bool {
     opts.icount || records::run_used_icount(recs)
 }
