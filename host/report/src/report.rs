@@ -1402,8 +1402,8 @@ fn findings_rows(run: &Log, model: Option<&Log>, icount: bool) -> (String, Vec<V
     (head, rows)
 }
 
-/// Builds the report with options. Its order: the findings (the digest), the run, the cache
-/// model's figures, the sanitizer, the attribute matrix, coherence, measured figures (an
+/// Builds the report with options. Its order: the findings (the digest), the cache model's
+/// figures, the sanitizer, the attribute matrix, coherence, the run's facts, measured figures (an
 /// appendix, collapsed, when they time an emulator), metric tables, other records.
 pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
     let k = ktap::validate(run, ktap::Options::default());
@@ -1463,7 +1463,8 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
         )));
     }
 
-    // The run.
+    // The run: its facts follow the findings' sections (built here, placed after Coherence).
+    let run_at = c.blocks.len();
     c.blocks.push(Block::Heading(2, "Run".into()));
     let mut facts = Vec::new();
     if let Some(b) = boot {
@@ -1561,13 +1562,18 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
         c.blocks.push(Block::Table(h, rows));
     }
 
+    let run_blocks: Vec<Block> = c.blocks.drain(run_at..).collect();
     // The cache model's own figures.
     c.model_section(&md, &recs);
+    // On silicon the measured figures are findings: they go here (no section in between draws a
+    // figure, so the numbering stays in document order).
+    let sections_at = c.blocks.len();
     let run_only: Vec<Record> = recs[..run_records].to_vec();
     let model_only: Vec<Record> = recs[run_records..].to_vec();
     c.sanitizer_section(run, &run_only, &model_only, model.is_some(), model_flag.as_deref());
     c.attribute_section(run, &recs, &md);
     c.coherence_section(&md, &model_only);
+    c.blocks.extend(run_blocks);
 
     // Measured figures: the findings when measured on silicon; an appendix when they time an
     // emulator (under -icount: instruction counts).
@@ -1602,7 +1608,10 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
         c.blocks.push(Block::Heading(level, heading));
         c.other_bench(b, &title, &of(b));
     }
-    if emulated {
+    if !emulated {
+        let measured: Vec<Block> = c.blocks.drain(at..).collect();
+        c.blocks.splice(sections_at..sections_at, measured);
+    } else {
         let inner: Vec<Block> = c.blocks.drain(at..).collect();
         let n = inner.iter().filter(|b| matches!(b, Block::Figure { .. })).count();
         let what = if icount {
@@ -2310,11 +2319,11 @@ mod tests {
             "**Contents:**",
             "## Findings",
             "| core | Cortex-A72",
-            "## Run",
             "## Cache model",
             "## Sanitizer",
             "## Attribute matrix",
             "## Coherence",
+            "## Run",
             "## Appendix: emulator timing figures",
             "## Metric tables",
         ];
@@ -2379,6 +2388,16 @@ mod tests {
             "{md}"
         );
         assert!(md.contains("| normal-wt | 0x110041400000 | 0x41400000 | 0xaa | walk failed | – | MISMATCH | – |"), "{md}");
+    }
+
+    #[test]
+    fn on_silicon_the_measured_figures_follow_the_findings() {
+        let run = RUN.replace("\"emulated\":true", "\"emulated\":false");
+        let md = build(&Log::from_bytes("run.log", run.as_bytes()), None).render(Format::Markdown);
+        let at = |n: &str| md.find(n).unwrap_or_else(|| panic!("no {n:?} in\n{md}"));
+        assert!(at("## Findings") < at("## Latency vs working set") && at("## Latency vs working set") < at("## Sanitizer"));
+        assert!(at("## Coherence") < at("## Run") && !md.contains("## Appendix"), "{md}");
+        assert!(at("Figure 1: Latency") < at("Figure 2: DMA-like"), "numbered in document order");
     }
 
     #[test]
