@@ -192,15 +192,23 @@ struct ReportArgs {
     /// Where to write the report: REPORT.md or REPORT.html.
     #[arg(short, long, value_name = "REPORT")]
     out: String,
-    /// Records of the cache-model plugin to plot beside the run.
-    #[arg(short, long, value_name = "MODEL_LOG")]
+    /// Records of the cache-model plugin to plot beside the run [default: FILE.model, or
+    /// NAME.model for NAME.log, when it exists].
+    #[arg(short, long, value_name = "MODEL_LOG", conflicts_with = "no_model")]
     model: Option<String>,
-    /// Also write each figure as DIR/figN-*.svg (Markdown: by default REPORT.figures/).
+    /// Do not look for the model log beside FILE.
+    #[arg(long)]
+    no_model: bool,
+    /// Also write each figure as DIR/figNN-*.svg (Markdown: by default REPORT.figures/).
     #[arg(long, value_name = "DIR")]
     svg_dir: Option<String>,
-    /// The run used -icount: label timer figures as instruction counts.
-    #[arg(long)]
+    /// The run used -icount: label timer figures as instruction counts [default: as the log
+    /// shows it, i.e. a run under the cache model].
+    #[arg(long, conflicts_with = "no_icount")]
     icount: bool,
+    /// The run did not use -icount, whatever the log suggests.
+    #[arg(long)]
+    no_icount: bool,
 }
 
 #[derive(Args)]
@@ -394,9 +402,20 @@ fn warn_if_invalid(log: &Log) {
     }
 }
 
+/// Warns on standard error about a model log that fails validation (the report and the digest
+/// flag it too, and draw no hazard conclusion from it).
+fn warn_if_model_invalid(model: &Log) {
+    if let Some(f) = records::check_model_log(model).flag(&model.name) {
+        note!("cachescope-report: warning: {}: {f}", model.name);
+    }
+}
+
 fn extract_cmd(a: &ExtractArgs, quiet: bool) -> Result<(), Fail> {
     let log = Log::load(&a.file)?;
-    warn_if_invalid(&log);
+    // A run's log or a cache-model log: both hold records.
+    if log.kind()? == cachescope_report::input::LogKind::Run {
+        warn_if_invalid(&log);
+    }
     let recs = records::extract_strict(&log)?;
     if let Some(o) = &a.json {
         write_to(o, &extract::to_json(&recs))?;
@@ -421,8 +440,22 @@ fn extract_cmd(a: &ExtractArgs, quiet: bool) -> Result<(), Fail> {
 fn report_cmd(a: &ReportArgs, quiet: bool) -> Result<(), Fail> {
     let format = report::Format::from_path(&a.out)?;
     let log = Log::load(&a.file)?;
-    let model = a.model.as_deref().map(Log::load).transpose()?;
-    let r = report::build_with(&log, model.as_ref(), report::Options { icount: a.icount });
+    log.require_run_log()?;
+    // The model log beside the run's, unless one is named or none is wanted.
+    let model_path = if a.no_model { None } else { a.model.clone().or_else(|| cachescope_report::input::model_log_beside(&a.file)) };
+    let model = model_path.as_deref().map(Log::load).transpose()?;
+    if let (Some(p), None, false) = (&model_path, &a.model, quiet) {
+        note!("report: the cache model's records from {p} (--no-model: without them)");
+    }
+    if let Some(m) = &model {
+        warn_if_model_invalid(m);
+    }
+    let icount = match (a.icount, a.no_icount) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
+    };
+    let r = report::build_with(&log, model.as_ref(), report::Options { icount });
     // Markdown links its figures (hosting sites strip inline SVG): they go to --svg-dir, by
     // default a folder next to the report, named after it.
     let md_dir = match (format, &a.svg_dir) {
@@ -503,6 +536,7 @@ fn compare_cmd(a: &CompareArgs, quiet: bool) -> Result<(), Fail> {
 
 fn junit_cmd(a: &JunitArgs, quiet: bool) -> Result<(), Fail> {
     let log = Log::load(&a.file)?;
+    log.require_run_log()?;
     warn_if_invalid(&log);
     let (recs, _) = records::extract(&log);
     let run = RunInfo::from_log(&log, &recs, a.qemu_version.as_deref());
@@ -681,7 +715,11 @@ fn rotate_cmd(a: &RotateArgs) -> Result<(), Fail> {
 
 fn summary_cmd(a: &SummaryArgs) -> Result<(), Fail> {
     let log = Log::load(&a.file)?;
+    log.require_run_log()?;
     let model = a.model.as_deref().map(Log::load).transpose()?;
+    if let Some(m) = &model {
+        warn_if_model_invalid(m);
+    }
     let opts = summary::Options { icount: a.icount, model_path: a.model.clone() };
     out(&(summary::digest(&log, model.as_ref(), &opts).join("\n") + "\n"))
 }

@@ -300,6 +300,228 @@ pub fn check_contract(log: &Log, ktap: &ktap::Outcome) -> Vec<Problem> {
     problems
 }
 
+/// Whether the run was made under QEMU's `-icount` (so that its timer figures are instruction
+/// counts), as its records show: the `boot` record names a cache-model profile (`model`, set by
+/// the runner, which adds `-icount shift=0` whenever it loads the model), or a `boot`,
+/// `model-run` or `model-profile` record says `"icount": true`. `report` and `summary` decide it
+/// this one way; their `--icount` / `--no-icount` flags override it.
+pub fn run_used_icount<'a>(recs: impl IntoIterator<Item = &'a Record>) -> bool {
+    recs.into_iter().any(|r| match r.kind() {
+        "boot" => {
+            r.obj.get("icount").and_then(Value::as_bool) == Some(true)
+                || r.obj.get("model").and_then(Value::as_str).is_some_and(|m| !m.is_empty() && m != "off")
+        }
+        "model-run" | "model-profile" => r.obj.get("icount").and_then(Value::as_bool) == Some(true),
+        _ => false,
+    })
+}
+
+/// The outcome of checking a cache-model log ([`check_model_log`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelLogCheck {
+    /// What is wrong, by line (0: the whole log).
+    pub problems: Vec<Problem>,
+    /// Its records, in order.
+    pub records: Vec<Record>,
+}
+
+impl ModelLogCheck {
+    /// Whether the log passed: conclusions may be drawn from it.
+    pub fn valid(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// One line for a person: how many problems and the first (`None` when valid).
+    pub fn flag(&self, name: &str) -> Option<String> {
+        let p = self.problems.first()?;
+        let at = if p.line == 0 { name.to_string() } else { format!("{name}:{}", p.line) };
+        let more = if self.problems.len() > 1 { format!(" (and {} more problems)", self.problems.len() - 1) } else { String::new() };
+        Some(format!("INVALID: the model log fails validation, no hazard conclusions drawn from it: {at}: {}{more}", p.msg))
+    }
+
+    /// The records conclusions may be drawn from: all of them when the log is valid; else
+    /// every record but the sanitizer's (`hazard`, `hazard-total`), which a damaged log must
+    /// not turn into a verdict.
+    pub fn usable_records(&self) -> Vec<Record> {
+        if self.valid() {
+            return self.records.clone();
+        }
+        self.records.iter().filter(|r| !matches!(r.kind(), "hazard" | "hazard-total")).cloned().collect()
+    }
+}
+
+/// The fields of a `hazard` record as the plugin's readable twin line prints them
+/// (`# model: hazard KIND pa=… va=… pc=… phase=… count=… access=… cause=… cause_pc=…`).
+fn hazard_twin(o: &Object) -> String {
+    let s = |k: &str| o.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
+    let x = |k: &str| hex(o, k).map_or("?".to_string(), |v| format!("{v:#x}"));
+    let phase = s("phase");
+    format!(
+        "# model: hazard {} pa={} va={} pc={} phase={} count={} access={} cause={} cause_pc={}",
+        s("kind"),
+        x("pa"),
+        x("va"),
+        x("pc"),
+        if phase.is_empty() { "-".to_string() } else { phase },
+        o.get("count").and_then(Value::as_u64).map_or("?".into(), |c| c.to_string()),
+        s("access"),
+        s("cause"),
+        x("cause_pc")
+    )
+}
+
+/// Checks a cache-model log (the plugin's `out=` file) before anything is concluded from it:
+/// - every line is a record (`# cs: {…}`) or the plugin's readable `# model: …` line, as text;
+/// - every record is a cache-model kind as `cachescope_arch::record` declares it;
+/// - it ends with its closing records: one `hazard-total` and one `model-run`, the last;
+/// - its counts agree with each other: hits + misses = accesses per level, `hazard-total` per
+///   kind equals the `hazard` records, each `hazard` record is followed by its readable twin
+///   line, a hazard's phase is the phase of that id in the `model` records, and `model-run`
+///   counts the phases and warnings the log holds.
+///
+/// A damaged log (bit flips, a truncated write, a file of another run) fails at least one of
+/// these; a flip that keeps every field well-formed is caught by the twin line or the totals.
+pub fn check_model_log(log: &Log) -> ModelLogCheck {
+    let mut problems = Vec::new();
+    let mut records = Vec::new();
+    let mut twins: Vec<(usize, String, String)> = Vec::new(); // (record line, expected twin, found)
+    let mut pending: Option<(usize, String)> = None;
+    for l in &log.lines {
+        if let Some(d) = l.defect {
+            problems.push(Problem::new(l.no, d.to_string()));
+            continue;
+        }
+        let t = l.text.trim_end();
+        if let Some((at, want)) = pending.take() {
+            twins.push((at, want, t.to_string()));
+        }
+        if t.is_empty() || t.starts_with("# model: ") {
+            continue;
+        }
+        match parse_line(t) {
+            None => problems.push(Problem::new(l.no, format!("not a cache-model line: '{}'", short(t)))),
+            Some(Err(e)) => problems.push(Problem::new(l.no, e)),
+            Some(Ok(obj)) => {
+                let r = Record { line: l.no, obj };
+                match record::kind(r.kind()) {
+                    Some(k) if k.emitter == record::Emitter::Model => {
+                        check_declared(&r, record::SCHEMA, &mut problems);
+                        if r.kind() == "hazard" {
+                            pending = Some((l.no, hazard_twin(&r.obj)));
+                        }
+                    }
+                    Some(k) => problems
+                        .push(Problem::new(l.no, format!("'{}' is a {} record, not the cache model's", k.name, emitter_name(k.emitter)))),
+                    None => problems.push(Problem::new(l.no, format!("record kind '{}' is not declared", short(r.kind())))),
+                }
+                records.push(r);
+            }
+        }
+    }
+    if let Some((at, _)) = pending {
+        problems.push(Problem::new(at, "hazard record without its '# model: hazard' line (the log ends there)"));
+    }
+    for (at, want, got) in twins {
+        if want != got {
+            problems.push(Problem::new(
+                at,
+                format!("hazard record and its '# model: hazard' line disagree: '{}' vs '{}'", short(&want), short(&got)),
+            ));
+        }
+    }
+    if records.is_empty() {
+        problems.push(Problem::new(0, "no cache-model records (an empty or foreign file)"));
+        problems.sort_by_key(|p| p.line);
+        return ModelLogCheck { problems, records };
+    }
+    let of = |kind: &str| records.iter().filter(|r| r.kind() == kind).collect::<Vec<_>>();
+    let (totals, runs) = (of("hazard-total"), of("model-run"));
+    match totals.as_slice() {
+        [] => problems
+            .push(Problem::new(0, "no 'hazard-total' record: the log ends before the plugin's exit (truncated, or QEMU was killed)")),
+        [_] => {}
+        [_, second, ..] => problems.push(Problem::new(second.line, "a second 'hazard-total' record (two runs in one file?)")),
+    }
+    match runs.as_slice() {
+        [] => {
+            problems.push(Problem::new(0, "no 'model-run' record: the log ends before the plugin's exit (truncated, or QEMU was killed)"))
+        }
+        [r] if records.last().is_some_and(|l| l.line != r.line) => {
+            problems.push(Problem::new(r.line, "'model-run' is not the last record (two runs in one file?)"))
+        }
+        [_] => {}
+        [_, second, ..] => problems.push(Problem::new(second.line, "a second 'model-run' record (two runs in one file?)")),
+    }
+    let u = |r: &Record, k: &str| r.obj.get(k).and_then(Value::as_u64);
+    for r in records.iter().filter(|r| matches!(r.kind(), "model" | "model-total")) {
+        if let (Some(a), Some(h), Some(m)) = (u(r, "accesses"), u(r, "hits"), u(r, "misses")) {
+            if h.checked_add(m) != Some(a) {
+                problems.push(Problem::new(r.line, format!("'{}' record: hits {h} + misses {m} ≠ accesses {a}", r.kind())));
+            }
+        }
+    }
+    let hazards = of("hazard");
+    if let [t] = totals.as_slice() {
+        if u(t, "hazards").is_some_and(|n| n != hazards.len() as u64) {
+            problems.push(Problem::new(
+                t.line,
+                format!("'hazard-total' counts {} hazards, the log holds {}", u(t, "hazards").unwrap_or(0), hazards.len()),
+            ));
+        }
+        for k in cachescope_arch::hazard::HazardKind::ALL {
+            let n = hazards.iter().filter(|h| h.obj.get("kind").and_then(Value::as_str) == Some(k.name())).count() as u64;
+            if u(t, k.total_field()).is_some_and(|v| v != n) {
+                problems.push(Problem::new(
+                    t.line,
+                    format!("'hazard-total' counts {} {} hazards, the log holds {n}", u(t, k.total_field()).unwrap_or(0), k.name()),
+                ));
+            }
+        }
+    }
+    let mut phase_names: HashMap<u64, &str> = HashMap::new();
+    for r in of("model") {
+        if let (Some(id), Some(name)) = (u(r, "phase_id"), r.obj.get("phase").and_then(Value::as_str)) {
+            if let Some(prev) = phase_names.insert(id, name).filter(|p| *p != name) {
+                problems.push(Problem::new(r.line, format!("phase {id} is named '{}' here and '{}' before", short(name), short(prev))));
+            }
+        }
+    }
+    for h in &hazards {
+        let (Some(id), Some(name)) = (u(h, "phase_id"), h.obj.get("phase").and_then(Value::as_str)) else { continue };
+        if let Some(p) = phase_names.get(&id).filter(|p| **p != name) {
+            problems.push(Problem::new(
+                h.line,
+                format!("hazard in phase {id} '{}', but the model records name phase {id} '{}'", short(name), short(p)),
+            ));
+        }
+    }
+    if let [r] = runs.as_slice() {
+        if u(r, "phases").is_some_and(|n| n != phase_names.len() as u64) && !phase_names.is_empty() {
+            problems.push(Problem::new(
+                r.line,
+                format!("'model-run' counts {} phases, the log holds {}", u(r, "phases").unwrap_or(0), phase_names.len()),
+            ));
+        }
+        let warnings = of("model-warning").len() as u64;
+        if u(r, "warnings").is_some_and(|n| n != warnings) {
+            problems.push(Problem::new(
+                r.line,
+                format!("'model-run' counts {} warnings, the log holds {warnings}", u(r, "warnings").unwrap_or(0)),
+            ));
+        }
+    }
+    problems.sort_by_key(|p| p.line);
+    ModelLogCheck { problems, records }
+}
+
+fn emitter_name(e: record::Emitter) -> &'static str {
+    match e {
+        record::Emitter::Kernel => "kernel",
+        record::Emitter::Model => "cache model",
+        record::Emitter::Runner => "runner",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,6 +547,54 @@ mod tests {
 
     fn assert_has(p: &[String], needle: &str) {
         assert!(p.iter().any(|m| m.contains(needle)), "expected {needle:?} in {p:#?}");
+    }
+
+    #[test]
+    fn icount_is_read_one_way_from_the_records() {
+        let recs = |text: &str| extract(&Log::from_bytes("t", text.as_bytes())).0;
+        assert!(run_used_icount(&recs(&BOOT.replace(r#""args":"""#, r#""args":"","model":"rpi4""#))));
+        assert!(!run_used_icount(&recs(&BOOT.replace(r#""args":"""#, r#""args":"","model":"off""#))));
+        assert!(!run_used_icount(&recs(BOOT)));
+        assert!(run_used_icount(&recs(r#"# cs: {"record":"model-run","icount":true}"#)));
+    }
+
+    #[test]
+    fn a_model_log_must_be_whole_and_consistent() {
+        let good = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/mistakes-model.model")).unwrap();
+        let check = |t: &str| check_model_log(&Log::from_bytes("m", t.as_bytes()));
+        assert_eq!(check(&good).problems, vec![]);
+        let has = |t: &str, needle: &str| {
+            let c = check(t);
+            assert!(c.problems.iter().any(|p| p.msg.contains(needle)), "{needle:?} not in {:#?}", c.problems);
+            assert!(c.usable_records().iter().all(|r| !matches!(r.kind(), "hazard" | "hazard-total")), "hazard records kept");
+        };
+        has("", "no cache-model records");
+        let lines: Vec<&str> = good.lines().collect();
+        has(&lines[..lines.len() - 1].join("\n"), "no 'model-run' record");
+        has(&good.replace("\"record\":\"hazard-total\"", "\"record\":\"hazard-totl\""), "record kind 'hazard-totl' is not declared");
+        // A valid kind in place of another: the readable twin line and the totals disagree.
+        has(&good.replacen("\"kind\":\"lost-write\"", "\"kind\":\"stale-read-by-cpu\"", 1), "disagree");
+        has(&good.replacen("\"kind\":\"lost-write\"", "\"kind\":\"stale-read-by-cpu\"", 1), "counts 1 lost-write hazards, the log holds 0");
+        has(
+            &good.replacen("\"phase\":\"mistakes/stride-gap\",\"phase_id\"", "\"phase\":\"mistakes/stride-gaq\",\"phase_id\"", 1),
+            "is named",
+        );
+        let mut renamed = false;
+        let hazard_renamed: Vec<String> = lines
+            .iter()
+            .map(|l| {
+                if !renamed && l.contains("\"record\":\"hazard\"") && l.contains("stride-gap") {
+                    renamed = true;
+                    l.replace("stride-gap", "stride-gaq")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect();
+        has(&hazard_renamed.join("\n"), "but the model records name phase");
+        has(&format!("{good}{}\n", lines[0]), "'model-run' is not the last record");
+        has(&format!("{BOOT}\n{good}"), "is a kernel record, not the cache model's");
+        has(&good.replacen("# model: hazard", "# model: hazarb", 1), "disagree");
     }
 
     #[test]

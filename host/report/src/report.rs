@@ -63,7 +63,9 @@ enum Block {
     },
     List(Vec<String>),
     /// A collapsible block (HTML `<details>`; also understood by GitHub Markdown).
-    Details(String, Box<Block>),
+    Details(String, Vec<Block>),
+    /// The table of contents: a link to every level-2 heading.
+    Toc,
 }
 
 /// A built report: blocks plus the figures' SVG texts (for `--svg-dir`).
@@ -214,6 +216,37 @@ fn knee_markers(records: &[Record], source: &str) -> Vec<Marker> {
         .collect()
 }
 
+/// A figure the report can draw.
+trait Figure {
+    /// The SVG text.
+    fn render(&self) -> String;
+    /// Draws identical series once; says which, for the caption.
+    fn merge_identical(&mut self) -> Option<String> {
+        None
+    }
+}
+
+impl Figure for BarChart {
+    fn render(&self) -> String {
+        BarChart::render(self)
+    }
+}
+
+impl Figure for LinePlot {
+    fn render(&self) -> String {
+        LinePlot::render(self)
+    }
+
+    fn merge_identical(&mut self) -> Option<String> {
+        let groups = crate::svg::merge_identical(&mut self.series);
+        if groups.is_empty() {
+            return None;
+        }
+        let said: Vec<String> = groups.iter().map(|g| g.join(", ")).collect();
+        Some(format!("Identical series are drawn once (their points are equal, one line would hide the other): {}.", said.join("; ")))
+    }
+}
+
 struct Ctx<'a> {
     run_name: &'a str,
     cntfrq: Option<u64>,
@@ -224,9 +257,23 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn figure(&mut self, stem: String, caption: String, svg: String) {
+    /// Adds figure `n` (file `figNN-STEM.svg`); series a line plot would draw over each other
+    /// are drawn once, and the caption says so.
+    fn figure(&mut self, stem: String, caption: String, mut fig: impl Figure) {
         let n = self.figures.len() + 1;
-        self.figures.push((format!("fig{n}-{stem}"), svg.clone()));
+        let caption = match fig.merge_identical() {
+            Some(note) => format!("{caption} {note}"),
+            None => caption,
+        };
+        let svg = fig.render();
+        let used = |k: usize| {
+            self.figures.iter().any(|(f, _)| {
+                f.split_once('-').is_some_and(|(_, s)| s == format!("{stem}{}", if k > 1 { format!("-{k}") } else { String::new() }))
+            })
+        };
+        let k = (1..).find(|k| !used(*k)).unwrap_or(1);
+        let stem = if k > 1 { format!("{stem}-{k}") } else { stem };
+        self.figures.push((format!("fig{n:02}-{stem}"), svg.clone()));
         self.blocks.push(Block::Figure { n, caption, svg });
     }
 
@@ -268,9 +315,9 @@ impl Ctx<'_> {
         c
     }
 
-    fn latency(&mut self, ms: &[&Metric], records: &[Record]) {
+    fn latency(&mut self, ms: &[&Metric], records: &[Record], level: u8) {
         let markers = cache_markers(records);
-        self.blocks.push(Block::Heading(2, "Latency vs working set".into()));
+        self.blocks.push(Block::Heading(level, "Latency vs working set".into()));
         if ms.is_empty() {
             self.blocks.push(Block::Para("No `latency` metrics in this log.".into()));
             return;
@@ -294,7 +341,7 @@ impl Ctx<'_> {
                 markers: markers.iter().cloned().chain(knees).collect(),
             };
             let cap = self.caption("Latency vs working set (bench latency), one line per attribute, dashed lines at the data/unified cache capacities from CCSIDR", &source, &unit, &group);
-            self.figure(format!("latency-{source}"), cap, plot.render());
+            self.figure(format!("latency-{source}"), cap, plot);
         }
     }
 
@@ -359,24 +406,44 @@ impl Ctx<'_> {
                 &unit,
                 &group,
             );
-            self.figure(format!("{bench}-{source}"), cap, chart.render());
+            self.figure(format!("{bench}-{source}"), cap, chart);
         }
     }
 
-    fn kv(&mut self, ms: &[&Metric]) {
-        self.blocks.push(Block::Heading(2, "KV-cache append cost vs tokens".into()));
+    fn kv(&mut self, ms: &[&Metric], level: u8) {
+        self.blocks.push(Block::Heading(level, "KV-cache append cost vs tokens".into()));
         if ms.is_empty() {
             self.blocks.push(Block::Para("No `kv` metrics in this log.".into()));
             return;
         }
+        self.sweep("kv", "KV-cache", ms);
+    }
+
+    /// Another benchmark: a line plot per sweep when its measurements sweep a size or a token
+    /// count (a bar per point would be unreadable), else bars per variant.
+    fn other_bench(&mut self, bench: &str, title: &str, ms: &[&Metric]) {
+        let mut xs: HashMap<String, std::collections::BTreeSet<u64>> = HashMap::new();
+        for m in ms {
+            let x = m.num("tokens").map(|t| t as u64).or(m.key.bytes).unwrap_or(0);
+            xs.entry(m.key.variant.clone().unwrap_or_default()).or_default().insert(x);
+        }
+        if xs.values().any(|s| s.len() >= 4) {
+            self.sweep(bench, bench, ms);
+        } else {
+            self.bars(bench, title, ms);
+        }
+    }
+
+    /// Line plots of a sweep (x = tokens when every point has them, else bytes; log2): one
+    /// figure per variant when one figure would hold too many lines to read.
+    fn sweep(&mut self, bench: &str, what: &str, ms: &[&Metric]) {
         for ((source, unit), all) in by_source_unit(ms) {
-            // One figure per variant when one figure would hold too many lines to read.
             let mut variants = FirstSeen::default();
             for m in &all {
                 variants.id(m.key.variant.as_deref().unwrap_or("-"));
             }
-            let attrs = all.iter().map(|m| m.key.attr.as_deref().unwrap_or("-")).collect::<std::collections::BTreeSet<_>>().len();
-            let split = variants.names.len() > 1 && variants.names.len() * attrs > 8;
+            let lines = make_series(&all, true, "tokens", |m| m.num("tokens").or(m.key.bytes.map(|b| b as f64))).len();
+            let split = variants.names.len() > 1 && lines > 8;
             let parts: Vec<(Option<&str>, Vec<&Metric>)> = if split {
                 variants
                     .names
@@ -387,35 +454,33 @@ impl Ctx<'_> {
                 vec![(None, all.clone())]
             };
             for (variant, group) in parts {
-                self.kv_figure(&source, &unit, variant, &group);
+                self.sweep_figure(bench, what, &source, &unit, variant, &group);
             }
         }
     }
 
-    fn kv_figure(&mut self, source: &str, unit: &str, variant: Option<&str>, group: &[&Metric]) {
+    fn sweep_figure(&mut self, bench: &str, what: &str, source: &str, unit: &str, variant: Option<&str>, group: &[&Metric]) {
         let with_tokens = group.iter().all(|m| m.num("tokens").is_some());
-        let (xname, skip) = if with_tokens { ("tokens (log2 scale)", "tokens") } else { ("bytes (log2 scale)", "bytes") };
+        let (xname, skip) = if with_tokens { ("tokens (log2 scale)", "tokens") } else { ("bytes (log2 scale; K = KiB, M = MiB)", "bytes") };
         let series =
             make_series(group, variant.is_none(), skip, |m| if with_tokens { m.num("tokens") } else { m.key.bytes.map(|b| b as f64) });
-        let what = match variant {
-            Some(v) => format!("KV-cache {v} vs tokens"),
-            None => "KV-cache cost vs tokens".to_string(),
+        let along = if with_tokens { "tokens" } else { "size" };
+        let title = match variant {
+            Some(v) => format!("{what} {v} vs {along}"),
+            None => format!("{what} vs {along}"),
         };
         let plot = LinePlot {
-            labels: self.labels(title_for(&what, source, unit), source, group, xname, unit, "cost"),
+            labels: self.labels(title_for(&title, source, unit), source, group, xname, unit, "cost"),
             x_scale: if with_tokens { XScale::Log2 } else { XScale::Log2Bytes },
             y_log: wants_log_y(group),
             series,
             markers: vec![],
         };
-        let lines = if variant.is_some() { "one line per attribute" } else { "one line per variant and attribute" };
-        let cap = self.caption(
-            &format!("{what}: KV-cache ring append cost / scan bandwidth as the cache grows (bench kv), {lines}"),
-            source,
-            unit,
-            group,
-        );
-        self.figure(format!("kv-{}-{source}", variant.unwrap_or("all")), cap, plot.render());
+        let lines =
+            if variant.is_some() { "one line per attribute and parameter" } else { "one line per variant, attribute and parameter" };
+        let cap = self.caption(&format!("{title} (bench {bench}), {lines}"), source, unit, group);
+        let unit_stem: String = unit.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+        self.figure(format!("{bench}-{}-{source}-{unit_stem}", variant.unwrap_or("all")), cap, plot);
     }
 }
 
@@ -515,7 +580,7 @@ impl Ctx<'_> {
             if !bypassing.is_empty() {
                 cap.push_str(&format!(" Not plotted, bypassing the caches: {}.", bypassing.join(", ")));
             }
-            self.figure(format!("model-missrate-{}", c.attr), cap, plot.render());
+            self.figure(format!("model-missrate-{}", c.attr), cap, plot);
         }
         // Modelled latency.
         let lat: Vec<Series> = curves
@@ -554,7 +619,7 @@ impl Ctx<'_> {
             self.figure(
                 "model-latency".into(),
                 format!("Modelled latency per data access (model-time ns ÷ data accesses) of the pointer chase, like lmbench lat_mem_rd on the modelled silicon. {MODEL_SOURCE}."),
-                plot.render(),
+                plot,
             );
         }
         // Stream: demand misses and prefetches per variant (cached attributes).
@@ -586,7 +651,7 @@ impl Ctx<'_> {
             self.figure(
                 "model-stream".into(),
                 format!("Streaming loops under the cache model: L1D demand misses, prefetch fills and demand hits on prefetched lines per variant (bar = count over the phase, no whiskers: the model is exact).{counted} {MODEL_SOURCE}."),
-                chart.render(),
+                chart,
             );
         }
         // Hand-off per MiB.
@@ -605,7 +670,7 @@ impl Ctx<'_> {
             self.figure(
                 "model-handoff".into(),
                 format!("Hand-off variants under the cache model, per MiB handed off: L1D misses, reads from memory (last-level misses), writebacks to memory (last-level writebacks), lines touched by maintenance at all levels (bar = exact count ÷ MiB). NC variants bypass the caches. {MODEL_SOURCE}."),
-                chart.render(),
+                chart,
             );
         }
         // KV: misses per token vs cached tokens, scans.
@@ -655,7 +720,7 @@ impl Ctx<'_> {
                     "KV-cache attention scans under the cache model: misses per cached token at each level vs the tokens held; dashed lines where the cache level holds the scanned layer ({} B per token). {MODEL_SOURCE}.",
                     sig(first.bytes_per_token, 4)
                 ),
-                plot.render(),
+                plot,
             );
         }
         self.dl_figures(d, recs, &caps);
@@ -681,7 +746,7 @@ impl Ctx<'_> {
             self.figure(
                 "model-infer-line".into(),
                 format!("Stride sweep under the cache model (bench infer, variant line): one load every stride bytes over twice the L1D; a line is brought in per load once the stride reaches the line size. {MODEL_SOURCE}."),
-                plot.render(),
+                plot,
             );
         }
         let sweeps = model::infer_ways(d);
@@ -711,7 +776,7 @@ impl Ctx<'_> {
             self.figure(
                 "model-infer-ways".into(),
                 format!("Conflict sweep under the cache model (bench infer, variant ways): n addresses that all fall in one set stay cached while n ≤ ways. {MODEL_SOURCE}."),
-                plot.render(),
+                plot,
             );
         }
         // Inferred geometry.
@@ -819,7 +884,7 @@ impl Ctx<'_> {
                         "Paged KV cache (bench kv-paged) under the cache model: {level} misses per cached token of one layer's scan through the block table, the contiguous ring (one block) and each block size (tokens per block) at equal bytes; dashed where the level holds the scanned layer ({} B per token). Small blocks scatter the KV over 4 KiB pool slots that crowd some sets: more misses per token, converging on the ring as blocks grow. {MODEL_SOURCE}.",
                         sig(bpt, 4)
                     ),
-                    plot.render(),
+                    plot,
                 );
             }
         }
@@ -863,7 +928,7 @@ impl Ctx<'_> {
                         "KV quantization (bench kv-quant) under the cache model: {level} misses per cached token of one layer's scan per dtype; dashed where the formula (2 × layers × kv_heads × head_dim × dtype bytes, + per-block scales for int8/fp8, one layer) says the {level} is full, with the knee the model measures (first token count missing on ≥ {}% of accesses). Halving the bytes per token doubles the tokens that fit. Dequantization is out of scope. {MODEL_SOURCE}.",
                         dl::KNEE_MISS * 100.0
                     ),
-                    plot.render(),
+                    plot,
                 );
             }
         }
@@ -897,7 +962,7 @@ impl Ctx<'_> {
             self.figure(
                 "model-alloc-reuse".into(),
                 format!("Caching allocator (bench alloc-reuse) under the cache model: a tensor of each size is requested, written and freed window after window, from the block just freed (reuse) or from fresh arena memory; misses per 64-byte line of the tensor and window at each level (1 = every line missed). Below a level's capacity reuse hits where fresh memory misses every line. {MODEL_SOURCE}."),
-                plot.render(),
+                plot,
             );
         }
         // kv-prefix: hits and misses per level, shared against private prefixes.
@@ -944,7 +1009,7 @@ impl Ctx<'_> {
             self.figure(
                 "model-kv-prefix".into(),
                 format!("Prefix sharing (bench kv-prefix) under the cache model: sequences scanned one after the other, their common prefix one copy referenced by every block table (shared) or copied per sequence (private); hits and misses per level over the phase (bar = exact count). The shared prefix stays cached and hits across sequences; private copies miss.{saved} {MODEL_SOURCE}."),
-                chart.render(),
+                chart,
             );
         }
         // stream-double: demand misses per variant.
@@ -977,7 +1042,7 @@ impl Ctx<'_> {
             self.figure(
                 "model-stream-double".into(),
                 format!("Double-buffered loader (bench stream-double) under the cache model: each batch filled (STP) then consumed (LDP), with no prefetch, with PRFM PLDL1STRM ahead of the loads, and double-buffered (a second core fills buffer B while the boot core consumes A); counts per measured window over every core (bar = exact count ÷ windows). Lines from the other core are the model's coherence interventions.{single} {MODEL_SOURCE}."),
-                chart.render(),
+                chart,
             );
         }
     }
@@ -1302,9 +1367,10 @@ fn detail_table(ms: &[&Metric], model_recs: &[&Record]) -> (Vec<String>, Vec<Vec
 /// How a report is built.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
-    /// The run used `-icount`: label timer figures as instruction counts (also set when a boot,
-    /// model-run or model-profile record says `"icount":true`).
-    pub icount: bool,
+    /// Whether the run used `-icount` (timer figures are then instruction counts): `Some` as
+    /// given (`--icount` / `--no-icount`), `None` as the log shows it
+    /// ([`records::run_used_icount`], the digest's way too).
+    pub icount: Option<bool>,
 }
 
 /// Builds the report of `run` (plus the records of `model`, if given).
@@ -1312,7 +1378,33 @@ pub fn build(run: &Log, model: Option<&Log>) -> Report {
     build_with(run, model, Options::default())
 }
 
-/// [`build`] with options.
+/// The digest ([`crate::summary::digest`]) as (label, finding) rows: the header and the render
+/// command are left out (this is the report).
+fn findings_rows(run: &Log, model: Option<&Log>, icount: bool) -> (String, Vec<Vec<String>>) {
+    let lines = crate::summary::digest(run, model, &crate::summary::Options { icount, model_path: None });
+    let mut head = String::new();
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for l in lines {
+        if l.starts_with("== ") {
+            head = l.trim_matches(|c| c == '=' || c == ' ').to_string();
+            continue;
+        }
+        let (label, text) = l.split_once(' ').map_or((l.as_str(), ""), |(a, b)| (a, b.trim_start()));
+        if label == "report" {
+            continue;
+        }
+        if label == "…" {
+            rows.push(vec![String::new(), l.clone()]);
+        } else {
+            rows.push(vec![label.to_string(), text.to_string()]);
+        }
+    }
+    (head, rows)
+}
+
+/// Builds the report with options. Its order: the findings (the digest), the cache model's
+/// figures, the sanitizer, the attribute matrix, coherence, the run's facts, measured figures (an
+/// appendix, collapsed, when they time an emulator), metric tables, other records.
 pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
     let k = ktap::validate(run, ktap::Options::default());
     let mut problems: Vec<String> =
@@ -1321,27 +1413,62 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
     problems.dedup();
     let (mut recs, _) = records::extract(run);
     let run_records = recs.len();
-    if let Some(m) = model {
-        let (mrecs, mprob) = records::extract(m);
-        problems.extend(mprob.iter().map(|p| format!("{}:{}", m.name, p)));
-        recs.extend(mrecs);
+    let mcheck = model.map(records::check_model_log);
+    let model_flag = model.zip(mcheck.as_ref()).and_then(|(m, c)| c.flag(&m.name));
+    let mut model_problems: Vec<String> = Vec::new();
+    if let (Some(m), Some(c)) = (model, &mcheck) {
+        model_problems.extend(c.problems.iter().map(|p| format!("{}:{}", m.name, p)));
+        recs.extend(c.usable_records());
     }
+    let model_records = recs.len() - run_records;
     let (metrics, skipped) = Metric::collect(&recs);
     problems.extend(skipped.iter().map(|s| format!("(records): {s}")));
     let boot = recs.iter().find(|r| r.kind() == "boot");
     let end = recs[..run_records].iter().rev().find(|r| r.kind() == "end");
     let cntfrq = boot.and_then(|b| b.obj.get("cntfrq")).and_then(Value::as_u64);
-    let icount = opts.icount
-        || recs
-            .iter()
-            .filter(|r| ["boot", "model-run", "model-profile"].contains(&r.kind()))
-            .any(|r| r.obj.get("icount").and_then(Value::as_bool) == Some(true));
-    let mut c = Ctx { run_name: &run.name, cntfrq, icount, blocks: Vec::new(), figures: Vec::new() };
+    let icount = opts.icount.unwrap_or_else(|| records::run_used_icount(&recs));
+    // Figures name the run by its file name (a long path would run off the canvas).
+    let short_name = std::path::Path::new(&run.name).file_name().map_or(run.name.clone(), |f| f.to_string_lossy().into_owned());
+    let mut c = Ctx { run_name: &short_name, cntfrq, icount, blocks: Vec::new(), figures: Vec::new() };
 
     c.blocks.push(Block::Heading(1, format!("cachescope report: {}", run.name)));
+    c.blocks.push(Block::Toc);
+
+    // Findings first: the digest, as a table.
+    let (head, rows) = findings_rows(run, model, icount);
+    c.blocks.push(Block::Heading(2, "Findings".into()));
+    if let Some(f) = &model_flag {
+        c.blocks.push(Block::Warn(format!(
+            "{}: {f}. Its figures below are drawn as read; the sanitizer section draws no conclusion.",
+            model.map_or("", |m| m.name.as_str())
+        )));
+    }
+    if !head.is_empty() {
+        c.blocks.push(Block::Para(format!("The run's digest ({}):", head.trim_start_matches("cachescope digest: "))));
+    }
+    c.blocks.push(Block::Table(vec!["".into(), "finding".into()], rows));
+
+    let emulated =
+        boot.and_then(|b| b.obj.get("emulated")).and_then(Value::as_bool) == Some(true) || metrics.iter().any(|m| m.emulated == Some(true));
+    let md = ModelData::from_records(&recs);
+    if emulated {
+        let observed = if md.is_empty() {
+            "No cache-model records were given, so this report has no cache figures: run with the cache model (the default on QEMU virt) and keep its log beside the run's."
+        } else {
+            "The cache model's figures come first."
+        };
+        c.blocks.push(Block::Warn(format!(
+            "This run is emulated (`\"emulated\": true`). QEMU models no caches: timing figures measured under it (sources cntvct and pmccntr) measure the emulator{} — not cache behaviour; they are in the appendix. Only figures with source `model` (the cache-model plugin) simulate caches, and they are a model, not hardware. {observed}",
+            if icount { " — under `-icount` they count instructions" } else { "" }
+        )));
+    }
+
+    // The run: its facts follow the findings' sections (built here, placed after Coherence).
+    let run_at = c.blocks.len();
+    c.blocks.push(Block::Heading(2, "Run".into()));
     let mut facts = Vec::new();
     if let Some(b) = boot {
-        for k in ["board", "cpu", "midr", "el", "cntfrq", "ram_size", "emulated"] {
+        for k in ["board", "cpu", "midr", "el", "cntfrq", "ram_size", "emulated", "args", "model"] {
             if let Some(v) = b.obj.get(k) {
                 facts.push(vec![k.to_string(), value_text(v)]);
             }
@@ -1349,6 +1476,15 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
     } else {
         facts.push(vec!["boot".into(), "no boot record".into()]);
     }
+    facts.push(vec![
+        "-icount".into(),
+        match opts.icount {
+            Some(true) => "yes (--icount): timer figures are instruction counts".into(),
+            Some(false) => "no (--no-icount)".into(),
+            None if icount => "yes (the runner adds it with the cache model): timer figures are instruction counts".into(),
+            None => "no (the log shows no cache model; --icount if QEMU_EXTRA had it)".into(),
+        },
+    ]);
     if let Some(e) = end {
         facts.push(vec![
             "results".into(),
@@ -1367,7 +1503,7 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
         if problems.is_empty() {
             "KTAP v1 and records contract: valid".into()
         } else {
-            format!("{} problems (listed at the end)", problems.len())
+            format!("{} problems in the run log (listed at the end)", problems.len())
         },
     ]);
     facts.push(vec![
@@ -1375,19 +1511,21 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
         format!(
             "{} in the run log{}; {} metrics",
             run_records,
-            model.map(|m| format!(", {} in {}", recs.len() - run_records, m.name)).unwrap_or_default(),
+            model.map(|m| format!(", {model_records} in {}", m.name)).unwrap_or_default(),
             metrics.len()
         ),
     ]);
-    c.blocks.push(Block::Table(vec!["fact".into(), "value".into()], facts));
-
-    let emulated =
-        boot.and_then(|b| b.obj.get("emulated")).and_then(Value::as_bool) == Some(true) || metrics.iter().any(|m| m.emulated == Some(true));
-    if emulated {
-        c.blocks.push(Block::Warn(
-            "This run is emulated (`\"emulated\": true`). QEMU models no caches: timing figures measured under it (sources cntvct and pmccntr) measure the emulator — under `-icount` they count instructions — not cache behaviour. Only figures with source `model` (the cache-model plugin) simulate caches, and they are a model, not hardware.".into(),
-        ));
+    if let (Some(m), Some(mc)) = (model, &mcheck) {
+        facts.push(vec![
+            "model log".into(),
+            if mc.valid() {
+                format!("{}: valid (closing records present, counts consistent)", m.name)
+            } else {
+                format!("{}: INVALID, {} problems (listed at the end): no hazard conclusion is drawn from it", m.name, mc.problems.len())
+            },
+        ]);
     }
+    c.blocks.push(Block::Table(vec!["fact".into(), "value".into()], facts));
 
     // Suites (top-level KTAP results).
     if let Some(start) = k.start {
@@ -1411,13 +1549,12 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
             })
             .collect();
         if !rows.is_empty() {
-            c.blocks.push(Block::Heading(2, "Suites".into()));
+            c.blocks.push(Block::Heading(3, "Suites".into()));
             c.blocks.push(Block::Table(vec!["#".into(), "suite".into(), "result".into()], rows));
         }
     }
-
     let caches: Vec<&Record> = recs.iter().filter(|r| r.kind() == "cache").collect();
-    c.blocks.push(Block::Heading(2, "Caches (CCSIDR)".into()));
+    c.blocks.push(Block::Heading(3, "Caches (CCSIDR)".into()));
     if caches.is_empty() {
         c.blocks.push(Block::Para("No `cache` records in this log.".into()));
     } else {
@@ -1425,22 +1562,39 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
         c.blocks.push(Block::Table(h, rows));
     }
 
+    let run_blocks: Vec<Block> = c.blocks.drain(run_at..).collect();
+    // The cache model's own figures.
+    c.model_section(&md, &recs);
+    // On silicon the measured figures are findings: they go here (no section in between draws a
+    // figure, so the numbering stays in document order).
+    let sections_at = c.blocks.len();
+    let run_only: Vec<Record> = recs[..run_records].to_vec();
+    let model_only: Vec<Record> = recs[run_records..].to_vec();
+    c.sanitizer_section(run, &run_only, &model_only, model.is_some(), model_flag.as_deref());
+    c.attribute_section(run, &recs, &md);
+    c.coherence_section(&md, &model_only);
+    c.blocks.extend(run_blocks);
+
+    // Measured figures: the findings when measured on silicon; an appendix when they time an
+    // emulator (under -icount: instruction counts).
+    let at = c.blocks.len();
     let of = |b: &str| metrics.iter().filter(|m| m.key.bench == b).collect::<Vec<_>>();
-    c.latency(&of("latency"), &recs);
-    c.blocks.push(Block::Heading(2, "Streaming bandwidth per attribute".into()));
+    let level = if emulated { 3 } else { 2 };
+    c.latency(&of("latency"), &recs, level);
+    c.blocks.push(Block::Heading(level, "Streaming bandwidth per attribute".into()));
     let stream = of("stream");
     if stream.is_empty() {
         c.blocks.push(Block::Para("No `stream` metrics in this log.".into()));
     } else {
         c.bars("stream", "Bandwidth per attribute", &stream);
     }
-    c.kv(&of("kv"));
+    c.kv(&of("kv"), level);
     let mut others: Vec<&str> = Vec::new();
     for m in &metrics {
         let b = m.key.bench.as_str();
         // `infer` on an emulator: its timings hold no cache (the model section plots its sweeps).
         let emulated_infer = b == "infer" && m.emulated == Some(true);
-        if !["latency", "stream", "kv"].contains(&b) && !others.contains(&b) && !emulated_infer {
+        if !["latency", "stream", "kv"].contains(&b) && !others.contains(&b) && !emulated_infer && m.key.source != "model" {
             others.push(b);
         }
     }
@@ -1451,13 +1605,28 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
             }
             b => (format!("Bench {b}"), format!("{b} per attribute")),
         };
-        c.blocks.push(Block::Heading(2, heading));
-        c.bars(b, &title, &of(b));
+        c.blocks.push(Block::Heading(level, heading));
+        c.other_bench(b, &title, &of(b));
     }
-
-    // The cache model's own figures.
-    let md = ModelData::from_records(&recs);
-    c.model_section(&md, &recs);
+    if !emulated {
+        let measured: Vec<Block> = c.blocks.drain(at..).collect();
+        c.blocks.splice(sections_at..sections_at, measured);
+    } else {
+        let inner: Vec<Block> = c.blocks.drain(at..).collect();
+        let n = inner.iter().filter(|b| matches!(b, Block::Figure { .. })).count();
+        let what = if icount {
+            "instruction counts (-icount), not time and not caches"
+        } else {
+            "emulator timing (QEMU's speed on this host), not caches"
+        };
+        let short = if icount { "instruction counts under -icount" } else { "the emulator's speed" };
+        c.blocks.push(Block::Heading(2, format!("Appendix: emulator timing figures ({short})")));
+        c.blocks.push(Block::Para(format!(
+            "The kernel's own timer figures of this run. Under QEMU they measure the emulator{}; they are kept for regressions of the code itself (`compare`), not read as cache behaviour.",
+            if icount { ": under `-icount` one ns of virtual time is one instruction, so every figure is an instruction count" } else { "" }
+        )));
+        c.blocks.push(Block::Details(format!("{n} figure{}: {what} — click to open", if n == 1 { "" } else { "s" }), inner));
+    }
 
     // Metric tables with merged model records.
     let model_recs: Vec<&Record> = recs.iter().filter(|r| r.kind() != "metric" && str_field(r, "source") == Some("model")).collect();
@@ -1473,6 +1642,7 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
             let ms: Vec<&Metric> = metrics.iter().filter(|m| m.key.bench == b).collect();
             c.blocks.push(Block::Heading(3, format!("{b} ({} measurements)", ms.len())));
             for ((source, unit), group) in by_source_unit(&ms) {
+                let unit = if icount && source != "model" { format!("{unit} (instruction counts under -icount)") } else { unit };
                 c.blocks.push(Block::Para(format!(
                     "Median in {unit}, {}{}:",
                     source_text(&source, cntfrq),
@@ -1489,15 +1659,17 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
                     ms.len(),
                     if with_model { ", cache-model counts of the same phase" } else { "" }
                 ),
-                Box::new(Block::Table(h, rows)),
+                vec![Block::Table(h, rows)],
             ));
         }
     }
 
-    // Every other record kind.
+    // Every other record kind (the sanitizer's and the attribute windows have their sections).
+    const SHOWN: [&str; 9] =
+        ["boot", "end", "metric", "cache", "hazard", "expect-hazard", "attr", "sanitizer-finding", "sanitizer-verdict"];
     let mut kinds: Vec<&str> = Vec::new();
     for r in &recs {
-        if !["boot", "end", "metric", "cache"].contains(&r.kind()) && !kinds.contains(&r.kind()) {
+        if !SHOWN.contains(&r.kind()) && !kinds.contains(&r.kind()) {
             kinds.push(r.kind());
         }
     }
@@ -1507,14 +1679,15 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
             let rs: Vec<&Record> = recs.iter().filter(|r| r.kind() == kind).collect();
             let (h, rows) = table_of(&rs, 500);
             let origin = if rs.iter().any(|r| str_field(r, "source") == Some("model")) { ", from the cache model" } else { "" };
-            c.blocks.push(Block::Heading(3, format!("{kind} ({} records{origin})", rs.len())));
-            c.blocks.push(Block::Table(h, rows));
+            let mut inner = vec![Block::Table(h, rows)];
             if rs.len() > 500 {
-                c.blocks.push(Block::Para(format!("… {} more (see `extract`).", rs.len() - 500)));
+                inner.push(Block::Para(format!("… {} more (see `extract`).", rs.len() - 500)));
             }
+            c.blocks.push(Block::Details(format!("{kind} ({} records{origin})", rs.len()), inner));
         }
     }
 
+    problems.extend(model_problems);
     if !problems.is_empty() {
         c.blocks.push(Block::Heading(2, "Validation problems".into()));
         let n = problems.len();
@@ -1525,6 +1698,296 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
         c.blocks.push(Block::List(list));
     }
     Report { blocks: c.blocks, figures: c.figures }
+}
+
+impl Ctx<'_> {
+    /// The sanitizer: the verdict (the runner's record, else judged here from a valid model
+    /// log), declared against found per kind, and each phase with the PCs of its accesses.
+    fn sanitizer_section(&mut self, run: &Log, recs: &[Record], mrecs: &[Record], have_model: bool, flag: Option<&str>) {
+        self.blocks.push(Block::Heading(2, "Sanitizer".into()));
+        let expects: Vec<&Record> = recs.iter().filter(|r| r.kind() == "expect-hazard").collect();
+        let hazards: Vec<&Record> = mrecs.iter().filter(|r| r.kind() == "hazard").collect();
+        let recorded = crate::verdict::recorded(recs.iter().map(|r| &r.obj));
+        if let Some(f) = flag {
+            self.blocks.push(Block::Warn(format!("Not judged here: {f}.")));
+        } else if !have_model {
+            self.blocks.push(Block::Para(
+                "No cache-model log: the sanitizer did not observe this run (or its log was not given: `--model`).".into(),
+            ));
+        }
+        let judged = if flag.is_none() && have_model {
+            crate::verdict::judge(recs.iter().map(|r| &r.obj), mrecs.iter().map(|r| &r.obj)).ok()
+        } else {
+            None
+        };
+        let word = |w: crate::verdict::Word| match w {
+            crate::verdict::Word::AsDeclared => "as declared (every deliberate mistake reported exactly, none elsewhere)",
+            crate::verdict::Word::Failed => "FAILED",
+            crate::verdict::Word::Off => "off (sanitize=off): nothing judged",
+            crate::verdict::Word::Missing => "MISSING: the model log has no hazard-total, nothing could be judged",
+        };
+        match (&recorded, &judged) {
+            (Some(r), _) => {
+                let first = if r.first.is_empty() { String::new() } else { format!("; first failure: {}", r.first) };
+                self.blocks.push(Block::Para(format!(
+                    "Verdict: **{}** — the runner's `sanitizer-verdict` record (judged when the run ended), {} failed phase(s){first}.",
+                    word(r.word),
+                    r.failed_phases
+                )));
+                if let Some(j) = judged.as_ref().filter(|j| j.word != r.word) {
+                    self.blocks.push(Block::Warn(format!(
+                        "The model log given here judges differently: {} (another model log than the runner's?).",
+                        word(j.word)
+                    )));
+                }
+            }
+            (None, Some(j)) => self.blocks.push(Block::Para(format!(
+                "Verdict: **{}** — judged here (`cachescope-report verdict`; the log has no runner's verdict), {} failed phase(s).",
+                word(j.word),
+                j.failed().count()
+            ))),
+            (None, None) if have_model && flag.is_none() => {
+                self.blocks.push(Block::Para(format!("Verdict: **{}**.", word(crate::verdict::Word::Missing))))
+            }
+            _ => {}
+        }
+        if expects.is_empty() && hazards.is_empty() {
+            self.blocks.push(Block::Para("No deliberate mistakes declared (`expect-hazard`) and no hazard recorded.".into()));
+            return;
+        }
+        if flag.is_some() {
+            // What the kernel declared, and nothing the damaged log says it found.
+            let rows = expects
+                .iter()
+                .map(|r| {
+                    vec![
+                        str_field(r, "phase").unwrap_or("").to_string(),
+                        str_field(r, "kind").unwrap_or("").to_string(),
+                        r.obj.get("lines").map(value_text).unwrap_or_default(),
+                        str_field(r, "pa").unwrap_or("").to_string(),
+                    ]
+                })
+                .collect();
+            self.blocks.push(Block::Para("Declared by the kernel (`expect-hazard`):".into()));
+            self.blocks.push(Block::Table(vec!["phase".into(), "kind".into(), "lines".into(), "from".into()], rows));
+            return;
+        }
+        let declared_phases: std::collections::BTreeSet<&str> = expects.iter().filter_map(|r| str_field(r, "phase")).collect();
+        let u = |r: &Record, k: &str| r.obj.get(k).and_then(Value::as_u64).unwrap_or(0);
+        // Per kind: declared lines against found lines (in declared phases and elsewhere).
+        let mut rows = Vec::new();
+        for kind in cachescope_arch::hazard::HazardKind::ALL {
+            let name = kind.name();
+            let declared: u64 = expects.iter().filter(|r| str_field(r, "kind") == Some(name)).map(|r| u(r, "lines")).sum();
+            let of_kind: Vec<&&Record> = hazards.iter().filter(|r| str_field(r, "kind") == Some(name)).collect();
+            let in_declared = of_kind.iter().filter(|r| declared_phases.contains(str_field(r, "phase").unwrap_or(""))).count();
+            let occurrences: u64 = of_kind.iter().map(|r| u(r, "count")).sum();
+            if declared == 0 && of_kind.is_empty() {
+                continue;
+            }
+            let verdict = if in_declared as u64 == declared && of_kind.len() == in_declared { "as declared" } else { "DIFFERS" };
+            rows.push(vec![
+                name.to_string(),
+                declared.to_string(),
+                in_declared.to_string(),
+                (of_kind.len() - in_declared).to_string(),
+                occurrences.to_string(),
+                verdict.to_string(),
+            ]);
+        }
+        self.blocks.push(Block::Heading(3, "Declared against found, per kind".into()));
+        self.blocks.push(Block::Table(
+            ["kind", "declared lines", "found in declared phases", "found elsewhere", "occurrences", ""]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            rows,
+        ));
+        // Per phase, with the PCs of the exposing accesses and of their causes.
+        let cases = crate::junit::build(run, &crate::runinfo::RunInfo::default());
+        let case_of = |phase: &str| -> String {
+            let needle = format!("\"record\":\"expect-hazard\",\"phase\":\"{phase}\"");
+            cases
+                .suites
+                .iter()
+                .flat_map(|s| s.cases.iter().map(move |c| (s, c)))
+                .find(|(_, c)| c.output.iter().any(|o| o.contains(&needle)))
+                .map(|(s, c)| format!("{}.{}", s.name, c.name))
+                .unwrap_or_default()
+        };
+        let mut phases: Vec<&str> = declared_phases.iter().copied().collect();
+        for h in &hazards {
+            let p = str_field(h, "phase").unwrap_or("");
+            if !phases.contains(&p) {
+                phases.push(p);
+            }
+        }
+        let judged_of = |p: &str| {
+            judged.as_ref().and_then(|j| j.findings.iter().find(|f| f.phase == p)).map(|f| if f.passed { "ok" } else { "NOT OK" })
+        };
+        let pcs = |p: &str, key: &str| {
+            let mut v: Vec<u64> =
+                hazards.iter().filter(|h| str_field(h, "phase") == Some(p)).filter_map(|h| records::hex(&h.obj, key)).collect();
+            v.sort_unstable();
+            v.dedup();
+            let mut t = v.iter().take(4).map(|x| format!("{x:#x}")).collect::<Vec<_>>().join(" ");
+            if v.len() > 4 {
+                t += &format!(" (+{})", v.len() - 4);
+            }
+            t
+        };
+        let rows: Vec<Vec<String>> = phases
+            .iter()
+            .map(|p| {
+                let declared: Vec<String> = expects
+                    .iter()
+                    .filter(|r| str_field(r, "phase") == Some(p))
+                    .map(|r| {
+                        format!("{} ×{} from {}", str_field(r, "kind").unwrap_or("?"), u(r, "lines"), str_field(r, "pa").unwrap_or("?"))
+                    })
+                    .collect();
+                let found: Vec<&&Record> = hazards.iter().filter(|h| str_field(h, "phase") == Some(p)).collect();
+                let mut kinds: Vec<String> = Vec::new();
+                for k in cachescope_arch::hazard::HazardKind::ALL {
+                    let n = found.iter().filter(|h| str_field(h, "kind") == Some(k.name())).count();
+                    if n > 0 {
+                        kinds.push(format!("{} ×{n}", k.name()));
+                    }
+                }
+                vec![
+                    crate::verdict::phase_name(p).to_string(),
+                    case_of(p),
+                    if declared.is_empty() { "none".into() } else { declared.join("; ") },
+                    if kinds.is_empty() { "none".into() } else { kinds.join("; ") },
+                    pcs(p, "pc"),
+                    pcs(p, "cause_pc"),
+                    judged_of(p).unwrap_or("–").to_string(),
+                ]
+            })
+            .collect();
+        self.blocks.push(Block::Heading(3, "Per phase, with the PCs".into()));
+        self.blocks.push(Block::Para("PCs are those of the exposing access (`pc`) and of the earlier access that made the line hazardous (`cause_pc`); symbolise them with `llvm-addr2line -e` the kernel's ELF.".into()));
+        self.blocks.push(Block::Table(
+            ["phase", "declared by", "declared", "found", "access PCs", "cause PCs", "verdict"].iter().map(|s| s.to_string()).collect(),
+            rows,
+        ));
+        if !hazards.is_empty() {
+            let (h, rows) = table_of(&hazards, 500);
+            let mut inner = vec![Block::Table(h, rows)];
+            if hazards.len() > 500 {
+                inner.push(Block::Para(format!("… {} more (see `extract`).", hazards.len() - 500)));
+            }
+            self.blocks.push(Block::Details(format!("All {} hazard records", hazards.len()), inner));
+        }
+    }
+
+    /// The attribute matrix: each alias window's MAIR byte against what the MMU walk gave
+    /// (PAR_EL1 after AT), and the mmu suite's cases.
+    fn attribute_section(&mut self, run: &Log, recs: &[Record], d: &ModelData) {
+        self.blocks.push(Block::Heading(2, "Attribute matrix".into()));
+        let attrs: Vec<&Record> = recs.iter().filter(|r| r.kind() == "attr").collect();
+        if attrs.is_empty() {
+            self.blocks.push(Block::Para("No `attr` records (the mmu suite did not run).".into()));
+        } else {
+            // What the cache model saw of each attribute: the share of its phases' data accesses
+            // that bypassed the caches.
+            let observed = |name: &str| -> String {
+                let (mut bypass, mut all) = (0u64, 0u64);
+                for p in d.phases.iter().filter(|p| p.parsed.attr == name) {
+                    bypass += p.bypass();
+                    all += p.data_accesses();
+                }
+                if all == 0 {
+                    "–".into()
+                } else {
+                    format!("{:.1}% of {} data accesses bypass", bypass as f64 * 100.0 / all as f64, crate::svg::si(all as f64))
+                }
+            };
+            let rows = attrs
+                .iter()
+                .map(|a| {
+                    let (mair, par) = (str_field(a, "mair"), str_field(a, "par_attr"));
+                    let name = str_field(a, "name").unwrap_or("?");
+                    let mut row = vec![
+                        name.to_string(),
+                        str_field(a, "va").unwrap_or("").to_string(),
+                        str_field(a, "pa").unwrap_or("").to_string(),
+                        mair.unwrap_or("").to_string(),
+                        par.unwrap_or("walk failed").to_string(),
+                        str_field(a, "sh").unwrap_or("–").to_string(),
+                        if par.is_some() && par == mair { "ok".into() } else { "MISMATCH".into() },
+                    ];
+                    if !d.is_empty() {
+                        row.push(observed(name));
+                    }
+                    row
+                })
+                .collect();
+            self.blocks.push(Block::Para("Every alias window maps the same physical buffer with one memory attribute; AT S1E1R then reads back what the walk gives (PAR_EL1.ATTR must equal the MAIR byte).".into()));
+            let mut head: Vec<String> =
+                ["attribute", "VA", "PA", "MAIR byte", "PAR_EL1.ATTR", "shareability", "AT"].iter().map(|s| s.to_string()).collect();
+            if !d.is_empty() {
+                head.push("cache model (its phases)".into());
+            }
+            self.blocks.push(Block::Table(head, rows));
+        }
+        let suites = crate::junit::build(run, &crate::runinfo::RunInfo::default());
+        if let Some(mmu) = suites.suites.iter().find(|s| s.name == "mmu") {
+            let rows = mmu
+                .cases
+                .iter()
+                .map(|c| {
+                    let (r, why) = match &c.outcome {
+                        crate::junit::Outcome::Passed => ("ok", String::new()),
+                        crate::junit::Outcome::Failed { message, .. } => ("NOT OK", message.clone()),
+                        crate::junit::Outcome::Skipped(why) => ("skip", why.clone()),
+                        crate::junit::Outcome::Missing(why) => ("missing", why.clone()),
+                    };
+                    vec![c.name.clone(), r.to_string(), why]
+                })
+                .collect();
+            self.blocks.push(Block::Heading(3, "The mmu suite".into()));
+            self.blocks.push(Block::Table(vec!["case".into(), "result".into(), "why".into()], rows));
+        }
+    }
+
+    /// Coherence between the vCPUs' private caches (MESI in the model): per vCPU over the run,
+    /// and per phase of the multicore benchmarks.
+    fn coherence_section(&mut self, d: &ModelData, mrecs: &[Record]) {
+        self.blocks.push(Block::Heading(2, "Coherence".into()));
+        let totals: Vec<&Record> = mrecs.iter().filter(|r| r.kind() == "model-coherence-total").collect();
+        if totals.is_empty() {
+            self.blocks.push(Block::Para(if d.is_empty() {
+                "No cache-model records: coherence is observed through the cache model only.".into()
+            } else {
+                "One vCPU: the model has no coherence traffic to count (`model-coherence` records come with more than one vCPU).".into()
+            }));
+            return;
+        }
+        const FIELDS: [&str; 7] =
+            ["invalidations", "interventions", "upgrades", "snoop_hits", "snoop_misses", "remote_maint", "buf_interventions"];
+        let rows = totals
+            .iter()
+            .map(|r| {
+                let mut row = vec![r.obj.get("cpu").map(value_text).unwrap_or_default()];
+                row.extend(FIELDS.iter().map(|f| r.obj.get(*f).map(value_text).unwrap_or_default()));
+                row
+            })
+            .collect();
+        let mut head = vec!["vCPU".to_string()];
+        head.extend(FIELDS.iter().map(|f| f.to_string()));
+        self.blocks.push(Block::Para("Counts of the model's MESI protocol over the whole run, per vCPU (docs/cache-model.md): copies invalidated by another core's write, requests another core's dirty copy supplied, S→M upgrades, snoops that found or missed the line, broadcast maintenance received; `buf_` counts only lines of the declared benchmark buffers.".into()));
+        self.blocks.push(Block::Table(head, rows));
+        let mut per: Vec<Vec<String>> = Vec::new();
+        for p in d.phases.iter().filter(|p| p.coherence.is_some_and(|c| c.transfers + c.invalidations > 0)) {
+            let c = p.coherence.unwrap_or_default();
+            per.push(vec![p.name.clone(), c.transfers.to_string(), c.invalidations.to_string()]);
+        }
+        if !per.is_empty() {
+            self.blocks.push(Block::Heading(3, "Per phase (buffer lines)".into()));
+            self.blocks.push(Block::Table(vec!["phase".into(), "line transfers (interventions)".into(), "invalidations".into()], per));
+        }
+    }
 }
 
 fn md_esc(s: &str) -> String {
@@ -1544,25 +2007,95 @@ fn md_inline(s: &str) -> String {
 }
 
 fn html_inline(s: &str) -> String {
-    // Our prose marks code with backticks; turn pairs into <code>.
-    let mut out = String::new();
-    for (i, part) in esc(s).split('`').enumerate() {
-        if i % 2 == 1 {
-            out.push_str("<code>");
-            out.push_str(part);
-            out.push_str("</code>");
+    // Our prose marks code with backticks and emphasis with `**`; turn pairs into tags.
+    let pairs = |text: &str, mark: &str, tag: &str| {
+        let mut out = String::new();
+        for (i, part) in text.split(mark).enumerate() {
+            if i % 2 == 1 {
+                out.push_str(&format!("<{tag}>{part}</{tag}>"));
+            } else {
+                out.push_str(part);
+            }
+        }
+        out
+    };
+    pairs(&pairs(&esc(s), "`", "code"), "**", "strong")
+}
+
+/// Heading anchors: a slug of the text (lowercase letters, digits and `-`), made unique by
+/// `-2`, `-3`… in document order, the same for the table of contents and the headings.
+#[derive(Default)]
+struct Anchors(HashMap<String, usize>);
+
+impl Anchors {
+    fn next(&mut self, text: &str) -> String {
+        let mut slug = String::new();
+        for c in text.chars().flat_map(char::to_lowercase) {
+            if c.is_alphanumeric() {
+                slug.push(c);
+            } else if !slug.ends_with('-') && !slug.is_empty() {
+                slug.push('-');
+            }
+        }
+        let slug = slug.trim_end_matches('-').to_string();
+        let slug = if slug.is_empty() { "section".to_string() } else { slug };
+        let n = self.0.entry(slug.clone()).or_insert(0);
+        *n += 1;
+        if *n == 1 {
+            slug
         } else {
-            out.push_str(part);
+            format!("{slug}-{n}")
         }
     }
+}
+
+/// Every heading in document order (those inside collapsible blocks too): (level, text, anchor).
+fn headings(blocks: &[Block]) -> Vec<(u8, String, String)> {
+    fn walk(blocks: &[Block], a: &mut Anchors, out: &mut Vec<(u8, String, String)>) {
+        for b in blocks {
+            match b {
+                Block::Heading(n, t) => out.push((*n, t.clone(), a.next(t))),
+                Block::Details(_, inner) => walk(inner, a, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(blocks, &mut Anchors::default(), &mut out);
     out
+}
+
+/// How a figure is written in Markdown: inline, or linked to its file in a folder.
+#[derive(Clone, Copy)]
+enum MdFigures<'a> {
+    Inline,
+    Linked(&'a str),
+}
+
+/// Rendering state: the anchors of the headings (in order) and the figure files.
+struct Render<'a> {
+    anchors: std::vec::IntoIter<(u8, String, String)>,
+    toc: Vec<(u8, String, String)>,
+    figures: &'a [(String, String)],
+    md: MdFigures<'a>,
+}
+
+impl Render<'_> {
+    fn anchor(&mut self) -> String {
+        self.anchors.next().map(|h| h.2).unwrap_or_default()
+    }
+
+    /// The level-2 headings, each a link.
+    fn toc_items(&self) -> Vec<(String, String)> {
+        self.toc.iter().filter(|h| h.0 == 2).map(|h| (h.1.clone(), h.2.clone())).collect()
+    }
 }
 
 impl Report {
     /// Renders the report; Markdown with every figure inline (see [`Report::markdown_linked`]).
     pub fn render(&self, format: Format) -> String {
         match format {
-            Format::Markdown => self.markdown(None),
+            Format::Markdown => self.markdown(MdFigures::Inline),
             Format::Html => self.html(),
         }
     }
@@ -1570,19 +2103,19 @@ impl Report {
     /// Markdown whose figures are image links `DIR/STEM.svg` to the files of [`Report::figures`]
     /// (GitHub and GitLab strip inline SVG from Markdown; the caller writes the files there).
     pub fn markdown_linked(&self, dir: &str) -> String {
-        self.markdown(Some(dir))
+        self.markdown(MdFigures::Linked(dir))
     }
 
-    fn markdown(&self, svg_dir: Option<&str>) -> String {
+    fn renderer<'a>(&'a self, md: MdFigures<'a>) -> Render<'a> {
+        let toc = headings(&self.blocks);
+        Render { anchors: toc.clone().into_iter(), toc, figures: &self.figures, md }
+    }
+
+    fn markdown(&self, md: MdFigures<'_>) -> String {
+        let mut r = self.renderer(md);
         let mut s = String::new();
         for b in &self.blocks {
-            match (b, svg_dir) {
-                (Block::Figure { n, caption, .. }, Some(dir)) => {
-                    let stem = self.figures.get(n.saturating_sub(1)).map_or("figure", |(stem, _)| stem.as_str());
-                    s.push_str(&format!("![Figure {n}: {c}]({dir}/{stem}.svg)\n\n*Figure {n}: {c}*\n\n", c = md_esc(caption)));
-                }
-                _ => md_block(&mut s, b),
-            }
+            md_block(&mut s, b, &mut r);
         }
         s
     }
@@ -1597,8 +2130,9 @@ impl Report {
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title>\n<style>{CSS}</style></head><body>\n",
             esc(&title)
         );
+        let mut r = self.renderer(MdFigures::Inline);
         for b in &self.blocks {
-            html_block(&mut s, b);
+            html_block(&mut s, b, &mut r);
         }
         s.push_str("</body></html>\n");
         s
@@ -1608,23 +2142,41 @@ impl Report {
 const CSS: &str = "body{font-family:DejaVu Sans,Arial,sans-serif;max-width:1100px;margin:1em auto;padding:0 1em;color:#222}\
 table{border-collapse:collapse;margin:0.5em 0 1.2em;font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}\
 th{background:#f2f2f2}.warn{border-left:4px solid #b00020;background:#fff3f3;padding:0.5em 1em}figure{margin:1em 0}\
-figcaption{font-size:13px;color:#444;max-width:900px}code{background:#f4f4f4;padding:0 3px}summary{cursor:pointer;margin:0.3em 0 0.8em}";
+figcaption{font-size:13px;color:#444;max-width:900px}code{background:#f4f4f4;padding:0 3px}summary{cursor:pointer;margin:0.3em 0 0.8em}\
+nav.toc{background:#f8f8f8;border:1px solid #ddd;padding:0.3em 1em;font-size:14px}a.anchor{color:#bbb;text-decoration:none;margin-left:0.3em}";
 
-fn md_block(s: &mut String, b: &Block) {
+fn md_block(s: &mut String, b: &Block, r: &mut Render<'_>) {
     match b {
-        Block::Heading(n, t) => s.push_str(&format!("{} {}\n\n", "#".repeat(*n as usize), md_esc(t))),
+        Block::Heading(n, t) => {
+            let a = r.anchor();
+            s.push_str(&format!("<a id=\"{a}\"></a>\n\n{} {}\n\n", "#".repeat(*n as usize), md_esc(t)))
+        }
+        Block::Toc => {
+            s.push_str("**Contents:**\n\n");
+            for (t, a) in r.toc_items() {
+                s.push_str(&format!("- [{}](#{a})\n", md_esc(&t)));
+            }
+            s.push('\n');
+        }
         Block::Para(t) => s.push_str(&format!("{}\n\n", md_inline(t))),
         Block::Warn(t) => s.push_str(&format!("> **Note:** {}\n\n", md_inline(t))),
         Block::Table(h, rows) => {
             let line = |cells: &[String]| format!("| {} |\n", cells.iter().map(|c| md_esc(c)).collect::<Vec<_>>().join(" | "));
             s.push_str(&line(h));
             s.push_str(&format!("|{}\n", "---|".repeat(h.len())));
-            for r in rows {
-                s.push_str(&line(r));
+            for row in rows {
+                s.push_str(&line(row));
             }
             s.push('\n');
         }
-        Block::Figure { n, caption, svg } => s.push_str(&format!("<div>\n{svg}\n</div>\n\n*Figure {n}: {}*\n\n", md_esc(caption))),
+        Block::Figure { n, caption, svg } => match r.md {
+            // The caption once, under the figure; the image's alt text names the figure only.
+            MdFigures::Linked(dir) => {
+                let stem = r.figures.get(n.saturating_sub(1)).map_or("figure", |(stem, _)| stem.as_str());
+                s.push_str(&format!("![Figure {n}]({dir}/{stem}.svg)\n\n*Figure {n}: {}*\n\n", md_esc(caption)));
+            }
+            MdFigures::Inline => s.push_str(&format!("<div>\n{svg}\n</div>\n\n*Figure {n}: {}*\n\n", md_esc(caption))),
+        },
         Block::List(items) => {
             for i in items {
                 s.push_str(&format!("- {}\n", md_esc(i)));
@@ -1633,15 +2185,27 @@ fn md_block(s: &mut String, b: &Block) {
         }
         Block::Details(summary, inner) => {
             s.push_str(&format!("<details><summary>{}</summary>\n\n", esc(summary)));
-            md_block(s, inner);
+            for b in inner {
+                md_block(s, b, r);
+            }
             s.push_str("</details>\n\n");
         }
     }
 }
 
-fn html_block(s: &mut String, b: &Block) {
+fn html_block(s: &mut String, b: &Block, r: &mut Render<'_>) {
     match b {
-        Block::Heading(n, t) => s.push_str(&format!("<h{n}>{}</h{n}>\n", esc(t))),
+        Block::Heading(n, t) => {
+            let a = r.anchor();
+            s.push_str(&format!("<h{n} id=\"{a}\">{}<a class=\"anchor\" href=\"#{a}\">#</a></h{n}>\n", esc(t)))
+        }
+        Block::Toc => {
+            s.push_str("<nav class=\"toc\"><strong>Contents</strong><ul>\n");
+            for (t, a) in r.toc_items() {
+                s.push_str(&format!("<li><a href=\"#{a}\">{}</a></li>\n", esc(&t)));
+            }
+            s.push_str("</ul></nav>\n");
+        }
         Block::Para(t) => s.push_str(&format!("<p>{}</p>\n", html_inline(t))),
         Block::Warn(t) => s.push_str(&format!("<p class=\"warn\"><strong>Note:</strong> {}</p>\n", html_inline(t))),
         Block::Table(h, rows) => {
@@ -1650,9 +2214,9 @@ fn html_block(s: &mut String, b: &Block) {
                 s.push_str(&format!("<th>{}</th>", esc(c)));
             }
             s.push_str("</tr></thead><tbody>\n");
-            for r in rows {
+            for row in rows {
                 s.push_str("<tr>");
-                for c in r {
+                for c in row {
                     s.push_str(&format!("<td>{}</td>", esc(c)));
                 }
                 s.push_str("</tr>\n");
@@ -1660,7 +2224,7 @@ fn html_block(s: &mut String, b: &Block) {
             s.push_str("</tbody></table>\n");
         }
         Block::Figure { n, caption, svg } => {
-            s.push_str(&format!("<figure>{svg}<figcaption>Figure {n}: {}</figcaption></figure>\n", esc(caption)))
+            s.push_str(&format!("<figure id=\"figure-{n}\">{svg}<figcaption>Figure {n}: {}</figcaption></figure>\n", esc(caption)))
         }
         Block::List(items) => {
             s.push_str("<ul>\n");
@@ -1671,7 +2235,9 @@ fn html_block(s: &mut String, b: &Block) {
         }
         Block::Details(summary, inner) => {
             s.push_str(&format!("<details><summary>{}</summary>\n", esc(summary)));
-            html_block(s, inner);
+            for b in inner {
+                html_block(s, b, r);
+            }
             s.push_str("</details>\n");
         }
     }
@@ -1712,14 +2278,158 @@ mod tests {
             "No `stream` metrics in this log.",
             "No `kv` metrics in this log.",
             "| chase | wb | 4 KiB | 5 | 1 | 2 | 3 | 0.5 | ns | cntvct | true | L1D phase\\_id=1 accesses=4096 hits=4032 misses=64 writebacks=0 maint=0 bypass=0 |",
-            "### model (1 records, from the cache model)",
+            "<summary>model (1 records, from the cache model)</summary>",
         ] {
             assert!(md.contains(needle), "missing {needle:?} in\n{md}");
         }
-        assert!(!md.contains("L1I"), "instruction caches are not marked");
+        assert!(r.figures.iter().all(|(_, svg)| !svg.contains("L1I")), "instruction caches are not marked");
         assert!(md.contains("one bar per attribute; bar height the median of each measurement, no whiskers"), "{md}");
         let html = r.render(Format::Html);
-        assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<figure><svg") && html.contains("<code>stream</code>"));
+        assert!(
+            html.starts_with("<!DOCTYPE html>") && html.contains("<figure id=\"figure-1\"><svg") && html.contains("<code>stream</code>")
+        );
+    }
+
+    /// A complete model log of one phase: the run's latency point at 4 KiB, closing records.
+    fn model_log(hazard_phase: &str) -> String {
+        let mut m = String::new();
+        m += "# cs: {\"record\":\"model-geometry\",\"level\":\"L1D\",\"size\":32768,\"line\":64,\"sets\":128,\"ways\":4,\"sharing\":\"private\",\"policy\":\"lru\",\"origin\":\"guest\",\"vcpus\":1,\"hit_cycles\":4,\"hit_ns\":2.0,\"source\":\"model\"}\n";
+        for (i, b) in [4096u64, 65536].iter().enumerate() {
+            let misses = if *b > 32768 { 4000 } else { 0 };
+            m += &format!("# cs: {{\"record\":\"model\",\"phase\":\"latency/chase/wb/{b}\",\"phase_id\":{},\"level\":\"L1D\",\"accesses\":4096,\"hits\":{},\"misses\":{misses},\"writebacks\":0,\"maint\":0,\"bypass\":0,\"prefetches\":0,\"prefetch_hits\":0,\"source\":\"model\"}}\n", i + 1, 4096 - misses);
+        }
+        m += &format!("# cs: {{\"record\":\"hazard\",\"kind\":\"lost-write\",\"pa\":\"0x1000\",\"va\":\"0x1000\",\"pc\":\"0x40001234\",\"phase\":\"{hazard_phase}\",\"phase_id\":2,\"count\":1,\"access\":\"dc-ivac\",\"cause\":\"write\",\"cause_pc\":\"0x40001200\",\"source\":\"model\"}}\n");
+        m += &format!("# model: hazard lost-write pa=0x1000 va=0x1000 pc=0x40001234 phase={hazard_phase} count=1 access=dc-ivac cause=write cause_pc=0x40001200\n");
+        m += "# cs: {\"record\":\"hazard-total\",\"sanitize\":true,\"hazards\":1,\"count\":1,\"stale_read_by_device\":0,\"lost_write\":1,\"stale_read_by_cpu\":0,\"stale_instruction\":0,\"maintenance_gap\":0,\"source\":\"model\"}\n";
+        m += "# cs: {\"record\":\"model-run\",\"protocol\":5,\"markers\":4,\"phases\":2,\"va_learned\":0,\"va_window\":0,\"va_identity\":0,\"setway_ops\":0,\"warnings\":0,\"fast\":true,\"source\":\"model\"}\n";
+        m
+    }
+
+    #[test]
+    fn report_leads_with_findings_then_model_then_sections_and_an_appendix() {
+        let run = Log::from_bytes("run.log", RUN.replace("\"args\":\"\"", "\"args\":\"\",\"model\":\"guest\"").as_bytes());
+        let m = model_log("latency/chase/wb/65536");
+        let model = Log::from_bytes("run.log.model", m.as_bytes());
+        assert!(records::check_model_log(&model).valid(), "{:?}", records::check_model_log(&model).problems);
+        let r = build(&run, Some(&model));
+        let md = r.render(Format::Markdown);
+        let at = |needle: &str| md.find(needle).unwrap_or_else(|| panic!("no {needle:?} in\n{md}"));
+        // The order: contents, findings (the digest), run, model figures, sections, appendix.
+        let order = [
+            "**Contents:**",
+            "## Findings",
+            "| core | Cortex-A72",
+            "## Cache model",
+            "## Sanitizer",
+            "## Attribute matrix",
+            "## Coherence",
+            "## Run",
+            "## Appendix: emulator timing figures",
+            "## Metric tables",
+        ];
+        for w in order.windows(2) {
+            assert!(at(w[0]) < at(w[1]), "{} before {}", w[0], w[1]);
+        }
+        // Headings have anchors and the contents link them.
+        assert!(md.contains("- [Sanitizer](#sanitizer)") && md.contains("<a id=\"sanitizer\"></a>"), "{md}");
+        let html = r.render(Format::Html);
+        assert!(html.contains("<h2 id=\"sanitizer\">") && html.contains("<li><a href=\"#sanitizer\">Sanitizer</a></li>"), "{html}");
+        // The boot record names a model profile: -icount by itself; the emulator figures sit in a
+        // collapsed appendix labelled as instruction counts.
+        assert!(md.contains("| -icount | yes (the runner adds it with the cache model)"), "{md}");
+        let appendix = &html[html.find("Appendix: emulator timing figures").unwrap()..];
+        assert!(appendix.contains("<details><summary>2 figures: instruction counts (-icount)"), "{appendix}");
+        assert!(appendix.find("<details>").unwrap() < appendix.find("Latency vs working set [cntvct]").unwrap());
+        // Model figures first, numbered from fig01.
+        assert!(r.figures[0].0.starts_with("fig01-model-"), "{:?}", r.figures.iter().map(|f| &f.0).collect::<Vec<_>>());
+        assert!(r.figures.iter().all(|(s, _)| s.as_bytes()[3].is_ascii_digit() && s.as_bytes()[4].is_ascii_digit()));
+        // The sanitizer: the hazard in an undeclared phase, with its PCs.
+        let san = &md[at("## Sanitizer")..at("## Attribute matrix")];
+        assert!(san.contains("Verdict: **FAILED**"), "{san}");
+        assert!(san.contains("| lost-write | 0 | 0 | 1 | 1 | DIFFERS |"), "{san}");
+        assert!(san.contains("| latency/chase/wb/65536 |  | none | lost-write ×1 | 0x40001234 | 0x40001200 | NOT OK |"), "{san}");
+        // -icount and the model log can be overridden.
+        let plain = build_with(&run, Some(&model), Options { icount: Some(false) }).render(Format::Markdown);
+        assert!(
+            plain.contains("| -icount | no (--no-icount) |")
+                && plain.contains("## Appendix: emulator timing figures (the emulator's speed)"),
+            "{plain}"
+        );
+    }
+
+    #[test]
+    fn a_sweep_of_another_bench_is_a_line_plot_not_forty_bars() {
+        let mut run = RUN.to_string();
+        for block in [8u64, 16] {
+            for t in [1u64, 2, 4, 8, 16, 32, 64, 128, 256, 512] {
+                run += &format!("  # cs: {{\"record\":\"metric\",\"bench\":\"kv-paged\",\"variant\":\"append-paged\",\"attr\":\"normal-wb\",\"bytes\":{},\"params\":{{\"tokens\":{t},\"block\":{block}}},\"phase\":\"kv-paged/append-paged/normal-wb/{}/tokens={t}/block={block}\",\"reps\":1,\"min\":6,\"median\":6,\"max\":6,\"mad\":0,\"unit\":\"ns\",\"source\":\"cntvct\",\"emulated\":true}}\n", t * 2048, t * 2048);
+            }
+        }
+        let r = build(&Log::from_bytes("run.log", run.as_bytes()), None);
+        let (_, svg) = r.figures.iter().find(|(s, _)| s.contains("kv-paged")).expect("a kv-paged figure");
+        assert!(svg.contains("<polyline") && !svg.contains(" / normal-wb: "), "a line plot, no bars");
+        assert!(svg.contains(">512<") && svg.contains("tokens (log2 scale)"), "x = tokens");
+        // The two block sizes have identical values: one line, and the caption says so.
+        assert!(svg.contains("append-paged normal-wb block=8 = append-paged normal-wb block=16") || svg.contains("block=8 ="), "{svg}");
+        let md = r.render(Format::Markdown);
+        assert!(md.contains("Identical series are drawn once"), "{md}");
+    }
+
+    #[test]
+    fn attribute_matrix_sets_the_walk_beside_what_the_model_saw() {
+        let run = RUN.replace(
+            "  ok 1 lat\n",
+            "  # cs: {\"record\":\"attr\",\"name\":\"normal-nc\",\"va\":\"0x120041400000\",\"pa\":\"0x41400000\",\"mair\":\"0x44\",\"par_attr\":\"0x44\",\"sh\":\"outer\"}\n  # cs: {\"record\":\"attr\",\"name\":\"normal-wt\",\"va\":\"0x110041400000\",\"pa\":\"0x41400000\",\"mair\":\"0xaa\",\"par_attr\":null,\"sh\":null}\n  ok 1 lat\n",
+        );
+        let m = "# cs: {\"record\":\"model\",\"phase\":\"latency/chase/normal-nc/4096\",\"phase_id\":1,\"level\":\"L1D\",\"accesses\":0,\"hits\":0,\"misses\":0,\"writebacks\":0,\"maint\":0,\"bypass\":4096,\"source\":\"model\"}\n";
+        let md = build(&Log::from_bytes("run.log", run.as_bytes()), Some(&Log::from_bytes("m", m.as_bytes()))).render(Format::Markdown);
+        assert!(
+            md.contains("| normal-nc | 0x120041400000 | 0x41400000 | 0x44 | 0x44 | outer | ok | 100.0% of 4096 data accesses bypass |"),
+            "{md}"
+        );
+        assert!(md.contains("| normal-wt | 0x110041400000 | 0x41400000 | 0xaa | walk failed | – | MISMATCH | – |"), "{md}");
+    }
+
+    #[test]
+    fn on_silicon_the_measured_figures_follow_the_findings() {
+        let run = RUN.replace("\"emulated\":true", "\"emulated\":false");
+        let md = build(&Log::from_bytes("run.log", run.as_bytes()), None).render(Format::Markdown);
+        let at = |n: &str| md.find(n).unwrap_or_else(|| panic!("no {n:?} in\n{md}"));
+        assert!(at("## Findings") < at("## Latency vs working set") && at("## Latency vs working set") < at("## Sanitizer"));
+        assert!(at("## Coherence") < at("## Run") && !md.contains("## Appendix"), "{md}");
+        assert!(at("Figure 1: Latency") < at("Figure 2: DMA-like"), "numbered in document order");
+    }
+
+    #[test]
+    fn markdown_writes_each_caption_once() {
+        let r = build(&Log::from_bytes("run.log", RUN.as_bytes()), None);
+        let md = r.markdown_linked("r.figures");
+        for (i, (stem, _)) in r.figures.iter().enumerate() {
+            let n = i + 1;
+            assert!(md.contains(&format!("![Figure {n}](r.figures/{stem}.svg)")), "{md}");
+            assert_eq!(md.matches(&format!("Figure {n}: ")).count(), 1, "caption {n} once:\n{md}");
+        }
+    }
+
+    #[test]
+    fn a_damaged_model_log_is_flagged_and_judges_nothing() {
+        let run = Log::from_bytes("run.log", RUN.as_bytes());
+        // One flipped letter in the hazard's phase: well-formed JSON, but its readable twin
+        // line and the model records disagree with it.
+        let m = model_log("latency/chase/wb/65536").replacen(
+            "\"phase\":\"latency/chase/wb/65536\",\"phase_id\":2,\"count\"",
+            "\"phase\":\"latency/chase/wB/65536\",\"phase_id\":2,\"count\"",
+            1,
+        );
+        let model = Log::from_bytes("run.log.model", m.as_bytes());
+        let md = build(&run, Some(&model)).render(Format::Markdown);
+        assert!(md.contains("the model log fails validation, no hazard conclusions drawn from it"), "{md}");
+        let san = &md[md.find("## Sanitizer").unwrap()..md.find("## Attribute matrix").unwrap()];
+        assert!(
+            !san.contains("Verdict:") && !san.contains("NOT OK") && !san.contains("DIFFERS") && !san.contains("found elsewhere"),
+            "{san}"
+        );
+        assert!(md.contains("| model log | run.log.model: INVALID"), "{md}");
     }
 
     #[test]

@@ -57,14 +57,10 @@ fn line(label: &str, text: impl AsRef<str>) -> String {
     }
 }
 
-/// Whether the run is under `-icount`: the option, or a record saying so (`icount: true` in the
-/// boot, model-run or model-profile record).
+/// Whether the run is under `-icount`: the option, or as its records show it
+/// ([`records::run_used_icount`], the report's way too).
 fn is_icount(recs: &[Record], opts: &Options) -> bool {
-    opts.icount
-        || recs
-            .iter()
-            .filter(|r| ["boot", "model-run", "model-profile"].contains(&r.kind()))
-            .any(|r| r.obj.get("icount").and_then(Value::as_bool) == Some(true))
+    opts.icount || records::run_used_icount(recs)
 }
 
 /// What a timing source means in this run.
@@ -171,7 +167,9 @@ fn clip(mut l: String) -> String {
 /// The digest of `run` (and the records of `model`, if given), one string per line.
 pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
     let (recs, _) = records::extract(run);
-    let mrecs = model.map(|m| records::extract(m).0).unwrap_or_default();
+    // A model log that fails validation is flagged and its hazards are not judged (records.rs).
+    let mcheck = model.map(|m| (m, records::check_model_log(m)));
+    let mrecs = mcheck.as_ref().map(|(_, c)| c.usable_records()).unwrap_or_default();
     let mut all = recs.clone();
     all.extend(mrecs.iter().cloned());
     let boot = recs.iter().find(|r| r.kind() == "boot");
@@ -374,6 +372,7 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
         tail.extend(keep.into_iter().flat_map(wrap));
     }
 
+    tail.extend(mcheck.and_then(|(m, c)| c.flag(&m.name)).map(|f| clip(line("model-log", f))));
     // Totals and how to go on.
     let k = ktap::validate(run, ktap::Options::default());
     tail.push(line(

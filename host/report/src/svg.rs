@@ -11,8 +11,6 @@ const H: f64 = 470.0;
 const LEFT: f64 = 84.0;
 const RIGHT: f64 = 232.0;
 const BOTTOM: f64 = 64.0;
-/// Horizontal room one vertical marker label needs.
-const LABEL_GAP: f64 = 13.0;
 /// Longest legend entry, in characters, that fits the right margin.
 const LEGEND_CHARS: usize = 27;
 const PALETTE: [&str; 10] = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];
@@ -116,14 +114,53 @@ struct Frame {
     x1: f64,
     y0: f64,
     y1: f64,
+    /// Baseline of the x axis title.
+    xlabel_y: f64,
 }
 
+/// Height of one row of the marker key under a line plot.
+const KEY_ROW: f64 = 17.0;
+
 impl Frame {
-    fn new(l: &Labels, extra_bottom: f64) -> Frame {
+    /// `extra_bottom`: room for rotated category labels; `key`: room for the marker key under
+    /// the x axis title.
+    fn new(l: &Labels, extra_bottom: f64, key: f64) -> Frame {
         let top = if l.warning.is_some() { 86.0 } else { 66.0 };
-        let h = H + extra_bottom;
-        Frame { h, x0: LEFT, x1: W - RIGHT, y0: top, y1: h - BOTTOM - extra_bottom }
+        let h = H + extra_bottom + key;
+        Frame { h, x0: LEFT, x1: W - RIGHT, y0: top, y1: h - BOTTOM - extra_bottom - key, xlabel_y: h - 14.0 - key }
     }
+}
+
+/// Merges series whose points are identical (x, y and whiskers) into the first of them, named
+/// `A = B`, so that no line hides another; returns the names of each merged group.
+pub fn merge_identical(series: &mut Vec<Series>) -> Vec<Vec<String>> {
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    let mut out: Vec<Series> = Vec::new();
+    let mut merged_into: Vec<Option<usize>> = Vec::new();
+    for s in series.drain(..) {
+        let same =
+            |o: &Series| !s.points.is_empty() && o.points.len() == s.points.len() && o.points.iter().zip(&s.points).all(|(a, b)| a == b);
+        match out.iter().position(same) {
+            Some(i) => {
+                let g = match merged_into[i] {
+                    Some(g) => g,
+                    None => {
+                        groups.push(vec![out[i].name.clone()]);
+                        merged_into[i] = Some(groups.len() - 1);
+                        groups.len() - 1
+                    }
+                };
+                groups[g].push(s.name.clone());
+                out[i].name = groups[g].join(" = ");
+            }
+            None => {
+                out.push(s);
+                merged_into.push(None);
+            }
+        }
+    }
+    *series = out;
+    groups
 }
 
 /// Maps a y value to axis units (identity or log10).
@@ -186,9 +223,36 @@ pub fn short_bytes(b: f64) -> String {
     sig(b, 3)
 }
 
-/// Text with a white halo, readable over grid lines and data.
-fn halo_text(s: &mut String, attrs: &str, text: &str) {
-    let _ = write!(s, r##"<text {attrs} stroke="#ffffff" stroke-width="3" paint-order="stroke">{}</text>"##, esc(text));
+/// `text` cut with `…` to what fits between the left margin and the canvas edge at `px` pixels
+/// per character.
+fn fit(text: &str, px: f64) -> String {
+    let max = ((W - LEFT - 8.0) / px) as usize;
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    text.chars().take(max.saturating_sub(1)).collect::<String>() + "…"
+}
+
+/// Colour and dash pattern of a marker line: knees dotted orange, capacities dashed grey.
+fn marker_style(m: &Marker) -> (&'static str, &'static str) {
+    if m.knee {
+        ("#c04a00", "2 3")
+    } else {
+        ("#555", "5 4")
+    }
+}
+
+/// Horizontal room of one marker tag.
+const TAG_GAP: f64 = 11.0;
+
+/// The tag of marker `i` (in x order): a, b, … z, then aa, ab, …
+fn tag(i: usize) -> String {
+    let letter = |k: usize| char::from(b'a' + (k % 26) as u8);
+    if i < 26 {
+        letter(i).to_string()
+    } else {
+        format!("{}{}", letter(i / 26 - 1), letter(i))
+    }
 }
 
 fn header(s: &mut String, l: &Labels, f: &Frame) {
@@ -198,10 +262,10 @@ fn header(s: &mut String, l: &Labels, f: &Frame) {
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" font-family="DejaVu Sans, Arial, Helvetica, sans-serif" font-size="12">"#
     );
     let _ = write!(s, r##"<rect width="{W}" height="{h}" fill="#ffffff"/>"##);
-    let _ = write!(s, r#"<text x="{LEFT}" y="24" font-size="16" font-weight="bold">{}</text>"#, esc(&l.title));
-    let _ = write!(s, r##"<text x="{LEFT}" y="44" fill="#444">{}</text>"##, esc(&l.subtitle));
+    let _ = write!(s, r#"<text x="{LEFT}" y="24" font-size="16" font-weight="bold">{}</text>"#, esc(&fit(&l.title, 9.6)));
+    let _ = write!(s, r##"<text x="{LEFT}" y="44" fill="#444">{}</text>"##, esc(&fit(&l.subtitle, 6.9)));
     if let Some(w) = &l.warning {
-        let _ = write!(s, r##"<text x="{LEFT}" y="64" fill="#b00020" font-weight="bold">{}</text>"##, esc(w));
+        let _ = write!(s, r##"<text x="{LEFT}" y="64" fill="#b00020" font-weight="bold">{}</text>"##, esc(&fit(w, 7.6)));
     }
 }
 
@@ -213,7 +277,7 @@ fn frame_and_axis_labels(s: &mut String, l: &Labels, f: &Frame) {
     let size = if chars * 6.6 > W - 12.0 { 10.0 } else { 12.0 };
     let half = chars * size * 0.55 / 2.0;
     let cx = ((f.x0 + f.x1) / 2.0).max(half + 6.0).min(W - half - 6.0);
-    let _ = write!(s, r#"<text x="{cx:.1}" y="{}" text-anchor="middle" font-size="{size}">{}</text>"#, f.h - 14.0, esc(&l.x));
+    let _ = write!(s, r#"<text x="{cx:.1}" y="{}" text-anchor="middle" font-size="{size}">{}</text>"#, f.xlabel_y, esc(&l.x));
     let _ = write!(s, r#"<text transform="translate(18,{}) rotate(-90)" text-anchor="middle">{}</text>"#, (f.y0 + f.y1) / 2.0, esc(&l.y));
 }
 
@@ -239,7 +303,7 @@ fn y_axis(s: &mut String, f: &Frame, ticks: &[f64], ymap: &dyn Fn(f64) -> f64) {
 
 /// Draws series marker `i` (shape by i % 4, hollow for odd i so overlapping series stay visible).
 fn marker_shape(s: &mut String, i: usize, x: f64, y: f64, color: &str, tip: &str) {
-    let paint = if i % 2 == 1 { format!(r##"fill="#ffffff" stroke="{color}" stroke-width="1.6""##) } else { format!(r#"fill="{color}""#) };
+    let paint = if i % 2 == 1 { format!(r#"fill="none" stroke="{color}" stroke-width="1.6""#) } else { format!(r#"fill="{color}""#) };
     let tip = format!("<title>{}</title>", esc(tip));
     let _ = match i % 4 {
         0 => write!(s, r#"<circle cx="{x:.1}" cy="{y:.1}" r="3.5" {paint}>{tip}</circle>"#),
@@ -272,11 +336,41 @@ fn dash(i: usize) -> &'static str {
     }
 }
 
+/// A legend entry's text in lines of at most [`LEGEND_CHARS`] characters, broken at spaces
+/// (at most 3 lines; the rest is cut with `…`).
+fn legend_lines(name: &str) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in name.split(' ') {
+        match lines.last_mut() {
+            Some(l) if l.chars().count() + 1 + word.chars().count() <= LEGEND_CHARS => {
+                l.push(' ');
+                l.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    for l in &mut lines {
+        if l.chars().count() > LEGEND_CHARS {
+            *l = l.chars().take(LEGEND_CHARS - 1).collect::<String>() + "…";
+        }
+    }
+    if lines.len() > 3 {
+        lines.truncate(3);
+        let last = &mut lines[2];
+        *last = last.chars().take(LEGEND_CHARS - 1).collect::<String>() + "…";
+    }
+    lines
+}
+
 fn legend(s: &mut String, names: &[String], f: &Frame, bars: bool) {
     let x = f.x1 + 14.0;
-    let max = (((f.y1 - f.y0) / 17.0) as usize).max(1);
-    for (i, n) in names.iter().enumerate().take(max) {
-        let y = f.y0 + 8.0 + i as f64 * 17.0;
+    let mut y = f.y0 + 8.0;
+    for (i, n) in names.iter().enumerate() {
+        let lines = legend_lines(n);
+        if y + (lines.len() as f64 - 1.0) * 14.0 > f.y1 - 4.0 {
+            let _ = write!(s, r#"<text x="{x}" y="{y:.1}">… {} more series</text>"#, names.len() - i);
+            break;
+        }
         let c = PALETTE[i % PALETTE.len()];
         if bars {
             let _ = write!(s, r#"<rect x="{x}" y="{:.1}" width="16" height="10" fill="{c}"/>"#, y - 5.0);
@@ -284,15 +378,12 @@ fn legend(s: &mut String, names: &[String], f: &Frame, bars: bool) {
             let _ = write!(s, r#"<line x1="{x}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{c}" stroke-width="2"{}/>"#, x + 20.0, dash(i));
             marker_shape(s, i, x + 10.0, y, c, n);
         }
-        let mut label: String = n.chars().take(LEGEND_CHARS).collect();
-        if label.len() < n.len() {
-            label.pop();
-            label.push('…');
+        let _ = write!(s, r#"<text x="{:.1}" y="{:.1}"><title>{}</title>"#, x + 26.0, y + 4.0, esc(n));
+        for (k, l) in lines.iter().enumerate() {
+            let _ = write!(s, r#"<tspan x="{:.1}" dy="{}">{}</tspan>"#, x + 26.0, if k == 0 { 0.0 } else { 14.0 }, esc(l));
         }
-        let _ = write!(s, r#"<text x="{:.1}" y="{:.1}"><title>{}</title>{}</text>"#, x + 26.0, y + 4.0, esc(n), esc(&label));
-    }
-    if names.len() > max {
-        let _ = write!(s, r#"<text x="{x}" y="{:.1}">… {} more series</text>"#, f.y0 + 8.0 + max as f64 * 17.0, names.len() - max);
+        s.push_str("</text>");
+        y += 17.0 + (lines.len() as f64 - 1.0) * 14.0;
     }
 }
 
@@ -346,7 +437,10 @@ impl LinePlot {
             let (a, b) = (t[0].min(lo), *t.last().unwrap_or(&1.0));
             (t, a, b, |y| y)
         };
-        let f = Frame::new(&self.labels, 0.0);
+        let mut sorted_markers: Vec<&Marker> = markers.clone();
+        sorted_markers.sort_by(|a, b| a.x.total_cmp(&b.x));
+        let key = if markers.is_empty() { 0.0 } else { 12.0 + markers.len().div_ceil(2) as f64 * KEY_ROW };
+        let f = Frame::new(&self.labels, 0.0, key);
         let xmap = |x: f64| f.x0 + (tx(x) - xlo) / (xhi - xlo) * (f.x1 - f.x0);
         let ymap = |y: f64| f.y1 - (ty(y) - ylo) / (yhi - ylo).max(f64::MIN_POSITIVE) * (f.y1 - f.y0);
 
@@ -391,7 +485,7 @@ impl LinePlot {
         y_axis(&mut s, &f, &yticks, &ymap);
         for m in &markers {
             let x = xmap(m.x);
-            let (color, dash) = if m.knee { ("#d95f02", "2 3") } else { ("#555", "5 4") };
+            let (color, dash) = marker_style(m);
             let _ = write!(
                 s,
                 r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="{color}" stroke-width="1.4" stroke-dasharray="{dash}"><title>{}</title></line>"##,
@@ -427,22 +521,35 @@ impl LinePlot {
                 marker_shape(&mut s, i, xmap(q.x), ymap(q.y), c, &tip);
             }
         }
-        // Marker labels last, with a halo, so data never hides them: capacities read down from
-        // the top, knees end at the bottom.
-        // Labels of one kind closer than a text height are pushed right so they never overlap.
-        let mut sorted: Vec<&&Marker> = markers.iter().collect();
-        sorted.sort_by(|a, b| a.x.total_cmp(&b.x));
-        let (mut last_knee, mut last_cap) = (f64::NEG_INFINITY, f64::NEG_INFINITY);
-        for m in sorted {
-            let last = if m.knee { &mut last_knee } else { &mut last_cap };
-            let lx = (xmap(m.x) + 4.0).max(*last + LABEL_GAP);
-            *last = lx;
-            let attrs = if m.knee {
-                format!(r##"transform="translate({lx:.1},{:.1}) rotate(90)" text-anchor="end" fill="#a04000" font-size="11""##, f.y1 - 6.0)
-            } else {
-                format!(r##"transform="translate({lx:.1},{:.1}) rotate(90)" fill="#333" font-size="11""##, f.y0 + 6.0)
-            };
-            halo_text(&mut s, &attrs, &m.label);
+        // Marker labels never sit on the plot: a letter tag above each marker line (pushed
+        // right when tags would touch) and a key under the x axis title, two entries a row.
+        let mut x_tag = f64::NEG_INFINITY;
+        for (i, m) in sorted_markers.iter().enumerate() {
+            let (color, _) = marker_style(m);
+            x_tag = xmap(m.x).max(x_tag + TAG_GAP);
+            let _ = write!(
+                s,
+                r#"<text x="{x_tag:.1}" y="{:.1}" text-anchor="middle" font-size="11" font-weight="bold" fill="{color}">{}</text>"#,
+                f.y0 - 5.0,
+                tag(i)
+            );
+        }
+        for (i, m) in sorted_markers.iter().enumerate() {
+            let (color, dasharray) = marker_style(m);
+            let (col, row) = (i % 2, i / 2);
+            let x = LEFT + col as f64 * (W - LEFT - 12.0) / 2.0;
+            let y = f.xlabel_y + 24.0 + row as f64 * KEY_ROW;
+            let _ = write!(
+                s,
+                r##"<line x1="{x:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{color}" stroke-width="1.4" stroke-dasharray="{dasharray}"/><text x="{:.1}" y="{y:.1}" font-size="11" font-weight="bold" fill="{color}">{}</text><text x="{:.1}" y="{y:.1}" font-size="11" fill="#333">{}</text>"##,
+                y - 4.0,
+                x + 20.0,
+                y - 4.0,
+                x + 26.0,
+                tag(i),
+                x + 38.0,
+                esc(&m.label)
+            );
         }
         frame_and_axis_labels(&mut s, &self.labels, &f);
         let names: Vec<String> = self.series.iter().map(|s| s.name.clone()).collect();
@@ -471,7 +578,7 @@ impl BarChart {
         let rotate = longest as f64 * 6.8 > group;
         // Rotated labels (30°) need room below the axis: about 3.4 px per character.
         let extra = if rotate { (longest.min(40) as f64 * 3.4 - 10.0).max(0.0) } else { 0.0 };
-        let f = Frame::new(&self.labels, extra);
+        let f = Frame::new(&self.labels, extra, 0.0);
         let ymap = |y: f64| f.y1 - (y - ylo) / (yhi - ylo).max(f64::MIN_POSITIVE) * (f.y1 - f.y0);
         let mut s = String::new();
         header(&mut s, &self.labels, &f);
@@ -604,7 +711,9 @@ mod tests {
     }
 
     #[test]
-    fn close_marker_labels_do_not_overlap() {
+    fn marker_labels_never_sit_on_the_plot() {
+        // Knees and capacities at (nearly) one x: tags above the frame that do not touch, and
+        // every label once in the key under the x axis title, outside the plot area.
         let mk = |x: f64, knee| Marker { x, label: format!("m{x}"), knee };
         let p = LinePlot {
             labels: labels(),
@@ -614,19 +723,35 @@ mod tests {
             markers: vec![mk(40960.0, true), mk(49152.0, true), mk(32768.0, false), mk(32768.5, false)],
         };
         let svg = p.render();
-        // (x, fill) of each rotated marker label.
-        let labels: Vec<(f64, bool)> = svg
-            .split("<text transform=\"translate(")
+        assert!(!svg.contains("rotate(90)"), "no label along a marker line");
+        let frame_top: f64 = 86.0;
+        let tags: Vec<f64> = svg
+            .split("<text x=\"")
             .skip(1)
-            .filter(|chunk| chunk.contains("rotate(90)"))
-            .map(|chunk| (chunk[..chunk.find(',').unwrap()].parse::<f64>().unwrap(), chunk.contains("#a04000")))
+            .filter(|c| c.contains("font-weight=\"bold\"") && c.contains(&format!("y=\"{:.1}\"", frame_top - 5.0)))
+            .map(|c| c[..c.find('"').unwrap()].parse().unwrap())
             .collect();
-        assert_eq!(labels.len(), 4, "{svg}");
-        for knee in [true, false] {
-            let mut xs: Vec<f64> = labels.iter().filter(|l| l.1 == knee).map(|l| l.0).collect();
-            xs.sort_by(f64::total_cmp);
-            assert!(xs.windows(2).all(|w| w[1] - w[0] >= LABEL_GAP - 0.05), "{knee}: {xs:?}");
+        assert_eq!(tags.len(), 4, "{svg}");
+        assert!(tags.windows(2).all(|w| w[1] - w[0] >= TAG_GAP - 0.05), "{tags:?}");
+        for (i, m) in ["m32768", "m32768.5", "m40960", "m49152"].iter().enumerate() {
+            assert_eq!(svg.matches(&format!(">{m}</text>")).count(), 1, "{m} once, in the key");
+            assert!(svg.contains(&format!(">{}</text><text", tag(i))), "tag {} in the key", tag(i));
         }
+        // The key sits below the x axis title: the canvas grew by its rows.
+        assert!(svg.contains(&format!("height=\"{}\"", H + 12.0 + 2.0 * KEY_ROW)), "{svg}");
+    }
+
+    #[test]
+    fn identical_series_are_drawn_once_and_named_together() {
+        let a = Series { name: "normal-wb".into(), points: vec![pt(1.0, 6.0), pt(2.0, 6.0)] };
+        let b = Series { name: "normal-nc".into(), ..a.clone() };
+        let c = Series { name: "device".into(), points: vec![pt(1.0, 6.0), pt(2.0, 7.0)] };
+        let d = Series { name: "normal-wt".into(), ..a.clone() };
+        let mut v = vec![a, b, c, d];
+        let groups = merge_identical(&mut v);
+        assert_eq!(groups, vec![vec!["normal-wb".to_string(), "normal-nc".into(), "normal-wt".into()]]);
+        assert_eq!(v.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["normal-wb = normal-nc = normal-wt", "device"]);
+        assert_eq!(legend_lines("normal-wb = normal-nc = normal-wt"), ["normal-wb = normal-nc =", "normal-wt"]);
     }
 
     #[test]

@@ -237,7 +237,7 @@ fn report_renders_markdown_html_and_svg_files() {
     ]);
     assert_code(&o, 0, &["(7 figures)"]);
     let m = std::fs::read_to_string(&md).unwrap();
-    for needle in ["This run is emulated", "L1 accesses=4096 misses=0 bypassed=0; L2 accesses=0 misses=0 bypassed=0", "![Figure 1: "] {
+    for needle in ["This run is emulated", "L1 accesses=4096 misses=0 bypassed=0; L2 accesses=0 misses=0 bypassed=0", "![Figure 1]("] {
         assert!(m.contains(needle), "{needle} not in the Markdown report");
     }
     // Markdown links its figures (hosting sites strip inline SVG); the links resolve.
@@ -699,4 +699,157 @@ fn summary_and_infer_on_real_logs() {
     assert_code(&run(&["summary", cut.to_str().unwrap()]), 0, &["INCOMPLETE", "before it stopped"]);
     let o = run(&["infer", &fixture("qemu-real.log"), "--model", &fixture("qemu-real.log")]);
     assert_code(&o, 2, &["no cache-model records"]);
+}
+
+/// What is not a cachescope log: an empty file, random bytes, NUL-only input.
+fn not_logs(t: &Scratch) -> Vec<(String, &'static str)> {
+    let empty = t.path("empty.log");
+    std::fs::write(&empty, b"").unwrap();
+    let random = t.path("random.log");
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let bytes: Vec<u8> = (0..65536)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(&random, bytes).unwrap();
+    let nul = t.path("nul.log");
+    std::fs::write(&nul, vec![0u8; 8192]).unwrap();
+    vec![
+        (empty.display().to_string(), "empty input: not a cachescope log"),
+        (random.display().to_string(), "not a cachescope log: binary data"),
+        (nul.display().to_string(), "not a cachescope log: NUL bytes only"),
+    ]
+}
+
+#[test]
+fn input_that_is_not_a_cachescope_log_is_refused_by_every_reader() {
+    let t = Scratch::new("input_that_is_not_a_cachescope_log_is_refused_by_every_reader");
+    for (path, why) in not_logs(&t) {
+        let out_html = t.path("r.html");
+        let out_json = t.path("r.json");
+        let out_xml = t.path("r.xml");
+        for args in [
+            vec!["report", &path, "-o", out_html.to_str().unwrap()],
+            vec!["extract", &path, "--json", out_json.to_str().unwrap()],
+            vec!["summary", &path],
+            vec!["junit", &path, "-o", out_xml.to_str().unwrap()],
+        ] {
+            let o = run(&args);
+            assert_code(&o, 2, &[why, &path]);
+            // One line naming why, and nothing written.
+            assert_eq!(String::from_utf8_lossy(&o.stderr).lines().count(), 1, "{}: {}", args[0], text(&o));
+            assert!(o.stdout.is_empty(), "{}: {}", args[0], text(&o));
+        }
+        assert!(!out_html.exists() && !out_json.exists() && !out_xml.exists(), "{path}: an output was written");
+    }
+    // A cache-model log in the run log's place is named as such; extract takes it.
+    let o = run(&["summary", &fixture("mistakes-model.model")]);
+    assert_code(&o, 2, &["only the cache model's records", "with --model"]);
+    assert_code(&run(&["extract", &fixture("mistakes-model.model"), "--json", "-"]), 0, &["\"record\":\"model-run\""]);
+}
+
+/// Flips `n` bits of `bytes` at positions from a fixed pseudo-random sequence, never in a
+/// line ending (so the damage stays inside lines, as a bad cable's would).
+fn flip_bits(bytes: &mut [u8], n: usize, seed: u64) {
+    let mut x = seed;
+    let mut done = 0;
+    while done < n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let at = (x >> 8) as usize % bytes.len();
+        let bit = 1u8 << (x % 7); // bits 0..6: ASCII stays ASCII
+        if bytes[at] == b'\n' || bytes[at] ^ bit == b'\n' || bytes[at] ^ bit == b'\r' {
+            continue;
+        }
+        bytes[at] ^= bit;
+        done += 1;
+    }
+}
+
+#[test]
+fn a_damaged_or_truncated_model_log_is_flagged_and_draws_no_hazard_conclusion() {
+    let t = Scratch::new("a_damaged_or_truncated_model_log_is_flagged_and_draws_no_hazard_conclusion");
+    let log = fixture("mistakes-model.log");
+    let good = std::fs::read(fixture("mistakes-model.model")).unwrap();
+    // The intact pair: as declared, no flag.
+    let o = run(&["summary", &log, "--model", &fixture("mistakes-model.model")]);
+    assert_code(&o, 0, &["hazards  (model sanitizer) as declared"]);
+    assert!(!text(&o).contains("fails validation"), "{}", text(&o));
+    // 200 flipped bits, several seeds; and the log cut before its closing records.
+    let mut damaged: Vec<(String, Vec<u8>)> = (1..=5u64)
+        .map(|seed| {
+            let mut b = good.clone();
+            flip_bits(&mut b, 200, seed * 0x2545_f491_4f6c_dd1d);
+            (format!("flipped-{seed}.model"), b)
+        })
+        .collect();
+    let cut = good.len() - good.iter().rev().skip(1).position(|&c| c == b'\n').unwrap() - 1;
+    damaged.push(("no-model-run.model".into(), good[..cut].to_vec()));
+    let total = std::str::from_utf8(&good).unwrap().find("{\"record\":\"hazard-total\"").unwrap();
+    let line_start = good[..total].iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1);
+    damaged.push(("no-hazard-total.model".into(), good[..line_start].to_vec()));
+    for (name, bytes) in damaged {
+        let m = t.path(&name);
+        std::fs::write(&m, &bytes).unwrap();
+        let m = m.display().to_string();
+        let o = run(&["summary", &log, "--model", &m]);
+        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        assert_code(&o, 0, &["model-log INVALID: the model log fails validation, no hazard conclusions drawn from it", "warning:"]);
+        assert!(!out.lines().any(|l| l.starts_with("hazards")), "{name}: a hazard conclusion from a damaged log:\n{out}");
+        assert!(out.lines().count() <= 25, "{name}: {out}");
+        let html = t.path("r.html");
+        let o = run(&["report", &log, "--model", &m, "-o", html.to_str().unwrap()]);
+        assert_code(&o, 0, &["fails validation"]);
+        let h = std::fs::read_to_string(&html).unwrap();
+        let san = &h[h.find("<h2 id=\"sanitizer\"").unwrap()..h.find("<h2 id=\"attribute-matrix\"").unwrap()];
+        assert!(san.contains("Not judged here") && !san.contains("found in declared phases") && !san.contains("NOT OK"), "{name}: {san}");
+    }
+}
+
+#[test]
+fn report_finds_the_model_log_and_icount_by_itself() {
+    let t = Scratch::new("report_finds_the_model_log_and_icount_by_itself");
+    // As qemu-run saves them: LOG and LOG.model.
+    let log = t.path("run.log");
+    std::fs::copy(fixture("mistakes-model.log"), &log).unwrap();
+    std::fs::copy(fixture("mistakes-model.model"), t.path("run.log.model")).unwrap();
+    let html = t.path("r.html");
+    let o = run(&["report", log.to_str().unwrap(), "-o", html.to_str().unwrap()]);
+    assert_code(&o, 0, &["the cache model's records from", "run.log.model"]);
+    let h = std::fs::read_to_string(&html).unwrap();
+    for needle in [
+        "<h2 id=\"findings\">",
+        "<td>hazards</td><td>(model sanitizer) as declared",
+        "<td>-icount</td><td>yes (the runner adds it with the cache model)",
+        "Verdict: <strong>as declared",
+        "<td>mistakes/stride-gap</td><td>mistakes.stride-gap</td>",
+    ] {
+        assert!(h.contains(needle), "{needle} not in the report");
+    }
+    // Flags override: without the model log and without -icount.
+    let o = run(&["report", log.to_str().unwrap(), "--no-model", "--no-icount", "-o", html.to_str().unwrap()]);
+    assert_code(&o, 0, &["figures)"]);
+    let h = std::fs::read_to_string(&html).unwrap();
+    assert!(h.contains("<td>-icount</td><td>no (--no-icount)") && h.contains("No cache-model log"), "overrides");
+    // The model figures come first, the emulator's in the appendix, labelled as instruction counts.
+    let log = t.path("lat.log");
+    std::fs::copy(fixture("latency-mistakes-model.log"), &log).unwrap();
+    std::fs::copy(fixture("latency-mistakes-model.log.model"), t.path("lat.log.model")).unwrap();
+    let md = t.path("lat.md");
+    assert_code(&run(&["report", log.to_str().unwrap(), "-o", md.to_str().unwrap()]), 0, &["(3 figures)"]);
+    let m = std::fs::read_to_string(&md).unwrap();
+    let at = |n: &str| m.find(n).unwrap_or_else(|| panic!("no {n:?} in\n{m}"));
+    assert!(at("](lat.figures/fig01-model-missrate-normal-wb.svg)") < at("## Sanitizer"));
+    assert!(at("## Sanitizer") < at("## Appendix: emulator timing figures (instruction counts"));
+    assert!(at("<details><summary>1 figure: instruction counts") < at("](lat.figures/fig03-latency-cntvct.svg)"));
+    let svg = std::fs::read_to_string(t.path("lat.figures/fig03-latency-cntvct.svg")).unwrap();
+    assert!(svg.contains("instruction counts"), "{svg}");
+    // A catalogue row's NAME.log and NAME.model are found too.
+    let o = run(&["report", &fixture("mistakes-model.log"), "-o", html.to_str().unwrap()]);
+    assert_code(&o, 0, &["mistakes-model.model"]);
 }
