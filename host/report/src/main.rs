@@ -729,7 +729,11 @@ fn verdict_cmd(a: &VerdictArgs) -> Result<(), Fail> {
     let mlog = Log::load(&a.model)?;
     let (run, _) = records::extract(&log);
     let (mrecs, _) = records::extract(&mlog);
-    let v = verdict::judge(run.iter().map(|r| &r.obj), mrecs.iter().map(|r| &r.obj)).unwrap_or_else(verdict::Verdict::missing);
+    // A damaged model log (bit flips, a truncated write) draws no verdict: it cannot pass.
+    let v = match records::check_model_log(&mlog).flag(&mlog.name) {
+        Some(why) => verdict::Verdict::missing(why),
+        None => verdict::judge(run.iter().map(|r| &r.obj), mrecs.iter().map(|r| &r.obj)).unwrap_or_else(verdict::Verdict::missing),
+    };
     let cases = junit::build(&log, &RunInfo::default(), None);
     let case_of = |phase: &str| -> String {
         let needle = format!("\"record\":\"expect-hazard\",\"phase\":\"{phase}\"");

@@ -1804,7 +1804,7 @@ impl Ctx<'_> {
             rows,
         ));
         // Per phase, with the PCs of the exposing accesses and of their causes.
-        let cases = crate::junit::build(run, &crate::runinfo::RunInfo::default());
+        let cases = crate::junit::build(run, &crate::runinfo::RunInfo::default(), None);
         let case_of = |phase: &str| -> String {
             let needle = format!("\"record\":\"expect-hazard\",\"phase\":\"{phase}\"");
             cases
@@ -1931,7 +1931,7 @@ impl Ctx<'_> {
             }
             self.blocks.push(Block::Table(head, rows));
         }
-        let suites = crate::junit::build(run, &crate::runinfo::RunInfo::default());
+        let suites = crate::junit::build(run, &crate::runinfo::RunInfo::default(), None);
         if let Some(mmu) = suites.suites.iter().find(|s| s.name == "mmu") {
             let rows = mmu
                 .cases
@@ -2300,7 +2300,7 @@ mod tests {
         }
         m += &format!("# cs: {{\"record\":\"hazard\",\"kind\":\"lost-write\",\"pa\":\"0x1000\",\"va\":\"0x1000\",\"pc\":\"0x40001234\",\"phase\":\"{hazard_phase}\",\"phase_id\":2,\"count\":1,\"access\":\"dc-ivac\",\"cause\":\"write\",\"cause_pc\":\"0x40001200\",\"source\":\"model\"}}\n");
         m += &format!("# model: hazard lost-write pa=0x1000 va=0x1000 pc=0x40001234 phase={hazard_phase} count=1 access=dc-ivac cause=write cause_pc=0x40001200\n");
-        m += "# cs: {\"record\":\"hazard-total\",\"sanitize\":true,\"hazards\":1,\"count\":1,\"stale_read_by_device\":0,\"lost_write\":1,\"stale_read_by_cpu\":0,\"stale_instruction\":0,\"maintenance_gap\":0,\"source\":\"model\"}\n";
+        m += "# cs: {\"record\":\"hazard-total\",\"sanitize\":true,\"hazards\":1,\"count\":1,\"stale_read_by_device\":0,\"lost_write\":1,\"stale_read_by_cpu\":0,\"stale_instruction\":0,\"maintenance_gap\":0,\"truncated\":false,\"dropped\":0,\"source\":\"model\"}\n";
         m += "# cs: {\"record\":\"model-run\",\"protocol\":5,\"markers\":4,\"phases\":2,\"va_learned\":0,\"va_window\":0,\"va_identity\":0,\"setway_ops\":0,\"warnings\":0,\"fast\":true,\"source\":\"model\"}\n";
         m
     }

@@ -32,8 +32,8 @@ pub enum Word {
     Failed,
     /// The sanitizer was switched off (`sanitize=off`): nothing was judged.
     Off,
-    /// The model log has no `hazard-total`: the plugin did not finish, so nothing can be judged
-    /// and the run cannot pass.
+    /// The model log has no `hazard-total` (the plugin did not finish) or fails validation
+    /// (`records::check_model_log`): nothing can be judged and the run cannot pass.
     Missing,
 }
 

@@ -779,6 +779,8 @@ fn a_damaged_or_truncated_model_log_is_flagged_and_draws_no_hazard_conclusion() 
     // The intact pair: as declared, no flag.
     let o = run(&["summary", &log, "--model", &fixture("mistakes-model.model")]);
     assert_code(&o, 0, &["hazards  (model sanitizer) as declared"]);
+    let o = run(&["verdict", &log, "--model", &fixture("mistakes-model.model")]);
+    assert_code(&o, 0, &["\"record\":\"sanitizer-verdict\",\"verdict\":\"as-declared\""]);
     assert!(!text(&o).contains("fails validation"), "{}", text(&o));
     // 200 flipped bits, several seeds; and the log cut before its closing records.
     let mut damaged: Vec<(String, Vec<u8>)> = (1..=5u64)
@@ -802,6 +804,13 @@ fn a_damaged_or_truncated_model_log_is_flagged_and_draws_no_hazard_conclusion() 
         assert_code(&o, 0, &["model-log INVALID: the model log fails validation, no hazard conclusions drawn from it", "warning:"]);
         assert!(!out.lines().any(|l| l.starts_with("hazards")), "{name}: a hazard conclusion from a damaged log:\n{out}");
         assert!(out.lines().count() <= 25, "{name}: {out}");
+        // The runner's verdict: a damaged model log can never pass.
+        let o = run(&["verdict", &log, "--model", &m]);
+        assert_code(
+            &o,
+            1,
+            &["# sanitizer: not ok (outside any phase): INVALID: the model log fails validation", "\"verdict\":\"missing\""],
+        );
         let html = t.path("r.html");
         let o = run(&["report", &log, "--model", &m, "-o", html.to_str().unwrap()]);
         assert_code(&o, 0, &["fails validation"]);
