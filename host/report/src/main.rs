@@ -669,6 +669,12 @@ fn capture_cmd(a: &CaptureArgs, quiet: bool) -> Result<(), Fail> {
 struct LazyFile<'a> {
     path: &'a str,
     file: Option<std::io::BufWriter<std::fs::File>>,
+    /// When each saved line was written (the filter saves a line as it arrives), seconds since
+    /// the filter started: the log's line arrival times, for JUnit.
+    arrived: Vec<f64>,
+    /// Whether the last byte written ended a line.
+    at_line_start: bool,
+    t0: Instant,
 }
 
 impl Write for LazyFile<'_> {
@@ -676,7 +682,14 @@ impl Write for LazyFile<'_> {
         if self.file.is_none() {
             self.file = Some(std::io::BufWriter::new(std::fs::File::create(self.path)?));
         }
-        self.file.as_mut().map_or(Ok(0), |f| f.write(buf))
+        let n = self.file.as_mut().map_or(Ok(0), |f| f.write(buf))?;
+        let now = self.t0.elapsed().as_secs_f64();
+        let written = &buf[..n];
+        self.arrived.extend(written.iter().filter(|&&b| b == b'\n').map(|_| now));
+        if let Some(&last) = written.last() {
+            self.at_line_start = last == b'\n';
+        }
+        Ok(n)
     }
     fn flush(&mut self) -> std::io::Result<()> {
         self.file.as_mut().map_or(Ok(()), Write::flush)
@@ -685,7 +698,7 @@ impl Write for LazyFile<'_> {
 
 fn console_cmd(a: &ConsoleArgs) -> Result<(), Fail> {
     use std::io::IsTerminal;
-    let mut save = LazyFile { path: &a.save, file: None };
+    let mut save = LazyFile { path: &a.save, file: None, arrived: Vec::new(), at_line_start: true, t0: Instant::now() };
     // CS_VERBOSE=1 (any value but empty or 0) shows the full stream.
     let env_verbose = std::env::var("CS_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0");
     let opts = console::Options { verbose: a.verbose || env_verbose, terminal: std::io::stdout().is_terminal(), icount: a.icount };
@@ -700,6 +713,15 @@ fn console_cmd(a: &ConsoleArgs) -> Result<(), Fail> {
         // `help` or a refused command line: shown, nothing saved, and the runner is told so.
         return Err(Fail(3, String::new()));
     }
+    // The line arrival times beside the log (LOG.times, as the catalogue runner and the serial
+    // capture write them): a last line without its newline arrived too.
+    if !save.at_line_start {
+        save.arrived.push(save.t0.elapsed().as_secs_f64());
+    }
+    let path = times::sidecar(&a.save);
+    std::fs::File::create(&path)
+        .and_then(|mut f| times::LineTimes(std::mem::take(&mut save.arrived)).write(&mut f))
+        .map_err(|e| Fail(2, format!("console: {path}: cannot write: {e}")))?;
     Ok(())
 }
 
