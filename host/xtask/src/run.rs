@@ -39,38 +39,27 @@ pub struct Filter {
     pub group: Option<String>,
     /// CS_ROWS: only rows whose name matches.
     pub rows: Option<regex::Regex>,
-    /// CS_SKIP_GROUP: no row of this group (the test command runs a group in a later phase).
-    pub skip_group: Option<String>,
 }
 
 impl Filter {
-    /// Reads CS_GROUP, CS_SKIP_GROUP and CS_ROWS; a CS_ROWS that is not a regular expression is
-    /// an error.
+    /// Reads CS_GROUP and CS_ROWS; a CS_ROWS that is not a regular expression is an error.
     pub fn from_env() -> Result<Filter, String> {
         let group = std::env::var("CS_GROUP").ok().filter(|g| !g.is_empty());
-        let skip_group = std::env::var("CS_SKIP_GROUP").ok().filter(|g| !g.is_empty());
         let rows = match std::env::var("CS_ROWS") {
             Ok(r) if !r.is_empty() => Some(regex::Regex::new(&r).map_err(|e| format!("CS_ROWS='{r}' is not a regular expression: {e}"))?),
             _ => None,
         };
-        Ok(Filter { group, rows, skip_group })
+        Ok(Filter { group, rows })
     }
 
     /// Whether the row is selected.
     pub fn selects(&self, row: &Row) -> bool {
-        self.group.as_ref().is_none_or(|g| row.in_group(g))
-            && self.skip_group.as_ref().is_none_or(|g| !row.in_group(g))
-            && self.rows.as_ref().is_none_or(|r| r.is_match(&row.name))
+        self.group.as_ref().is_none_or(|g| row.in_group(g)) && self.rows.as_ref().is_none_or(|r| r.is_match(&row.name))
     }
 
     /// For messages.
     pub fn describe(&self) -> String {
-        format!(
-            "CS_GROUP='{}' CS_SKIP_GROUP='{}' CS_ROWS='{}'",
-            self.group.as_deref().unwrap_or(""),
-            self.skip_group.as_deref().unwrap_or(""),
-            self.rows.as_ref().map(|r| r.as_str()).unwrap_or("")
-        )
+        format!("CS_GROUP='{}' CS_ROWS='{}'", self.group.as_deref().unwrap_or(""), self.rows.as_ref().map(|r| r.as_str()).unwrap_or(""))
     }
 }
 
@@ -446,11 +435,9 @@ expect = ['x']
         let jobs = plan(&rows(), &ks, &boards(), &Filter::default()).unwrap();
         let got: Vec<(usize, &str, &str)> = jobs.iter().map(|j| (j.number, j.row.name.as_str(), j.kernel.board.as_str())).collect();
         assert_eq!(got, [(1, "v", "qemu-virt"), (2, "p", "rpi4"), (3, "m", "qemu-virt")]);
-        let f = Filter { group: Some("quick".into()), ..Filter::default() };
+        let f = Filter { group: Some("quick".into()), rows: None };
         assert_eq!(plan(&rows(), &ks, &boards(), &f).unwrap().len(), 1);
-        let f = Filter { skip_group: Some("quick".into()), ..Filter::default() };
-        assert_eq!(plan(&rows(), &ks, &boards(), &f).unwrap().len(), 2);
-        let f = Filter { rows: Some(regex::Regex::new("^[pm]$").unwrap()), ..Filter::default() };
+        let f = Filter { group: None, rows: Some(regex::Regex::new("^[pm]$").unwrap()) };
         assert_eq!(plan(&rows(), &ks, &boards(), &f).unwrap().len(), 2);
         let rpi5_only = [kernel("boot", "rpi5")];
         assert!(plan(&rows(), &rpi5_only, &boards(), &Filter::default()).unwrap().is_empty());
