@@ -757,17 +757,7 @@ fn verdict_cmd(a: &VerdictArgs) -> Result<(), Fail> {
         None => verdict::judge(run.iter().map(|r| &r.obj), mrecs.iter().map(|r| &r.obj)).unwrap_or_else(verdict::Verdict::missing),
     };
     let cases = junit::build(&log, &RunInfo::default(), None);
-    let case_of = |phase: &str| -> String {
-        let needle = format!("\"record\":\"expect-hazard\",\"phase\":\"{phase}\"");
-        cases
-            .suites
-            .iter()
-            .flat_map(|s| s.cases.iter().map(move |c| (s, c)))
-            .find(|(_, c)| c.output.iter().any(|o| o.contains(&needle)))
-            .map(|(s, c)| format!("{}.{}", s.name, c.name))
-            .unwrap_or_default()
-    };
-    out(&(v.lines(case_of).join("\n") + "\n"))?;
+    out(&(v.lines(|phase| verdict::declaring_case(&cases, phase)).join("\n") + "\n"))?;
     if v.passed() {
         Ok(())
     } else {

@@ -1805,16 +1805,7 @@ impl Ctx<'_> {
         ));
         // Per phase, with the PCs of the exposing accesses and of their causes.
         let cases = crate::junit::build(run, &crate::runinfo::RunInfo::default(), None);
-        let case_of = |phase: &str| -> String {
-            let needle = format!("\"record\":\"expect-hazard\",\"phase\":\"{phase}\"");
-            cases
-                .suites
-                .iter()
-                .flat_map(|s| s.cases.iter().map(move |c| (s, c)))
-                .find(|(_, c)| c.output.iter().any(|o| o.contains(&needle)))
-                .map(|(s, c)| format!("{}.{}", s.name, c.name))
-                .unwrap_or_default()
-        };
+        let case_of = |phase: &str| crate::verdict::declaring_case(&cases, phase);
         let mut phases: Vec<&str> = declared_phases.iter().copied().collect();
         for h in &hazards {
             let p = str_field(h, "phase").unwrap_or("");

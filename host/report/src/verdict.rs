@@ -288,6 +288,19 @@ pub struct RecordedFinding {
     pub what: String,
 }
 
+/// The KTAP case (`suite.case`) whose output holds the `expect-hazard` record of `phase`, in a
+/// run's JUnit view (`junit::build`); empty when no case declared it.
+pub fn declaring_case(cases: &crate::junit::Report, phase: &str) -> String {
+    let needle = format!("\"record\":\"expect-hazard\",\"phase\":\"{phase}\"");
+    cases
+        .suites
+        .iter()
+        .flat_map(|s| s.cases.iter().map(move |c| (s, c)))
+        .find(|(_, c)| c.output.iter().any(|o| o.contains(&needle)))
+        .map(|(s, c)| format!("{}.{}", s.name, c.name))
+        .unwrap_or_default()
+}
+
 /// Folds a recorded verdict into JUnit results: the case that declared a failed phase fails
 /// with the finding (a mistake case passes only when its declared hazard was seen exactly); a
 /// failed phase no case declared becomes a failed case of a `sanitizer` suite, named by phase
