@@ -71,6 +71,12 @@ const BYPASS_LINE: u64 = 1 << 63;
 /// previous one except where the line is longer (then `fetch` skips the line it continues).
 const FETCH_SEGMENT_SHIFT: u32 = 6;
 
+/// A register's value: its first 8 bytes, little-endian (QEMU's byte order for AArch64).
+fn read_u64(r: &RegisterDescriptor<'_>) -> Option<u64> {
+    let bytes = r.read().ok()?;
+    Some(bytes.iter().take(8).rev().fold(0u64, |v, &b| v << 8 | u64::from(b)))
+}
+
 const PAGE_SHIFT: u32 = 12;
 
 /// Per-vCPU shortcut state. Only the vCPU's own thread writes it (the shortcut is enabled with one
@@ -833,9 +839,7 @@ impl State {
             return 0; // XZR
         }
         let Some(regs) = self.regs.get() else { return 0 };
-        regs.get(n as usize)
-            .and_then(|r| r.read().ok())
-            .map_or(0, |bytes| bytes.iter().take(8).rev().fold(0, |v, &b| v << 8 | u64::from(b)))
+        regs.get(n as usize).and_then(read_u64).unwrap_or(0)
     }
 
     fn special(&self, vcpu: VCPUIndex, insn: Insn, pc: u64) {
@@ -931,26 +935,24 @@ impl State {
         }
     }
 
+    /// An identification register's value, if the guest CPU exposes it to plugins (printed with
+    /// CS_MODEL_LIST_REGS).
+    fn read_id_reg(r: Option<&RegisterDescriptor<'static>>, name: &str) -> Option<u64> {
+        let v = read_u64(r?)?;
+        if std::env::var_os("CS_MODEL_LIST_REGS").is_some() {
+            eprintln!("{NAME}: {name} = {v:#x}");
+        }
+        Some(v)
+    }
+
     /// CTR_EL0, if the guest CPU exposes it to plugins.
     fn read_ctr(&self) -> Option<Ctr> {
-        let r = self.sysregs.get()?.ctr.as_ref()?;
-        let bytes = r.read().ok()?;
-        let v = bytes.iter().take(8).rev().fold(0u64, |v, &b| v << 8 | u64::from(b));
-        if std::env::var_os("CS_MODEL_LIST_REGS").is_some() {
-            eprintln!("{NAME}: CTR_EL0 = {v:#x}");
-        }
-        Some(Ctr { raw: v })
+        Self::read_id_reg(self.sysregs.get()?.ctr.as_ref(), "CTR_EL0").map(|raw| Ctr { raw })
     }
 
     /// CLIDR_EL1, if the guest CPU exposes it to plugins.
     fn read_clidr(&self) -> Option<Clidr> {
-        let r = self.sysregs.get()?.clidr.as_ref()?;
-        let bytes = r.read().ok()?;
-        let v = bytes.iter().take(8).rev().fold(0u64, |v, &b| v << 8 | u64::from(b));
-        if std::env::var_os("CS_MODEL_LIST_REGS").is_some() {
-            eprintln!("{NAME}: CLIDR_EL1 = {v:#x}");
-        }
-        Some(Clidr::decode(v))
+        Self::read_id_reg(self.sysregs.get()?.clidr.as_ref(), "CLIDR_EL1").map(Clidr::decode)
     }
 
     /// A PRFM PLD/PST: its address from the registers (read in this exec callback, before the
@@ -979,7 +981,7 @@ impl State {
             return self.reg(n);
         }
         let Some(regs) = self.regs.get() else { return 0 };
-        regs.get(31).and_then(|r| r.read().ok()).map_or(0, |bytes| bytes.iter().take(8).rev().fold(0, |v, &b| v << 8 | u64::from(b)))
+        regs.get(31).and_then(read_u64).unwrap_or(0)
     }
 
     fn translate(&self, core: &mut Core, va: u64) -> u64 {

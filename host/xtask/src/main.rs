@@ -285,6 +285,21 @@ fn mkdir(dir: &Path) -> Result<(), Failure> {
     std::fs::create_dir_all(dir).map_err(|e| usage(format!("{}: cannot create: {e}", dir.display())))
 }
 
+/// Prints (passed, what) findings as numbered `ok`/`not ok` lines and one `# NAME: N ok, M not ok`
+/// summary (with `context` after it); fails quietly when any did not pass.
+fn report_findings(findings: &[(bool, String)], name: &str, context: &str) -> Result<(), Failure> {
+    let bad = findings.iter().filter(|(ok, _)| !ok).count();
+    for (i, (ok, what)) in findings.iter().enumerate() {
+        say(&format!("{} {} {what}", if *ok { "ok" } else { "not ok" }, i + 1));
+    }
+    say(&format!("# {name}: {} ok, {bad} not ok{context}", findings.len() - bad));
+    if bad == 0 {
+        Ok(())
+    } else {
+        Err(Failure::Quiet)
+    }
+}
+
 fn run(cli: Cli) -> Result<(), Failure> {
     let boards_path = cli.boards.unwrap_or_else(|| repo_root().join("boards.toml"));
     match cli.command {
@@ -502,42 +517,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 let profile = d.profile_name().unwrap_or_else(|| "?".into());
                 findings.extend(these.into_iter().map(|(ok, w)| (ok, format!("[{log}, profile {profile}] {w}"))));
             }
-            let bad = findings.iter().filter(|(ok, _)| !ok).count();
-            for (i, (ok, what)) in findings.iter().enumerate() {
-                say(&format!("{} {} {what}", if *ok { "ok" } else { "not ok" }, i + 1));
-            }
-            say(&format!("# model-observe: {} ok, {bad} not ok", findings.len() - bad));
-            if bad == 0 {
-                Ok(())
-            } else {
-                Err(Failure::Quiet)
-            }
+            report_findings(&findings, "model-observe", "")
         }
         Command::Hazards { log, model } => {
             let findings = hazards::check(&read(&log)?, &read(&model)?).map_err(|e| usage(format!("{}: {e}", model.display())))?;
-            let bad = findings.iter().filter(|(ok, _)| !ok).count();
-            for (i, (ok, what)) in findings.iter().enumerate() {
-                say(&format!("{} {} {what}", if *ok { "ok" } else { "not ok" }, i + 1));
-            }
-            say(&format!("# hazards: {} ok, {bad} not ok ({} and {})", findings.len() - bad, log.display(), model.display()));
-            if bad == 0 {
-                Ok(())
-            } else {
-                Err(Failure::Quiet)
-            }
+            report_findings(&findings, "hazards", &format!(" ({} and {})", log.display(), model.display()))
         }
         Command::ScriptHelp { timeout } => {
             let findings = scripthelp::check(&repo_root(), std::time::Duration::from_secs(timeout)).map_err(usage)?;
-            let bad = findings.iter().filter(|(ok, _)| !ok).count();
-            for (i, (ok, what)) in findings.iter().enumerate() {
-                say(&format!("{} {} {what}", if *ok { "ok" } else { "not ok" }, i + 1));
-            }
-            say(&format!("# script-help: {} ok, {bad} not ok (every script under scripts/, --help and -h)", findings.len() - bad));
-            if bad == 0 {
-                Ok(())
-            } else {
-                Err(Failure::Quiet)
-            }
+            report_findings(&findings, "script-help", " (every script under scripts/, --help and -h)")
         }
         Command::DocsRun { files, jobs, timeout } => {
             let root = repo_root();
