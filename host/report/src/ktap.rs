@@ -27,6 +27,8 @@
 //! counts as skipped whatever its `ok`/`not ok`; `not ok` with TODO or XFAIL counts as passed
 //! (an expected failure); every other `not ok` is failed, `ok` is passed.
 
+pub mod cases;
+
 use crate::input::{Log, LogLine};
 use std::fmt;
 

@@ -15,13 +15,13 @@
 use serde_json::{json, Map, Value};
 
 use crate::boards::{ArgsFrom, Board, QemuKernel};
-use crate::ktap;
+use cachescope_report::ktap::cases;
 
 /// The monitor's (= LAVA test suite's) name.
 pub const SUITE: &str = "cachescope";
 
 /// Start of the monitored output: the first KTAP line (a regular expression for pexpect).
-pub const MONITOR_START: &str = ktap::START;
+pub const MONITOR_START: &str = cases::START;
 
 /// End of the monitored output: the kernel's `end` record (a regular expression; the brace is
 /// escaped).
@@ -313,7 +313,7 @@ mod tests {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../report/tests/fixtures/qemu-real.log");
         let text = std::fs::read_to_string(path).unwrap();
         let expected: Vec<(String, String)> =
-            ktap::parse(text.lines()).cases.iter().filter(|c| c.leaf).map(|c| (c.name.clone(), c.outcome.lava().to_string())).collect();
+            cases::parse(text.lines()).cases.iter().filter(|c| c.leaf).map(|c| (c.name.clone(), c.outcome.lava().to_string())).collect();
         assert_eq!(expected.len(), 31, "the 31 leaf cases; the 4 suites' own lines are not test cases");
         assert_eq!(monitor(&text), expected);
         assert_eq!(monitor(&text.replace('\n', "\r\n")), expected);

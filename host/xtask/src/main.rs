@@ -32,7 +32,6 @@ mod catalogue;
 mod checklogs;
 mod docs;
 mod hazards;
-mod ktap;
 mod lava;
 mod maint;
 mod observe;
@@ -45,6 +44,7 @@ mod yaml;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use cachescope_report::ktap::cases;
 use clap::{Parser, Subcommand};
 
 /// Host tasks for cachescope, driven by boards.toml.
@@ -490,8 +490,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::LavaCheck { log, ktap: ktap_path, suite, must_fail } => {
             let lava_log = results::parse_log(&read(&log)?);
             let run = match &ktap_path {
-                Some(p) => ktap::parse(read(p)?.lines()),
-                None => ktap::parse(lava_log.target.iter().map(String::as_str)),
+                Some(p) => cases::parse(read(p)?.lines()),
+                None => cases::parse(lava_log.target.iter().map(String::as_str)),
             };
             let a = results::check(&lava_log, &run, &suite, &must_fail).map_err(Failure::Check)?;
             say(&format!(

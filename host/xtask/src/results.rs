@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::ktap::{self, Outcome, Run};
+use cachescope_report::ktap::cases::{self, Outcome, Run};
 
 /// One `"lvl": "results"` entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,7 +94,7 @@ pub fn check(log: &LavaLog, run: &Run, suite: &str, must_fail: &[String]) -> Res
         Some(_) => {}
     }
     if run.cases.is_empty() {
-        problems.push(format!("the console log holds no KTAP case after '{}'", ktap::START));
+        problems.push(format!("the console log holds no KTAP case after '{}'", cases::START));
     }
     match run.end {
         None => problems.push("the console log has no end record: the run did not finish".to_string()),
@@ -111,11 +111,11 @@ pub fn check(log: &LavaLog, run: &Run, suite: &str, must_fail: &[String]) -> Res
     }
     let lava: Vec<&LavaResult> = log.results.iter().filter(|r| r.definition == suite).collect();
     // Leaf cases only: a suite's own result line is not a test case (else one failure shows as two).
-    let leaves: Vec<&ktap::Case> = run.cases.iter().filter(|c| c.leaf).collect();
+    let leaves: Vec<&cases::Case> = run.cases.iter().filter(|c| c.leaf).collect();
     for i in 0..lava.len().max(leaves.len()) {
         match (leaves.get(i).copied(), lava.get(i)) {
             (Some(c), Some(r)) => {
-                let id = ktap::lava_case_id(&c.name);
+                let id = cases::lava_case_id(&c.name);
                 if r.case != id || r.result != c.outcome.lava() {
                     problems.push(format!(
                         "case {}: KTAP '{}' {} (LAVA id {id}), LAVA '{}' {}",
@@ -135,8 +135,8 @@ pub fn check(log: &LavaLog, run: &Run, suite: &str, must_fail: &[String]) -> Res
         }
     }
     for c in run.cases.iter().filter(|c| !c.leaf) {
-        let id = ktap::lava_case_id(&c.name);
-        if let Some(r) = lava.iter().find(|r| r.case == id && !leaves.iter().any(|l| ktap::lava_case_id(&l.name) == id)) {
+        let id = cases::lava_case_id(&c.name);
+        if let Some(r) = lava.iter().find(|r| r.case == id && !leaves.iter().any(|l| cases::lava_case_id(&l.name) == id)) {
             problems.push(format!(
                 "LAVA lists the suite '{}' ({}) as a test case: only leaf cases may be (its cases are already counted)",
                 c.name, r.result
@@ -144,7 +144,7 @@ pub fn check(log: &LavaLog, run: &Run, suite: &str, must_fail: &[String]) -> Res
         }
     }
     for name in must_fail {
-        let id = ktap::lava_case_id(name);
+        let id = cases::lava_case_id(name);
         if !lava.iter().any(|r| r.case == id && r.result == "fail") {
             problems.push(format!("'{name}' should be in LAVA's results as fail (the deliberately failing case)"));
         }
@@ -194,7 +194,7 @@ mod tests {
     }
 
     fn run_of(log: &LavaLog) -> Run {
-        ktap::parse(log.target.iter().map(String::as_str))
+        cases::parse(log.target.iter().map(String::as_str))
     }
 
     #[test]

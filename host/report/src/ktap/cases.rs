@@ -3,10 +3,12 @@
 //! Only what the LAVA comparison needs: every result line (`ok N name`, `not ok N name`,
 //! `ok N name # SKIP reason`) at any depth (two spaces per level), between the first
 //! `KTAP version 1` line and the `end` record. Header order inside a nested suite
-//! (`# Subtest:` before or after `KTAP version 1`) does not matter here. The full KTAP checker
-//! is the report tool's (`scripts/report check`).
+//! (`# Subtest:` before or after `KTAP version 1`) does not matter here. The strict checker is
+//! the parent module's [`super::validate`] (`scripts/report check`); this lenient reader is what
+//! the LAVA comparison (xtask's `lava-check` and results) needs, with the one result-line parser
+//! ([`super::parse_result`]).
 
-use cachescope_report::ktap::Directive;
+use super::Directive;
 
 /// The outcome of one case, in LAVA's words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,13 +73,13 @@ pub const START: &str = "KTAP version 1";
 pub const END_RECORD: &str = "# cs: {\"record\":\"end\"";
 
 /// A result line: (depth, number, name, outcome), or `None` for any other line. The line is
-/// read by the report tool's KTAP parser (`cachescope_report::ktap::parse_result`), the one
+/// read by the report tool's KTAP parser (`super::parse_result`), the one
 /// parser of result lines; a malformed one is not a case.
 pub fn result_line(line: &str) -> Option<(usize, u64, String, Outcome)> {
     let body = line.trim_end_matches(['\r', '\n']);
     let content = body.trim_start_matches(' ');
     let depth = (body.len() - content.len()) / 2;
-    let r = cachescope_report::ktap::parse_result(content)?.ok()?;
+    let r = super::parse_result(content)?.ok()?;
     // TAP's optional "- " before the description is not part of the name.
     let name = r.description.trim();
     let name = name.strip_prefix("- ").unwrap_or(name).trim();
@@ -124,7 +126,7 @@ pub fn parse<'a>(lines: impl IntoIterator<Item = &'a str>) -> Run {
 }
 
 fn end_counts(line: &str) -> Option<EndCounts> {
-    let r = cachescope_report::records::parse_line(line)?.ok()?;
+    let r = crate::records::parse_line(line)?.ok()?;
     let n = |k: &str| r.get(k).and_then(serde_json::Value::as_u64);
     Some(EndCounts { passed: n("passed")?, failed: n("failed")?, skipped: n("skipped")? })
 }
@@ -197,7 +199,7 @@ mod tests {
 
     #[test]
     fn real_log_fixture() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../report/tests/fixtures/qemu-real.log");
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/qemu-real.log");
         let text = std::fs::read_to_string(path).unwrap();
         let run = parse(text.lines());
         let end = run.end.expect("end record");
