@@ -60,7 +60,7 @@ mod target {
             current_el: cpu::current_el(),
             board: bsp::NAME,
             ram: bsp::RAM_FALLBACK,
-            uart: bsp::UART_FALLBACK,
+            uart: bsp::CONSOLE_BASE,
             midr: cpu::midr(),
             cntfrq: cpu::timer_frequency(),
             ..BootInfo::default()
