@@ -18,11 +18,14 @@ pub mod firmware;
 pub mod harness;
 pub mod mem;
 pub mod model;
+pub mod smp;
 
 #[cfg(target_os = "none")]
-pub mod arch;
+mod arch;
 #[cfg(target_os = "none")]
 pub mod bsp;
+#[cfg(target_os = "none")]
+pub mod cpu;
 /// The console (a driver: `drivers::console`), by its short name: the macros use `$crate::console`.
 pub use drivers::console;
 pub mod drivers;
