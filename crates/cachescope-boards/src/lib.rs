@@ -470,6 +470,12 @@ pub fn kernel_facts(board: &Board) -> String {
          pub const SPIN_TABLE: Option<usize> = {};\n",
         opt(board.spin_table)
     ));
+    out.push_str(&format!(
+        "/// The words the runner puts before the kernel arguments under QEMU (boards.toml `qemu_kernel_args`);\n\
+         /// `None`: no QEMU machine emulates the board.\n\
+         pub const QEMU_KERNEL_ARGS: Option<&str> = {};\n",
+        board.qemu.as_ref().map_or("None".to_string(), |q| format!("Some({:?})", q.kernel_args))
+    ));
     let tag = format!("{}\\0", board.tag);
     out.push_str(&format!(
         "/// Marks the ELF and the raw image as built for this board (boards.toml `tag`, NUL-terminated; the\n\
@@ -599,6 +605,7 @@ lava_device_type = "qemu"
             "pub const CONSOLE_BASE: usize = 0x9000000;",
             "pub const CONSOLE_CLOCK_HZ: Option<u32> = Some(48000000);",
             "pub const SPIN_TABLE: Option<usize> = Some(0xd8);",
+            "pub const QEMU_KERNEL_ARGS: Option<&str> = Some(\"\");",
             "#[link_section = \".rodata.cs_board\"]",
             "static BOARD_TAG: [u8; 19] = *b\"cachescope-board=c\\0\";",
         ] {
@@ -609,6 +616,8 @@ lava_device_type = "qemu"
             a.contains("pub const CONSOLE_CLOCK_HZ: Option<u32> = None;\n") && a.contains("SPIN_TABLE: Option<usize> = None;\n"),
             "{a}"
         );
+        let none = Board { qemu: None, ..boards[0].clone() };
+        assert!(kernel_facts(&none).contains("pub const QEMU_KERNEL_ARGS: Option<&str> = None;\n"));
         let ds = Board { name: "with-dash".into(), ..boards[0].clone() };
         assert_eq!(ds.source_file(), "with_dash.rs");
     }
