@@ -53,14 +53,16 @@ mod target {
     /// Heap size cap; RAM beyond it is the test arena.
     const HEAP_MAX: usize = 16 << 20;
 
-    /// Brings up console and heap and gathers the boot facts.
+    /// Brings up console and heap and gathers the boot facts. First of all, a fatal exception
+    /// on the boot core is made to end the run through the board's exit.
     pub fn init(x0: usize, entry_el: u64) -> BootInfo {
+        crate::arch::exception::set_fatal_exit(bsp::exit);
         let mut info = BootInfo {
             entry_el: entry_el as u8,
             current_el: cpu::current_el(),
             board: bsp::NAME,
             ram: bsp::RAM_FALLBACK,
-            uart: bsp::UART_FALLBACK,
+            uart: bsp::CONSOLE_BASE,
             midr: cpu::midr(),
             cntfrq: cpu::timer_frequency(),
             ..BootInfo::default()

@@ -1,9 +1,10 @@
 //! cachescope: a bare-metal AArch64 kernel library that discovers, exercises and reports cache
 //! and memory-attribute behaviour, with a KTAP test harness and machine-readable records.
 //!
-//! Layers: `arch` (AArch64 instructions and registers), `bsp` (one board), `drivers` (MMIO
-//! devices), and generic logic (`harness`, `exception`, `cpuid`, …). Pure modules build for the
-//! host too: `cargo host-test` runs their unit tests.
+//! Layers: `arch` (AArch64 instructions and registers, private: generic code names it through
+//! the facade `cpu`), `bsp` (one board), `drivers` (MMIO devices), `smp` (the multicore
+//! runtime), and generic logic (`harness`, `exception`, `cpuid`, …); the rule is below
+//! (`layering`). Pure modules build for the host too: `cargo host-test` runs their unit tests.
 
 #![cfg_attr(not(test), no_std)]
 #![deny(missing_docs)]
@@ -18,11 +19,14 @@ pub mod firmware;
 pub mod harness;
 pub mod mem;
 pub mod model;
+pub mod smp;
 
 #[cfg(target_os = "none")]
-pub mod arch;
+mod arch;
 #[cfg(target_os = "none")]
 pub mod bsp;
+#[cfg(target_os = "none")]
+pub mod cpu;
 /// The console (a driver: `drivers::console`), by its short name: the macros use `$crate::console`.
 pub use drivers::console;
 pub mod drivers;
@@ -44,10 +48,12 @@ macro_rules! kernel_main {
     };
 }
 
-/// The layering rule, checked on the sources: a module imports only from layers below its own
-/// (`crate::` paths outside test code). Layers, bottom up: drivers, firmware, the library's
-/// re-exports (exception, cpuid) → arch → console, model → bsp → boot_info, panic → harness →
-/// cache → mem → bench → suites.
+/// The layering rule, checked on the sources: a module names only layers below its own (every
+/// path into the crate outside test items: `crate::`, `$crate::`, grouped `use crate::{…}`,
+/// `super::`, exported macros). Layers, bottom up: drivers, firmware, console, the library's
+/// re-exports (exception, cpuid) → arch and its facade cpu → model → bsp → boot_info, panic →
+/// smp (the multicore runtime) → harness → cache → mem → bench → suites. Above boot_info the
+/// processor is named only through `cpu`, never `arch`.
 #[cfg(test)]
 mod layering;
 

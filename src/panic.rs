@@ -9,7 +9,7 @@ fn panic(info: &PanicInfo) -> ! {
     // the board's default UART.
     crate::console::release_after_trap(); // a panic inside print! must not deadlock on the lock
     if crate::console::uart_base().is_none() {
-        crate::console::install(crate::bsp::console(crate::bsp::UART_FALLBACK));
+        crate::console::install(crate::bsp::console(crate::bsp::CONSOLE_BASE));
     }
     match info.location() {
         Some(l) => {

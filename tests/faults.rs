@@ -4,7 +4,7 @@
 #![no_std]
 #![no_main]
 
-use cachescope::arch::{cpu, trap};
+use cachescope::cpu::{self, trap};
 use cachescope::exception::{ExpectedFault, FaultStatus};
 use cachescope::harness::{Args, Case, Ctx, KernelSpec, Suite};
 

@@ -302,5 +302,5 @@ fn bench_loop(ctx: &mut Ctx) {
 }
 
 fn counter() -> u64 {
-    cachescope::arch::cpu::counter()
+    cachescope::cpu::counter()
 }

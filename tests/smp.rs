@@ -9,8 +9,8 @@ extern crate alloc;
 
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use cachescope::arch::{cpu, smp};
-use cachescope::harness::{self, Case, Ctx, KernelSpec, Suite};
+use cachescope::cpu::{self, smp};
+use cachescope::harness::{Case, Ctx, KernelSpec, Suite};
 use cachescope::{bsp, diag};
 
 const STACK_BYTES: usize = 16 << 10;
@@ -59,7 +59,7 @@ fn start_all(ctx: &mut Ctx) {
     diag!("{} cores on {}", n, ctx.boot.board);
     // The harness's probe, as every suite asks it: one core, or no firmware behind the PSCI
     // conduit (QEMU virt,secure=on), SKIPs before any core is asked to start.
-    match harness::smp::probe() {
+    match cachescope::smp::probe() {
         Ok(method) => diag!("secondaries start by {method:?}"),
         Err(why) => return ctx.skip(why),
     }

@@ -77,7 +77,7 @@ mod target {
     use super::super::{measure, Env, Metric, MetricId, Unit};
     use super::{allreduce_bytes, allreduce_chunk};
     use crate::bench::stats::Summary;
-    use crate::harness::smp::{self, relax, Barrier, CoreError, Deadline, Sense};
+    use crate::smp::{self, relax, Barrier, CoreError, Deadline, Sense};
     use cachescope_arch::hw;
 
     /// A failure of one benchmark, as one line for the case's log.

@@ -11,8 +11,8 @@ use super::caching::{class_of, play, transformer_trace, CachingAlloc};
 use super::paged::{prefix_tables, scattered_table, tag, token_ladder, Layout, Paged, PagedShape};
 use super::stream::{run as stream_run, Kernel};
 use super::{measure, Env, Metric, MetricId, Region, Unit};
-use crate::harness::smp::{self, Barrier, Deadline, Sense};
 use crate::harness::Record;
+use crate::smp::{self, Barrier, Deadline, Sense};
 
 /// The `kv-layout` record of a shape: the formula's inputs and results.
 pub fn emit_layout(bench: &str, s: &PagedShape) {

@@ -3,7 +3,7 @@
 
 use alloc::vec::Vec;
 
-use crate::arch::{cpu, pmu, trap};
+use crate::cpu::{self, pmu, trap};
 
 /// Where a figure comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! QEMU `-M virt`: PL011 at 0x0900_0000, RAM at 0x4000_0000, the DTB at the base of RAM (QEMU
+//! QEMU `-M virt`: PL011 (boards.toml `console_base`), RAM at 0x4000_0000, the DTB at the base of RAM (QEMU
 //! puts it there for an ELF linked at or above 0x4010_0000), semihosting for the command line
 //! and the exit status.
 
@@ -11,17 +11,8 @@ use crate::drivers::pl011::Pl011;
 use crate::firmware::cmdline::{self, CmdlineError, CommandLine};
 use crate::firmware::psci::{self, ConduitCell};
 
-/// Board name as it appears in the `boot` record.
-pub const NAME: &str = "qemu-virt";
-/// PL011 address when the DTB does not say.
-pub const UART_FALLBACK: usize = 0x0900_0000;
 /// RAM when the DTB does not say: QEMU virt's default 128 MiB.
 pub const RAM_FALLBACK: (u64, u64) = (0x4000_0000, 128 << 20);
-
-/// Marks the ELF as built for this board (scripts read it).
-#[used]
-#[link_section = ".rodata.cs_board"]
-static BOARD_TAG: [u8; 27] = *b"cachescope-board=qemu-virt\0";
 
 /// QEMU's built-in PSCI, from the DTB's `/psci` node.
 static CONDUIT: ConduitCell = ConduitCell::new();

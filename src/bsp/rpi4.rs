@@ -18,10 +18,6 @@ use crate::drivers::{bcm2711_gpio::Gpio, pl011::Pl011};
 
 pub use raspberrypi::{command_line, emulated, exit};
 
-/// Board name as it appears in the `boot` record.
-pub const NAME: &str = "rpi4";
-/// PL011 UART0 (ARM physical address in low-peripheral mode).
-pub const UART_FALLBACK: usize = 0xfe20_1000;
 /// RAM when no DTB says: the first bank below the default GPU split (the firmware's DTB says
 /// 0..0x3b40_0000 with the default gpu_mem; QEMU raspi4b has 0..0x3c00_0000).
 pub const RAM_FALLBACK: (u64, u64) = (0, 0x3b40_0000);
@@ -29,18 +25,15 @@ pub const RAM_FALLBACK: (u64, u64) = (0, 0x3b40_0000);
 const CORES: usize = 4;
 
 const GPIO_BASE: usize = 0xfe20_0000;
-const UART_CLOCK_HZ: u32 = 48_000_000;
+/// UART0's reference clock (boards.toml `console_clock_hz`): the divisors are programmed from it.
+const UART_CLOCK_HZ: u32 = super::facts::CONSOLE_CLOCK_HZ.expect("boards.toml: rpi4 programs its UART divisors: console_clock_hz");
 const BAUD: u32 = 115_200;
-/// The armstub's spin table: core n (1..3) waits on the 64-bit word at 0xd8 + 8 n.
-const SPIN_TABLE: usize = 0xd8;
+/// The armstub's spin table (boards.toml `spin_table`): core n (1..3) waits on the 64-bit word
+/// at SPIN_TABLE + 8 n.
+const SPIN_TABLE: usize = super::facts::SPIN_TABLE.expect("boards.toml: rpi4 starts cores from a spin table: spin_table");
 /// Legacy peripheral window: bus 0x7E00_0000.. is ARM 0xFE00_0000.. (`/soc` ranges).
 const BUS_WINDOW: core::ops::Range<usize> = 0x7e00_0000..0x8000_0000;
 const BUS_TO_ARM: usize = 0xfe00_0000 - 0x7e00_0000;
-
-/// Marks the ELF and the raw image as built for this board (scripts read it).
-#[used]
-#[link_section = ".rodata.cs_board"]
-static BOARD_TAG: [u8; 22] = *b"cachescope-board=rpi4\0";
 
 /// The loader's x0 is the DTB; nothing else is searched.
 pub fn dtb_candidates(x0: usize) -> [usize; 2] {

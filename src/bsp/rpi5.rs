@@ -18,10 +18,6 @@ use crate::firmware::psci::Conduit;
 
 pub use raspberrypi::{command_line, emulated, exit};
 
-/// Board name as it appears in the `boot` record.
-pub const NAME: &str = "rpi5";
-/// The debug UART (uart10).
-pub const UART_FALLBACK: usize = 0x10_7d00_1000;
 /// RAM when no DTB says: the first 948 MiB, below the firmware's reservations in the first GiB.
 pub const RAM_FALLBACK: (u64, u64) = (0, 0x3b40_0000);
 
@@ -34,11 +30,6 @@ const BUS_TO_ARM: usize = 0x10_0000_0000;
 const fn mpidr_of(core: usize) -> u64 {
     (core as u64) << 8
 }
-
-/// Marks the ELF and the raw image as built for this board (scripts read it).
-#[used]
-#[link_section = ".rodata.cs_board"]
-static BOARD_TAG: [u8; 22] = *b"cachescope-board=rpi5\0";
 
 /// The loader's x0 is the DTB; nothing else is searched.
 pub fn dtb_candidates(x0: usize) -> [usize; 2] {
@@ -55,7 +46,7 @@ pub fn probe(x0: usize, fdt: Option<&crate::firmware::fdt::Fdt<'_>>) {
 pub fn uart_from_dtb(reg: usize) -> Option<usize> {
     if BUS_WINDOW.contains(&reg) {
         Some(reg + BUS_TO_ARM)
-    } else if reg == UART_FALLBACK {
+    } else if reg == super::facts::CONSOLE_BASE {
         Some(reg)
     } else {
         None

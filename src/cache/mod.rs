@@ -26,7 +26,7 @@ pub use target::*;
 mod target {
     use super::setway::{self, Scope, SetWayOp, WalkError};
     use super::topology::{IdRegs, Topology};
-    use crate::arch::cache as hw;
+    use crate::cpu::cache as hw;
     use cachescope_arch::sysreg::{CCSIDR2_EL1, CTR_EL0, DCZID_EL0};
     use tock_registers::interfaces::Readable;
 
@@ -52,7 +52,7 @@ mod target {
             hw::Cpu.ccsidr()
         }
         fn ccsidr2(&mut self) -> Option<u64> {
-            crate::arch::trap::try_run(|| CCSIDR2_EL1.get()).ok()
+            crate::cpu::trap::try_run(|| CCSIDR2_EL1.get()).ok()
         }
     }
 

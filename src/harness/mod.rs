@@ -5,7 +5,6 @@ pub mod args;
 pub mod catalogue;
 pub mod ktap;
 pub mod record;
-pub mod smp;
 
 use alloc::{string::String, vec::Vec};
 use core::fmt::Display;
@@ -103,7 +102,7 @@ impl<'a> Ctx<'a> {
     #[cfg(target_os = "none")]
     pub fn expect_fault(&mut self, expected: crate::exception::ExpectedFault, f: impl FnOnce()) -> Option<crate::exception::TrapReport> {
         self.checks += 1;
-        match crate::arch::trap::try_run(f) {
+        match crate::cpu::trap::try_run(f) {
             Ok(()) => {
                 self.fail(alloc::format!("expected {expected}, but no exception was taken"));
                 None
@@ -118,12 +117,12 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// The secondary cores a case can use ([`smp::secondaries`]), or None after marking the
+    /// The secondary cores a case can use ([`crate::smp::secondaries`]), or None after marking the
     /// case skipped (one core, no way to start one: the same reason everywhere) or failed
     /// (every secondary lost at an earlier timeout).
     #[cfg(target_os = "none")]
     pub fn secondaries(&mut self) -> Option<Vec<usize>> {
-        match smp::secondaries() {
+        match crate::smp::secondaries() {
             Ok(cores) => Some(cores),
             Err(why) if why.is_skip() => {
                 self.skip(why);

@@ -6,7 +6,7 @@ use core::fmt::Write;
 
 use super::catalogue::{Plan, Request};
 use super::{args, catalogue, ktap, ktap::Verdict, Args, Ctx, Record, Suite, Totals};
-use crate::{arch, boot_info::BootInfo, bsp, console, cpuid::Midr, diag, println};
+use crate::{boot_info::BootInfo, bsp, console, cpu::trap, cpuid::Midr, diag, println};
 
 /// What a kernel binary (the main job or a test kernel) runs: its suites in order. The
 /// arguments it accepts are those its suites declare (plus `only=` / `skip=`).
@@ -48,7 +48,7 @@ pub fn run_kernel(boot: &BootInfo, spec: &KernelSpec) -> ! {
     emit_boot_record(boot);
     crate::model::announce();
     // The runner loads the model only together with -icount: waits get their wall-time bound.
-    super::smp::set_icount(boot.model.is_some());
+    crate::smp::set_icount(boot.model.is_some());
 
     let mut totals = Totals::default();
     for (n, (si, cases)) in selection.iter().enumerate() {
@@ -79,14 +79,14 @@ fn run_suite(boot: &BootInfo, args: &Args, suite: &Suite, cases: &[usize]) -> To
     let mut t = Totals::default();
     if let Some(report) = suite.report {
         let mut ctx = Ctx::new(boot, args);
-        if let Err(trap) = arch::trap::try_run(|| report(&mut ctx)) {
+        if let Err(trap) = trap::try_run(|| report(&mut ctx)) {
             diag!("report of suite {} stopped by an exception: {}", suite.name, trap.summary());
         }
     }
     for (k, &ci) in cases.iter().enumerate() {
         let case = &suite.cases[ci];
         let mut ctx = Ctx::new(boot, args);
-        let result = arch::trap::try_run(|| (case.run)(&mut ctx));
+        let result = trap::try_run(|| (case.run)(&mut ctx));
         if let Err(trap) = result {
             ctx.fail(alloc::format!("unexpected exception: {}", trap.summary()));
         }

@@ -31,12 +31,12 @@ use super::{
     table::{Mapping, PAGE_SIZE},
     Attributes, Error, Granularity, MemAttr, Tables, Walk,
 };
-use crate::arch::mmu::{self as hw, SCTLR_C, SCTLR_I, SCTLR_M};
 use crate::boot_info::BootInfo;
 use crate::cache::{
     maintenance,
     setway::{self, Scope, SetWayOp},
 };
+use crate::cpu::mmu::{self as hw, SCTLR_C, SCTLR_I, SCTLR_M};
 use crate::model;
 use cachescope_arch::sysreg::SCTLR_EL1;
 use tock_registers::interfaces::Readable;

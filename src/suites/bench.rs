@@ -399,7 +399,7 @@ fn report(ctx: &mut Ctx) {
     );
     match Timer::cycles() {
         Ok(_) => {
-            diag!("PMU: cycle counter usable at EL1, {} event counters", crate::arch::pmu::event_counters());
+            diag!("PMU: cycle counter usable at EL1, {} event counters", crate::cpu::pmu::event_counters());
             for (ev, name) in [
                 (0x11u16, "CPU_CYCLES"),
                 (0x08, "INST_RETIRED"),
@@ -408,7 +408,7 @@ fn report(ctx: &mut Ctx) {
                 (0x16, "L2D_CACHE"),
                 (0x17, "L2D_CACHE_REFILL"),
             ] {
-                if crate::arch::pmu::event_implemented(ev) {
+                if crate::cpu::pmu::event_implemented(ev) {
                     diag!("  event {ev:#04x} {name}: advertised by PMCEID");
                 } else {
                     diag!("  event {ev:#04x} {name}: not advertised by PMCEID0/1 - skipped");
@@ -726,7 +726,7 @@ fn stream_double(ctx: &mut Ctx) {
     let Some((env, wb)) = env_and_wb(ctx) else { return };
     // The same probe as every case that needs a secondary: no core to start (one core, no PSCI
     // firmware, every secondary lost) means one core, and no wait for a core that cannot start.
-    let producer = match crate::harness::smp::secondaries() {
+    let producer = match crate::smp::secondaries() {
         Ok(cores) => cores.first().copied(),
         Err(why) => {
             diag!("stream-double: {why}");

@@ -2,7 +2,7 @@
 
 use alloc::vec::Vec;
 
-use crate::arch::cpu;
+use crate::cpu;
 use crate::cpuid::Midr;
 use crate::diag;
 use crate::harness::{Case, Ctx, Suite};

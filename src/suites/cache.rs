@@ -4,12 +4,12 @@
 
 use alloc::{format, string::String, vec, vec::Vec};
 
-use crate::arch::{cache as hw, trap};
 use crate::cache::id::{CcsidrFormat, L1Ip};
 use crate::cache::maintenance::{self, RangeError};
 use crate::cache::setway::{self, Recorder, Scope, SetWayOp, WalkError};
 use crate::cache::silicon;
 use crate::cache::topology::{Kind, Topology};
+use crate::cpu::{cache as hw, trap};
 use crate::cpuid::Midr;
 use crate::diag;
 use crate::harness::{Case, Ctx, Record, Suite};

@@ -26,9 +26,9 @@
 
 use alloc::format;
 
-use crate::arch::cache as arch_cache;
 use crate::bench::named_phase;
 use crate::cache::setway::{Scope, SetWayOp};
+use crate::cpu::cache as arch_cache;
 use crate::harness::{Case, Ctx, Suite};
 use crate::mem::alias::AliasWindow;
 use crate::mem::attr::MemAttr;
@@ -240,7 +240,7 @@ fn smc_without_ic(ctx: &mut Ctx) {
         // SAFETY: the executable alias holds `movz w0, #imm; ret` (the template), a function
         // of the C ABI; on QEMU the instruction fetch sees memory, so it runs the new code.
         let f: extern "C" fn() -> u32 = unsafe { core::mem::transmute(code_va as usize) };
-        crate::arch::trap::try_run(|| f())
+        crate::cpu::trap::try_run(|| f())
     });
     ctx.expect_hazard(phase, HazardKind::StaleInstruction, l.pa, 1, l.line as u64);
     // Made right afterwards: the I-cache invalidated by the correct sequence, the alias gone.
@@ -295,7 +295,7 @@ fn setway_one_level(ctx: &mut Ctx) {
 /// caches: a non-cacheable write is not snooped), and core 0 reads it again without an
 /// invalidate: it sees its stale copy. Needs a second core.
 fn cross_core_nc_write(ctx: &mut Ctx) {
-    use crate::harness::smp;
+    use crate::smp;
     let Some(cores) = ctx.secondaries() else { return };
     let peer = cores[0];
     let l = match lines(ctx, 6) {

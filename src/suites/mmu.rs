@@ -8,9 +8,9 @@
 
 use alloc::{format, string::String, vec::Vec};
 
-use crate::arch::cache::dc_zva;
-use crate::arch::{cpu, mmu as hw, trap};
 use crate::cache::{maintenance, Dczid, Kind};
+use crate::cpu::cache::dc_zva;
+use crate::cpu::{self, mmu as hw, trap};
 use crate::diag;
 use crate::exception::{ExpectedFault, FaultStatus};
 use crate::harness::{Case, Ctx, Record, Suite};

@@ -28,7 +28,7 @@ fn unexpected_data_abort(ctx: &mut Ctx) {
     // the check below fails the case instead, which is also `not ok`).
     let buf = [0u64; 2];
     // SAFETY: deliberately unaligned read inside owned memory: it faults or reads our bytes.
-    let v = unsafe { crate::arch::cpu::load_u32_raw(buf.as_ptr() as usize + 1) };
+    let v = unsafe { crate::cpu::load_u32_raw(buf.as_ptr() as usize + 1) };
     ctx.fail(alloc::format!("unaligned load did not fault (read {v:#x})"));
 }
 

@@ -14,9 +14,9 @@ use alloc::{format, string::String, vec::Vec};
 use crate::bench::coherence::{self as co, Fence, PingOp, RingShape};
 use crate::bench::{timer::Timer, Env};
 use crate::diag;
-use crate::harness::smp::{self, CoreError};
 use crate::harness::{ArgDefault::Literal, ArgKind, ArgSpec, Case, Ctx, Suite};
 use crate::mem::{alias::AliasWindow, attr::MemAttr};
+use crate::smp::{self, CoreError};
 
 /// The multicore suite.
 pub const SUITE: Suite = Suite {
@@ -193,16 +193,16 @@ fn bring_up(ctx: &mut Ctx) {
     let boot = crate::mem::mmu::registers();
     let job = smp::launch(&cores, |_| {
         let r = crate::mem::mmu::registers();
-        (crate::arch::cpu::mpidr(), crate::arch::cpu::current_el(), r.sctlr, r.ttbr0)
+        (crate::cpu::mpidr(), crate::cpu::current_el(), r.sctlr, r.ttbr0)
     });
     for (core, r) in job.join(timeout(ctx)) {
         match r {
             Ok((mpidr, el, sctlr, ttbr0)) => {
                 diag!("core {core} running: MPIDR {mpidr:#x}, EL{el}, SCTLR {sctlr:#x}, TTBR0 {ttbr0:#x}");
-                ctx.check_eq(crate::arch::smp::core_of_mpidr(mpidr), core, format!("core {core}: MPIDR Aff0|Aff1"));
+                ctx.check_eq(crate::cpu::smp::core_of_mpidr(mpidr), core, format!("core {core}: MPIDR Aff0|Aff1"));
                 ctx.check_eq(el, 1, format!("core {core}: runs at EL1"));
                 ctx.check_eq(ttbr0, boot.ttbr0, format!("core {core}: the boot core's tables"));
-                let mci = crate::arch::mmu::SCTLR_M | crate::arch::mmu::SCTLR_C | crate::arch::mmu::SCTLR_I;
+                let mci = crate::cpu::mmu::SCTLR_M | crate::cpu::mmu::SCTLR_C | crate::cpu::mmu::SCTLR_I;
                 ctx.check_eq(sctlr & mci, boot.sctlr & mci, format!("core {core}: SCTLR M/C/I as on the boot core"));
             }
             Err(e) => ctx.fail(format!("core {core}: {e}")),
@@ -217,9 +217,9 @@ fn pingpong(ctx: &mut Ctx) {
     let peer = cores[0];
     let iters = ctx.args.number("smp_iters");
     let t = timeout(ctx);
-    match smp::run_on(peer, t, |_| crate::arch::cpu::mpidr()) {
+    match smp::run_on(peer, t, |_| crate::cpu::mpidr()) {
         Ok(m) => {
-            let same = (m >> 16) & 0xff == (crate::arch::cpu::mpidr() >> 16) & 0xff;
+            let same = (m >> 16) & 0xff == (crate::cpu::mpidr() >> 16) & 0xff;
             diag!("pingpong: core 0 and core {peer} (MPIDR {m:#x}): {} cluster (MPIDR Aff2)", if same { "same" } else { "different" });
         }
         Err(e) => return ctx.fail(format!("core {peer}: {e}")),
@@ -353,7 +353,7 @@ fn core_faults(ctx: &mut Ctx) {
     if smp::cores() < 3 {
         return ctx.skip("needs 3 or more cores (one faults, one hangs, one runs after)");
     }
-    match smp::run_on(1, timeout(ctx), |_| crate::arch::cpu::undefined_instruction()) {
+    match smp::run_on(1, timeout(ctx), |_| crate::cpu::undefined_instruction()) {
         Ok(()) => ctx.fail("core 1: UDF did not fault"),
         Err(CoreError::Trap(r)) => ctx.fail(format!("core 1: unexpected exception: {}", r.summary())),
         Err(e) => ctx.fail(format!("core 1: {e}")),

@@ -4,12 +4,16 @@
 //! Every core has its own nesting count and catchers. A report from a secondary core names it
 //! (`core N: …`); an exception outside any catcher on a secondary parks that core (the SMP
 //! harness's timeout then fails the case that used it) instead of ending the run.
+//!
+//! How the boot core ends the run is not this layer's to know: the layer that knows the board
+//! registers it ([`set_fatal_exit`], done by `boot_info::init`); until then a fatal exception
+//! parks the boot core too.
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::arch::smp::{self, MAX_CORES};
 use crate::exception::{ec, ExceptionKind, Syndrome, TrapReport};
-use crate::{arch::cpu, arch::trap, bsp, console};
+use crate::{arch::cpu, arch::trap, console};
 
 /// The register frame built by `cs_exception_common` (exception.s).
 #[repr(C)]
@@ -42,10 +46,23 @@ impl core::fmt::Display for CoreTag {
     }
 }
 
-/// Ends the run from the boot core; parks a secondary core (its user times out on it).
+/// The exit status of a run ended by a fatal exception.
+pub const FATAL_STATUS: u32 = 3;
+
+/// How the boot core ends the run after a fatal exception (the board's exit), once registered.
+static FATAL_EXIT: spin::Once<fn(u32) -> !> = spin::Once::new();
+
+/// Registers how a fatal exception on the boot core ends the run: `exit(FATAL_STATUS)`. The
+/// first registration stays.
+pub fn set_fatal_exit(exit: fn(u32) -> !) {
+    FATAL_EXIT.call_once(|| exit);
+}
+
+/// Ends the run from the boot core (through the registered exit; parks before there is one);
+/// parks a secondary core (its user times out on it).
 fn fatal(core: usize) -> ! {
-    if core == 0 {
-        bsp::exit(3)
+    if let (0, Some(exit)) = (core, FATAL_EXIT.get()) {
+        exit(FATAL_STATUS)
     }
     cpu::park()
 }

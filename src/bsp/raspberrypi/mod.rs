@@ -12,9 +12,29 @@ use crate::firmware::atags;
 use crate::firmware::cmdline::{self, CmdlineError, CommandLine};
 use crate::firmware::psci::{self, Conduit, ConduitCell};
 
-/// The kernel argument by which scripts/qemu-run says "this is QEMU, not silicon". The board
-/// consumes it (the harness never sees it); only with it does the run end through semihosting.
-pub const EMULATOR_WORD: &str = "emulator=qemu";
+/// The kernel argument by which scripts/qemu-run says "this is QEMU, not silicon": the board's
+/// boards.toml `qemu_kernel_args` (one word), `None` on a board no QEMU machine emulates (the
+/// Pi 5), which is then never taken for QEMU. The board consumes it (the harness never sees
+/// it); only with it does the run end through semihosting.
+pub const EMULATOR_WORD: Option<&str> = crate::bsp::facts::QEMU_KERNEL_ARGS;
+
+const _: () = assert!(match EMULATOR_WORD {
+    Some(w) => one_word(w),
+    None => true,
+}, "boards.toml: a Pi's qemu_kernel_args must be one word, the emulator word");
+
+/// True for a non-empty word without whitespace.
+const fn one_word(w: &str) -> bool {
+    let b = w.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_whitespace() {
+            return false;
+        }
+        i += 1;
+    }
+    !b.is_empty()
+}
 
 /// Highest address at which a loader's ATAG list is believed (the legacy protocol puts it in
 /// the first 16 KiB; QEMU uses 0x100).
@@ -55,8 +75,9 @@ pub fn probe(x0: usize, fdt: Option<&crate::firmware::fdt::Fdt<'_>>, default_con
 /// UTF-8 is refused with an error *and* the run still ends through semihosting under QEMU.
 pub fn command_line(bootargs: Option<&[u8]>) -> Result<CommandLine, CmdlineError> {
     let raw = bootargs.or(ATAG_CMDLINE.get().copied()).unwrap_or(&[]);
-    EMULATED.store(cmdline::has_word(raw, EMULATOR_WORD), Ordering::Relaxed);
-    let (rest, _) = cmdline::take_word(cmdline::decode(raw)?, EMULATOR_WORD);
+    EMULATED.store(EMULATOR_WORD.is_some_and(|w| cmdline::has_word(raw, w)), Ordering::Relaxed);
+    let text = cmdline::decode(raw)?;
+    let rest = EMULATOR_WORD.map_or_else(|| text.into(), |w| cmdline::take_word(text, w).0);
     // The runner's argv0 (the cache model's profile) only under QEMU, through semihosting.
     let mut buf = alloc::vec![0u8; 256];
     let argv0 = if emulated() { crate::arch::semihosting::command_line(&mut buf).map(cmdline::argv0).unwrap_or(b"") } else { b"" };

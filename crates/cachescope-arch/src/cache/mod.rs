@@ -18,8 +18,6 @@ pub mod topology;
 
 pub use id::{CacheType, Ccsidr, Clidr, Ctr, Dczid};
 
-use crate::marker::MarkerError;
-
 /// What kind of cache a cache is (CLIDR_EL1 Ctype splits a level into these).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u64)]
@@ -54,19 +52,5 @@ impl Kind {
     /// The cache-model protocol code (1 = instruction, 2 = data, 3 = unified).
     pub const fn model_code(self) -> u8 {
         self as u8
-    }
-}
-
-impl TryFrom<u64> for Kind {
-    type Error = MarkerError;
-
-    /// From the marker protocol's geometry kind code.
-    fn try_from(code: u64) -> Result<Self, MarkerError> {
-        Ok(match code {
-            1 => Kind::Instruction,
-            2 => Kind::Data,
-            3 => Kind::Unified,
-            k => return Err(MarkerError::UnknownKind(k)),
-        })
     }
 }

@@ -1,7 +1,8 @@
-//! The SMP harness: run a closure on other cores, a sense-reversing barrier, per-core outcomes
-//! gathered on the boot core, and a per-core timeout, so that a core that faults fails its case
-//! with a line naming the core and a core that hangs fails it after the timeout, never hanging
-//! the run.
+//! The multicore runtime (its own layer, below the harness, which uses it for
+//! `harness::Ctx::secondaries`; benchmarks use it directly): run a closure on other cores, a
+//! sense-reversing barrier, per-core outcomes gathered on the boot core, and a per-core timeout,
+//! so that a core that faults fails its case with a line naming the core and a core that hangs
+//! fails it after the timeout, never hanging the run.
 //!
 //! How a job reaches core N ([`launch`], target only):
 //! - a core that is off is started through the board (`bsp::start_core`: PSCI CPU_ON on QEMU
@@ -127,9 +128,9 @@ mod target {
     use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
     use super::relax;
-    use crate::arch::mmu::{self as hw, SCTLR_C, SCTLR_I, SCTLR_M};
-    use crate::arch::smp::{StartError, StartMethod, MAX_CORES};
-    use crate::arch::{cpu, trap};
+    use crate::cpu::mmu::{self as hw, SCTLR_C, SCTLR_I, SCTLR_M};
+    use crate::cpu::smp::{StartError, StartMethod, MAX_CORES};
+    use crate::cpu::{self, trap};
     use crate::exception::TrapReport;
     use crate::{bsp, model};
     use cachescope_arch::sysreg::SCTLR_EL1;
@@ -327,7 +328,7 @@ mod target {
             return Err(NoSecondary::SingleCore);
         }
         *PROBED.call_once(|| match bsp::start_method() {
-            StartMethod::Psci(c) if crate::arch::psci::version(c).is_some() => Ok(StartMethod::Psci(c)),
+            StartMethod::Psci(c) if crate::cpu::psci::version(c).is_some() => Ok(StartMethod::Psci(c)),
             StartMethod::Psci(_) | StartMethod::None => Err(NoSecondary::NoFirmware),
             StartMethod::SpinTable => Ok(StartMethod::SpinTable),
         })
