@@ -1,6 +1,6 @@
-//! QEMU `-M virt`: PL011 (boards.toml `console_base`), RAM at 0x4000_0000, the DTB at the base of RAM (QEMU
-//! puts it there for an ELF linked at or above 0x4010_0000), semihosting for the command line
-//! and the exit status.
+//! QEMU `-M virt`: a PL011 console (boards.toml `console_base`, [`super::facts`]), RAM at
+//! 0x4000_0000, the DTB at the base of RAM (QEMU puts it there for an ELF linked at or above
+//! 0x4010_0000: boards.toml `link_base`), semihosting for the command line and the exit status.
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 

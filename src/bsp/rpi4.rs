@@ -1,11 +1,14 @@
-//! Raspberry Pi 4 Model B (BCM2711, 4 × Cortex-A72), also QEMU `-M raspi4b`.
+//! Raspberry Pi 4 Model B (BCM2711, 4 × Cortex-A72), also QEMU `-M raspi4b`. Its image, link
+//! address, QEMU machine, console UART and clock and spin table are its boards.toml table
+//! (in the kernel: [`super::facts`]).
 //!
-//! - kernel8.img linked and loaded at 0x8_0000; the firmware's armstub enters it at EL2 with
+//! - The raw image is loaded at the link address; the firmware's armstub enters it at EL2 with
 //!   x0 = DTB (QEMU without `-dtb`: x0 = 0x100, an ATAG list).
-//! - Console: PL011 UART0 at 0xFE20_1000 (bus 0x7E20_1000), clock 48 MHz. GPIO14/15 are
-//!   switched to ALT0 first: the firmware gives UART0 to Bluetooth.
+//! - Console: PL011 UART0 (its ARM address in low-peripheral mode; the DTB gives the bus
+//!   address), divisors programmed from the board's UART clock. GPIO14/15 are switched to ALT0
+//!   first: the firmware gives UART0 to Bluetooth.
 //! - Timer frequency from CNTFRQ_EL0 (54 MHz on silicon, set by the armstub).
-//! - Secondary cores stay in the armstub's spin loop (release addresses 0xd8 + 8 × core);
+//! - Secondary cores stay in the armstub's spin loop (release words at the spin table + 8 × core);
 //!   [`start_core`] releases one. With a TF-A armstub the DTB has a `/psci` node and PSCI is
 //!   used instead.
 //! - A run ends as described in [`raspberrypi`]: semihosting only under

@@ -1,10 +1,12 @@
 //! Raspberry Pi 5 (BCM2712, 4 × Cortex-A76). No QEMU machine exists for it: this file is
 //! checked against the documented boot protocol only (see README, "What is verified where").
+//! Its image, config.txt, DTB and console UART are its boards.toml table (in the kernel:
+//! [`super::facts`]).
 //!
-//! - kernel_2712.img, `kernel_address=0x80000` in config.txt; the EEPROM firmware's BL31 enters
-//!   it at EL2 with x0 = DTB (bcm2712-rpi-5-b.dtb on the card; with `os_check=0` and no DTB the
+//! - The raw image is loaded at `kernel_address` (config.txt); the EEPROM firmware's BL31 enters
+//!   it at EL2 with x0 = DTB (the board's DTB on the card; with `os_check=0` and no DTB the
 //!   board defaults below are used).
-//! - Console: the 3-pin debug UART (JST-SH between the HDMI ports), PL011 at 0x10_7D00_1000.
+//! - Console: the 3-pin debug UART (JST-SH between the HDMI ports), a PL011 (uart10).
 //!   The firmware programs it for 115200 8n1 and its clock is reported inconsistently, so the
 //!   divisors are left alone: the UART is only enabled.
 //! - Secondary cores: PSCI CPU_ON through `smc` (BL31); cores are numbered in MPIDR Aff1.

@@ -6,7 +6,7 @@
 //! Maintenance rules (data is "cached" while SCTLR_EL1.M = 1 and C = 1):
 //! - cached → not cached (D-cache or MMU off): clean+invalidate every data cache to PoC by
 //!   set/way, then one uninterrupted sequence writes SCTLR and cleans+invalidates the stack by
-//!   VA, then the maintenance counters (`arch::mmu::write_sctlr_uncached`), so nothing dirty
+//!   VA, then the maintenance counters (`cpu::mmu::write_sctlr_uncached`), so nothing dirty
 //!   outlives the switch; the walk's `setway` record is printed after that;
 //! - not cached → cached: clean+invalidate by set/way first (no line of ours is dirty then, so
 //!   this drops stale clean lines without losing anyone's data);

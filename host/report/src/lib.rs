@@ -26,6 +26,7 @@ pub mod records;
 pub mod report;
 pub mod runinfo;
 pub mod runs;
+pub mod source;
 pub mod summary;
 pub mod svg;
 pub mod times;

@@ -413,7 +413,7 @@ fn warn_if_model_invalid(model: &Log) {
 fn extract_cmd(a: &ExtractArgs, quiet: bool) -> Result<(), Fail> {
     let log = Log::load(&a.file)?;
     // A run's log or a cache-model log: both hold records.
-    if log.kind()? == cachescope_report::input::LogKind::Run {
+    if log.kind()? == cachescope_report::source::LogKind::Run {
         warn_if_invalid(&log);
     }
     let recs = records::extract_strict(&log)?;

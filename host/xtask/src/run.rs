@@ -76,7 +76,7 @@ pub fn jobs_from_env() -> Result<usize, String> {
 
 /// The board tag in a kernel ELF or image (`cachescope-board=NAME`), as scripts/board-of reads it.
 pub fn board_tag(bytes: &[u8]) -> Option<String> {
-    const TAG: &[u8] = b"cachescope-board=";
+    const TAG: &[u8] = crate::boards::TAG_PREFIX.as_bytes();
     let at = bytes.windows(TAG.len()).position(|w| w == TAG)?;
     let name: Vec<u8> =
         bytes[at + TAG.len()..].iter().copied().take_while(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-').collect();

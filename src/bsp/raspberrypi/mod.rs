@@ -67,11 +67,11 @@ pub fn probe(x0: usize, fdt: Option<&crate::firmware::fdt::Fdt<'_>>, default_con
 }
 
 /// The kernel command line: `/chosen/bootargs` (the firmware's words, then cmdline.txt), else
-/// the ATAG command line; minus [`EMULATOR_WORD`] (which marks the run as emulated), and only
-/// the words after the last `--` when there is one (scripts/mksdcard writes cmdline.txt as
-/// `-- ARGS` so that the firmware's own words stay out).
+/// the ATAG command line; minus the emulator word `EMULATOR_WORD` (which marks the run as
+/// emulated), and only the words after the last `--` when there is one (scripts/mksdcard writes
+/// cmdline.txt as `-- ARGS` so that the firmware's own words stay out).
 ///
-/// [`EMULATOR_WORD`] is looked for in the raw bytes first, so that a command line that is not
+/// `EMULATOR_WORD` is looked for in the raw bytes first, so that a command line that is not
 /// UTF-8 is refused with an error *and* the run still ends through semihosting under QEMU.
 pub fn command_line(bootargs: Option<&[u8]>) -> Result<CommandLine, CmdlineError> {
     let raw = bootargs.or(ATAG_CMDLINE.get().copied()).unwrap_or(&[]);
@@ -84,7 +84,7 @@ pub fn command_line(bootargs: Option<&[u8]>) -> Result<CommandLine, CmdlineError
     cmdline::checked(cmdline::after_separator(&rest), argv0)
 }
 
-/// True only when the runner said this is QEMU (see [`EMULATOR_WORD`]).
+/// True only when the runner said this is QEMU (`EMULATOR_WORD`, boards.toml `qemu_kernel_args`).
 pub fn emulated() -> bool {
     EMULATED.load(Ordering::Relaxed)
 }

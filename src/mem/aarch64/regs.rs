@@ -1,7 +1,7 @@
 //! The MMU's control registers as values: what we program into TCR_EL1 and MAIR_EL1, and pure
 //! decoders of SCTLR_EL1, TCR_EL1, MAIR_EL1 and PAR_EL1 for the report and the AT checks
 //! (Arm ARM DDI 0487K.a: SCTLR_EL1 D24.2.162, TCR_EL1 D24.2.182, MAIR_EL1 D24.2.109,
-//! PAR_EL1 D24.2.124). Reading and writing the registers is `arch::mmu`.
+//! PAR_EL1 D24.2.124). Reading and writing the registers is `cpu::mmu`.
 
 use core::fmt;
 

@@ -3,7 +3,7 @@
 //!
 //! Pure: tables are heap pages whose address is their physical address (the kernel's RAM is
 //! identity mapped), and nothing here touches a system register. The hardware side (TLBI,
-//! barriers, TTBR0) is `mem::mmu` with `arch::mmu`; a change to a live table returns the
+//! barriers, TTBR0) is `mem::mmu` with `cpu::mmu`; a change to a live table returns the
 //! virtual addresses whose TLB entries must be invalidated.
 //!
 //! Every request is checked before the first descriptor is written: alignment, address ranges,
