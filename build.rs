@@ -17,8 +17,7 @@ fn main() {
     if !target.starts_with("aarch64") || !target.ends_with("-none") {
         return; // host build of the library (unit tests): no board, nothing to link.
     }
-    let fail = |e: cachescope_boards::BoardError| -> ! { panic!("{e}") };
-    let all = cachescope_boards::load(&manifest.join("boards.toml")).unwrap_or_else(|e| fail(e));
+    let all = cachescope_boards::load(&manifest.join("boards.toml")).unwrap_or_else(|e| panic!("{e}"));
     let enabled = |feature: &str| env::var_os(format!("CARGO_FEATURE_{}", feature.to_uppercase().replace('-', "_"))).is_some();
     let board = cachescope_boards::select(&all, enabled).unwrap_or_else(|e| panic!("boards.toml: {e}"));
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());

@@ -7,8 +7,8 @@
 //! - The core's own registers and instructions: the functions re-exported at this level.
 //! - [`cache`]: DC/IC by VA and set/way, DC ZVA, barriers; [`mmu`]: SCTLR/TCR/MAIR/TTBR0, TLBI, AT;
 //!   [`pmu`]: the cycle counter and event counters; [`trap`]: the trap catcher (`try_run`);
-//!   [`smp`]: starting secondary cores (PSCI, spin table) and which core this is; [`psci`]: PSCI
-//!   calls through a conduit.
+//!   [`smp`]: starting secondary cores (PSCI, spin table) and which core this is (the mechanism;
+//!   the runtime that runs jobs on them is `crate::smp`); [`psci`]: PSCI calls through a conduit.
 
 pub use crate::arch::cpu::{counter, current_el, load_u32_raw, midr, mpidr, park, store_u32_raw, timer_frequency, undefined_instruction};
 pub use crate::arch::{cache, mmu, pmu, psci, smp, trap};

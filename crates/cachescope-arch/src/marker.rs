@@ -52,22 +52,6 @@ use core::fmt;
 
 use crate::cache::Kind;
 
-/// The marker protocol's geometry kind code (here, not in `cache`: the protocol knows the caches,
-/// the caches do not know the protocol).
-impl TryFrom<u64> for Kind {
-    type Error = MarkerError;
-
-    /// From the marker protocol's geometry kind code.
-    fn try_from(code: u64) -> Result<Self, MarkerError> {
-        Ok(match code {
-            1 => Kind::Instruction,
-            2 => Kind::Data,
-            3 => Kind::Unified,
-            k => return Err(MarkerError::UnknownKind(k)),
-        })
-    }
-}
-
 /// Encoding of `hint #0x7f` (0xd503201f | 0x7f << 5), what a model looks for.
 pub const MARKER_ENCODING: u32 = 0xd503_2fff;
 
@@ -299,6 +283,22 @@ impl fmt::Display for MarkerError {
             }
             Self::PaWraps { pa, len } => write!(f, "window: PA {pa:#x} + length {len:#x} is past the end of the address space"),
         }
+    }
+}
+
+/// The marker protocol's geometry kind code (here, not in `cache`: the protocol knows the caches,
+/// the caches do not know the protocol).
+impl TryFrom<u64> for Kind {
+    type Error = MarkerError;
+
+    /// From the marker protocol's geometry kind code.
+    fn try_from(code: u64) -> Result<Self, MarkerError> {
+        Ok(match code {
+            1 => Kind::Instruction,
+            2 => Kind::Data,
+            3 => Kind::Unified,
+            k => return Err(MarkerError::UnknownKind(k)),
+        })
     }
 }
 
