@@ -363,8 +363,8 @@ mod tests {
         assert_eq!(decode(0xd503_201f), None); // nop
         assert_eq!(decode(0xd503_3f9f), None); // dsb sy
         assert_eq!(decode(0xf940_0000), None); // ldr x0, [x0]
-        // DC CVAP / CVADP (op1 = 3, CRm = 12 / 13, op2 = 1): cleans to the PoC for the model, as
-        // `cachescope_arch::cache::ops` decides (host/insn-count counts them as dc_other).
+                                               // DC CVAP / CVADP (op1 = 3, CRm = 12 / 13, op2 = 1): cleans to the PoC for the model, as
+                                               // `cachescope_arch::cache::ops` decides (host/insn-count counts them as dc_other).
         assert_eq!(decode(0xd50b_7c27), Some(Insn::DcVa { op: Clean, point: Point::Coherency, rt: 7 })); // dc cvap, x7
         assert_eq!(decode(0xd50b_7d28), Some(Insn::DcVa { op: Clean, point: Point::Coherency, rt: 8 })); // dc cvadp, x8
         assert_eq!(decode(0xd50b_7460), None); // dc gva, x0 (MTE): not modelled

@@ -332,9 +332,9 @@ mod tests {
     #[test]
     fn not_maintenance() {
         for word in [
-            0xd503_201f,        // nop
-            0xd503_3f9f,        // dsb sy
-            0xd503_3fdf,        // isb
+            0xd503_201f, // nop
+            0xd503_3f9f, // dsb sy
+            0xd503_3fdf, // isb
             crate::marker::MARKER_ENCODING,
             0xd518_1000,        // msr sctlr_el1, x0 (decoded by decode_sys, not counted)
             0xd538_0000,        // mrs x0, midr_el1
