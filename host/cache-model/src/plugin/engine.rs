@@ -405,5 +405,19 @@ impl<H: Host> Engine<H> {
         }
         let now = self.now(&mut core);
         core.exit(&now, self.settings.sanitize, self.fast_on);
+        if std::env::var_os("CS_MODEL_LOCK_STATS").is_some() {
+            let s = self.core.stats();
+            let pct = |n: u64| 100.0 * n as f64 / s.taken.max(1) as f64;
+            eprintln!(
+                "{}: lock: taken {}, contended {} ({:.2} %), spins {}, yields {}, waited {:.3} s",
+                super::NAME,
+                s.taken,
+                s.contended,
+                pct(s.contended),
+                s.spins,
+                s.yields,
+                s.wait_ns as f64 / 1e9
+            );
+        }
     }
 }

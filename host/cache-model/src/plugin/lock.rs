@@ -4,7 +4,7 @@
 use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{
-    AtomicBool,
+    AtomicBool, AtomicU64,
     Ordering::{Acquire, Relaxed, Release},
 };
 
@@ -13,6 +13,35 @@ use std::sync::atomic::{
 pub struct SpinLock<T> {
     held: AtomicBool,
     value: UnsafeCell<T>,
+    stats: Stats,
+}
+
+/// How often the lock was taken and waited for (`CS_MODEL_LOCK_STATS` prints them at exit).
+#[derive(Default)]
+struct Stats {
+    /// Acquisitions (counted by the holder: a plain load and store).
+    taken: AtomicU64,
+    /// Acquisitions whose first attempt failed, spins and yields while waiting (the slow path).
+    contended: AtomicU64,
+    spins: AtomicU64,
+    yields: AtomicU64,
+    /// Host time spent waiting, summed over the threads (ns).
+    wait_ns: AtomicU64,
+}
+
+/// A lock's [`SpinLock::stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LockStats {
+    /// Acquisitions.
+    pub taken: u64,
+    /// Acquisitions that had to wait.
+    pub contended: u64,
+    /// Failed attempts while waiting.
+    pub spins: u64,
+    /// Host-thread yields while waiting.
+    pub yields: u64,
+    /// Host time spent waiting, summed over the threads (ns).
+    pub wait_ns: u64,
 }
 
 // SAFETY: the value is reached only through a guard, and a guard exists only while `held` is
@@ -25,21 +54,50 @@ pub struct Guard<'a, T>(&'a SpinLock<T>);
 impl<T> SpinLock<T> {
     /// An unlocked lock around `value`.
     pub fn new(value: T) -> Self {
-        Self { held: AtomicBool::new(false), value: UnsafeCell::new(value) }
+        Self { held: AtomicBool::new(false), value: UnsafeCell::new(value), stats: Stats::default() }
     }
 
     /// Waits for the lock.
+    #[inline]
     pub fn lock(&self) -> Guard<'_, T> {
-        let mut spins = 0u32;
+        if self.held.compare_exchange_weak(false, true, Acquire, Relaxed).is_err() {
+            self.wait();
+        }
+        // Only the holder writes the count: a plain load and store.
+        self.stats.taken.store(self.stats.taken.load(Relaxed) + 1, Relaxed);
+        Guard(self)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wait(&self) {
+        let start = std::time::Instant::now();
+        let (mut spins, mut yields) = (0u64, 0u64);
         while self.held.compare_exchange_weak(false, true, Acquire, Relaxed).is_err() {
             spins += 1;
             if spins < 64 {
                 std::hint::spin_loop();
             } else {
+                yields += 1;
                 std::thread::yield_now();
             }
         }
-        Guard(self)
+        self.stats.contended.fetch_add(1, Relaxed);
+        self.stats.spins.fetch_add(spins, Relaxed);
+        self.stats.yields.fetch_add(yields, Relaxed);
+        self.stats.wait_ns.fetch_add(start.elapsed().as_nanos() as u64, Relaxed);
+    }
+
+    /// The counts so far (exact once no other thread uses the lock, e.g. at exit).
+    pub fn stats(&self) -> LockStats {
+        let s = &self.stats;
+        LockStats {
+            taken: s.taken.load(Relaxed),
+            contended: s.contended.load(Relaxed),
+            spins: s.spins.load(Relaxed),
+            yields: s.yields.load(Relaxed),
+            wait_ns: s.wait_ns.load(Relaxed),
+        }
     }
 }
 
@@ -79,5 +137,8 @@ mod tests {
             .collect();
         threads.into_iter().for_each(|t| t.join().unwrap());
         assert_eq!(*lock.lock(), 40_000);
+        let s = lock.stats();
+        assert_eq!(s.taken, 40_001, "every acquisition, the read above included");
+        assert!(s.contended <= s.taken);
     }
 }
