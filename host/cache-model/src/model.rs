@@ -1350,9 +1350,8 @@ impl Model {
         self.l1d[cpu].slot_stale(slot)
     }
 
-    /// Whether `cpu`'s L1I holds any line of the L1D line holding `pa` (code written by data
-    /// stores: the plugin's fetch shortcut checks this).
-    pub fn l1i_overlaps(&self, cpu: usize, pa: u64) -> bool {
+    /// Whether `cpu`'s L1I holds any line of the L1D line holding `pa`.
+    fn l1i_overlaps(&self, cpu: usize, pa: u64) -> bool {
         let shift = self.l1d[0].line_shift();
         let base = pa >> shift << shift;
         let c = &self.l1i[cpu];

@@ -79,36 +79,38 @@ impl<H: Host> Engine<H> {
         let single = (vaddr & ((1 << shift) - 1)) + u64::from(size) <= 1 << shift;
         if !attr.cacheable() {
             let lines = if single { 1 } else { 2 };
-            let (mut hazard, mut cached) = (false, false);
+            let mut hazard = false;
             match core.model.as_mut() {
                 Some(m) => {
                     for k in 0..lines {
                         m.data_hint(cpu, pa + k * (1 << shift), 1, write, attr, hint);
                     }
                     hazard = m.has_events();
-                    // With the sanitizer, a copy of the line in any cache makes the next
-                    // uncached access's outcome depend on it (a stale read, a stale copy).
-                    cached = self.settings.sanitize && m.cached_anywhere(pa);
-                    self.wrote_code(m, cpu, pa, write);
                 }
                 None => core.early.levels[Level::L1D as usize].bypass += lines,
             }
             if hazard {
                 self.hazards(&mut core, vaddr, hint.pc, current());
             }
-            let ok = single && !hazard && !cached && core.guest.page_uniform(vaddr);
+            self.wrote_code(f, cpu, pa, size, write);
+            // With the sanitizer, a copy of the line in any cache makes the next uncached
+            // access's outcome depend on it (a stale read, a stale copy): no shortcut then.
+            let ok = single
+                && !hazard
+                && core.guest.page_uniform(vaddr)
+                && !(self.settings.sanitize && core.model.as_ref().is_some_and(|m| m.cached_anywhere(pa)));
             let mode = if write || !self.settings.sanitize { LineMode::Bypass } else { LineMode::BypassLoads };
-            return self.remember_data(f, vaddr >> shift, mode, 0, 0, ok);
+            return self.remember_data(f, vaddr >> shift, mode, 0, pa >> shift, ok);
         }
         let m = self.model(&mut core);
         let shift = m.config().l1d.line_shift();
         let slot = m.data_hint(cpu, pa, size, write, attr, hint);
-        let code = self.wrote_code(m, cpu, pa, write);
+        let code = self.wrote_code(f, cpu, pa, size, write);
         if m.has_events() {
             self.hazards(&mut core, vaddr, hint.pc, current());
             return f.forget_line();
         }
-        // A store to a line this vCPU's L1I holds goes to the model (see `wrote_code`).
+        // A store to a line of the last TB goes to the model (see `wrote_code`).
         let mode = if attr == Attr::NormalWriteBack && !code { LineMode::LoadsAndStores } else { LineMode::Loads };
         match slot {
             // A non-temporal fill sits at the end of the replacement order, so a repeated hit
@@ -121,12 +123,14 @@ impl<H: Host> Engine<H> {
         }
     }
 
-    /// With the sanitizer, whether the L1I of `cpu` holds code in the data line at `pa`; a store
-    /// there (`write`) marks it written (rule 16: each later fetch of it reports), so the next
-    /// TB is fetched through the model, not taken for a repeat of the last one.
+    /// With the sanitizer and the shortcut, whether the access of `size` bytes at `pa` touches
+    /// code of the last TB `cpu` fetched, the one whose repeats are counted inline: a store
+    /// there marks it written (rule 16: each later fetch of it reports), so the next TB is
+    /// fetched through the model, not taken for a repeat (and such a line never takes stores
+    /// in the shortcut).
     #[inline]
-    fn wrote_code(&self, m: &crate::model::Model, cpu: usize, pa: u64, write: bool) -> bool {
-        if !self.fast_on || !self.settings.sanitize || !m.l1i_overlaps(cpu, pa) {
+    fn wrote_code(&self, f: &Shortcut, cpu: usize, pa: u64, size: u32, write: bool) -> bool {
+        if !self.fast_on || !self.settings.sanitize || !f.in_last_tb(pa, u64::from(size.max(1))) {
             return false;
         }
         if write {
@@ -208,6 +212,15 @@ impl<H: Host> Engine<H> {
             let first_pa = pa_of(*lines.start());
             let continues = previous_end == first_pa >> shift && m.l1i_holds(cpu, first_pa);
             f.set_fetch_end(pa_of(*lines.end()) >> shift);
+            if self.fast_on {
+                // The TB's code (one page), for `wrote_code`; a remembered data line in it
+                // would take stores without the model.
+                let (lo, hi) = (first_pa, pa_of(*lines.end()) + (1 << shift));
+                f.set_last_tb(lo, hi);
+                if self.settings.sanitize && f.line_in(lo, hi, m.config().l1d.line_shift()) {
+                    f.forget_line();
+                }
+            }
             let fetched = lines.clone().skip(usize::from(continues));
             for l in fetched.clone() {
                 m.fetch(cpu, pa_of(l), attr);

@@ -104,6 +104,9 @@ pub struct Shortcut {
     i_replay: AtomicBool,
     i_va: AtomicU64,
     i_bytes: AtomicU64,
+    /// The PA range `[lo, hi)` of the lines the last TB fetched through the model (empty: none).
+    i_lo: AtomicU64,
+    i_hi: AtomicU64,
 }
 
 #[inline]
@@ -283,6 +286,27 @@ impl Shortcut {
             self.i_va.store(va, Relaxed);
             self.i_bytes.store(bytes, Relaxed);
         }
+    }
+
+    /// Sets the PA range of the last TB's lines (`[lo, hi)`).
+    pub fn set_last_tb(&self, lo: u64, hi: u64) {
+        self.i_lo.store(lo, Relaxed);
+        self.i_hi.store(hi, Relaxed);
+    }
+
+    /// Whether `[pa, pa + len)` overlaps the last TB's lines.
+    #[inline]
+    pub fn in_last_tb(&self, pa: u64, len: u64) -> bool {
+        pa < self.i_hi.load(Relaxed) && pa + len > self.i_lo.load(Relaxed)
+    }
+
+    /// Whether the remembered data line (of log2 size `shift`) overlaps `[lo, hi)`.
+    pub fn line_in(&self, lo: u64, hi: u64, shift: u32) -> bool {
+        if self.d_line.load(Relaxed) == NONE {
+            return false;
+        }
+        let pa = self.d_l1line.load(Relaxed) << shift;
+        pa < hi && pa + (1 << shift) > lo
     }
 
     /// The TB whose repeats are replayed (address, length), if any: credit its repeats before any

@@ -202,11 +202,12 @@ fn trace(seed: u64, n: usize, guest_geometry: bool) -> Vec<Step> {
         steps.push(Step::Marker(Marker::Window { va, len, attr, pa: Some(va - VA_OFFSET) }));
     }
     // TBs: (key, va, fetch segments), some in one line, some over two or three lines (one
-    // segment: the first line continues the previous TB's), some cut into segments.
+    // segment: the first line continues the previous TB's), some cut into segments; each in one
+    // page, as QEMU's are.
     let code = VA_OFFSET + RAM + 0x1_0000;
     let tbs: Vec<(u64, u64, Vec<u64>)> = (0..12u64)
         .map(|k| {
-            let va = code + k * 0x1c0 + 4 * (r() % 12);
+            let va = code + k * 0x140 + 4 * (r() % 12);
             let len = 4 * (1 + r() % 40);
             let segments = if k % 4 == 3 { vec![len, 4 * (1 + r() % 8)] } else { vec![len] };
             (k + 1, va, segments)
@@ -222,7 +223,12 @@ fn trace(seed: u64, n: usize, guest_geometry: bool) -> Vec<Step> {
     let mut maint: Option<u64> = None;
     while steps.len() < n {
         let (key, va, segments) = tbs[(r() % tbs.len() as u64) as usize].clone();
-        let base = bases[if r() % 50 == 0 { 5 } else { (r() % 5) as usize }];
+        // Now and then the loop writes its own code (the TB whose repeats are counted inline).
+        let base = match r() % 50 {
+            0 => bases[5],
+            1 | 2 => va,
+            _ => bases[(r() % 5) as usize],
+        };
         let reps = 1 + r() % 6;
         for rep in 0..reps {
             steps.push(Step::Tb { key, va, segments: segments.clone() });
