@@ -52,8 +52,10 @@ use core::fmt;
 
 use crate::cache::Kind;
 
-/// Encoding of `hint #0x7f` (0xd503201f | 0x7f << 5), what a model looks for.
+/// Encoding of `hint #0x7f` (HINT is 0xd503201f | imm << 5): what `emit` issues and what a model
+/// looks for (the one definition of the marker instruction).
 pub const MARKER_ENCODING: u32 = 0xd503_2fff;
+const _: () = assert!(MARKER_ENCODING == 0xd503_201f | 0x7f << 5, "the marker is HINT #0x7f");
 
 /// Protocol version sent with [`Command::Hello`]. Version 2 added the window's PA in x13;
 /// version 3 phase names up to [`PHASE_NAME_MAX`] bytes (63 before); version 4 the maintenance
@@ -365,7 +367,8 @@ pub fn emit(m: Marker) {
     // SAFETY: an unallocated HINT is architecturally a NOP; the registers are only read.
     unsafe {
         core::arch::asm!(
-            "hint #0x7f",
+            ".inst {marker}",
+            marker = const MARKER_ENCODING,
             in("x9") x9, in("x10") x10, in("x11") x11, in("x12") x12, in("x13") x13,
             options(nostack, nomem, preserves_flags)
         );

@@ -452,6 +452,11 @@ impl Cache {
         (line != INVALID).then(|| Evicted { line, dirty: self.flags[slot] & DIRTY != 0 })
     }
 
+    /// Whether the copy in `slot` is marked stale (the sanitizer).
+    pub fn slot_stale(&self, slot: usize) -> bool {
+        self.flags[slot] & STALE != 0
+    }
+
     /// Clears a slot's dirty bit; returns whether it was dirty.
     pub fn clean_slot(&mut self, slot: usize) -> bool {
         let f = self.flags[slot];

@@ -1,14 +1,13 @@
-//! AArch64 instruction decoding for the plugin: the cache-model marker, the cache-maintenance
-//! SYS instructions, TLBI, and writes to SCTLR_EL1; plus the DC ISW/CSW/CISW operand.
-//!
-//! Encodings (Arm ARM C5.3, C6.2): `SYS #op1, Cn, Cm, #op2, Xt` is
-//! `1101 0101 0000 1 op1 CRn CRm op2 Rt`; `MSR <sysreg>, Xt` is `1101 0101 0001 o0 op1 CRn CRm op2 Rt`
-//! with op0 = 2 + o0.
+//! AArch64 instruction decoding for the plugin: what the model does for the cache-model marker
+//! (`cachescope_arch::marker::MARKER_ENCODING`), the cache-maintenance SYS instructions, TLBI and
+//! writes to SCTLR_EL1 (all decoded by `cachescope_arch::cache::ops::decode_sys`, the decoder
+//! host/insn-count counts with), PRFM, the loads and stores the plugin batches; plus the DC
+//! ISW/CSW/CISW operand.
+
+use cachescope_arch::cache::ops::{decode_sys, SysInsn, SysOp};
+use cachescope_arch::marker::MARKER_ENCODING;
 
 use crate::model::{MaintOp, Point};
-
-/// Encoding of the marker `hint #0x7f` (see the kernel's `src/arch/aarch64/model.rs`).
-pub const MARKER: u32 = 0xd503_2fff;
 
 /// An instruction the plugin acts on. `rt` is the operand register number (31 = XZR).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,39 +114,32 @@ pub struct Prefetch {
 
 /// Decodes one instruction word; `None` for everything the plugin ignores.
 pub fn decode(word: u32) -> Option<Insn> {
-    if word == MARKER {
+    if word == MARKER_ENCODING {
         return Some(Insn::Marker);
     }
-    let rt = (word & 31) as u8;
-    let op2 = (word >> 5) & 7;
-    let crm = (word >> 8) & 15;
-    let crn = (word >> 12) & 15;
-    let op1 = (word >> 16) & 7;
-    if word & 0xfff8_0000 == 0xd508_0000 {
-        // SYS (op0 = 1).
-        use MaintOp::*;
-        return match (op1, crn, crm, op2) {
-            (0, 7, 6, 1) => Some(Insn::DcVa { op: Invalidate, point: Point::Coherency, rt }),
-            (0, 7, 6, 2) => Some(Insn::DcSetWay { op: Invalidate, rt }),
-            (0, 7, 10, 2) => Some(Insn::DcSetWay { op: Clean, rt }),
-            (0, 7, 14, 2) => Some(Insn::DcSetWay { op: CleanInvalidate, rt }),
-            (3, 7, 4, 1) => Some(Insn::DcZva { rt }),
-            // CVAC, and CVAP/CVADP (persistence/deep persistence) which clean at least to PoC.
-            (3, 7, 10 | 12 | 13, 1) => Some(Insn::DcVa { op: Clean, point: Point::Coherency, rt }),
-            (3, 7, 11, 1) => Some(Insn::DcVa { op: Clean, point: Point::Unification, rt }),
-            (3, 7, 14, 1) => Some(Insn::DcVa { op: CleanInvalidate, point: Point::Coherency, rt }),
-            (0, 7, 1, 0) => Some(Insn::IcIallu { broadcast: true }),
-            (0, 7, 5, 0) => Some(Insn::IcIallu { broadcast: false }),
-            (3, 7, 5, 1) => Some(Insn::IcIvau { rt }),
-            (_, 8, _, _) => Some(Insn::Tlbi),
-            _ => None,
-        };
+    let Some(SysInsn { op, rt }) = decode_sys(word) else {
+        return decode_prfm(word).map(Insn::Prefetch);
+    };
+    use MaintOp::*;
+    let va = |op, point| Some(Insn::DcVa { op, point, rt });
+    match op {
+        SysOp::DcIvac => va(Invalidate, Point::Coherency),
+        // CVAC, and CVAP/CVADP (persistence, deep persistence): cleans to (at least) the PoC.
+        o if o.clean_to_poc() => va(Clean, Point::Coherency),
+        SysOp::DcCvau => va(Clean, Point::Unification),
+        SysOp::DcCivac => va(CleanInvalidate, Point::Coherency),
+        SysOp::DcIsw => Some(Insn::DcSetWay { op: Invalidate, rt }),
+        SysOp::DcCsw => Some(Insn::DcSetWay { op: Clean, rt }),
+        SysOp::DcCisw => Some(Insn::DcSetWay { op: CleanInvalidate, rt }),
+        SysOp::DcZva => Some(Insn::DcZva { rt }),
+        SysOp::IcIallu => Some(Insn::IcIallu { broadcast: false }),
+        SysOp::IcIalluis => Some(Insn::IcIallu { broadcast: true }),
+        SysOp::IcIvau => Some(Insn::IcIvau { rt }),
+        SysOp::TlbiVmalle1is | SysOp::TlbiVaae1is | SysOp::TlbiOther => Some(Insn::Tlbi),
+        SysOp::MsrSctlrEl1 => Some(Insn::MsrSctlr { rt }),
+        // The MTE tag operations and GVA/GZVA: not modelled.
+        SysOp::DcOther | SysOp::DcCvac | SysOp::DcCvap | SysOp::DcCvadp => None,
     }
-    // MSR SCTLR_EL1, Xt: op0 = 3 (o0 = 1), op1 = 0, CRn = 1, CRm = 0, op2 = 0.
-    if word & 0xffff_ffe0 == 0xd518_1000 {
-        return Some(Insn::MsrSctlr { rt });
-    }
-    decode_prfm(word).map(Insn::Prefetch)
 }
 
 /// Decodes PRFM (immediate, register, literal) and PRFUM (C6.2 PRFM/PRFUM); `None` for other
@@ -371,6 +363,12 @@ mod tests {
         assert_eq!(decode(0xd503_201f), None); // nop
         assert_eq!(decode(0xd503_3f9f), None); // dsb sy
         assert_eq!(decode(0xf940_0000), None); // ldr x0, [x0]
+                                               // DC CVAP / CVADP (op1 = 3, CRm = 12 / 13, op2 = 1): cleans to the PoC for the model, as
+                                               // `cachescope_arch::cache::ops` decides (host/insn-count counts them as dc_other).
+        assert_eq!(decode(0xd50b_7c27), Some(Insn::DcVa { op: Clean, point: Point::Coherency, rt: 7 })); // dc cvap, x7
+        assert_eq!(decode(0xd50b_7d28), Some(Insn::DcVa { op: Clean, point: Point::Coherency, rt: 8 })); // dc cvadp, x8
+        assert_eq!(decode(0xd50b_7460), None); // dc gva, x0 (MTE): not modelled
+        assert_eq!(decode(0xd508_7503), None, "IC IALLU with a register: unallocated, as insn-count decodes it");
     }
 
     // Words from llvm-mc -triple=aarch64 -show-encoding.

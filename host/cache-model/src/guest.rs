@@ -150,15 +150,20 @@ impl Guest {
         })
     }
 
-    /// Learns a translation from an access that went to `pa` through `va`.
-    pub fn learn(&mut self, va: u64, pa: u64) {
+    /// Learns a translation from an access that went to `pa` through `va`; returns whether that
+    /// changed what [`Guest::translate`] answers for any address.
+    pub fn learn(&mut self, va: u64, pa: u64) -> bool {
         let vpn = va >> PAGE_SHIFT;
-        self.rtlb[(vpn as usize) & (RTLB_ENTRIES - 1)] = (vpn + 1, pa >> PAGE_SHIFT);
+        let entry = &mut self.rtlb[(vpn as usize) & (RTLB_ENTRIES - 1)];
+        let mut changed = *entry != (vpn + 1, pa >> PAGE_SHIFT);
+        *entry = (vpn + 1, pa >> PAGE_SHIFT);
         if let Some(w) = self.windows.iter_mut().rev().find(|w| w.contains(va)) {
             if w.offset.is_none() {
                 w.offset = Some(pa.wrapping_sub(va));
+                changed = true;
             }
         }
+        changed
     }
 
     /// Forgets learned pages (TLBI). Window offsets stay: a window is re-declared when remapped.
@@ -225,7 +230,8 @@ mod tests {
         let mut g = Guest::new();
         assert_eq!(g.translate(0x4000_1234), (0x4000_1234, Translation::Identity));
         g.window(0x2_0000_0000, 0x10_0000, Attr::NormalNonCacheable, None);
-        g.learn(0x2_0000_0040, 0x5000_0040);
+        assert!(g.learn(0x2_0000_0040, 0x5000_0040), "a new page and the window's offset");
+        assert!(!g.learn(0x2_0000_0100, 0x5000_0100), "nothing new");
         assert_eq!(g.translate(0x2_0000_0080), (0x5000_0080, Translation::Learned));
         assert_eq!(g.translate(0x2_0005_0080), (0x5005_0080, Translation::Window));
         g.forget_pages();
@@ -241,7 +247,7 @@ mod tests {
         assert_eq!(g.translate(0x2_0005_0080), (0x5005_0080, Translation::Window));
         assert_eq!(g.translate(0x2_0010_0000), (0x2_0010_0000, Translation::Identity), "past the end");
         // A learned page still comes first, and an access does not overwrite the declared offset.
-        g.learn(0x2_0000_0040, 0x6000_0040);
+        assert!(g.learn(0x2_0000_0040, 0x6000_0040));
         assert_eq!(g.translate(0x2_0000_0080), (0x6000_0080, Translation::Learned));
         assert_eq!(g.translate(0x2_0001_0000), (0x5001_0000, Translation::Window));
         // A PA above the VA (the first window's is below it), and a window re-declared without a PA.

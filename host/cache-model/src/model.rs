@@ -1343,6 +1343,32 @@ impl Model {
         let c = &self.l1i[cpu];
         c.probe(c.line_of(pa)).is_some()
     }
+
+    /// Whether `cpu`'s L1D copy in `slot` is marked stale: every demand hit on it reports a
+    /// hazard, so the plugin's shortcut never takes it for a plain hit.
+    pub fn l1d_stale(&self, cpu: usize, slot: usize) -> bool {
+        self.l1d[cpu].slot_stale(slot)
+    }
+
+    /// Whether `cpu`'s L1I holds any line of the L1D line holding `pa`.
+    fn l1i_overlaps(&self, cpu: usize, pa: u64) -> bool {
+        let shift = self.l1d[0].line_shift();
+        let base = pa >> shift << shift;
+        let c = &self.l1i[cpu];
+        let step = (1u64 << c.line_shift()).min(1 << shift);
+        (base..base + (1 << shift)).step_by(step as usize).any(|a| c.probe(c.line_of(a)).is_some())
+    }
+
+    /// Whether any cache holds a copy of the L1D line holding `pa` (every vCPU's L1D and L1I,
+    /// every lower level). With none, a non-cacheable or Device access of the line changes no
+    /// sanitizer state and reports nothing (rule 5 and `san_bypass`), so the plugin's shortcut
+    /// may count further such accesses without the model.
+    pub fn cached_anywhere(&self, pa: u64) -> bool {
+        let shift = self.l1d[0].line_shift();
+        let base = pa >> shift << shift;
+        let data = self.l1d.iter().chain(self.lower.iter().flatten()).any(|c| c.probe(c.line_of(base)).is_some());
+        data || (0..self.l1i.len()).any(|cpu| self.l1i_overlaps(cpu, base))
+    }
 }
 
 /// The 36 counters (four levels × eight, then `served`) as space-separated numbers.

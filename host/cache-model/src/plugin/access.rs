@@ -1,0 +1,239 @@
+//! Data accesses and instruction fetches: the engine's hot paths, where the [`Shortcut`] answers
+//! first and the model is asked only when it cannot.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use crate::model::{Attr, Hint, Level};
+
+use super::emit::Core;
+use super::engine::{Engine, Host, MemAccess};
+use super::plan::Group;
+use super::shortcut::{FetchMode, LineMode, Shortcut, BYPASS_LINE, PAGE_SHIFT};
+
+impl<H: Host> Engine<H> {
+    /// A leader's callback: its own access, then its group's members (see `decode::plan_groups`).
+    /// When the leader left its line in the shortcut and every member falls in that line, the
+    /// members are hits of that line: counted in one step.
+    pub fn mem_group(&self, vcpu: u32, info: &impl MemAccess, vaddr: u64, write: bool, g: &Group) {
+        self.mem(vcpu, info, vaddr, vaddr, write, Some(g.size), Hint { pc: g.pc, nt: false });
+        if self.fast[self.cpu(vcpu)].group(vaddr, g) {
+            return;
+        }
+        for (k, &(delta, size, store)) in g.members.iter().enumerate() {
+            let hint = Hint { pc: g.pc + 4 * (k as u64 + 1), nt: false };
+            self.mem(vcpu, info, vaddr, vaddr.wrapping_add(delta as u64), store, Some(size), hint);
+        }
+    }
+
+    /// One data access at `vaddr`; `size` is `None` for the callback's own access (the emulator
+    /// knows it). `translated` is the address the emulator translated for the callback: only an
+    /// access in its page is asked of the emulator's TLB (QEMU prints "invalid use of
+    /// qemu_plugin_get_hwaddr" into the console for any other).
+    #[allow(clippy::too_many_arguments)]
+    pub fn mem(&self, vcpu: u32, info: &impl MemAccess, translated: u64, vaddr: u64, write: bool, size: Option<u32>, hint: Hint) {
+        let cpu = self.cpu(vcpu);
+        let own = size.is_none();
+        let f = &self.fast[cpu];
+        let size_of = || size.unwrap_or_else(|| info.size());
+        if self.fast_on && f.access(vaddr, size_of, write, hint.pc) {
+            return;
+        }
+        let size = size_of();
+        let page = if self.fast_on { f.page(vaddr) } else { None };
+        let known = match page {
+            Some((pa, io)) => Some((pa, io, false)),
+            None if vaddr >> PAGE_SHIFT == translated >> PAGE_SHIFT => info.hwaddr(vaddr).map(|(pa, io)| (pa, io, true)),
+            None => None,
+        };
+        let mut core = self.lock();
+        self.settle_own(&mut core, cpu);
+        if f.replay().is_some() {
+            self.credit_fetch(&mut core, cpu);
+        }
+        // Not in the emulator's TLB (a group member in another page): the learned translation.
+        let (pa, io, learned) = known.unwrap_or_else(|| (core.guest.translate(vaddr).0, false, false));
+        if learned {
+            let changed = core.guest.learn(vaddr, pa);
+            if self.fast_on {
+                f.remember_page(vaddr, pa, io);
+                if changed {
+                    // A fetch translates its page through what was learned: a repeat of the
+                    // last TB may no longer fetch the lines it did.
+                    self.host.forget_tb(cpu);
+                }
+            }
+        }
+        let cached = if page.is_some() { f.page_attr() } else { None };
+        let attr = match cached {
+            Some(a) => a,
+            None => {
+                let a = if io { Attr::Device } else { core.guest.data_attr(cpu, vaddr) };
+                if self.fast_on && core.guest.page_uniform(vaddr) {
+                    f.remember_page_attr(vaddr, a);
+                }
+                a
+            }
+        };
+        let current = || if own { info.value() } else { None };
+        let shift = f.line_shift();
+        let single = (vaddr & ((1 << shift) - 1)) + u64::from(size) <= 1 << shift;
+        if !attr.cacheable() {
+            let lines = if single { 1 } else { 2 };
+            let mut hazard = false;
+            match core.model.as_mut() {
+                Some(m) => {
+                    for k in 0..lines {
+                        m.data_hint(cpu, pa + k * (1 << shift), 1, write, attr, hint);
+                    }
+                    hazard = m.has_events();
+                }
+                None => core.early.levels[Level::L1D as usize].bypass += lines,
+            }
+            if hazard {
+                self.hazards(&mut core, vaddr, hint.pc, current());
+            }
+            self.wrote_code(f, cpu, pa, size, write);
+            // With the sanitizer, a copy of the line in any cache makes the next uncached
+            // access's outcome depend on it (a stale read, a stale copy): no shortcut then.
+            let ok = single
+                && !hazard
+                && core.guest.page_uniform(vaddr)
+                && !(self.settings.sanitize && core.model.as_ref().is_some_and(|m| m.cached_anywhere(pa)));
+            let mode = if write || !self.settings.sanitize { LineMode::Bypass } else { LineMode::BypassLoads };
+            return self.remember_data(f, vaddr >> shift, mode, 0, pa >> shift, ok);
+        }
+        let m = self.model(&mut core);
+        let shift = m.config().l1d.line_shift();
+        let slot = m.data_hint(cpu, pa, size, write, attr, hint);
+        let code = self.wrote_code(f, cpu, pa, size, write);
+        if m.has_events() {
+            self.hazards(&mut core, vaddr, hint.pc, current());
+            return f.forget_line();
+        }
+        // A store to a line of the last TB goes to the model (see `wrote_code`).
+        let mode = if attr == Attr::NormalWriteBack && !code { LineMode::LoadsAndStores } else { LineMode::Loads };
+        match slot {
+            // A non-temporal fill sits at the end of the replacement order, so a repeated hit
+            // is not a no-op (LRU promotes it): no shortcut after LDNP/STNP.
+            // A stale copy reports every hit (the sanitizer): no shortcut either.
+            Some(s) if !(hint.nt || write && attr == Attr::NormalWriteThrough || m.l1d_stale(cpu, s)) => {
+                self.remember_data(f, vaddr >> shift, mode, s as u64, pa >> shift, true)
+            }
+            _ => f.forget_line(),
+        }
+    }
+
+    /// With the sanitizer and the shortcut, whether the access of `size` bytes at `pa` touches
+    /// code of the last TB `cpu` fetched, the one whose repeats are counted inline: a store
+    /// there marks it written (rule 16: each later fetch of it reports), so the next TB is
+    /// fetched through the model, not taken for a repeat (and such a line never takes stores
+    /// in the shortcut).
+    #[inline]
+    fn wrote_code(&self, f: &Shortcut, cpu: usize, pa: u64, size: u32, write: bool) -> bool {
+        if !self.fast_on || !self.settings.sanitize || !f.in_last_tb(pa, u64::from(size.max(1))) {
+            return false;
+        }
+        if write {
+            self.host.forget_tb(cpu);
+        }
+        true
+    }
+
+    fn remember_data(&self, f: &Shortcut, vline: u64, mode: LineMode, slot: u64, l1line: u64, ok: bool) {
+        if self.fast_on && ok {
+            f.remember_line(vline, mode, slot, l1line);
+        } else {
+            f.forget_line();
+        }
+    }
+
+    /// A TB's instruction fetches through the model (its first execution after anything else),
+    /// or those of one segment of it (the instructions after a marker, an IC invalidation or an
+    /// SCTLR write are fetched right after that instruction: see `plan`).
+    ///
+    /// One L1I access (or bypass) per line the TB's instructions lie in, except its first line
+    /// when fetch only continues in the line the vCPU's previous TB ended in, same attribute,
+    /// still in the L1I (an access there would be a hit on the most recent line of its set,
+    /// changing nothing): so the counts do not depend on where QEMU ends a TB, which varies with
+    /// the code TCG generates (the instrumentation of `fast=on` and `fast=off` differs, TCG
+    /// halves a TB whose code outgrows its buffer, the host's backend sizes the code). A TB
+    /// repeated right after itself thus fetches its lines again unless it lies in one line.
+    ///
+    /// `repeats_inline`: the TB's execution counter is bumped right after this call and its
+    /// back-to-back repeats are counted inline (the shortcut); otherwise every execution calls.
+    pub fn fetch(&self, vcpu: u32, va: u64, bytes: u64, repeats_inline: bool) {
+        let cpu = self.cpu(vcpu);
+        let mut core = self.lock();
+        self.settle_own(&mut core, cpu);
+        let execs = self.credit_fetch(&mut core, cpu);
+        let (mode, per_repeat, hazard) = self.fetch_lines(&mut core, cpu, va, bytes);
+        if self.fast_on {
+            // The inline counter is bumped right after this callback for this very execution.
+            let acc = execs.wrapping_add(u64::from(repeats_inline));
+            let replay = (repeats_inline && hazard).then_some((va, bytes));
+            self.fast[cpu].set_repeats(if repeats_inline { per_repeat } else { 0 }, mode, acc, replay);
+        }
+    }
+
+    /// The model's part of [`fetch`](Self::fetch) (also a replayed repeat's): how the lines were
+    /// fetched, how many a repeat right after itself fetches, and whether a hazard was reported.
+    pub(super) fn fetch_lines(&self, core: &mut Core, cpu: usize, va: u64, bytes: u64) -> (FetchMode, u64, bool) {
+        let f = &self.fast[cpu];
+        let attr = core.guest.fetch_attr(cpu, va);
+        let previous_end = f.fetch_end();
+        if !attr.cacheable() {
+            let shift = core.model.as_ref().map_or(6, |m| m.config().l1i.line_shift());
+            let (first, last) = (va >> shift, (va + bytes - 1) >> shift);
+            let first = first + u64::from(previous_end == first | BYPASS_LINE);
+            f.set_fetch_end(last | BYPASS_LINE);
+            match core.model.as_mut() {
+                Some(m) => (first..=last).for_each(|l| m.fetch(cpu, l << shift, attr)),
+                None => core.early.levels[Level::L1I as usize].bypass += (last + 1).saturating_sub(first),
+            }
+            let all = last - (va >> shift) + 1;
+            (FetchMode::Bypass, if all == 1 { 0 } else { all }, false)
+        } else {
+            let shift = self.model(core).config().l1i.line_shift();
+            let lines = (va >> shift)..=((va + bytes - 1) >> shift);
+            let Core { model, guest, .. } = &mut *core;
+            let m = model.as_mut().expect("built above");
+            // A TB lies in one page (AArch64 instructions never straddle one): translate its
+            // page once.
+            let page = va & !((1 << PAGE_SHIFT) - 1);
+            let pa_page = guest.translate(page).0;
+            let pa_of = |l: u64| -> u64 {
+                let a = l << shift;
+                if a & !((1 << PAGE_SHIFT) - 1) == page {
+                    pa_page + (a - page)
+                } else {
+                    guest.translate(a).0
+                }
+            };
+            let first_pa = pa_of(*lines.start());
+            let continues = previous_end == first_pa >> shift && m.l1i_holds(cpu, first_pa);
+            f.set_fetch_end(pa_of(*lines.end()) >> shift);
+            if self.fast_on {
+                // The TB's code (one page), for `wrote_code`; a remembered data line in it
+                // would take stores without the model.
+                let (lo, hi) = (first_pa, pa_of(*lines.end()) + (1 << shift));
+                f.set_last_tb(lo, hi);
+                if self.settings.sanitize && f.line_in(lo, hi, m.config().l1d.line_shift()) {
+                    f.forget_line();
+                }
+            }
+            let fetched = lines.clone().skip(usize::from(continues));
+            for l in fetched.clone() {
+                m.fetch(cpu, pa_of(l), attr);
+            }
+            let hazard = m.has_events();
+            if self.fast_on && !lines.clone().all(|l| m.l1i_holds(cpu, pa_of(l))) && !self.fetch_warned.swap(true, Relaxed) {
+                core.warn("a translation block does not fit the L1I at once (L1I way smaller than a page): repeats are counted as hits; use fast=off for exact counts");
+            }
+            if hazard {
+                self.hazards(core, va, va, None);
+            }
+            let all = lines.end() - lines.start() + 1;
+            (FetchMode::Hit, if all == 1 { 0 } else { all }, hazard)
+        }
+    }
+}

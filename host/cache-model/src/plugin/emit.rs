@@ -1,0 +1,257 @@
+//! Emission: the state behind the lock ([`Core`]), its output, and the records the plugin writes
+//! itself (`model-profile`, `model-geometry`, `model-warning`, the phase-end and exit records;
+//! the record shapes are `report`'s).
+
+use std::io::Write;
+
+use cachescope_arch::cache::id::{Clidr, Ctr};
+
+use crate::config::{GuestGeometry, Settings};
+use crate::geometry::Hierarchy;
+use crate::guest::Guest;
+use crate::model::{Level, Model, Totals};
+use crate::protocol;
+use crate::report::{self, Finished, Phases, Record};
+use crate::sanitize::{Hazards, MaintRange};
+
+/// The most `model-warning` records a run writes; past it they are only counted (`model-run`'s
+/// `warnings`), so a guest that sends malformed markers in a loop cannot grow the log without
+/// bound.
+pub const WARNING_LIMIT: u64 = 100;
+
+/// The most per-phase counter records (`model` per level, `model-time`, `model-coherence` per
+/// vCPU) a run writes: each is at most ~450 bytes (a phase name is at most
+/// `cachescope_arch::marker::PHASE_NAME_MAX` bytes), so at most ~90 MB, within what the digest
+/// reads (256 MiB), however many phases or vCPUs. A phase whose records would pass it gets
+/// none; its counts stay in the totals and its hazards are still reported. The main job writes
+/// a few thousand (5 or 6 per phase with one vCPU).
+pub const PHASE_RECORD_LIMIT: u64 = 200_000;
+
+/// Run statistics for the `model-run` record.
+#[derive(Default)]
+pub struct Stats {
+    /// Markers seen.
+    pub markers: u64,
+    /// Operand translations: learned, by window, identity.
+    pub va: [u64; 3],
+    /// DC set/way operations.
+    pub setway_ops: u64,
+    /// Warnings (written or only counted).
+    pub warnings: u64,
+    /// Counter records of ended phases written so far (`model`, `model-time`, `model-coherence`).
+    pub phase_records: u64,
+    /// Phases whose counter records were not written (past [`PHASE_RECORD_LIMIT`]).
+    pub phases_unreported: u64,
+}
+
+/// Everything behind the lock.
+pub struct Core {
+    /// The model, once built.
+    pub model: Option<Model>,
+    /// Counts from before the model exists (bypassed accesses while the caches are off).
+    pub early: Totals,
+    /// New geometry markers arrived since the model was built.
+    pub geometry_changed: bool,
+    /// SCTLR, windows, learned translations.
+    pub guest: Guest,
+    /// The geometry the guest reported.
+    pub guest_geo: GuestGeometry,
+    /// Open and finished phases.
+    pub phases: Phases,
+    /// Run statistics.
+    pub stats: Stats,
+    /// Marker protocol version the kernel's hello announced (0 = no hello yet).
+    pub kernel_protocol: u64,
+    /// The `model-profile` record was written.
+    pub profile_emitted: bool,
+    /// The sanitizer's deduplicated hazards.
+    pub hazards: Hazards,
+    /// Open maintenance ranges (markers 7/8).
+    pub maint: Vec<MaintRange>,
+    /// CTR_EL0, once read (None: IDC = DIC = 0 assumed, the Cortex models' value, and the
+    /// model's own line sizes for by-VA maintenance).
+    pub ctr: Option<Ctr>,
+    /// CLIDR_EL1, once read (None: not exposed; every modelled level is before the PoC).
+    pub clidr: Option<Clidr>,
+    /// Sanitizer reports suspended (marker 9).
+    pub quiet: bool,
+    /// Hazard occurrences dropped while quiet.
+    pub quieted: u64,
+    out: Box<dyn Write + Send>,
+}
+
+impl Core {
+    /// Nothing seen yet; records go to `out`.
+    pub fn new(settings: &Settings, out: Box<dyn Write + Send>) -> Self {
+        Self {
+            model: None,
+            early: Totals::default(),
+            geometry_changed: false,
+            guest: Guest::new(),
+            guest_geo: GuestGeometry::default(),
+            phases: Phases::default(),
+            stats: Stats::default(),
+            kernel_protocol: 0,
+            profile_emitted: false,
+            hazards: Hazards::with_limit(settings.hazard_limit),
+            maint: Vec::new(),
+            ctr: None,
+            clidr: None,
+            quiet: false,
+            quieted: 0,
+            out,
+        }
+    }
+
+    /// Writes record lines.
+    pub fn emit(&mut self, text: &str) {
+        let _ = self.out.write_all(text.as_bytes());
+        let _ = self.out.flush();
+    }
+
+    /// A `model-warning` (up to [`WARNING_LIMIT`]; counted always).
+    pub fn warn(&mut self, what: &str) {
+        self.stats.warnings += 1;
+        if self.stats.warnings > WARNING_LIMIT {
+            return;
+        }
+        let mut text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", what));
+        if self.stats.warnings == WARNING_LIMIT {
+            text += &report::line(
+                Record::new(&cachescope_arch::record::MODEL_WARNING)
+                    .str("what", &format!("{WARNING_LIMIT} warnings: further ones are only counted (model-run.warnings)")),
+            );
+        }
+        self.emit(&text);
+    }
+
+    /// Adds a hazard occurrence; the first one past the bound on hazard records says so, once.
+    pub fn add_hazard(&mut self, e: crate::sanitize::Event, va: u64, pc: u64, phase: Option<&(u64, String)>, current: Option<u64>) {
+        let was = self.hazards.truncated();
+        self.hazards.add(e, va, pc, phase.map(|(id, n)| (*id, n.as_str())), current);
+        if !was && self.hazards.truncated() {
+            let limit = self.hazards.limit();
+            let what = format!(
+                "more than {limit} distinct hazards: further ones are only counted (hazard-total.dropped), not listed; the run fails (hazard-total.truncated)"
+            );
+            self.stats.warnings += 1;
+            let text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", &what))
+                + &format!("# model: hazard storm: {what}\n");
+            self.emit(&text);
+        }
+    }
+
+    /// log2 of the granule a by-VA data-cache operation covers, for the maintenance-range rule:
+    /// the model's L1D line, or the guest's CTR_EL0.DminLine when that is longer (a loop that
+    /// steps by DminLine, as the architecture recommends, then reaches every line).
+    pub fn maint_shift(&self) -> u32 {
+        let model = self.model.as_ref().map_or(6, |m| m.config().l1d.line_shift());
+        model.max(self.ctr.map_or(0, |c| c.dmin_line().trailing_zeros()))
+    }
+
+    /// Levels below L1 the model has.
+    pub fn lower_levels(&self) -> usize {
+        self.model.as_ref().map_or(0, |m| m.lower_levels())
+    }
+
+    /// The records of phases that just ended: counters (within [`PHASE_RECORD_LIMIT`]), then
+    /// each phase's hazards.
+    pub fn phases_ended(&mut self, done: &[Finished]) {
+        let lower = self.lower_levels();
+        let lat = self.model.as_ref().map_or_else(crate::geometry::Latency::generic, |m| m.config().latency.clone());
+        let mut text = String::new();
+        for p in done {
+            let records = (2 + lower + 1 + p.coherence.len()) as u64;
+            if self.stats.phase_records + records > PHASE_RECORD_LIMIT {
+                self.stats.phases_unreported += 1;
+            } else {
+                self.stats.phase_records += records;
+                text += &report::phase_lines(&p.name, p.id, &p.counts, lower);
+                text += &report::time_line(&p.name, p.id, &p.counts, &lat);
+                text += &report::coherence_lines(&p.name, p.id, &p.coherence);
+            }
+        }
+        for p in done {
+            text += &report::hazard_lines(&self.hazards.take(Some(p.id)));
+        }
+        self.emit(&text);
+    }
+
+    /// The records at exit: unended phases, hazards, totals, `model-run`.
+    pub fn exit(&mut self, now: &Totals, sanitize: bool, fast: bool) {
+        for name in self.phases.still_open() {
+            self.warn(&format!("phase '{name}' never ended"));
+        }
+        if self.stats.phases_unreported > 0 {
+            let n = self.stats.phases_unreported;
+            self.stats.warnings += 1;
+            let what = format!(
+                "{n} phases have no model/model-time records: past {PHASE_RECORD_LIMIT} per-phase records (their counts are in model-total)"
+            );
+            let text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", &what));
+            self.emit(&text);
+        }
+        let lower = self.lower_levels();
+        let mut text = report::hazard_lines(&self.hazards.take(None));
+        text += &report::total_lines(now, lower);
+        if let Some(m) = self.model.as_ref().filter(|m| m.is_coherent()) {
+            text += &report::coherence_total_lines(m.coherence());
+        }
+        text += &report::hazard_total_line(&self.hazards, sanitize);
+        text += &report::line(
+            Record::new(&cachescope_arch::record::MODEL_RUN)
+                .u64("protocol", protocol::VERSION)
+                .u64("markers", self.stats.markers)
+                .u64("phases", self.phases.finished())
+                .u64("va_learned", self.stats.va[0])
+                .u64("va_window", self.stats.va[1])
+                .u64("va_identity", self.stats.va[2])
+                .u64("setway_ops", self.stats.setway_ops)
+                .u64("warnings", self.stats.warnings)
+                .bool("fast", fast),
+        );
+        self.emit(&text);
+    }
+
+    /// The records of a new model: `model-profile` (once a run) and one `model-geometry` per level.
+    pub fn model_built(&mut self, settings: &Settings, h: &Hierarchy, origin: &str, vcpus: usize) {
+        let mut text = String::new();
+        let lat = &h.latency;
+        if !self.profile_emitted {
+            self.profile_emitted = true;
+            text += &report::line(
+                Record::new(&cachescope_arch::record::MODEL_PROFILE)
+                    .str("profile", settings.profile_name())
+                    .u64("clock_mhz", u64::from(lat.clock_mhz))
+                    .u64("memory_cycles", u64::from(lat.memory_cycles))
+                    .f64("memory_ns", lat.ns(u64::from(lat.memory_cycles)), 2)
+                    .str("hwpf", h.hwpf.kind.name())
+                    .u64("hwpf_distance", u64::from(h.hwpf.distance))
+                    .u64("hwpf_degree", u64::from(h.hwpf.degree))
+                    .str("latency_ref", &lat.reference)
+                    .str("hwpf_ref", &h.hwpf.reference),
+            );
+        }
+        let l1 = [(Level::L1I, h.l1i), (Level::L1D, h.l1d)];
+        let lower = h.lower.iter().enumerate().map(|(i, l)| ([Level::L2, Level::L3][i], l.geometry));
+        for (k, (level, g)) in l1.into_iter().chain(lower).enumerate() {
+            let sharing = if k < 2 { "private" } else { h.lower[k - 2].sharing.name() };
+            let hit = u64::from(lat.hit_cycles[k.saturating_sub(1).min(2)]);
+            text += &report::line(
+                Record::new(&cachescope_arch::record::MODEL_GEOMETRY)
+                    .str("level", level.name())
+                    .u64("size", g.size())
+                    .u64("line", u64::from(g.line))
+                    .u64("sets", u64::from(g.sets))
+                    .u64("ways", u64::from(g.ways))
+                    .str("sharing", sharing)
+                    .str("policy", h.policy.name())
+                    .str("origin", origin)
+                    .u64("vcpus", vcpus as u64)
+                    .u64("hit_cycles", hit)
+                    .f64("hit_ns", lat.ns(hit), 2),
+            );
+        }
+        self.emit(&text);
+    }
+}

@@ -1,0 +1,423 @@
+//! The engine: everything the plugin decides, over the model and the [`Shortcut`]s, with no QEMU
+//! type. The glue (`glue.rs`) hands it what QEMU knows through two small seams, [`Host`] (the
+//! scoreboard, the ID registers, guest memory) and [`MemAccess`] (one memory callback's access),
+//! and registers values read through a closure; the differential tests drive it directly.
+
+use std::cell::Cell;
+use std::io::Write;
+use std::sync::atomic::AtomicBool;
+
+use cachescope_arch::cache::id::{Clidr, Ctr};
+
+use crate::config::{GuestGeometry, Settings};
+use crate::decode::{decode_set_way, guest_to_model_slots, Insn, PrfAddr};
+use crate::guest::Translation;
+use crate::model::{Level, MaintOp, Model, Totals};
+
+use super::emit::Core;
+use super::lock::{Guard, SpinLock};
+use super::shortcut::Shortcut;
+
+/// What the engine asks of the emulator besides the callback's arguments.
+pub trait Host {
+    /// The board's execution counter of `cpu` (the inline-counted TB executions; asked only
+    /// when the engine counts repeats inline).
+    fn execs(&self, cpu: usize) -> u64;
+    /// Makes sure the next TB `cpu` executes calls its fetch callback (no inline repeat).
+    fn forget_tb(&self, cpu: usize);
+    /// CTR_EL0 and CLIDR_EL1, if the guest CPU exposes them.
+    fn id_regs(&self) -> (Option<Ctr>, Option<Clidr>);
+    /// The NUL-terminated phase name at `va` in guest memory.
+    fn read_name(&self, va: u64) -> Option<String>;
+}
+
+/// The access a memory callback reports.
+pub trait MemAccess {
+    /// Its size in bytes.
+    fn size(&self) -> u32;
+    /// The PA of `vaddr` (in the access's page) and whether it is I/O, if the emulator knows.
+    fn hwaddr(&self, vaddr: u64) -> Option<(u64, bool)>;
+    /// The value the emulator loaded or stored.
+    fn value(&self) -> Option<u64>;
+}
+
+/// A register number for [`Engine::special`]'s reader: 0..=30 are X0..X30, this one is SP
+/// (31 reads as XZR, 0).
+pub const SP: u8 = 32;
+
+/// Whether the shortcut may run: asked (`fast`), not tracing (a trace lists every access), and one
+/// vCPU (another core's access could change a remembered line).
+pub fn shortcut_allowed(settings: &Settings, vcpus: usize) -> bool {
+    settings.fast && settings.trace.is_none() && vcpus == 1
+}
+
+thread_local! {
+    /// The core (model vCPU) whose TB this host thread runs now, set by the TB's fetch callback
+    /// when the plugin identifies cores by register; `u32::MAX` = not yet known.
+    static CURRENT: Cell<u32> = const { Cell::new(u32::MAX) };
+}
+
+/// The plugin's decisions (see the module docs).
+pub struct Engine<H> {
+    pub(super) settings: Settings,
+    /// The emulator's side.
+    pub host: H,
+    pub(super) fetch_warned: AtomicBool,
+    pub(super) vcpus: usize,
+    /// The shortcut runs ([`shortcut_allowed`]); TB repeats are then counted inline.
+    pub fast_on: bool,
+    pub(super) fast: Box<[Shortcut]>,
+    core: SpinLock<Core>,
+}
+
+/// Hands the guest's CTR_EL0 and CLIDR_EL1 (when read) to the model's sanitizer: the
+/// instruction-coherence bits, with the clean to PoU also unnecessary when CLIDR says so (the
+/// CTR_EL0.IDC description: "unless CLIDR_EL1.LoC == 0b000 or (CLIDR_EL1.LoUIS == 0b000 &&
+/// CLIDR_EL1.LoUU == 0b000)"), and the Level of Coherence (model rule 16a).
+fn apply_id_regs(m: &mut Model, ctr: Option<Ctr>, clidr: Option<Clidr>) {
+    let (idc, dic) = ctr.map_or((false, false), |c| (c.idc(), c.dic()));
+    m.set_ctr(idc || clidr.is_some_and(|c| !c.clean_to_pou_required()), dic);
+    if let Some(c) = clidr {
+        m.set_level_of_coherence(u32::from(c.loc));
+    }
+}
+
+/// Exits with an error message (a bad argument or an unusable output file).
+pub fn fail(msg: &str) -> ! {
+    eprintln!("{}: error: {msg}", super::NAME);
+    std::process::exit(2)
+}
+
+impl<H: Host> Engine<H> {
+    /// The engine for `vcpus` vCPUs, writing records to `out`; the model is built now when the
+    /// settings fix the geometry (else at the first access after the guest's geometry markers).
+    pub fn new(settings: Settings, vcpus: usize, out: Box<dyn Write + Send>, host: H) -> Self {
+        if !settings.wants_guest_geometry() {
+            // Validate fixed geometry now, so a bad combination fails at start.
+            settings.resolve(&GuestGeometry::default()).unwrap_or_else(|e| fail(&e));
+        }
+        let fast_on = shortcut_allowed(&settings, vcpus);
+        let core = Core::new(&settings, out);
+        let engine = Self {
+            settings,
+            host,
+            fetch_warned: AtomicBool::new(false),
+            vcpus,
+            fast_on,
+            fast: (0..vcpus).map(|_| Shortcut::new()).collect(),
+            core: SpinLock::new(core),
+        };
+        if !engine.settings.wants_guest_geometry() {
+            let mut c = engine.lock();
+            engine.model(&mut c);
+        }
+        engine
+    }
+
+    pub(super) fn lock(&self) -> Guard<'_, Core> {
+        self.core.lock()
+    }
+
+    /// The model vCPU of a callback: its index with one vCPU; with more, the core the TB's
+    /// fetch callback identified (see the module docs), else the index.
+    #[inline]
+    pub(super) fn cpu(&self, vcpu: u32) -> usize {
+        if self.vcpus == 1 {
+            return vcpu as usize;
+        }
+        match CURRENT.with(Cell::get) {
+            u32::MAX => vcpu as usize,
+            c => c as usize,
+        }
+    }
+
+    /// At a TB's start (more than one vCPU): which core runs it, from TPIDR_EL1's value (`tpidr`)
+    /// with its tagged core number; untagged or out of range, the callback's index.
+    pub fn identify(&self, tpidr: Option<u64>, vcpu: u32) {
+        let core = tpidr.and_then(cachescope_arch::marker::core_of_id_value).filter(|&c| (c as usize) < self.vcpus);
+        CURRENT.with(|c| c.set(core.unwrap_or(vcpu)));
+    }
+
+    fn fast_totals(&self, core: &mut Core) -> Totals {
+        for cpu in 0..self.vcpus {
+            self.credit_fetch(core, cpu);
+        }
+        self.fast.iter().fold(Totals::default(), |t, f| t + f.totals())
+    }
+
+    /// Credits the TB repeats counted inline since the last look to the last fetched TB (or
+    /// replays them through the model: see [`Shortcut::replay`]); returns the execution
+    /// counter's value.
+    pub(super) fn credit_fetch(&self, core: &mut Core, cpu: usize) -> u64 {
+        if !self.fast_on {
+            return 0;
+        }
+        let execs = self.host.execs(cpu);
+        let f = &self.fast[cpu];
+        let replays = f.credit(execs);
+        if let (n @ 1.., Some((va, bytes))) = (replays, f.replay()) {
+            for _ in 0..n {
+                self.fetch_lines(core, cpu, va, bytes);
+            }
+        }
+        execs
+    }
+
+    /// Every count so far: before the model, the model's, the shortcut's.
+    pub(super) fn now(&self, core: &mut Core) -> Totals {
+        let fast = self.fast_totals(core);
+        core.early + core.model.as_ref().map(|m| m.totals()).unwrap_or_default() + fast
+    }
+
+    /// Applies deferred dirty bits and drops every shortcut (before any model change).
+    pub(super) fn settle(&self, core: &mut Core, drop_pages: bool) {
+        for (cpu, f) in self.fast.iter().enumerate() {
+            f.settle_dirty(core.model.as_mut(), cpu);
+            if drop_pages {
+                f.forget_all();
+            } else {
+                f.forget_line();
+            }
+            self.credit_fetch(core, cpu);
+            if self.fast_on {
+                self.host.forget_tb(cpu);
+            }
+        }
+    }
+
+    /// Before this vCPU's own model call: apply its deferred dirty bit.
+    #[inline]
+    pub(super) fn settle_own(&self, core: &mut Core, cpu: usize) {
+        self.fast[cpu].settle_dirty(core.model.as_mut(), cpu);
+    }
+
+    /// The model, built (or rebuilt after new geometry markers) on first need. The check is
+    /// inline in every access; the (re)build is out of line.
+    #[inline]
+    pub(super) fn model<'c>(&self, core: &'c mut Core) -> &'c mut Model {
+        if core.model.is_none() || (core.geometry_changed && self.settings.wants_guest_geometry()) {
+            self.build_model(core);
+        }
+        core.model.as_mut().expect("built above")
+    }
+
+    /// Builds the model from the settings and the guest's geometry, carrying the counters and
+    /// the trace over from the previous model, and emits the `model-geometry` records.
+    #[cold]
+    #[inline(never)]
+    fn build_model(&self, core: &mut Core) {
+        core.geometry_changed = false;
+        let (h, origin) = match self.settings.resolve(&core.guest_geo) {
+            Ok(x) => x,
+            Err(e) => {
+                core.warn(&format!("guest geometry unusable ({e}); using the rpi4 profile"));
+                let mut s = self.settings.clone();
+                s.profile = Some("rpi4".into());
+                s.resolve(&GuestGeometry::default())
+                    .unwrap_or_else(|_| (crate::geometry::Hierarchy::profile("rpi4").expect("built in"), "fallback".into()))
+            }
+        };
+        let carried = core.model.as_ref().map(|m| m.totals()).unwrap_or_default();
+        let carried_coh = core.model.as_ref().map(|m| m.coherence().to_vec()).unwrap_or_default();
+        if core.model.is_some() {
+            core.warn("geometry changed after the caches were in use: the caches start empty again");
+        }
+        let mut m = Model::new(&h, self.vcpus);
+        if !self.settings.coherence {
+            m.disable_coherence();
+        }
+        m.set_totals(carried);
+        m.set_coherence(&carried_coh);
+        if self.settings.sanitize {
+            m.enable_sanitizer(false, false);
+            apply_id_regs(&mut m, core.ctr, core.clidr);
+        }
+        let trace = match core.model.as_mut().and_then(|old| old.take_trace()) {
+            Some(w) => Some(w),
+            None => self.settings.trace.as_ref().map(|path| -> Box<dyn Write + Send> {
+                let f = std::fs::File::create(path).unwrap_or_else(|e| fail(&format!("cannot create '{path}': {e}")));
+                Box::new(std::io::BufWriter::new(f))
+            }),
+        };
+        if let Some(w) = trace {
+            m.trace_to(w);
+        }
+        for f in self.fast.iter() {
+            f.set_line_shift(h.l1d.line_shift());
+        }
+        core.model_built(&self.settings, &h, &origin, self.vcpus);
+        core.model = Some(m);
+    }
+
+    /// An operand VA's PA, counted by how it was found.
+    pub(super) fn translate(&self, core: &mut Core, va: u64) -> u64 {
+        let (pa, how) = core.guest.translate(va);
+        let k = match how {
+            Translation::Learned => 0,
+            Translation::Window => 1,
+            Translation::Identity => 2,
+        };
+        core.stats.va[k] += 1;
+        pa
+    }
+
+    /// Drains the model's hazards into the deduplicated set, with the exposing access's VA and
+    /// PC, the innermost open phase, and (for a data access) the value the emulator returned.
+    pub(super) fn hazards(&self, core: &mut Core, va: u64, pc: u64, current: Option<u64>) {
+        let Some(m) = core.model.as_mut() else { return };
+        let events = m.take_events();
+        if core.quiet {
+            core.quieted += events.len() as u64;
+            return;
+        }
+        let phase = core.phases.current();
+        for e in events {
+            core.add_hazard(e, va, pc, phase.as_ref(), current);
+        }
+    }
+
+    /// A marker, maintenance, TLBI, SCTLR write or prefetch at `pc` (decoded at translation);
+    /// `reg(n)` reads register n (0..=30 Xn, 31 XZR, [`SP`]) before the instruction executes.
+    pub fn special(&self, vcpu: u32, insn: Insn, pc: u64, reg: impl Fn(u8) -> u64) {
+        let cpu = self.cpu(vcpu);
+        let x = |n: u8| if n == 31 { 0 } else { reg(n) };
+        if let Insn::Prefetch(p) = insn {
+            let base = |n: u8| if n == 31 { reg(SP) } else { reg(n) };
+            let va = match p.addr {
+                PrfAddr::Imm { base: b, .. } => p.addr.effective(base(b), 0, pc),
+                PrfAddr::Reg { base: b, index, .. } => p.addr.effective(base(b), x(index), pc),
+                PrfAddr::Literal(_) => p.addr.effective(0, 0, pc),
+            };
+            return self.prefetch(cpu, p, va);
+        }
+        // Registers are read before the lock: reading them needs no model state.
+        let (a, b, c, d, e) = match insn {
+            Insn::Marker => (x(9), x(10), x(11), x(12), x(13)),
+            Insn::DcVa { rt, .. } | Insn::DcSetWay { rt, .. } | Insn::DcZva { rt } | Insn::IcIvau { rt } | Insn::MsrSctlr { rt } => {
+                (x(rt), 0, 0, 0, 0)
+            }
+            Insn::IcIallu { .. } | Insn::Tlbi | Insn::Prefetch(_) => (0, 0, 0, 0, 0),
+        };
+        let mut core = self.lock();
+        let drop_pages = matches!(insn, Insn::Tlbi | Insn::MsrSctlr { .. } | Insn::Marker);
+        self.settle(&mut core, drop_pages);
+        if matches!(insn, Insn::DcVa { .. } | Insn::DcZva { .. }) && !core.maint.is_empty() {
+            let shift = core.maint_shift();
+            for r in core.maint.iter_mut().filter(|r| a.wrapping_sub(r.va) < r.len) {
+                r.done.insert(a >> shift, ());
+                r.last_pc = pc;
+            }
+        }
+        if let (Insn::Marker, None) = (insn, core.ctr) {
+            (core.ctr, core.clidr) = self.host.id_regs();
+            let (ctr, clidr) = (core.ctr, core.clidr);
+            if let Some(m) = core.model.as_mut() {
+                apply_id_regs(m, ctr, clidr);
+            }
+        }
+        match insn {
+            Insn::Marker => self.marker(&mut core, cpu, [a, b, c, d, e], pc),
+            Insn::Tlbi => core.guest.forget_pages(),
+            Insn::MsrSctlr { .. } => core.guest.set_sctlr(cpu, a),
+            Insn::DcVa { op, point, .. } => {
+                let pa = self.translate(&mut core, a);
+                let dline = core.ctr.map_or(0, |c| u64::from(c.dmin_line()));
+                self.model(&mut core).dc_by_pa_granule(cpu, op, point, pa, dline);
+            }
+            Insn::DcZva { .. } => {
+                let pa = self.translate(&mut core, a);
+                let attr = core.guest.data_attr(cpu, a);
+                if attr.cacheable() {
+                    self.model(&mut core).dc_zva(cpu, pa, attr);
+                } else {
+                    match core.model.as_mut() {
+                        Some(m) => m.dc_zva(cpu, pa, attr),
+                        None => {
+                            let l1d = &mut core.early.levels[Level::L1D as usize];
+                            l1d.maint += 1;
+                            l1d.bypass += 1;
+                        }
+                    }
+                }
+            }
+            Insn::DcSetWay { op, .. } => self.set_way(&mut core, cpu, op, a),
+            Insn::IcIallu { broadcast } => self.model(&mut core).ic_invalidate_all(cpu, broadcast),
+            Insn::IcIvau { .. } => {
+                let pa = self.translate(&mut core, a);
+                let iline = core.ctr.map_or(0, |c| u64::from(c.imin_line()));
+                self.model(&mut core).ic_invalidate_granule(cpu, pa, iline);
+            }
+            Insn::Prefetch(_) => {}
+        }
+        if core.model.as_ref().is_some_and(|m| m.has_events()) {
+            let va = if matches!(insn, Insn::DcSetWay { .. }) { 0 } else { a };
+            self.hazards(&mut core, va, pc, None);
+        }
+    }
+
+    /// A PRFM PLD/PST of `va` (its address from the registers, read in the exec callback, before
+    /// the instruction), translated like a DC operand; nothing on non-cacheable memory.
+    fn prefetch(&self, cpu: usize, p: crate::decode::Prefetch, va: u64) {
+        let mut core = self.lock();
+        let attr = core.guest.data_attr(cpu, va);
+        if !attr.cacheable() {
+            return;
+        }
+        // Only this vCPU's data shortcut can be affected (a prefetch may evict its line).
+        self.settle_own(&mut core, cpu);
+        if self.fast[cpu].replay().is_some() {
+            self.credit_fetch(&mut core, cpu);
+        }
+        self.fast[cpu].forget_line();
+        let pa = self.translate(&mut core, va);
+        self.model(&mut core).prefetch(cpu, pa, p.level, p.strm, attr);
+    }
+
+    fn set_way(&self, core: &mut Core, cpu: usize, op: MaintOp, operand: u64) {
+        core.stats.setway_ops += 1;
+        let level = ((operand >> 1) & 7) as u32 + 1;
+        let guest = core.guest_geo.data_level(level);
+        let m = self.model(core);
+        let Some(mg) = m.data_level_geometry(level) else {
+            // A level the model does not have: counted nowhere, like the hardware ignores it.
+            return;
+        };
+        match guest {
+            Some((line, sets, ways)) if (line, u64::from(mg.sets), u64::from(mg.ways)) != (mg.line, sets, ways) => {
+                let (gs, gw) = (sets as u32, ways as u32);
+                let sw = decode_set_way(operand, line, gs.max(1).next_power_of_two(), gw.max(1));
+                let slots = guest_to_model_slots(sw.set, sw.way, gs, gw, mg.sets, mg.ways);
+                m.dc_set_way_slots(cpu, op, level, slots);
+            }
+            _ => {
+                let sw = decode_set_way(operand, mg.line, mg.sets, mg.ways);
+                m.dc_set_way(cpu, op, sw.level, sw.set as usize, sw.way as usize);
+            }
+        }
+    }
+
+    /// At exit: settles the shortcut, ends the trace, writes the exit records.
+    pub fn at_exit(&self) {
+        let mut core = self.lock();
+        self.settle(&mut core, true);
+        if let Some(m) = core.model.as_mut() {
+            m.end_trace();
+        }
+        let now = self.now(&mut core);
+        core.exit(&now, self.settings.sanitize, self.fast_on);
+        if std::env::var_os("CS_MODEL_LOCK_STATS").is_some() {
+            let s = self.core.stats();
+            let pct = |n: u64| 100.0 * n as f64 / s.taken.max(1) as f64;
+            eprintln!(
+                "{}: lock: taken {}, contended {} ({:.2} %), spins {}, yields {}, waited {:.3} s",
+                super::NAME,
+                s.taken,
+                s.contended,
+                pct(s.contended),
+                s.spins,
+                s.yields,
+                s.wait_ns as f64 / 1e9
+            );
+        }
+    }
+}

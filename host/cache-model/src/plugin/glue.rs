@@ -1,0 +1,352 @@
+//! The QEMU glue (system mode, plugin API v4), compiled out of unit tests (its `qemu_plugin_*`
+//! symbols exist only inside QEMU): registration, the translation callback turning a
+//! [`Plan`](super::plan::Plan) into callbacks, the scoreboard, register and guest-memory reads.
+//! Every decision is the [`Engine`]'s.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
+
+use qemu_plugin::install::{Args, Info};
+use qemu_plugin::{
+    qemu_plugin_register_atexit_cb, qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu, qemu_plugin_u64_get, qemu_plugin_u64_set, register,
+    CallbackFlags, HasCallbacks, MemRW, MemoryInfo, PluginCondition, PluginId, PluginOp, PluginU64, Register, TranslationBlock, VCPUIndex,
+};
+
+use cachescope_arch::cache::id::{Clidr, Ctr};
+
+use crate::config::Settings;
+
+use super::engine::{fail, shortcut_allowed, Engine, Host, MemAccess, SP};
+use super::plan::{plan, Access, TbInsn};
+use super::shortcut::PAGE_SHIFT;
+use super::NAME;
+
+/// The execution key of a TB whose fetch is never taken for a back-to-back repeat (the keys of
+/// the others count up from 1).
+const NO_TB: u64 = u64::MAX;
+
+/// Per-vCPU scoreboard entries of the fetch shortcut: a TB executed right after itself is a
+/// repeat whose L1I lines all hit (see the module docs). Each TB, in this order: a conditional
+/// callback when `last != key` (the model), an inline `execs += 1`, an inline `last = key`.
+/// Repeats therefore cost no callback; they are credited from `execs` when anything reads or
+/// changes the model.
+struct Board {
+    last: PluginU64,
+    execs: PluginU64,
+}
+
+// SAFETY: the entries are handles to a scoreboard QEMU owns for the plugin's lifetime; QEMU's
+// scoreboard API may be called from any thread.
+unsafe impl Send for Board {}
+// SAFETY: as for Send; the handles are never mutated.
+unsafe impl Sync for Board {}
+
+/// Raw register handles, found once at the first vCPU's init: x0..x30 and SP (index 31); CTR_EL0
+/// for the sanitizer's instruction-coherence rule, CLIDR_EL1 for its Point of Coherency (model
+/// rule 16a), and with more than one vCPU TPIDR_EL1, the core identity (see the module docs),
+/// when the guest CPU exposes them (QEMU's gdbstub system register feature).
+struct Regs {
+    x: [usize; 32],
+    ctr: Option<usize>,
+    clidr: Option<usize>,
+    core_id: Option<usize>,
+}
+
+/// What the engine asks of QEMU.
+struct Qemu {
+    board: Option<Board>,
+    regs: OnceLock<Regs>,
+    next_tb: AtomicU64,
+}
+
+type State = Engine<Qemu>;
+
+extern "C" {
+    fn g_byte_array_new() -> *mut qemu_plugin::sys::GByteArray;
+    fn g_byte_array_free(array: *mut qemu_plugin::sys::GByteArray, free_segment: bool) -> *mut u8;
+    fn g_byte_array_set_size(array: *mut qemu_plugin::sys::GByteArray, length: u32) -> *mut qemu_plugin::sys::GByteArray;
+    fn g_array_free(array: *mut qemu_plugin::sys::GArray, free_segment: bool) -> *mut u8;
+}
+
+thread_local! {
+    /// A byte array reused for register reads on this thread.
+    static REG_BUF: std::cell::Cell<*mut qemu_plugin::sys::GByteArray> = const { std::cell::Cell::new(std::ptr::null_mut()) };
+}
+
+/// Every register the current vCPU exposes, as (name, raw handle). Called from a vCPU-init
+/// callback, as the API requires.
+fn register_list() -> Vec<(String, usize)> {
+    // SAFETY: QEMU returns a GArray of `qemu_plugin_reg_descriptor` whose names are NUL-terminated
+    // strings QEMU keeps for its lifetime; the array (not the strings) is freed here.
+    unsafe {
+        let arr = qemu_plugin::sys::qemu_plugin_get_registers();
+        if arr.is_null() {
+            return Vec::new();
+        }
+        let descs = std::slice::from_raw_parts((*arr).data as *const qemu_plugin::sys::qemu_plugin_reg_descriptor, (*arr).len as usize);
+        let list = descs
+            .iter()
+            .filter(|d| !d.name.is_null())
+            .filter_map(|d| Some((std::ffi::CStr::from_ptr(d.name).to_str().ok()?.to_string(), d.handle as usize)))
+            .collect();
+        g_array_free(arr, true);
+        list
+    }
+}
+
+/// Reads a register by raw handle into this thread's reusable buffer (no allocation): its first
+/// 8 bytes (or fewer), little-endian (QEMU's byte order for AArch64). The plugin's one register
+/// read; only from a callback registered with register access.
+fn read_register(handle: usize) -> Option<u64> {
+    REG_BUF.with(|b| {
+        // SAFETY: the buffer is this thread's own GByteArray, created by glib, emptied before
+        // QEMU appends the register's bytes to it, and read only within its length.
+        unsafe {
+            let mut arr = b.get();
+            if arr.is_null() {
+                arr = g_byte_array_new();
+                b.set(arr);
+            }
+            g_byte_array_set_size(arr, 0);
+            let n = qemu_plugin::sys::qemu_plugin_read_register(handle as *mut qemu_plugin::sys::qemu_plugin_register, arr);
+            if n <= 0 || (*arr).len == 0 {
+                return None;
+            }
+            let bytes = std::slice::from_raw_parts((*arr).data, ((*arr).len as usize).min(8));
+            Some(bytes.iter().rev().fold(0u64, |v, &b| v << 8 | u64::from(b)))
+        }
+    })
+}
+
+/// An identification register's value, if the guest CPU exposes it to plugins (printed with
+/// CS_MODEL_LIST_REGS).
+fn read_id_reg(handle: Option<usize>, name: &str) -> Option<u64> {
+    let v = read_register(handle?)?;
+    if std::env::var_os("CS_MODEL_LIST_REGS").is_some() {
+        eprintln!("{NAME}: {name} = {v:#x}");
+    }
+    Some(v)
+}
+
+/// Reads a NUL-terminated phase name (≤ `PHASE_NAME_MAX` bytes) from guest memory at `va`.
+fn read_name(va: u64) -> Option<String> {
+    // The name and its NUL, but never across the page end (the next page may be unmapped).
+    let want = cachescope_arch::marker::PHASE_NAME_MAX as u64 + 1;
+    let len = want.min((1 << PAGE_SHIFT) - (va & ((1 << PAGE_SHIFT) - 1))) as usize;
+    // SAFETY: a GByteArray from glib's own constructor (QEMU resizes it), read only within its
+    // length, freed with its segment. Called from a vCPU callback, as the API requires.
+    let bytes = unsafe {
+        let arr = g_byte_array_new();
+        let ok = qemu_plugin::sys::qemu_plugin_read_memory_vaddr(va, arr, len);
+        let v = if ok { std::slice::from_raw_parts((*arr).data, (*arr).len as usize).to_vec() } else { Vec::new() };
+        g_byte_array_free(arr, true);
+        if !ok {
+            return None;
+        }
+        v
+    };
+    let end = bytes.iter().position(|&b| b == 0)?;
+    String::from_utf8(bytes[..end].to_vec()).ok().filter(|s| !s.is_empty())
+}
+
+impl Qemu {
+    /// Register `n` (0..=30 Xn, [`SP`]) of the running vCPU; 0 when unreadable.
+    #[inline]
+    fn reg(&self, n: u8) -> u64 {
+        let Some(regs) = self.regs.get() else { return 0 };
+        let i = if n == SP { 31 } else { usize::from(n) };
+        regs.x.get(i).and_then(|&h| read_register(h)).unwrap_or(0)
+    }
+
+    /// The raw handle of TPIDR_EL1 when cores are identified by it (more than one vCPU).
+    fn core_id_register(&self) -> Option<usize> {
+        self.regs.get()?.core_id
+    }
+}
+
+impl Host for Qemu {
+    fn execs(&self, cpu: usize) -> u64 {
+        self.board.as_ref().map_or(0, |b| qemu_plugin_u64_get(b.execs, cpu as VCPUIndex))
+    }
+
+    fn forget_tb(&self, cpu: usize) {
+        if let Some(b) = &self.board {
+            qemu_plugin_u64_set(b.last, cpu as VCPUIndex, 0);
+        }
+    }
+
+    fn id_regs(&self) -> (Option<Ctr>, Option<Clidr>) {
+        let Some(regs) = self.regs.get() else { return (None, None) };
+        let ctr = read_id_reg(regs.ctr, "CTR_EL0").map(|raw| Ctr { raw });
+        let clidr = read_id_reg(regs.clidr, "CLIDR_EL1").map(Clidr::decode);
+        (ctr, clidr)
+    }
+
+    fn read_name(&self, va: u64) -> Option<String> {
+        read_name(va)
+    }
+}
+
+impl MemAccess for MemoryInfo<'_> {
+    #[inline]
+    fn size(&self) -> u32 {
+        1 << self.size_shift()
+    }
+
+    fn hwaddr(&self, vaddr: u64) -> Option<(u64, bool)> {
+        MemoryInfo::hwaddr(self, vaddr).map(|h| (h.hwaddr(), h.is_io()))
+    }
+
+    fn value(&self) -> Option<u64> {
+        match MemoryInfo::value(self) {
+            qemu_plugin::MemValue::U8(v) => Some(u64::from(v)),
+            qemu_plugin::MemValue::U16(v) => Some(u64::from(v)),
+            qemu_plugin::MemValue::U32(v) => Some(u64::from(v)),
+            qemu_plugin::MemValue::U64(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// The plugin instance QEMU's loader sees.
+#[derive(Default)]
+struct CacheModel {
+    state: Option<Arc<State>>,
+}
+
+impl Register for CacheModel {
+    fn register(&mut self, id: PluginId, args: &Args, info: &Info) -> qemu_plugin::Result<()> {
+        let settings = Settings::parse(&args.raw).unwrap_or_else(|e| fail(&e));
+        let Some(system) = &info.system else { fail("system emulation only (physical addresses are needed)") };
+        let vcpus = system.max_vcpus.max(system.smp_vcpus).max(1) as usize;
+        let out: Box<dyn Write + Send> = match &settings.out {
+            Some(path) => Box::new(std::fs::File::create(path).unwrap_or_else(|e| fail(&format!("cannot create '{path}': {e}")))),
+            None => Box::new(std::io::stderr()),
+        };
+        let board = shortcut_allowed(&settings, vcpus).then(|| {
+            // SAFETY: a scoreboard of two u64 per vCPU, owned by QEMU for the plugin's lifetime.
+            let score = unsafe { qemu_plugin::sys::qemu_plugin_scoreboard_new(16) };
+            let entry = |offset| PluginU64 { score, offset };
+            // `last` starts at 0, which no TB key equals (keys start at 1).
+            Board { last: entry(0), execs: entry(8) }
+        });
+        let host = Qemu { board, regs: OnceLock::new(), next_tb: AtomicU64::new(1) };
+        let state = Arc::new(Engine::new(settings, vcpus, out, host));
+        let s = state.clone();
+        qemu_plugin_register_atexit_cb(id, move |_| s.at_exit())?;
+        self.state = Some(state);
+        Ok(())
+    }
+}
+
+impl HasCallbacks for CacheModel {
+    fn on_vcpu_init(&mut self, _id: PluginId, _vcpu: VCPUIndex) -> qemu_plugin::Result<()> {
+        let Some(state) = &self.state else { return Ok(()) };
+        if state.host.regs.get().is_some() {
+            return Ok(());
+        }
+        let all = register_list();
+        let find = |n: &str| all.iter().find(|(name, _)| name.eq_ignore_ascii_case(n)).map(|&(_, h)| h);
+        let x: Vec<usize> = (0..31).map(|n| format!("x{n}")).chain(["sp".to_string()]).filter_map(|n| find(&n)).collect();
+        let Ok(x) = <[usize; 32]>::try_from(x) else { fail("the guest CPU does not expose registers x0..x30 and sp to plugins") };
+        if std::env::var_os("CS_MODEL_LIST_REGS").is_some() {
+            let names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
+            eprintln!("{NAME}: {} registers: {}", names.len(), names.join(" "));
+        }
+        let core_id = if state.vcpus > 1 { find("TPIDR_EL1") } else { None };
+        let clidr = find("CLIDR_EL1").or_else(|| find("CLIDR"));
+        let _ = state.host.regs.set(Regs { x, ctr: find("CTR_EL0"), clidr, core_id });
+        Ok(())
+    }
+
+    fn on_translation_block_translate(&mut self, _id: PluginId, tb: TranslationBlock) -> qemu_plugin::Result<()> {
+        let Some(state) = &self.state else { return Ok(()) };
+        let insns: Vec<_> = tb.instructions().collect();
+        let words: Vec<TbInsn> = insns
+            .iter()
+            .map(|insn| {
+                let mut word = [0u8; 4];
+                let word = (insn.read_data(&mut word) == 4).then(|| u32::from_le_bytes(word));
+                TbInsn { vaddr: insn.vaddr(), size: insn.size() as u64, word }
+            })
+            .collect();
+        let plan = plan(&words, state.fast_on);
+        let no_regs = CallbackFlags::QEMU_PLUGIN_CB_NO_REGS;
+        // The further fetch segments first: each callback runs before its instruction's own.
+        for &(at, seg_start, len) in &plan.segments {
+            let s = state.clone();
+            insns[at].register_execute_callback_flags(move |vcpu| s.fetch(vcpu, seg_start, len, false), no_regs);
+        }
+        for (insn, p) in insns.iter().zip(plan.insns) {
+            if let Some(d) = p.special {
+                let (s, pc) = (state.clone(), p.pc);
+                insn.register_execute_callback_flags(
+                    move |vcpu| s.special(vcpu, d, pc, |n| s.host.reg(n)),
+                    CallbackFlags::QEMU_PLUGIN_CB_R_REGS,
+                );
+            }
+            match p.access {
+                Access::Member => {}
+                Access::Leader(g) => {
+                    // One callback per direction, so the direction is a constant rather than a
+                    // query to QEMU; QEMU emits only the one matching the access.
+                    for (rw, write) in [(MemRW::QEMU_PLUGIN_MEM_R, false), (MemRW::QEMU_PLUGIN_MEM_W, true)] {
+                        let (s, g) = (state.clone(), g.clone());
+                        insn.register_memory_access_callback_flags(
+                            move |vcpu, info, vaddr| s.mem_group(vcpu, &info, vaddr, write, &g),
+                            rw,
+                            no_regs,
+                        );
+                    }
+                }
+                Access::Single(hint) => {
+                    for (rw, write) in [(MemRW::QEMU_PLUGIN_MEM_R, false), (MemRW::QEMU_PLUGIN_MEM_W, true)] {
+                        let s = state.clone();
+                        insn.register_memory_access_callback_flags(
+                            move |vcpu, info, vaddr| s.mem(vcpu, &info, vaddr, vaddr, write, None, hint),
+                            rw,
+                            no_regs,
+                        );
+                    }
+                }
+            }
+        }
+        let (start, first_len) = (plan.start, plan.first_len);
+        if plan.end > start {
+            // The TB's first segment: with the shortcut, a conditional callback and inline
+            // counters count back-to-back repeats without a call, unless later segments exist
+            // (they are callbacks anyway): then it is always called and the execution key is
+            // reset, so that the next TB is never taken for a repeat.
+            let repeats_inline = state.host.board.is_some() && plan.segments.is_empty();
+            let s = state.clone();
+            let fetch = move |vcpu| s.fetch(vcpu, start, first_len, repeats_inline);
+            let core_id = if state.vcpus > 1 { state.host.core_id_register() } else { None };
+            match (&state.host.board, core_id) {
+                (Some(b), _) if repeats_inline => {
+                    let key = state.host.next_tb.fetch_add(1, Relaxed);
+                    tb.register_conditional_execute_callback_flags(fetch, no_regs, PluginCondition::QEMU_PLUGIN_COND_NE, b.last, key);
+                    qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb.clone(), PluginOp::QEMU_PLUGIN_INLINE_ADD_U64, b.execs, 1);
+                    qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb, PluginOp::QEMU_PLUGIN_INLINE_STORE_U64, b.last, key);
+                }
+                (Some(b), _) => {
+                    tb.register_execute_callback_flags(fetch, no_regs);
+                    qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb, PluginOp::QEMU_PLUGIN_INLINE_STORE_U64, b.last, NO_TB);
+                }
+                // More than one vCPU (no shortcut): the TB's first callback learns which core runs.
+                (None, Some(handle)) => {
+                    let s = state.clone();
+                    let identify_and_fetch = move |vcpu| {
+                        s.identify(read_register(handle), vcpu);
+                        fetch(vcpu)
+                    };
+                    tb.register_execute_callback_flags(identify_and_fetch, CallbackFlags::QEMU_PLUGIN_CB_R_REGS);
+                }
+                (None, None) => tb.register_execute_callback_flags(fetch, no_regs),
+            }
+        }
+        Ok(())
+    }
+}
+
+register!(CacheModel::default());

@@ -1,0 +1,88 @@
+//! The plugin around the model: translation-time planning ([`plan`]), per-access memory
+//! callbacks, per-TB instruction-fetch callbacks, marker and maintenance callbacks with register
+//! access, and the records at phase ends and at exit.
+//!
+//! - [`plan`]: what to register for one translation block (fetch segments, batching groups,
+//!   special instructions), from its words alone.
+//! - [`shortcut`]: the fast path's per-vCPU state and decisions.
+//! - [`engine`] and `access`: the decisions (model, shortcut, guest state), over two seams the
+//!   glue implements ([`engine::Host`], [`engine::MemAccess`]).
+//! - `markers`: what each marker does.
+//! - [`emit`]: the state behind the lock and the records the plugin writes.
+//! - `glue` (not in test builds): the QEMU side, thin: it reads what QEMU knows and calls the
+//!   engine.
+//!
+//! Only the glue names a QEMU type, so everything that decides runs in `cargo test`, among it
+//! the shortcut against the model alone (`tests`).
+//!
+//! # Speed (the shortcut; one vCPU only, `fast=off` disables all of it)
+//! - **Same line**: an access to the same L1D line as the vCPU's previous data access is an L1D
+//!   hit that changes no replacement state (the line is already the most recent of its set; not
+//!   after a non-temporal access, whose line may sit at the end of the order), so
+//!   it is only counted, without the lock or the model (a write-back write defers its dirty bit to
+//!   the next model call).
+//! - **Batching**: a run of consecutive immediate-offset loads/stores on one base register gets a
+//!   single memory callback per direction (the first one's; the direction is fixed at translation,
+//!   so no query to QEMU), which also simulates the others at their decoded
+//!   offsets; when they all fall in the first one's line they are counted in one step.
+//! - **Inline fetch**: a TB executed right after itself hits the same L1I lines; an inline
+//!   scoreboard counter and a conditional callback make such repeats cost no callback at all.
+//! - **Page cache**: the VA→PA page and attribute of the previous access are reused without
+//!   asking QEMU or scanning the windows.
+//!
+//! Anything that could change these facts (maintenance, markers, TLBI, SCTLR writes, a geometry
+//! change) drops the shortcut first. The counts are identical with and without it: the unit
+//! tests in `tests` drive the engine with and without it on random traces (every record equal),
+//! and scripts/model-check compares whole runs under QEMU.
+//!
+//! # Which core runs (more than one vCPU)
+//! QEMU 10.0 passes a callback the vCPU index as a constant baked into the translated code
+//! whenever the translation is not `CF_PARALLEL` (`gen_cpu_index()` in accel/tcg/plugin-gen.c),
+//! i.e. always under `-icount`'s round-robin TCG: a TB that several cores share reports the
+//! vCPU that translated it. With more than one vCPU the plugin therefore asks the guest instead:
+//! each TB's fetch callback (the first callback of every TB) reads `TPIDR_EL1`, which firmware
+//! speaking marker protocol 5 sets to [`cachescope_arch::marker::core_id_value`] on every core,
+//! and every callback of the TB uses that core (a per-host-thread value: right under
+//! round-robin, where one thread runs every vCPU between TBs, and under MTTCG alike). Firmware
+//! that leaves the register untagged gets the callback's index, as before.
+//!
+//! # One lock (the trade-off under MTTCG)
+//! Every model call takes one global lock ([`lock::SpinLock`]) around the whole state ([`emit::Core`]:
+//! the model, the guest state, the phases, the sanitizer, the output). The model is one object
+//! because the caches are not independent: a shared L2/L3, the coherence rules (rule 17: a write
+//! invalidates the other cores' copies, a read of a line another core holds dirty transfers it)
+//! and the phases (every core's counts at a marker) all read or change several cores' state in
+//! one step, so one lock makes each access atomic against all others and the counts a function
+//! of the order in which accesses take the lock.
+//! - **One vCPU, or several under `-icount`** (round-robin TCG: one host thread runs every
+//!   vCPU): the lock is never contended; it costs one compare-and-swap and one store per model
+//!   call, and the shortcut (one vCPU) skips it for most accesses.
+//! - **Several vCPUs under MTTCG** (one host thread per vCPU, no `-icount`): the vCPUs'
+//!   model calls are serialised, so the plugin runs at most as fast as one host core whatever
+//!   the number of vCPUs, and the order in which two cores' accesses meet in the model is the
+//!   order they take the lock, which varies from run to run (as the guest's own interleaving
+//!   does). Counts are exact per that order but not reproducible; reproducible multi-core
+//!   counts need `-icount` (as the catalogue's model rows use).
+//! - **A lock per core** would let private L1 hits proceed in parallel, but any access that
+//!   misses the L1, and every coherence action, needs the shared levels and the other cores'
+//!   L1s; it would need a second lock for those, taken in a fixed order, and the phase and
+//!   sanitizer state a third, for a gain only under MTTCG, where the counts are not reproducible
+//!   anyway. docs/cache-model.md gives the measurement on the four-core maintenance check.
+
+pub mod emit;
+pub mod engine;
+pub mod lock;
+pub mod plan;
+pub mod shortcut;
+
+mod access;
+mod markers;
+
+#[cfg(not(test))]
+mod glue;
+
+#[cfg(test)]
+mod tests;
+
+/// The plugin's name in messages.
+const NAME: &str = "cachescope-cache-model";

@@ -1,0 +1,334 @@
+//! The shortcut: the plugin's fast path, one [`Shortcut`] per vCPU, pure (no QEMU type), so the
+//! differential tests (`plugin/tests.rs`) run it against the model alone.
+//!
+//! It remembers facts about the vCPU's last model call that make the next access's outcome
+//! known without the model (see the module docs of `plugin` for why each is exact):
+//! - the L1D line of the previous data access and what may hit it ([`LineMode`]), with a
+//!   deferred dirty bit for write-back stores ([`Shortcut::settle_dirty`] applies it);
+//! - the VA→PA page and the attribute of the previous translated access (the page cache);
+//! - the L1I lines a back-to-back repeat of the last TB fetches and how ([`FetchMode`]), credited
+//!   from the board's execution counter ([`Shortcut::credit`]).
+//!
+//! Only the vCPU's own thread writes its shortcut (it is enabled with one vCPU only); atomics
+//! with relaxed ordering make the exit-time read well defined and cost plain loads and stores.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
+
+use crate::model::{Attr, Level, Model, Totals, SERVED_MEMORY};
+
+use super::plan::Group;
+
+/// "Nothing remembered" for a line or page number.
+pub(super) const NONE: u64 = u64::MAX;
+/// log2 of the page the page cache and the translation work in.
+pub(super) const PAGE_SHIFT: u32 = 12;
+/// Marks a line number in the fetch end ([`Shortcut::fetch_end`]) as fetched bypassing the caches.
+pub(super) const BYPASS_LINE: u64 = 1 << 63;
+
+/// What may hit the remembered L1D line without the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum LineMode {
+    /// Cacheable, not write-back (write-through): loads hit; a store goes to the model (it
+    /// writes through to the next level).
+    Loads = 1,
+    /// Cacheable write-back: loads and stores hit; the first store defers the line's dirty bit.
+    LoadsAndStores = 2,
+    /// Not cacheable: every access to the line is a bypass (a single-line access, uniform page;
+    /// with the sanitizer, no cache holds a copy of the line and the last model access was a
+    /// store, so a store's first-writer mark is already set).
+    Bypass = 3,
+    /// Not cacheable, with the sanitizer after a load: loads are bypasses; a store goes to the
+    /// model (the sanitizer marks the line written, for the stale-instruction rule).
+    BypassLoads = 4,
+}
+
+impl LineMode {
+    fn from_u8(v: u8) -> Option<Self> {
+        match v {
+            1 => Some(Self::Loads),
+            2 => Some(Self::LoadsAndStores),
+            3 => Some(Self::Bypass),
+            4 => Some(Self::BypassLoads),
+            _ => None,
+        }
+    }
+}
+
+/// How a back-to-back repeat of the last TB fetches its lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum FetchMode {
+    /// Cacheable: L1I hits.
+    Hit = 1,
+    /// Not cacheable: bypasses.
+    Bypass = 3,
+}
+
+/// One vCPU's shortcut state (see the module docs).
+#[derive(Default)]
+pub struct Shortcut {
+    /// VA line number of the previous data access (NONE = no shortcut).
+    d_line: AtomicU64,
+    /// Its [`LineMode`].
+    d_mode: AtomicU8,
+    /// The model's L1D slot of the line and its model line number (for the deferred dirty bit).
+    d_slot: AtomicU64,
+    d_l1line: AtomicU64,
+    d_dirty: AtomicBool,
+    /// PC of the first write deferred in `d_dirty` (the sanitizer's "dirty since").
+    d_pc: AtomicU64,
+    d_hits: AtomicU64,
+    d_bypass: AtomicU64,
+    /// log2 of the L1D line size.
+    d_shift: AtomicU64,
+    /// VA page of the previous translated access and its PA page | io flag (bit 63).
+    p_vpn: AtomicU64,
+    p_ppn: AtomicU64,
+    /// Attribute code of that page (`NONE` = not uniform across the page: look it up).
+    p_attr: AtomicU64,
+    /// The lines a repeat of the last TB fetched through the model fetches (0 when the TB lies
+    /// in one line: see the engine's `fetch`), their [`FetchMode`], and the value of the board's
+    /// execution counter already accounted for.
+    i_lines: AtomicU64,
+    i_mode: AtomicU8,
+    i_acc: AtomicU64,
+    /// The line the vCPU's instruction fetch is in: the last line of the last TB fetched, as
+    /// the model address's line number, [`BYPASS_LINE`] set when it bypassed the caches
+    /// (`NONE`: none). Kept with the shortcut off too (the counts never depend on TB bounds).
+    i_end: AtomicU64,
+    i_hits: AtomicU64,
+    i_bypass: AtomicU64,
+    /// The last TB's fetch reported a hazard: its repeats are replayed through the model (each
+    /// reports again), not counted; its address and length.
+    i_replay: AtomicBool,
+    i_va: AtomicU64,
+    i_bytes: AtomicU64,
+    /// The PA range `[lo, hi)` of the lines the last TB fetched through the model (empty: none).
+    i_lo: AtomicU64,
+    i_hi: AtomicU64,
+}
+
+#[inline]
+fn add(counter: &AtomicU64, n: u64) {
+    counter.store(counter.load(Relaxed) + n, Relaxed);
+}
+
+impl Shortcut {
+    /// Nothing remembered, 64-byte L1D lines.
+    pub fn new() -> Self {
+        let f = Self::default();
+        f.d_line.store(NONE, Relaxed);
+        f.p_vpn.store(NONE, Relaxed);
+        f.i_end.store(NONE, Relaxed);
+        f.d_shift.store(6, Relaxed);
+        f
+    }
+
+    /// log2 of the L1D line size the data shortcut works in.
+    #[inline]
+    pub fn line_shift(&self) -> u32 {
+        self.d_shift.load(Relaxed) as u32
+    }
+
+    /// A new model's L1D line size (log2).
+    pub fn set_line_shift(&self, shift: u32) {
+        self.d_shift.store(u64::from(shift), Relaxed);
+    }
+
+    /// One data access of `size()` bytes at `vaddr`: counted here (`true`) when it falls in the
+    /// remembered line and the line's mode allows it, else `false` (the model decides). The size
+    /// is asked only for an access within 16 bytes of the line's end.
+    #[inline]
+    pub fn access(&self, vaddr: u64, size: impl FnOnce() -> u32, write: bool, pc: u64) -> bool {
+        let shift = self.line_shift();
+        let off = vaddr & ((1 << shift) - 1);
+        // Accesses are at most 16 bytes: only those near the line's end need their size.
+        if vaddr >> shift != self.d_line.load(Relaxed) || (off + 16 > 1 << shift && off + u64::from(size()) > 1 << shift) {
+            return false;
+        }
+        self.hit(1, write, pc)
+    }
+
+    /// A group's members after its leader's access at `vaddr` (see `plan::Group`): all counted
+    /// here (`true`) when they fall in the remembered line and its mode allows them.
+    #[inline]
+    pub fn group(&self, vaddr: u64, g: &Group) -> bool {
+        let shift = self.line_shift();
+        let off = (vaddr & ((1 << shift) - 1)) as i64;
+        if self.d_line.load(Relaxed) != vaddr >> shift || off + g.lo < 0 || off + g.hi > 1 << shift {
+            return false;
+        }
+        self.hit(g.members.len() as u64, g.stores, g.store_pc)
+    }
+
+    /// `n` accesses to the remembered line (`write`: any of them a store, the first at `pc`).
+    #[inline]
+    fn hit(&self, n: u64, write: bool, pc: u64) -> bool {
+        match LineMode::from_u8(self.d_mode.load(Relaxed)) {
+            Some(LineMode::Bypass) => add(&self.d_bypass, n),
+            Some(LineMode::BypassLoads) if !write => add(&self.d_bypass, n),
+            Some(LineMode::LoadsAndStores) => {
+                if write && !self.d_dirty.load(Relaxed) {
+                    self.d_pc.store(pc, Relaxed);
+                    self.d_dirty.store(true, Relaxed);
+                }
+                add(&self.d_hits, n)
+            }
+            Some(LineMode::Loads) if !write => add(&self.d_hits, n),
+            _ => return false,
+        }
+        true
+    }
+
+    /// Remembers the line of a model access: VA line number `vline`, what may hit it, and (for a
+    /// cacheable line) its L1D slot and model line number.
+    pub fn remember_line(&self, vline: u64, mode: LineMode, slot: u64, l1line: u64) {
+        self.d_mode.store(mode as u8, Relaxed);
+        self.d_slot.store(slot, Relaxed);
+        self.d_l1line.store(l1line, Relaxed);
+        self.d_line.store(vline, Relaxed);
+    }
+
+    /// Forgets the data line (anything that may change its set: a miss elsewhere, a prefetch,
+    /// maintenance).
+    pub fn forget_line(&self) {
+        self.d_line.store(NONE, Relaxed);
+    }
+
+    /// Forgets the data line and the page (TLBI, an SCTLR write, a marker).
+    pub fn forget_all(&self) {
+        self.d_line.store(NONE, Relaxed);
+        self.p_vpn.store(NONE, Relaxed);
+    }
+
+    /// Applies the deferred dirty bit to the model (before any model call of this vCPU that
+    /// could observe it); `true` when there was one.
+    pub fn settle_dirty(&self, model: Option<&mut Model>, cpu: usize) -> bool {
+        // Only this vCPU's thread sets its flag: a plain load and store suffice.
+        if !self.d_dirty.load(Relaxed) {
+            return false;
+        }
+        self.d_dirty.store(false, Relaxed);
+        if let Some(m) = model {
+            m.mark_l1d_dirty(cpu, self.d_slot.load(Relaxed) as usize, self.d_l1line.load(Relaxed), self.d_pc.load(Relaxed));
+        }
+        true
+    }
+
+    /// The page cache: the PA of `vaddr` and whether it is I/O, when its page is the remembered one.
+    #[inline]
+    pub fn page(&self, vaddr: u64) -> Option<(u64, bool)> {
+        if self.p_vpn.load(Relaxed) != vaddr >> PAGE_SHIFT {
+            return None;
+        }
+        let p = self.p_ppn.load(Relaxed);
+        Some(((p & !(1 << 63)) << PAGE_SHIFT | (vaddr & ((1 << PAGE_SHIFT) - 1)), p >> 63 == 1))
+    }
+
+    /// Remembers the page of a translated access (its attribute is not known yet).
+    pub fn remember_page(&self, vaddr: u64, pa: u64, io: bool) {
+        self.p_vpn.store(vaddr >> PAGE_SHIFT, Relaxed);
+        self.p_ppn.store(pa >> PAGE_SHIFT | u64::from(io) << 63, Relaxed);
+        self.p_attr.store(NONE, Relaxed);
+    }
+
+    /// The remembered page's attribute, when known (the page is uniform).
+    #[inline]
+    pub fn page_attr(&self) -> Option<Attr> {
+        Attr::try_from(self.p_attr.load(Relaxed)).ok()
+    }
+
+    /// Remembers the attribute of the page holding `vaddr`, if it is still the remembered page.
+    pub fn remember_page_attr(&self, vaddr: u64, attr: Attr) {
+        if self.p_vpn.load(Relaxed) == vaddr >> PAGE_SHIFT {
+            self.p_attr.store(attr as u64, Relaxed);
+        }
+    }
+
+    /// The line the last fetch ended in (see the field docs).
+    pub fn fetch_end(&self) -> u64 {
+        self.i_end.load(Relaxed)
+    }
+
+    /// Sets the line the last fetch ended in.
+    pub fn set_fetch_end(&self, line: u64) {
+        self.i_end.store(line, Relaxed);
+    }
+
+    /// Credits the TB repeats the board counted inline since the last look (its execution
+    /// counter is now `execs`) to the last fetched TB; returns how many of them are to be
+    /// replayed through the model instead ([`Shortcut::replay`]).
+    pub fn credit(&self, execs: u64) -> u64 {
+        let new = execs.wrapping_sub(self.i_acc.load(Relaxed));
+        self.i_acc.store(execs, Relaxed);
+        if new == 0 || new >= 1 << 62 {
+            return 0;
+        }
+        if self.i_replay.load(Relaxed) {
+            return new;
+        }
+        let lines = self.i_lines.load(Relaxed) * new;
+        let bypass = self.i_mode.load(Relaxed) == FetchMode::Bypass as u8;
+        add(if bypass { &self.i_bypass } else { &self.i_hits }, lines);
+        0
+    }
+
+    /// After a TB's fetch through the model: each of its inline-counted repeats fetches `lines`
+    /// lines `mode`; `acc` is the execution counter's value that is already accounted for;
+    /// `replay` = the TB (address, length) when its fetch reported a hazard.
+    pub fn set_repeats(&self, lines: u64, mode: FetchMode, acc: u64, replay: Option<(u64, u64)>) {
+        self.i_lines.store(lines, Relaxed);
+        self.i_mode.store(mode as u8, Relaxed);
+        self.i_acc.store(acc, Relaxed);
+        self.i_replay.store(replay.is_some(), Relaxed);
+        if let Some((va, bytes)) = replay {
+            self.i_va.store(va, Relaxed);
+            self.i_bytes.store(bytes, Relaxed);
+        }
+    }
+
+    /// Sets the PA range of the last TB's lines (`[lo, hi)`).
+    pub fn set_last_tb(&self, lo: u64, hi: u64) {
+        self.i_lo.store(lo, Relaxed);
+        self.i_hi.store(hi, Relaxed);
+    }
+
+    /// Whether `[pa, pa + len)` overlaps the last TB's lines.
+    #[inline]
+    pub fn in_last_tb(&self, pa: u64, len: u64) -> bool {
+        pa < self.i_hi.load(Relaxed) && pa + len > self.i_lo.load(Relaxed)
+    }
+
+    /// Whether the remembered data line (of log2 size `shift`) overlaps `[lo, hi)`.
+    pub fn line_in(&self, lo: u64, hi: u64, shift: u32) -> bool {
+        if self.d_line.load(Relaxed) == NONE {
+            return false;
+        }
+        let pa = self.d_l1line.load(Relaxed) << shift;
+        pa < hi && pa + (1 << shift) > lo
+    }
+
+    /// The TB whose repeats are replayed (address, length), if any: credit its repeats before any
+    /// model call, so that they meet the model in program order.
+    #[inline]
+    pub fn replay(&self) -> Option<(u64, u64)> {
+        self.i_replay.load(Relaxed).then(|| (self.i_va.load(Relaxed), self.i_bytes.load(Relaxed)))
+    }
+
+    /// What the shortcut counted (to add to the model's totals).
+    pub fn totals(&self) -> Totals {
+        let mut t = Totals::default();
+        let d = self.d_hits.load(Relaxed);
+        t.levels[Level::L1D as usize].accesses = d;
+        t.levels[Level::L1D as usize].hits = d;
+        t.levels[Level::L1D as usize].bypass = self.d_bypass.load(Relaxed);
+        t.served[0] = d;
+        t.served[SERVED_MEMORY] = self.d_bypass.load(Relaxed);
+        let i = self.i_hits.load(Relaxed);
+        t.levels[Level::L1I as usize].accesses = i;
+        t.levels[Level::L1I as usize].hits = i;
+        t.levels[Level::L1I as usize].bypass = self.i_bypass.load(Relaxed);
+        t
+    }
+}

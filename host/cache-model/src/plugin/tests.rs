@@ -1,0 +1,370 @@
+//! Differential tests of the shortcut: the engine with the shortcut (`fast=on`) and without it
+//! (`fast=off`, every access through the model) on the same random traces must count the same
+//! at every step and write the same records, byte for byte (bar `model-run.fast`). The traces
+//! are one vCPU's (the shortcut runs with one vCPU only: [`shortcut_allowed`]): TBs executed
+//! back to back and in turn, data accesses with locality (single and batched), every
+//! maintenance instruction the engine models, prefetches, TLBI and SCTLR writes, and markers
+//! (phases, windows of every attribute, maintenance ranges, quiet, geometry changes).
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
+use cachescope_arch::cache::id::{Clidr, Ctr};
+use cachescope_arch::cache::Kind;
+use cachescope_arch::marker::{Marker, ModelAttr};
+
+use crate::cache::xorshift64star;
+use crate::config::Settings;
+use crate::decode::{Insn, Prefetch, PrfAddr};
+use crate::model::{Hint, MaintOp, Point, Totals};
+
+use super::engine::{shortcut_allowed, Engine, Host, MemAccess, SP};
+use super::plan::Group;
+
+/// The fake emulator: the board's two counters for vCPU 0, phase names made up from their VA.
+#[derive(Default)]
+struct FakeHost {
+    execs: AtomicU64,
+    last: AtomicU64,
+}
+
+impl Host for FakeHost {
+    fn execs(&self, _cpu: usize) -> u64 {
+        self.execs.load(Relaxed)
+    }
+
+    fn forget_tb(&self, _cpu: usize) {
+        self.last.store(0, Relaxed);
+    }
+
+    fn id_regs(&self) -> (Option<Ctr>, Option<Clidr>) {
+        // QEMU's Cortex-A72: IDC = DIC = 0, 64-byte minimum lines.
+        (Some(Ctr { raw: 0x8444_c004 }), None)
+    }
+
+    fn read_name(&self, va: u64) -> Option<String> {
+        Some(format!("phase-at-{va:x}"))
+    }
+}
+
+/// The guest's VA → PA map: VA = PA + this; the device region is I/O.
+const VA_OFFSET: u64 = 0x1_0000_0000;
+const RAM: u64 = 0x4000_0000;
+const DEVICE: u64 = 0x0900_0000;
+
+struct FakeAccess {
+    size: u32,
+    value: u64,
+}
+
+impl MemAccess for FakeAccess {
+    fn size(&self) -> u32 {
+        self.size
+    }
+    fn hwaddr(&self, vaddr: u64) -> Option<(u64, bool)> {
+        let pa = vaddr - VA_OFFSET;
+        Some((pa, (DEVICE..DEVICE + 0x1000).contains(&pa)))
+    }
+    fn value(&self) -> Option<u64> {
+        Some(self.value)
+    }
+}
+
+#[derive(Clone, Default)]
+struct Buf(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Buf {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One engine and the board semantics the glue's inline ops give it.
+struct Run {
+    engine: Engine<FakeHost>,
+    out: Buf,
+}
+
+/// The key of a TB that is never taken for a repeat (the glue's `NO_TB`).
+const NO_TB: u64 = u64::MAX;
+
+impl Run {
+    fn new(args: &[&str], fast: bool) -> Self {
+        let mut words: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        words.push(format!("fast={}", if fast { "on" } else { "off" }));
+        let settings = Settings::parse(&words).expect("valid settings");
+        let out = Buf::default();
+        let engine = Engine::new(settings, 1, Box::new(out.clone()), FakeHost::default());
+        assert_eq!(engine.fast_on, fast);
+        Self { engine, out }
+    }
+
+    /// One execution of TB `key` (`va`, `bytes`), fetched in `segments` (lengths; one = the TB
+    /// lies in one fetch segment, so its back-to-back repeats are counted inline).
+    fn tb(&self, key: u64, va: u64, segments: &[u64]) {
+        let e = &self.engine;
+        let inline = e.fast_on && segments.len() == 1;
+        if !inline || e.host.last.load(Relaxed) != key {
+            e.fetch(0, va, segments[0], inline);
+        }
+        if e.fast_on {
+            if inline {
+                e.host.execs.fetch_add(1, Relaxed);
+                e.host.last.store(key, Relaxed);
+            } else {
+                e.host.last.store(NO_TB, Relaxed);
+            }
+        }
+        let mut at = va + segments[0];
+        for &len in &segments[1..] {
+            e.fetch(0, at, len, false);
+            at += len;
+        }
+    }
+
+    fn special(&self, insn: Insn, pc: u64, regs: &[(u8, u64)]) {
+        let regs: HashMap<u8, u64> = regs.iter().copied().collect();
+        self.engine.special(0, insn, pc, |n| regs.get(&n).copied().unwrap_or(0));
+    }
+
+    fn marker(&self, m: Marker, pc: u64) {
+        let x = m.encode();
+        let regs: Vec<(u8, u64)> = (9..=13).zip(x).collect();
+        self.special(Insn::Marker, pc, &regs);
+    }
+
+    /// Every count, hazard occurrences included (those dropped while quiet too).
+    fn counts(&self) -> (Totals, u64, u64) {
+        let mut core = self.engine.lock();
+        (self.engine.now(&mut core), core.hazards.occurrences, core.quieted)
+    }
+
+    /// The records at exit, `model-run.fast` normalised.
+    fn finish(self) -> String {
+        self.engine.at_exit();
+        let text = String::from_utf8(self.out.0.lock().unwrap().clone()).unwrap();
+        text.replace("\"fast\":true", "\"fast\":false")
+    }
+}
+
+/// One step of a trace.
+#[derive(Clone, Debug)]
+enum Step {
+    Tb { key: u64, va: u64, segments: Vec<u64> },
+    Data { va: u64, size: u32, write: bool, nt: bool, pc: u64 },
+    Group { va: u64, write: bool, group: Arc<Group> },
+    Special { insn: Insn, pc: u64, regs: Vec<(u8, u64)> },
+    Marker(Marker),
+}
+
+fn apply(r: &Run, s: &Step) {
+    match s {
+        Step::Tb { key, va, segments } => r.tb(*key, *va, segments),
+        Step::Data { va, size, write, nt, pc } => {
+            let info = FakeAccess { size: *size, value: *va };
+            r.engine.mem(0, &info, *va, *va, *write, None, Hint { pc: *pc, nt: *nt });
+        }
+        Step::Group { va, write, group } => r.engine.mem_group(0, &FakeAccess { size: group.size, value: 0 }, *va, *write, group),
+        Step::Special { insn, pc, regs } => r.special(*insn, *pc, regs),
+        Step::Marker(m) => r.marker(*m, 0x8_0000),
+    }
+}
+
+/// The windows a trace declares (VA, length, attribute): write-through, non-cacheable (one
+/// starting inside a page: that page is not uniform), and device memory.
+const WINDOWS: [(u64, u64, ModelAttr); 3] = [
+    (VA_OFFSET + RAM + 0x4_0000, 0x2000, ModelAttr::NormalWriteThrough),
+    (VA_OFFSET + RAM + 0x6_0800, 0x1800, ModelAttr::NormalNonCacheable),
+    (VA_OFFSET + DEVICE, 0x1000, ModelAttr::Device),
+];
+
+/// A random trace of `n` steps: the start-up markers, then loops over a few TBs with data
+/// accesses near a few pointers, and now and then anything else.
+fn trace(seed: u64, n: usize, guest_geometry: bool) -> Vec<Step> {
+    let mut rng = seed ^ 0x5eed_cafe;
+    let mut r = move || xorshift64star(&mut rng);
+    let mut steps = vec![Step::Marker(Marker::Hello { version: crate::protocol::VERSION })];
+    if guest_geometry {
+        for (level, kind, line, sets, ways) in
+            [(1, Kind::Instruction, 64, 64, 2), (1, Kind::Data, 64, 32, 2), (2, Kind::Unified, 64, 256, 4)]
+        {
+            steps.push(Step::Marker(Marker::Geometry { level, kind, line, sets, ways }));
+        }
+    }
+    steps.push(Step::Marker(Marker::Sctlr(1 | 4 | 1 << 12)));
+    for &(va, len, attr) in &WINDOWS {
+        steps.push(Step::Marker(Marker::Window { va, len, attr, pa: Some(va - VA_OFFSET) }));
+    }
+    // TBs: (key, va, fetch segments), some in one line, some over two or three lines (one
+    // segment: the first line continues the previous TB's), some cut into segments; each in one
+    // page, as QEMU's are.
+    let code = VA_OFFSET + RAM + 0x1_0000;
+    let tbs: Vec<(u64, u64, Vec<u64>)> = (0..12u64)
+        .map(|k| {
+            let va = code + k * 0x140 + 4 * (r() % 12);
+            let len = 4 * (1 + r() % 40);
+            let segments = if k % 4 == 3 { vec![len, 4 * (1 + r() % 8)] } else { vec![len] };
+            (k + 1, va, segments)
+        })
+        .collect();
+    // Pointers: cacheable RAM (two of them), the write-through and non-cacheable windows, device,
+    // and the code itself (code written by data stores, then run).
+    let bases =
+        [VA_OFFSET + RAM + 0x8_0000, VA_OFFSET + RAM + 0x9_0f00, WINDOWS[0].0 + 0x100, WINDOWS[1].0 + 0x7c0, WINDOWS[2].0, code + 0x180];
+    let ops = [MaintOp::Clean, MaintOp::Invalidate, MaintOp::CleanInvalidate];
+    let mut open_phases: Vec<u64> = Vec::new();
+    let mut next_phase = 1;
+    let mut maint: Option<u64> = None;
+    while steps.len() < n {
+        let (key, va, segments) = tbs[(r() % tbs.len() as u64) as usize].clone();
+        // Now and then the loop writes its own code (the TB whose repeats are counted inline).
+        let base = match r() % 50 {
+            0 => bases[5],
+            1 | 2 => va,
+            _ => bases[(r() % 5) as usize],
+        };
+        let reps = 1 + r() % 6;
+        for rep in 0..reps {
+            steps.push(Step::Tb { key, va, segments: segments.clone() });
+            for k in 0..r() % 5 {
+                let pc = va + 4 * k;
+                let off = (rep * 8 + r() % 24 * 8) as i64 - 16;
+                let va = base.wrapping_add(off as u64) + r() % 2 * (r() % 8);
+                match r() % 10 {
+                    0 => {
+                        let members: Vec<(i64, u32, bool)> =
+                            (0..1 + r() % 3).map(|m| (8 * (m as i64 + 1) * if r() % 5 == 0 { 8 } else { 1 }, 8, r() % 3 == 0)).collect();
+                        steps.push(Step::Group { va, write: r() % 3 == 0, group: Arc::new(Group::new(8, members, pc)) });
+                    }
+                    _ => {
+                        let size = [1, 4, 8, 16][(r() % 4) as usize];
+                        steps.push(Step::Data { va, size, write: r() % 3 == 0, nt: r() % 12 == 0, pc });
+                    }
+                }
+            }
+        }
+        let pc = va;
+        let target = bases[(r() % 3) as usize] + r() % 0x100;
+        let step = match r() % 40 {
+            0 => Step::Special {
+                insn: Insn::DcVa {
+                    op: ops[(r() % 3) as usize],
+                    point: if r() % 4 == 0 { Point::Unification } else { Point::Coherency },
+                    rt: 1,
+                },
+                pc,
+                regs: vec![(1, target)],
+            },
+            1 => Step::Special { insn: Insn::DcZva { rt: 2 }, pc, regs: vec![(2, target & !63)] },
+            2 => {
+                let (set, way, level) = (r() % 32, r() % 2, r() % 2);
+                Step::Special {
+                    insn: Insn::DcSetWay { op: ops[(r() % 3) as usize], rt: 3 },
+                    pc,
+                    regs: vec![(3, way << 31 | set << 6 | level << 1)],
+                }
+            }
+            3 => Step::Special { insn: Insn::IcIallu { broadcast: r() % 2 == 0 }, pc, regs: vec![] },
+            4 => Step::Special { insn: Insn::IcIvau { rt: 4 }, pc, regs: vec![(4, code + r() % 0x1000)] },
+            5 => Step::Special { insn: Insn::Tlbi, pc, regs: vec![] },
+            6 => Step::Special { insn: Insn::MsrSctlr { rt: 5 }, pc, regs: vec![(5, 1 | 4 | 1 << 12)] },
+            7 | 8 => {
+                let addr = if r() % 2 == 0 {
+                    PrfAddr::Imm { base: 31, offset: 64 }
+                } else {
+                    PrfAddr::Reg { base: 6, index: 7, option: 3, shift: false }
+                };
+                let p = Prefetch { level: 1 + (r() % 3) as u32, strm: r() % 2 == 0, store: r() % 2 == 0, addr };
+                Step::Special { insn: Insn::Prefetch(p), pc, regs: vec![(SP, target), (6, target), (7, 64 * (r() % 4))] }
+            }
+            9 => {
+                let id = next_phase;
+                next_phase += 1;
+                open_phases.push(id);
+                Step::Marker(Marker::PhaseBegin { name_va: 0x7000 + id, id })
+            }
+            10 | 11 if !open_phases.is_empty() => Step::Marker(Marker::PhaseEnd { id: open_phases.pop().unwrap() }),
+            12 => match maint.take() {
+                Some(va) => Step::Marker(Marker::MaintEnd { va }),
+                None => {
+                    maint = Some(target & !63);
+                    Step::Marker(Marker::MaintBegin { va: target & !63, len: 256 })
+                }
+            },
+            13 => Step::Marker(Marker::Quiet(r() % 2 == 0)),
+            14 => {
+                // A window changes its attribute.
+                let (va, len, _) = WINDOWS[(r() % 2) as usize];
+                let attrs = [ModelAttr::NormalWriteBack, ModelAttr::NormalWriteThrough, ModelAttr::NormalNonCacheable];
+                Step::Marker(Marker::Window { va, len, attr: attrs[(r() % 3) as usize], pa: Some(va - VA_OFFSET) })
+            }
+            15 if guest_geometry && r() % 8 == 0 => {
+                Step::Marker(Marker::Geometry { level: 1, kind: Kind::Data, line: 64, sets: 64, ways: 2 })
+            }
+            _ => continue,
+        };
+        steps.push(step);
+    }
+    for id in open_phases.into_iter().rev() {
+        steps.push(Step::Marker(Marker::PhaseEnd { id }));
+    }
+    steps
+}
+
+/// Runs `steps` with and without the shortcut: equal counts after every step, equal records at
+/// the end; returns the records and how many steps the shortcut ran.
+fn differential(args: &[&str], steps: &[Step]) -> String {
+    let (fast, slow) = (Run::new(args, true), Run::new(args, false));
+    for (i, s) in steps.iter().enumerate() {
+        apply(&fast, s);
+        apply(&slow, s);
+        assert_eq!(fast.counts(), slow.counts(), "counts differ after step {i} ({s:?}) with {args:?}");
+    }
+    let shortcut = fast.engine.fast.iter().fold(Totals::default(), |t, f| t + f.totals());
+    let (a, b) = (fast.finish(), slow.finish());
+    for (k, (x, y)) in a.lines().zip(b.lines()).enumerate() {
+        assert_eq!(x, y, "record {k} differs with {args:?}");
+    }
+    assert_eq!(a.lines().count(), b.lines().count(), "record counts differ with {args:?}");
+    // The shortcut did run: most L1D and L1I hits are its own.
+    let (d, i) = (&shortcut.levels[crate::model::Level::L1D as usize], &shortcut.levels[crate::model::Level::L1I as usize]);
+    assert!(d.hits > 0 && d.bypass > 0 && i.hits > 0, "the shortcut never answered with {args:?}: {shortcut:?}");
+    a
+}
+
+#[test]
+fn the_shortcut_changes_no_count_and_no_record() {
+    let configs: [(&[&str], bool); 4] = [
+        (&["profile=rpi4"], false),
+        (&["profile=rpi5", "policy=random"], false),
+        (&["profile=rpi4", "l1d=2K:2:64", "l2=16K:4:64", "policy=fifo"], false),
+        (&[], true),
+    ];
+    for (seed, (args, guest)) in configs.into_iter().cycle().take(8).enumerate() {
+        let steps = trace(seed as u64 + 1, 40_000, guest);
+        let records = differential(args, &steps);
+        // The traces reach what they mean to: phases, hazards, a rebuilt model.
+        assert!(records.contains("\"record\":\"model\",\"phase\":\"phase-at-"), "no phase records with {args:?}");
+        for kind in ["stale-read-by-device", "stale-read-by-cpu", "stale-instruction", "lost-write"] {
+            assert!(records.contains(&format!("\"kind\":\"{kind}\"")), "no {kind} hazard with {args:?}");
+        }
+        if guest {
+            assert!(records.contains("geometry changed after the caches were in use"), "no geometry change");
+        }
+    }
+}
+
+#[test]
+fn the_shortcut_needs_one_vcpu_and_no_trace() {
+    let s = |w: &[&str]| Settings::parse(w).unwrap();
+    assert!(shortcut_allowed(&s(&[]), 1));
+    assert!(!shortcut_allowed(&s(&[]), 2), "another core's access could change a remembered line");
+    assert!(!shortcut_allowed(&s(&["fast=off"]), 1));
+    assert!(!shortcut_allowed(&s(&["trace=/dev/null"]), 1), "a trace lists every access");
+}
