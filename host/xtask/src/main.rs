@@ -12,6 +12,7 @@
 //! cachescope-xtask board-of FILE
 //! cachescope-xtask board-value BOARD KEY
 //! cachescope-xtask qemu-board ELF
+//! cachescope-xtask qemu-run ELF [KERNEL ARGS]
 //! cachescope-xtask lava-jobs [--board B]… [--args "KERNEL ARGS"] --base-url URL --out DIR
 //! cachescope-xtask lava-device [--board B] --out DIR
 //! cachescope-xtask lava-check --log LAVA_RUN_LOG [--must-fail NAME]…
@@ -36,6 +37,7 @@ mod ktap;
 mod lava;
 mod maint;
 mod observe;
+mod qemu;
 mod records;
 mod results;
 mod run;
@@ -143,6 +145,17 @@ enum Command {
     QemuBoard {
         /// Kernel ELF.
         elf: PathBuf,
+    },
+    /// Boot a kernel under qemu-system-aarch64 (cargo's runner, through scripts/qemu-run): the
+    /// command line from boards.toml and the environment, the cache model, the console, the
+    /// saved run, the sanitizer's verdict (host/xtask/src/qemu.rs; docs/running.md).
+    #[command(long_about = QEMU_RUN_HELP)]
+    QemuRun {
+        /// Kernel ELF.
+        elf: PathBuf,
+        /// Kernel arguments (bytes as given: a command line that is not UTF-8 reaches the kernel).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "KERNEL ARGS")]
+        args: Vec<std::ffi::OsString>,
     },
     /// Write one LAVA job definition per board (DIR/BOARD.yaml).
     LavaJobs {
@@ -252,6 +265,32 @@ enum CatalogueCommand {
     List,
 }
 
+/// `qemu-run --help`: the environment and exit status (the module's docs say the same at length).
+const QEMU_RUN_HELP: &str = "Boot a kernel under qemu-system-aarch64: cargo's runner (scripts/qemu-run execs this).
+
+Environment (docs/running.md; each checked before QEMU starts, a bad value exits 2 naming it):
+  QEMU_MACHINE  machine (default: the board's qemu_machine in boards.toml), e.g. virt,secure=on
+  QEMU_CPU      CPU model (default cortex-a72; raspi4b has its own fixed CPU)
+  QEMU_SMP      number of cores, 1 to 999 (default 1; raspi4b always 4)
+  QEMU_MEM      RAM, e.g. 512M or 2G (default 512M on virt; raspi4b is fixed at 2G)
+  QEMU_EXTRA    extra QEMU arguments, appended (-dtb FILE.dts is compiled with dtc first)
+  QEMU_TIMEOUT  whole seconds >= 1 before QEMU is killed (default 120)
+  CS_LOG        the file the console stream is saved to (default CS_RUNS/NAME-DATE-TIME-PID.log;
+                the newest 20 complete runs are kept)
+  CS_RUNS       the folder of saved runs (default target/cachescope-logs/runs)
+  QEMU_CACHE_MODEL  off | on | rpi4 | rpi5 | key=value,... (default: the board's qemu_cache_model):
+                the cache-model plugin, -icount, argv0 cachescope+model=PROFILE
+  CS_MODEL_LOG  file for the cache model's records (default CS_LOG.model)
+  CS_CONSOLE    human (the report's console, the digest, the saved log's path) or raw
+  CS_VERBOSE    1: the human console shows the whole stream
+  CS_NO_MATRIX  1: a test kernel (an ELF under .../deps/) runs once, not per catalogue row
+  CS_CACHE_MODEL_BUILT  1: the plugin and the report tool are built (no cargo calls)
+  CS_CACHE_MODEL_PLUGIN  the plugin's .so
+
+Exit status: the kernel's own (0 passed, 1 a case failed, 2 refused arguments, 101 panic), or the
+runner's: 1 the sanitizer's verdict failed a passing run, 2 a bad environment variable or a kernel
+of another board, 4 QEMU is missing or refused to start, 124 timeout.";
+
 /// Why a command stopped.
 enum Failure {
     /// Bad input: exit 2.
@@ -260,6 +299,8 @@ enum Failure {
     Check(Vec<String>),
     /// A check that ran, failed and has said why: exit 1.
     Quiet,
+    /// A run that has said everything: exit with its status.
+    Status(u8),
 }
 
 fn usage(e: impl std::fmt::Display) -> Failure {
@@ -300,6 +341,79 @@ fn report_findings(findings: &[(bool, String)], name: &str, context: &str) -> Re
     }
 }
 
+/// What `catalogue run` was asked to run.
+struct RunArgs {
+    kernel: Vec<String>,
+    elf: Vec<PathBuf>,
+    test_kernels: bool,
+    features: Option<String>,
+    env: Vec<String>,
+    args: Vec<String>,
+}
+
+/// `catalogue run` (also a test kernel's `cargo test`: scripts/qemu-run runs its catalogue rows).
+fn catalogue_run(
+    boards_path: &Path,
+    rows: &[catalogue::Row],
+    filter: &run::Filter,
+    root: &Path,
+    logs: PathBuf,
+    asked: RunArgs,
+) -> Result<(), Failure> {
+    let RunArgs { kernel, elf, test_kernels, features, env, args } = asked;
+    let boards = boards::load(boards_path).map_err(usage)?;
+    let env_override = env
+        .iter()
+        .map(|kv| match kv.split_once('=') {
+            Some((k, v)) if !k.is_empty() && !k.contains(char::is_whitespace) => Ok((k.to_string(), v.to_string())),
+            _ => Err(usage(format!("--env '{kv}': expected KEY=VALUE"))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let jobs = run::jobs_from_env().map_err(usage)?;
+    if kernel.len() != elf.len() {
+        return Err(usage("--kernel NAME and --elf PATH come in pairs"));
+    }
+    let mut pairs: Vec<(String, PathBuf)> = kernel.into_iter().zip(elf).collect();
+    if test_kernels {
+        pairs.extend(run::discover_test_kernels(root, features.as_deref()).map_err(usage)?);
+    }
+    if pairs.is_empty() {
+        return Err(usage("no kernel: give --kernel NAME --elf PATH or --test-kernels"));
+    }
+    let mut kernels = Vec::new();
+    for (name, elf) in pairs {
+        let board = run::board_of(&elf, &boards).map_err(usage)?;
+        kernels.push(run::Kernel { name, elf, board });
+    }
+    let planned = run::plan(rows, &kernels, &boards, filter).map_err(usage)?;
+    let mut names: Vec<String> = kernels.iter().map(|k| format!("{} ({})", k.name, k.board)).collect();
+    names.dedup();
+    let title = names.join(", ");
+    if planned.is_empty() {
+        say(&format!("catalogue: no rows for {title} ({})", filter.describe()));
+        return Ok(());
+    }
+    mkdir(&logs)?;
+    // Rows under the cache model share one plugin build, made here once.
+    let model_asked = |env: &[(String, String)]| env.iter().any(|(k, v)| k == "QEMU_CACHE_MODEL" && v != "off");
+    if planned.iter().any(|j| model_asked(&j.row.env)) || model_asked(&env_override) {
+        records::build_plugin(root).map_err(usage)?;
+    }
+    let runner = run::Runner {
+        ctx: qemu::Context::new(root, boards.clone()),
+        logs,
+        extra_args: args,
+        jobs,
+        qemu_extra: std::env::var("QEMU_EXTRA").unwrap_or_default(),
+        env_override,
+    };
+    let failed = runner.run_all(&planned, &title);
+    if failed > 0 {
+        return Err(Failure::Quiet);
+    }
+    Ok(())
+}
+
 fn run(cli: Cli) -> Result<(), Failure> {
     let boards_path = cli.boards.unwrap_or_else(|| repo_root().join("boards.toml"));
     match cli.command {
@@ -311,58 +425,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let logs = root.join("target/cachescope-logs");
             match command {
                 CatalogueCommand::Run { kernel, elf, test_kernels, features, env, logs: logs_dir, args } => {
-                    let boards = boards::load(&boards_path).map_err(usage)?;
-                    let env_override = env
-                        .iter()
-                        .map(|kv| match kv.split_once('=') {
-                            Some((k, v)) if !k.is_empty() && !k.contains(char::is_whitespace) => Ok((k.to_string(), v.to_string())),
-                            _ => Err(usage(format!("--env '{kv}': expected KEY=VALUE"))),
-                        })
-                        .collect::<Result<Vec<_>, _>>()?;
                     let logs = logs_dir.map_or(logs, |d| if d.is_absolute() { d } else { root.join(d) });
-                    let jobs = run::jobs_from_env().map_err(usage)?;
-                    if kernel.len() != elf.len() {
-                        return Err(usage("--kernel NAME and --elf PATH come in pairs"));
-                    }
-                    let mut pairs: Vec<(String, PathBuf)> = kernel.into_iter().zip(elf).collect();
-                    if test_kernels {
-                        pairs.extend(run::discover_test_kernels(&root, features.as_deref()).map_err(usage)?);
-                    }
-                    if pairs.is_empty() {
-                        return Err(usage("no kernel: give --kernel NAME --elf PATH or --test-kernels"));
-                    }
-                    let mut kernels = Vec::new();
-                    for (name, elf) in pairs {
-                        let board = run::board_of(&elf, &boards).map_err(usage)?;
-                        kernels.push(run::Kernel { name, elf, board });
-                    }
-                    let planned = run::plan(&rows, &kernels, &boards, &filter).map_err(usage)?;
-                    let mut names: Vec<String> = kernels.iter().map(|k| format!("{} ({})", k.name, k.board)).collect();
-                    names.dedup();
-                    let title = names.join(", ");
-                    if planned.is_empty() {
-                        say(&format!("catalogue: no rows for {title} ({})", filter.describe()));
-                        return Ok(());
-                    }
-                    mkdir(&logs)?;
-                    // Rows under the cache model share one plugin build, made here once.
-                    let model_asked = |env: &[(String, String)]| env.iter().any(|(k, v)| k == "QEMU_CACHE_MODEL" && v != "off");
-                    if planned.iter().any(|j| model_asked(&j.row.env)) || model_asked(&env_override) {
-                        records::build_plugin(&root).map_err(usage)?;
-                    }
-                    let runner = run::Runner {
-                        root: root.clone(),
-                        logs,
-                        extra_args: args,
-                        jobs,
-                        qemu_extra: std::env::var("QEMU_EXTRA").unwrap_or_default(),
-                        env_override,
-                    };
-                    let failed = runner.run_all(&planned, &title);
-                    if failed > 0 {
-                        return Err(Failure::Quiet);
-                    }
-                    Ok(())
+                    let asked = RunArgs { kernel, elf, test_kernels, features, env, args };
+                    catalogue_run(&boards_path, &rows, &filter, &root, logs, asked)
                 }
                 CatalogueCommand::CheckLogs => {
                     if checklogs::check(&rows, &logs, &root, &filter).map_err(usage)? {
@@ -446,6 +511,32 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 }
             }
             Ok(())
+        }
+        Command::QemuRun { elf, args } => {
+            let env = qemu::Env::default();
+            let root = repo_root();
+            let kernel = qemu::matrix_kernel(&elf, &env).map_err(|e| {
+                eprintln!("qemu-run: {}", e.message.unwrap_or_default());
+                Failure::Status(e.status)
+            })?;
+            if let Some(name) = kernel {
+                // A test kernel runs once per matching catalogue row (its machine matrix).
+                let path = root.join("tests/catalogue.toml");
+                let rows = catalogue::load(&path).map_err(usage)?;
+                let filter = run::Filter::from_env().map_err(usage)?;
+                let args = args
+                    .into_iter()
+                    .map(|a| a.into_string().map_err(|a| usage(format!("kernel argument '{}' is not UTF-8", a.to_string_lossy()))))
+                    .collect::<Result<_, _>>()?;
+                let asked = RunArgs { kernel: vec![name], elf: vec![elf], test_kernels: false, features: None, env: Vec::new(), args };
+                return catalogue_run(&boards_path, &rows, &filter, &root, root.join("target/cachescope-logs"), asked);
+            }
+            let boards = boards::load(&boards_path).map_err(usage)?;
+            let ctx = qemu::Context::new(&root, boards);
+            match qemu::run(&ctx, &elf, &args, &env, &qemu::Io::Inherit) {
+                0 => Ok(()),
+                status => Err(Failure::Status(status)),
+            }
         }
         Command::LavaJobs { board, args, base_url, out } => {
             let all = boards::load(&boards_path).map_err(usage)?;
@@ -576,5 +667,6 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
         Err(Failure::Quiet) => ExitCode::from(1),
+        Err(Failure::Status(status)) => ExitCode::from(status),
     }
 }
