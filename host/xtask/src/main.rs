@@ -5,6 +5,7 @@
 //! cachescope-xtask catalogue run [--kernel NAME --elf PATH]… [--test-kernels [--features F]] [-- ARGS]
 //! cachescope-xtask catalogue check-logs
 //! cachescope-xtask catalogue list
+//! cachescope-xtask model-check [--update]
 //! cachescope-xtask maint-check [--elf ELF] [[KERNEL/]CPU[@CORES][:ARGS]]…
 //! cachescope-xtask model-records FILE [--drop-kind K]… [--source model] [--level L]
 //! cachescope-xtask bench-model-ms FILE
@@ -36,6 +37,7 @@ mod hazards;
 mod ktap;
 mod lava;
 mod maint;
+mod modelcheck;
 mod observe;
 mod qemu;
 mod records;
@@ -83,6 +85,15 @@ enum Command {
         /// cortex-a53:only=cache cortex-a710:only=cache max:only=cache cortex-a72@4:only=smp
         /// mmu/cortex-a72 model/cortex-a72.
         runs: Vec<String>,
+    },
+    /// The cache model's determinism and regression check (scripts/model-check): the model
+    /// kernel twice and with fast=off, identical records; the L1D records, the main-model row's
+    /// records and digest equal their baselines; main-model-tb1 equals main-model; the reference
+    /// simulator replays two traces to the model's totals.
+    ModelCheck {
+        /// Rewrite tests/model.baseline, tests/baselines/model-bench.txt and model-digest.txt from this run.
+        #[arg(long)]
+        update: bool,
     },
     /// The cache-model plugin's speed: memory-bound loops of the model test kernel, plain TCG
     /// against TCG with the plugin, best of N, as loop time and whole-QEMU wall time.
@@ -454,6 +465,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 Ok(())
             } else {
                 Err(Failure::Quiet)
+            }
+        }
+        Command::ModelCheck { update } => {
+            let ctx = qemu::Context::new(&repo_root(), boards::load(&boards_path).map_err(usage)?);
+            match modelcheck::model_check(&ctx, update) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(Failure::Quiet),
+                Err(e) => Err(usage(e)),
             }
         }
         Command::BenchModel { accesses, reps } => benchmodel::bench_model(&repo_root(), accesses, reps.max(1)).map_err(usage),

@@ -127,21 +127,21 @@ fn usage(message: impl Into<String>) -> Stop {
     Stop { status: 2, message: Some(message.into()) }
 }
 
-/// Where the runner's output goes: this process's stdout/stderr, or one pipe for both (a
-/// catalogue row's log).
+/// Where the runner's output goes: this process's stdout/stderr, or one file or pipe for both
+/// (a catalogue row's log, `2>&1`).
 #[derive(Debug)]
 pub enum Io {
     /// The process's own stdout and stderr (a terminal stays a terminal for the report tool).
     Inherit,
-    /// One pipe for stdout and stderr.
-    Pipe(std::io::PipeWriter),
+    /// One file or pipe (`File::from(OwnedFd::from(pipe_writer))`) for stdout and stderr.
+    Both(fs::File),
 }
 
 impl Io {
     fn stdio(&self) -> std::io::Result<Stdio> {
         match self {
             Io::Inherit => Ok(Stdio::inherit()),
-            Io::Pipe(w) => Ok(Stdio::from(w.try_clone()?)),
+            Io::Both(w) => Ok(Stdio::from(w.try_clone()?)),
         }
     }
 
@@ -157,8 +157,9 @@ impl Io {
                 let _ = o.write_all(bytes);
                 let _ = o.flush();
             }
-            Io::Pipe(w) => {
-                let _ = (&*w).write_all(bytes);
+            Io::Both(w) => {
+                let mut f: &fs::File = w;
+                let _ = f.write_all(bytes);
             }
         }
     }

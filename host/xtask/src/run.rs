@@ -203,7 +203,7 @@ impl Runner {
             overlay.extend(fixed.into_iter().map(|(k, v)| (k.to_string(), v)));
             let env = crate::qemu::Env { overlay };
             let args: Vec<OsString> = row.args.iter().chain(&self.extra_args).map(OsString::from).collect();
-            let io = crate::qemu::Io::Pipe(writer);
+            let io = crate::qemu::Io::Both(fs::File::from(std::os::fd::OwnedFd::from(writer)));
             std::thread::scope(|s| {
                 let booted = s.spawn(move || crate::qemu::run(&self.ctx, &job.kernel.elf, &args, &env, &io));
                 // Line by line as it arrives (until every writer, the runner's and its children's,
@@ -357,21 +357,37 @@ pub fn say(line: &str) {
 /// Test kernels (name, ELF) from `cargo test --no-run --message-format=json [--features F]`
 /// run in the repository root.
 pub fn discover_test_kernels(root: &Path, features: Option<&str>) -> Result<Vec<(String, PathBuf)>, String> {
-    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cmd.current_dir(root).args(["test", "--no-run", "--quiet", "--message-format=json"]);
+    let mut cmd = cargo(root);
+    cmd.args(["test", "--no-run", "--quiet", "--message-format=json"]);
     if let Some(f) = features {
         cmd.args(["--features", f]);
-    }
-    // Cargo sets these for a `cargo run` of this tool; they must not leak into the kernel build.
-    for v in ["CARGO_TARGET_DIR", "CARGO_BUILD_TARGET", "RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_MANIFEST_DIR"] {
-        cmd.env_remove(v);
     }
     let out = cmd.stderr(Stdio::inherit()).output().map_err(|e| format!("cannot run cargo: {e}"))?;
     if !out.status.success() {
         return Err(format!("cargo test --no-run{} failed", features.map(|f| format!(" --features {f}")).unwrap_or_default()));
     }
+    let kernels = test_executables(&out.stdout);
+    if kernels.is_empty() {
+        return Err("cargo test --no-run built no test kernel".into());
+    }
+    Ok(kernels)
+}
+
+/// Cargo in the repository root for the kernel's builds: without the variables cargo sets for a
+/// `cargo run` of this tool (they must not leak into the kernel build).
+pub fn cargo(root: &Path) -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(root);
+    for v in ["CARGO_TARGET_DIR", "CARGO_BUILD_TARGET", "RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_MANIFEST_DIR"] {
+        cmd.env_remove(v);
+    }
+    cmd
+}
+
+/// The test executables (name, path) of cargo's `--message-format=json` output.
+pub fn test_executables(json_lines: &[u8]) -> Vec<(String, PathBuf)> {
     let mut kernels = Vec::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
+    for line in String::from_utf8_lossy(json_lines).lines() {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
         if v["reason"] != "compiler-artifact" || !v["target"]["kind"].as_array().is_some_and(|k| k.iter().any(|k| k == "test")) {
             continue;
@@ -380,10 +396,7 @@ pub fn discover_test_kernels(root: &Path, features: Option<&str>) -> Result<Vec<
             kernels.push((name.to_string(), PathBuf::from(exe)));
         }
     }
-    if kernels.is_empty() {
-        return Err("cargo test --no-run built no test kernel".into());
-    }
-    Ok(kernels)
+    kernels
 }
 
 #[cfg(test)]
