@@ -6,6 +6,7 @@
 //! cachescope-xtask catalogue check-logs
 //! cachescope-xtask catalogue list
 //! cachescope-xtask model-check [--update]
+//! cachescope-xtask check-junit [--setup] [LOG…]
 //! cachescope-xtask maint-check [--elf ELF] [[KERNEL/]CPU[@CORES][:ARGS]]…
 //! cachescope-xtask model-records FILE [--drop-kind K]… [--source model] [--level L]
 //! cachescope-xtask bench-model-ms FILE
@@ -31,6 +32,7 @@
 mod benchmodel;
 mod boards;
 mod catalogue;
+mod checkjunit;
 mod checklogs;
 mod docs;
 mod hazards;
@@ -94,6 +96,17 @@ enum Command {
         /// Rewrite tests/model.baseline, tests/baselines/model-bench.txt and model-digest.txt from this run.
         #[arg(long)]
         update: bool,
+    },
+    /// The report tool's JUnit output read back by junitparser and xunitparser (in a venv): their
+    /// counts must equal the KTAP counts with the sanitizer's verdict folded in, and times must
+    /// be given exactly when a log has LOG.times. Exit 1 on a difference, 2 when it cannot run.
+    CheckJunit {
+        /// Only make the venv.
+        #[arg(long)]
+        setup: bool,
+        /// Logs (each must be complete and valid; default: the report tool's fixtures and every
+        /// complete log in target/cachescope-logs/).
+        logs: Vec<PathBuf>,
     },
     /// The cache-model plugin's speed: memory-bound loops of the model test kernel, plain TCG
     /// against TCG with the plugin, best of N, as loop time and whole-QEMU wall time.
@@ -473,6 +486,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(Failure::Quiet),
                 Err(e) => Err(usage(e)),
+            }
+        }
+        Command::CheckJunit { setup, logs } => {
+            let root = repo_root();
+            let ctx = qemu::Context::new(&root, Vec::new());
+            match checkjunit::check_junit(&root, &ctx.host_bin, setup, &logs) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(Failure::Quiet),
+                Err(checkjunit::SetupFailed) => Err(Failure::Status(2)),
             }
         }
         Command::BenchModel { accesses, reps } => benchmodel::bench_model(&repo_root(), accesses, reps.max(1)).map_err(usage),

@@ -470,7 +470,8 @@ fn on_path(env: &Env, name: &str) -> bool {
     std::env::split_paths(&path).any(|d| is_executable(&d.join(name)))
 }
 
-fn is_executable(p: &Path) -> bool {
+/// Whether `p` is a file with an execute bit (the shell's `-x` for files).
+pub fn is_executable(p: &Path) -> bool {
     fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
