@@ -7,6 +7,7 @@
 //! cachescope-xtask catalogue list
 //! cachescope-xtask model-check [--update]
 //! cachescope-xtask check-junit [--setup] [LOG…]
+//! cachescope-xtask check-images [DIR] | --sdcard IMAGE BOARD [SOURCE_DIR]
 //! cachescope-xtask maint-check [--elf ELF] [[KERNEL/]CPU[@CORES][:ARGS]]…
 //! cachescope-xtask model-records FILE [--drop-kind K]… [--source model] [--level L]
 //! cachescope-xtask bench-model-ms FILE
@@ -32,6 +33,7 @@
 mod benchmodel;
 mod boards;
 mod catalogue;
+mod checkimages;
 mod checkjunit;
 mod checklogs;
 mod docs;
@@ -96,6 +98,14 @@ enum Command {
         /// Rewrite tests/model.baseline, tests/baselines/model-bench.txt and model-digest.txt from this run.
         #[arg(long)]
         update: bool,
+    },
+    /// What scripts/mkimage and scripts/mksdcard built, read from the files: each board's ELF,
+    /// raw image and config.txt under DIR (default target/images/release), or with `--sdcard
+    /// IMAGE BOARD [SOURCE_DIR]` an SD card's partition table, FAT and files.
+    CheckImages {
+        /// `[DIR]` or `--sdcard IMAGE BOARD [SOURCE_DIR]`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+        args: Vec<PathBuf>,
     },
     /// The report tool's JUnit output read back by junitparser and xunitparser (in a venv): their
     /// counts must equal the KTAP counts with the sanitizer's verdict folded in, and times must
@@ -486,6 +496,29 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(Failure::Quiet),
                 Err(e) => Err(usage(e)),
+            }
+        }
+        Command::CheckImages { args } => {
+            let root = repo_root();
+            let boards = boards::load(&boards_path).map_err(usage)?;
+            let asked = if args.first().is_some_and(|a| a.as_os_str() == "--sdcard") {
+                if !(3..=4).contains(&args.len()) {
+                    eprintln!("usage: check-images --sdcard IMAGE BOARD [SOURCE_DIR]");
+                    return Err(Failure::Status(2));
+                }
+                checkimages::Asked::Sdcard(args[1].clone(), args[2].display().to_string(), args.get(3).cloned())
+            } else {
+                checkimages::Asked::Images(args.first().cloned())
+            };
+            match checkimages::check_images(&root, &boards_path, &boards, asked) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(Failure::Quiet),
+                Err(message) => {
+                    if let Some(m) = message {
+                        eprintln!("{m}");
+                    }
+                    Err(Failure::Status(2))
+                }
             }
         }
         Command::CheckJunit { setup, logs } => {
