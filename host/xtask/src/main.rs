@@ -8,6 +8,7 @@
 //! cachescope-xtask model-check [--update]
 //! cachescope-xtask check-junit [--setup] [LOG…]
 //! cachescope-xtask check-images [DIR] | --sdcard IMAGE BOARD [SOURCE_DIR]
+//! cachescope-xtask mksdcard [OPTIONS] BOARD
 //! cachescope-xtask maint-check [--elf ELF] [[KERNEL/]CPU[@CORES][:ARGS]]…
 //! cachescope-xtask model-records FILE [--drop-kind K]… [--source model] [--level L]
 //! cachescope-xtask bench-model-ms FILE
@@ -41,6 +42,7 @@ mod hazards;
 mod ktap;
 mod lava;
 mod maint;
+mod mksdcard;
 mod modelcheck;
 mod observe;
 mod qemu;
@@ -106,6 +108,14 @@ enum Command {
         /// `[DIR]` or `--sdcard IMAGE BOARD [SOURCE_DIR]`.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
         args: Vec<PathBuf>,
+    },
+    /// A bootable SD-card image for a Raspberry Pi, built without root (scripts/mksdcard's header
+    /// lists the options: --out, --images, --debug, --args, --dtb, --no-dtb, --firmware-dir,
+    /// --size, --fetch-only).
+    Mksdcard {
+        /// Options and the board.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+        args: Vec<String>,
     },
     /// The report tool's JUnit output read back by junitparser and xunitparser (in a venv): their
     /// counts must equal the KTAP counts with the sanitizer's verdict folded in, and times must
@@ -518,6 +528,28 @@ fn run(cli: Cli) -> Result<(), Failure> {
                         eprintln!("{m}");
                     }
                     Err(Failure::Status(2))
+                }
+            }
+        }
+        Command::Mksdcard { args } => {
+            let root = repo_root();
+            let stop = |mksdcard::Stop(status, message): mksdcard::Stop| {
+                if let Some(m) = message {
+                    eprintln!("mksdcard: {m}");
+                }
+                Failure::Status(status)
+            };
+            match mksdcard::parse(&args).map_err(stop)? {
+                mksdcard::Parsed::Help => {
+                    say(&scripthelp::header(&read(&root.join("scripts/mksdcard"))?));
+                    Ok(())
+                }
+                mksdcard::Parsed::Run(o) => {
+                    let boards = boards::load(&boards_path).map_err(usage)?;
+                    match mksdcard::mksdcard(&root, &boards_path, &boards, &o).map_err(stop)? {
+                        0 => Ok(()),
+                        status => Err(Failure::Status(status)),
+                    }
                 }
             }
         }
