@@ -205,11 +205,10 @@ enum Command {
     /// saved run, the sanitizer's verdict (host/xtask/src/qemu.rs; docs/running.md).
     #[command(long_about = QEMU_RUN_HELP)]
     QemuRun {
-        /// Kernel ELF.
-        elf: PathBuf,
-        /// Kernel arguments (bytes as given: a command line that is not UTF-8 reaches the kernel).
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "KERNEL ARGS")]
-        args: Vec<std::ffi::OsString>,
+        /// The kernel ELF, then its arguments (bytes as given: a command line that is not UTF-8
+        /// reaches the kernel; every word after the ELF is the kernel's, `--help` too).
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "ELF [KERNEL ARGS]")]
+        argv: Vec<std::ffi::OsString>,
     },
     /// Write one LAVA job definition per board (DIR/BOARD.yaml).
     LavaJobs {
@@ -706,7 +705,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
-        Command::QemuRun { elf, args } => {
+        Command::QemuRun { argv } => {
+            let elf = PathBuf::from(argv.first().cloned().unwrap_or_default());
+            let args = argv.get(1..).unwrap_or_default().to_vec();
             let env = qemu::Env::default();
             let root = repo_root();
             let kernel = qemu::matrix_kernel(&elf, &env).map_err(|e| {
@@ -827,5 +828,25 @@ fn main() -> ExitCode {
         }
         Err(Failure::Quiet) => ExitCode::from(1),
         Err(Failure::Status(status)) => ExitCode::from(status),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+
+    /// cargo's runner gets `ELF ARGS…`: every word after the ELF is the kernel's (`cargo run --
+    /// --help` asks the kernel, not this program), bytes as given.
+    #[test]
+    fn qemu_run_passes_every_word_after_the_elf() {
+        use std::os::unix::ffi::OsStringExt;
+        let raw = std::ffi::OsString::from_vec(b"only=boot\xff".to_vec());
+        let cli =
+            Cli::try_parse_from([OsString::from("x"), "qemu-run".into(), "k".into(), "--help".into(), "-x".into(), raw.clone()]).unwrap();
+        let Command::QemuRun { argv } = cli.command else { panic!("not qemu-run") };
+        assert_eq!(argv, [OsString::from("k"), "--help".into(), "-x".into(), raw]);
+        assert!(Cli::try_parse_from(["x", "qemu-run"]).is_err(), "the ELF is required");
+        assert_eq!(Cli::try_parse_from(["x", "qemu-run", "--help"]).unwrap_err().kind(), clap::error::ErrorKind::DisplayHelp);
     }
 }
