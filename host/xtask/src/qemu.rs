@@ -31,7 +31,8 @@
 //!   (`cachescope+model=PROFILE`). Its records go to CS_MODEL_LOG, else `CS_LOG.model` (`out=FILE`
 //!   in the value overrides). A plugin that cannot be built or loaded turns the model off for the
 //!   run with one line.
-//! - `CS_MODEL_LOG` file for the cache model's records (the catalogue sets it per row).
+//! - `CS_MODEL_LOG` file for the cache model's records (the catalogue sets it per row); checked as
+//!   CS_LOG is (its folder writable, not a folder, creatable).
 //! - `CS_CONSOLE` human (default: `cachescope-report console`, then the digest and the saved
 //!   log's path) or raw (the whole stream as the kernel prints it, model records after it).
 //! - `CS_VERBOSE` 1: the human console shows the whole stream (read by the report tool); 0 or unset.
@@ -485,22 +486,27 @@ fn writable_dir(dir: &Path) -> bool {
 /// Checks CS_LOG before QEMU starts: its folder exists and is writable, it is not a folder, and
 /// it can be opened for appending as the run will open it (created and removed again if new).
 pub fn check_log(log: &Path) -> Result<(), Stop> {
+    check_file("CS_LOG", log, "name the file the console stream is saved to")
+}
+
+/// The checks of [`check_log`] for the file variable `var` (`hint`: what a folder should have been).
+fn check_file(var: &str, log: &Path, hint: &str) -> Result<(), Stop> {
     let shown = log.display();
     let dir = match log.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
     if !writable_dir(dir) {
-        return Err(usage(format!("CS_LOG='{shown}': the folder '{}' does not exist or is not writable", dir.display())));
+        return Err(usage(format!("{var}='{shown}': the folder '{}' does not exist or is not writable", dir.display())));
     }
     if log.is_dir() {
-        return Err(usage(format!("CS_LOG='{shown}' is a folder: name the file the console stream is saved to")));
+        return Err(usage(format!("{var}='{shown}' is a folder: {hint}")));
     }
     let open = || fs::OpenOptions::new().append(true).create(true).open(log);
     if log.exists() {
-        open().map_err(|_| usage(format!("CS_LOG='{shown}' cannot be written")))?;
+        open().map_err(|_| usage(format!("{var}='{shown}' cannot be written")))?;
     } else {
-        open().map_err(|_| usage(format!("CS_LOG='{shown}' cannot be created")))?;
+        open().map_err(|_| usage(format!("{var}='{shown}' cannot be created")))?;
         let _ = fs::remove_file(log);
     }
     Ok(())
@@ -822,7 +828,11 @@ fn run_inner(ctx: &Context, elf: &Path, args: &[OsString], env: &Env, io: &Io) -
         profile = checked.strip_prefix("profile=").unwrap_or(&checked).to_string();
         if !names_out(&model) {
             let out = match (env.nonempty("CS_MODEL_LOG")?, &log) {
-                (Some(m), _) => PathBuf::from(m),
+                (Some(m), _) => {
+                    // Refused here, not as a plugin QEMU "could not load" (which would turn the model off).
+                    check_file("CS_MODEL_LOG", Path::new(&m), "name the file the cache model's records go to")?;
+                    PathBuf::from(m)
+                }
                 (None, Some(l)) => {
                     model_print = true;
                     PathBuf::from(format!("{}.model", l.display()))
@@ -1218,6 +1228,8 @@ mod tests {
         assert!(m.ends_with("is a folder: name the file the console stream is saved to"), "{m}");
         let m = check_log(Path::new("/nonexistent/dir/x.log")).unwrap_err().message.unwrap();
         assert_eq!(m, "CS_LOG='/nonexistent/dir/x.log': the folder '/nonexistent/dir' does not exist or is not writable");
+        let m = check_file("CS_MODEL_LOG", &dir, "name the file the cache model's records go to").unwrap_err().message.unwrap();
+        assert!(m.starts_with("CS_MODEL_LOG='") && m.ends_with("is a folder: name the file the cache model's records go to"), "{m}");
         fs::remove_dir_all(&dir).unwrap();
     }
 }
