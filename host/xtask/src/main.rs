@@ -5,6 +5,11 @@
 //! cachescope-xtask catalogue run [--kernel NAME --elf PATH]… [--test-kernels [--features F]] [-- ARGS]
 //! cachescope-xtask catalogue check-logs
 //! cachescope-xtask catalogue list
+//! cachescope-xtask model-check [--update]
+//! cachescope-xtask check-junit [--setup] [LOG…]
+//! cachescope-xtask check-images [DIR] | --sdcard IMAGE BOARD [SOURCE_DIR]
+//! cachescope-xtask mksdcard [OPTIONS] BOARD
+//! cachescope-xtask lava-local [--validate | --install] [--args A] [--elf F] [--must-fail N]… [--keep DIR]
 //! cachescope-xtask maint-check [--elf ELF] [[KERNEL/]CPU[@CORES][:ARGS]]…
 //! cachescope-xtask model-records FILE [--drop-kind K]… [--source model] [--level L]
 //! cachescope-xtask bench-model-ms FILE
@@ -12,6 +17,7 @@
 //! cachescope-xtask board-of FILE
 //! cachescope-xtask board-value BOARD KEY
 //! cachescope-xtask qemu-board ELF
+//! cachescope-xtask qemu-run ELF [KERNEL ARGS]
 //! cachescope-xtask lava-jobs [--board B]… [--args "KERNEL ARGS"] --base-url URL --out DIR
 //! cachescope-xtask lava-device [--board B] --out DIR
 //! cachescope-xtask lava-check --log LAVA_RUN_LOG [--must-fail NAME]…
@@ -29,12 +35,18 @@
 mod benchmodel;
 mod boards;
 mod catalogue;
+mod checkimages;
+mod checkjunit;
 mod checklogs;
 mod docs;
 mod hazards;
 mod lava;
+mod lavalocal;
 mod maint;
+mod mksdcard;
+mod modelcheck;
 mod observe;
+mod qemu;
 mod records;
 mod results;
 mod run;
@@ -81,6 +93,50 @@ enum Command {
         /// cortex-a53:only=cache cortex-a710:only=cache max:only=cache cortex-a72@4:only=smp
         /// mmu/cortex-a72 model/cortex-a72.
         runs: Vec<String>,
+    },
+    /// The cache model's determinism and regression check (scripts/model-check): the model
+    /// kernel twice and with fast=off, identical records; the L1D records, the main-model row's
+    /// records and digest equal their baselines; main-model-tb1 equals main-model; the reference
+    /// simulator replays two traces to the model's totals.
+    ModelCheck {
+        /// Rewrite tests/model.baseline, tests/baselines/model-bench.txt and model-digest.txt from this run.
+        #[arg(long)]
+        update: bool,
+    },
+    /// What scripts/mkimage and scripts/mksdcard built, read from the files: each board's ELF,
+    /// raw image and config.txt under DIR (default target/images/release), or with `--sdcard
+    /// IMAGE BOARD [SOURCE_DIR]` an SD card's partition table, FAT and files.
+    CheckImages {
+        /// `[DIR]` or `--sdcard IMAGE BOARD [SOURCE_DIR]`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+        args: Vec<PathBuf>,
+    },
+    /// A bootable SD-card image for a Raspberry Pi, built without root (scripts/mksdcard's header
+    /// lists the options: --out, --images, --debug, --args, --dtb, --no-dtb, --firmware-dir,
+    /// --size, --fetch-only).
+    Mksdcard {
+        /// Options and the board.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+        args: Vec<String>,
+    },
+    /// LAVA without a lab (scripts/lava-local's header is the usage): strict schema validation of
+    /// the generated jobs (--validate), a real lava-run of the QEMU job checked by lava-check, or
+    /// only the installation (--install).
+    LavaLocal {
+        /// Options.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+        args: Vec<String>,
+    },
+    /// The report tool's JUnit output read back by junitparser and xunitparser (in a venv): their
+    /// counts must equal the KTAP counts with the sanitizer's verdict folded in, and times must
+    /// be given exactly when a log has LOG.times. Exit 1 on a difference, 2 when it cannot run.
+    CheckJunit {
+        /// Only make the venv.
+        #[arg(long)]
+        setup: bool,
+        /// Logs (each must be complete and valid; default: the report tool's fixtures and every
+        /// complete log in target/cachescope-logs/).
+        logs: Vec<PathBuf>,
     },
     /// The cache-model plugin's speed: memory-bound loops of the model test kernel, plain TCG
     /// against TCG with the plugin, best of N, as loop time and whole-QEMU wall time.
@@ -143,6 +199,16 @@ enum Command {
     QemuBoard {
         /// Kernel ELF.
         elf: PathBuf,
+    },
+    /// Boot a kernel under qemu-system-aarch64 (cargo's runner, through scripts/qemu-run): the
+    /// command line from boards.toml and the environment, the cache model, the console, the
+    /// saved run, the sanitizer's verdict (host/xtask/src/qemu.rs; docs/running.md).
+    #[command(long_about = QEMU_RUN_HELP)]
+    QemuRun {
+        /// The kernel ELF, then its arguments (bytes as given: a command line that is not UTF-8
+        /// reaches the kernel; every word after the ELF is the kernel's, `--help` too).
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "ELF [KERNEL ARGS]")]
+        argv: Vec<std::ffi::OsString>,
     },
     /// Write one LAVA job definition per board (DIR/BOARD.yaml).
     LavaJobs {
@@ -252,6 +318,32 @@ enum CatalogueCommand {
     List,
 }
 
+/// `qemu-run --help`: the environment and exit status (the module's docs say the same at length).
+const QEMU_RUN_HELP: &str = "Boot a kernel under qemu-system-aarch64: cargo's runner (scripts/qemu-run execs this).
+
+Environment (docs/running.md; each checked before QEMU starts, a bad value exits 2 naming it):
+  QEMU_MACHINE  machine (default: the board's qemu_machine in boards.toml), e.g. virt,secure=on
+  QEMU_CPU      CPU model (default cortex-a72; raspi4b has its own fixed CPU)
+  QEMU_SMP      number of cores, 1 to 999 (default 1; raspi4b always 4)
+  QEMU_MEM      RAM, e.g. 512M or 2G (default 512M on virt; raspi4b is fixed at 2G)
+  QEMU_EXTRA    extra QEMU arguments, appended (-dtb FILE.dts is compiled with dtc first)
+  QEMU_TIMEOUT  whole seconds >= 1 before QEMU is killed (default 120)
+  CS_LOG        the file the console stream is saved to (default CS_RUNS/NAME-DATE-TIME-PID.log;
+                the newest 20 complete runs are kept)
+  CS_RUNS       the folder of saved runs (default target/cachescope-logs/runs)
+  QEMU_CACHE_MODEL  off | on | rpi4 | rpi5 | key=value,... (default: the board's qemu_cache_model):
+                the cache-model plugin, -icount, argv0 cachescope+model=PROFILE
+  CS_MODEL_LOG  file for the cache model's records (default CS_LOG.model)
+  CS_CONSOLE    human (the report's console, the digest, the saved log's path) or raw
+  CS_VERBOSE    1: the human console shows the whole stream
+  CS_NO_MATRIX  1: a test kernel (an ELF under .../deps/) runs once, not per catalogue row
+  CS_CACHE_MODEL_BUILT  1: the plugin and the report tool are built (no cargo calls)
+  CS_CACHE_MODEL_PLUGIN  the plugin's .so
+
+Exit status: the kernel's own (0 passed, 1 a case failed, 2 refused arguments, 101 panic), or the
+runner's: 1 the sanitizer's verdict failed a passing run, 2 a bad environment variable or a kernel
+of another board, 4 QEMU is missing or refused to start, 124 timeout.";
+
 /// Why a command stopped.
 enum Failure {
     /// Bad input: exit 2.
@@ -260,6 +352,8 @@ enum Failure {
     Check(Vec<String>),
     /// A check that ran, failed and has said why: exit 1.
     Quiet,
+    /// A run that has said everything: exit with its status.
+    Status(u8),
 }
 
 fn usage(e: impl std::fmt::Display) -> Failure {
@@ -300,6 +394,142 @@ fn report_findings(findings: &[(bool, String)], name: &str, context: &str) -> Re
     }
 }
 
+/// What `catalogue run` was asked to run.
+struct RunArgs {
+    kernel: Vec<String>,
+    elf: Vec<PathBuf>,
+    test_kernels: bool,
+    features: Option<String>,
+    env: Vec<String>,
+    args: Vec<String>,
+}
+
+/// `catalogue run` (also a test kernel's `cargo test`: scripts/qemu-run runs its catalogue rows).
+fn catalogue_run(
+    boards_path: &Path,
+    rows: &[catalogue::Row],
+    filter: &run::Filter,
+    root: &Path,
+    logs: PathBuf,
+    asked: RunArgs,
+) -> Result<(), Failure> {
+    let RunArgs { kernel, elf, test_kernels, features, env, args } = asked;
+    let boards = boards::load(boards_path).map_err(usage)?;
+    let env_override = env
+        .iter()
+        .map(|kv| match kv.split_once('=') {
+            Some((k, v)) if !k.is_empty() && !k.contains(char::is_whitespace) => Ok((k.to_string(), v.to_string())),
+            _ => Err(usage(format!("--env '{kv}': expected KEY=VALUE"))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let jobs = run::jobs_from_env().map_err(usage)?;
+    if kernel.len() != elf.len() {
+        return Err(usage("--kernel NAME and --elf PATH come in pairs"));
+    }
+    let mut pairs: Vec<(String, PathBuf)> = kernel.into_iter().zip(elf).collect();
+    if test_kernels {
+        pairs.extend(run::discover_test_kernels(root, features.as_deref()).map_err(usage)?);
+    }
+    if pairs.is_empty() {
+        return Err(usage("no kernel: give --kernel NAME --elf PATH or --test-kernels"));
+    }
+    let mut kernels = Vec::new();
+    for (name, elf) in pairs {
+        let board = run::board_of(&elf, &boards).map_err(usage)?;
+        kernels.push(run::Kernel { name, elf, board });
+    }
+    let planned = run::plan(rows, &kernels, &boards, filter).map_err(usage)?;
+    let mut names: Vec<String> = kernels.iter().map(|k| format!("{} ({})", k.name, k.board)).collect();
+    names.dedup();
+    let title = names.join(", ");
+    if planned.is_empty() {
+        say(&format!("catalogue: no rows for {title} ({})", filter.describe()));
+        return Ok(());
+    }
+    mkdir(&logs)?;
+    // Rows under the cache model share one plugin build, made here once.
+    let model_asked = |env: &[(String, String)]| env.iter().any(|(k, v)| k == "QEMU_CACHE_MODEL" && v != "off");
+    if planned.iter().any(|j| model_asked(&j.row.env)) || model_asked(&env_override) {
+        records::build_plugin(root).map_err(usage)?;
+    }
+    let runner = run::Runner {
+        ctx: qemu::Context::new(root, boards.clone()),
+        logs,
+        extra_args: args,
+        jobs,
+        qemu_extra: std::env::var("QEMU_EXTRA").unwrap_or_default(),
+        env_override,
+    };
+    let failed = runner.run_all(&planned, &title);
+    if failed > 0 {
+        return Err(Failure::Quiet);
+    }
+    Ok(())
+}
+
+/// `lava-jobs`: one job definition per board (all when `chosen` is empty) in `out`; the files written.
+fn lava_jobs(
+    all: &[boards::Board],
+    chosen: &[String],
+    args: String,
+    base_url: Option<String>,
+    out: &Path,
+) -> Result<Vec<PathBuf>, Failure> {
+    let chosen: Vec<&boards::Board> = if chosen.is_empty() {
+        all.iter().collect()
+    } else {
+        chosen.iter().map(|b| boards::find(all, b)).collect::<Result<_, _>>().map_err(usage)?
+    };
+    let base_url = base_url.filter(|u| !u.trim().is_empty()).ok_or_else(|| {
+        usage(
+            "lava-jobs needs --base-url URL: where the lab's worker downloads BOARD/cachescope.elf and \
+             BOARD/cachescope-BOARD.img (e.g. https://files.example.org/cachescope; for a local lava-run \
+             file:///ABSOLUTE/DIR). No job was written.",
+        )
+    })?;
+    let opts = lava::JobOptions { args, base_url };
+    mkdir(out)?;
+    let mut written = Vec::new();
+    for b in chosen {
+        let job = lava::job(b, &opts).map_err(usage)?;
+        let path = out.join(format!("{}.yaml", b.name));
+        let head = format!(
+            "# LAVA job for {} (device type {}), generated by `cachescope-xtask lava-jobs` from boards.toml.\n# Regenerate instead of editing; see docs/lava.md.\n",
+            b.name, b.lava_device_type
+        );
+        write(&path, &(head + &yaml::to_yaml(&job)))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// `lava-device`: the local device dictionary and dispatcher configuration in `out`; the files written.
+fn lava_device(all: &[boards::Board], board: &str, out: &Path) -> Result<Vec<PathBuf>, Failure> {
+    let b = boards::find(all, board).map_err(usage)?;
+    let device = lava::local_device(b).map_err(usage)?;
+    mkdir(out)?;
+    let head = format!("# Local LAVA device dictionary: device type qemu, board {} (cachescope-xtask lava-device).\n", b.name);
+    write(&out.join("device.yaml"), &(head + &yaml::to_yaml(&device)))?;
+    write(&out.join("dispatcher.yaml"), &yaml::to_yaml(&lava::local_dispatcher()))?;
+    Ok(vec![out.join("device.yaml"), out.join("dispatcher.yaml")])
+}
+
+/// `lava-check`: LAVA's results against the KTAP cases of the run (the LAVA log's console lines,
+/// or `ktap_text`).
+fn lava_check(log_text: &str, ktap_text: Option<&str>, suite: &str, must_fail: &[String]) -> Result<(), Failure> {
+    let lava_log = results::parse_log(log_text);
+    let run = match ktap_text {
+        Some(t) => cases::parse(t.lines()),
+        None => cases::parse(lava_log.target.iter().map(String::as_str)),
+    };
+    let a = results::check(&lava_log, &run, suite, must_fail).map_err(Failure::Check)?;
+    say(&format!(
+        "lava-check: LAVA's results list all {} KTAP cases ({} suites) with the same outcome: {} pass, {} fail, {} skip",
+        a.cases, a.suites, a.pass, a.fail, a.skip
+    ));
+    Ok(())
+}
+
 fn run(cli: Cli) -> Result<(), Failure> {
     let boards_path = cli.boards.unwrap_or_else(|| repo_root().join("boards.toml"));
     match cli.command {
@@ -311,58 +541,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let logs = root.join("target/cachescope-logs");
             match command {
                 CatalogueCommand::Run { kernel, elf, test_kernels, features, env, logs: logs_dir, args } => {
-                    let boards = boards::load(&boards_path).map_err(usage)?;
-                    let env_override = env
-                        .iter()
-                        .map(|kv| match kv.split_once('=') {
-                            Some((k, v)) if !k.is_empty() && !k.contains(char::is_whitespace) => Ok((k.to_string(), v.to_string())),
-                            _ => Err(usage(format!("--env '{kv}': expected KEY=VALUE"))),
-                        })
-                        .collect::<Result<Vec<_>, _>>()?;
                     let logs = logs_dir.map_or(logs, |d| if d.is_absolute() { d } else { root.join(d) });
-                    let jobs = run::jobs_from_env().map_err(usage)?;
-                    if kernel.len() != elf.len() {
-                        return Err(usage("--kernel NAME and --elf PATH come in pairs"));
-                    }
-                    let mut pairs: Vec<(String, PathBuf)> = kernel.into_iter().zip(elf).collect();
-                    if test_kernels {
-                        pairs.extend(run::discover_test_kernels(&root, features.as_deref()).map_err(usage)?);
-                    }
-                    if pairs.is_empty() {
-                        return Err(usage("no kernel: give --kernel NAME --elf PATH or --test-kernels"));
-                    }
-                    let mut kernels = Vec::new();
-                    for (name, elf) in pairs {
-                        let board = run::board_of(&elf, &boards).map_err(usage)?;
-                        kernels.push(run::Kernel { name, elf, board });
-                    }
-                    let planned = run::plan(&rows, &kernels, &boards, &filter).map_err(usage)?;
-                    let mut names: Vec<String> = kernels.iter().map(|k| format!("{} ({})", k.name, k.board)).collect();
-                    names.dedup();
-                    let title = names.join(", ");
-                    if planned.is_empty() {
-                        say(&format!("catalogue: no rows for {title} ({})", filter.describe()));
-                        return Ok(());
-                    }
-                    mkdir(&logs)?;
-                    // Rows under the cache model share one plugin build, made here once.
-                    let model_asked = |env: &[(String, String)]| env.iter().any(|(k, v)| k == "QEMU_CACHE_MODEL" && v != "off");
-                    if planned.iter().any(|j| model_asked(&j.row.env)) || model_asked(&env_override) {
-                        records::build_plugin(&root).map_err(usage)?;
-                    }
-                    let runner = run::Runner {
-                        root: root.clone(),
-                        logs,
-                        extra_args: args,
-                        jobs,
-                        qemu_extra: std::env::var("QEMU_EXTRA").unwrap_or_default(),
-                        env_override,
-                    };
-                    let failed = runner.run_all(&planned, &title);
-                    if failed > 0 {
-                        return Err(Failure::Quiet);
-                    }
-                    Ok(())
+                    let asked = RunArgs { kernel, elf, test_kernels, features, env, args };
+                    catalogue_run(&boards_path, &rows, &filter, &root, logs, asked)
                 }
                 CatalogueCommand::CheckLogs => {
                     if checklogs::check(&rows, &logs, &root, &filter).map_err(usage)? {
@@ -389,6 +570,83 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 Ok(())
             } else {
                 Err(Failure::Quiet)
+            }
+        }
+        Command::ModelCheck { update } => {
+            let ctx = qemu::Context::new(&repo_root(), boards::load(&boards_path).map_err(usage)?);
+            match modelcheck::model_check(&ctx, update) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(Failure::Quiet),
+                Err(e) => Err(usage(e)),
+            }
+        }
+        Command::CheckImages { args } => {
+            let root = repo_root();
+            let boards = boards::load(&boards_path).map_err(usage)?;
+            let asked = if args.first().is_some_and(|a| a.as_os_str() == "--sdcard") {
+                if !(3..=4).contains(&args.len()) {
+                    eprintln!("usage: check-images --sdcard IMAGE BOARD [SOURCE_DIR]");
+                    return Err(Failure::Status(2));
+                }
+                checkimages::Asked::Sdcard(args[1].clone(), args[2].display().to_string(), args.get(3).cloned())
+            } else {
+                checkimages::Asked::Images(args.first().cloned())
+            };
+            match checkimages::check_images(&root, &boards_path, &boards, asked) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(Failure::Quiet),
+                Err(message) => {
+                    if let Some(m) = message {
+                        eprintln!("{m}");
+                    }
+                    Err(Failure::Status(2))
+                }
+            }
+        }
+        Command::Mksdcard { args } => {
+            let root = repo_root();
+            let stop = |mksdcard::Stop(status, message): mksdcard::Stop| {
+                if let Some(m) = message {
+                    eprintln!("mksdcard: {m}");
+                }
+                Failure::Status(status)
+            };
+            match mksdcard::parse(&args).map_err(stop)? {
+                mksdcard::Parsed::Help => {
+                    say(&scripthelp::header(&read(&root.join("scripts/mksdcard"))?));
+                    Ok(())
+                }
+                mksdcard::Parsed::Run(o) => {
+                    let boards = boards::load(&boards_path).map_err(usage)?;
+                    match mksdcard::mksdcard(&root, &boards_path, &boards, &o).map_err(stop)? {
+                        0 => Ok(()),
+                        status => Err(Failure::Status(status)),
+                    }
+                }
+            }
+        }
+        Command::LavaLocal { args } => {
+            let root = repo_root();
+            let stop = |lavalocal::Stop(status, message): lavalocal::Stop| {
+                if let Some(m) = message {
+                    eprintln!("lava-local: {m}");
+                }
+                Failure::Status(status)
+            };
+            let Some(o) = lavalocal::parse(&args).map_err(stop)? else {
+                say(&scripthelp::header(&read(&root.join("scripts/lava-local"))?));
+                return Ok(());
+            };
+            let boards = boards::load(&boards_path).map_err(usage)?;
+            lavalocal::lava_local(&root, &boards, &o).map_err(stop)
+        }
+        Command::CheckJunit { setup, logs } => {
+            let root = repo_root();
+            let ctx = qemu::Context::new(&root, Vec::new());
+            match checkjunit::check_junit(&root, &ctx.host_bin, setup, &logs) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(Failure::Quiet),
+                Err(checkjunit::SetupFailed) => Err(Failure::Status(2)),
             }
         }
         Command::BenchModel { accesses, reps } => benchmodel::bench_model(&repo_root(), accesses, reps.max(1)).map_err(usage),
@@ -447,58 +705,51 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             Ok(())
         }
+        Command::QemuRun { argv } => {
+            let elf = PathBuf::from(argv.first().cloned().unwrap_or_default());
+            let args = argv.get(1..).unwrap_or_default().to_vec();
+            let env = qemu::Env::default();
+            let root = repo_root();
+            let kernel = qemu::matrix_kernel(&elf, &env).map_err(|e| {
+                eprintln!("qemu-run: {}", e.message.unwrap_or_default());
+                Failure::Status(e.status)
+            })?;
+            if let Some(name) = kernel {
+                // A test kernel runs once per matching catalogue row (its machine matrix).
+                let path = root.join("tests/catalogue.toml");
+                let rows = catalogue::load(&path).map_err(usage)?;
+                let filter = run::Filter::from_env().map_err(usage)?;
+                let args = args
+                    .into_iter()
+                    .map(|a| a.into_string().map_err(|a| usage(format!("kernel argument '{}' is not UTF-8", a.to_string_lossy()))))
+                    .collect::<Result<_, _>>()?;
+                let asked = RunArgs { kernel: vec![name], elf: vec![elf], test_kernels: false, features: None, env: Vec::new(), args };
+                return catalogue_run(&boards_path, &rows, &filter, &root, root.join("target/cachescope-logs"), asked);
+            }
+            let boards = boards::load(&boards_path).map_err(usage)?;
+            let ctx = qemu::Context::new(&root, boards);
+            match qemu::run(&ctx, &elf, &args, &env, &qemu::Io::Inherit) {
+                0 => Ok(()),
+                status => Err(Failure::Status(status)),
+            }
+        }
         Command::LavaJobs { board, args, base_url, out } => {
             let all = boards::load(&boards_path).map_err(usage)?;
-            let chosen: Vec<&boards::Board> = if board.is_empty() {
-                all.iter().collect()
-            } else {
-                board.iter().map(|b| boards::find(&all, b)).collect::<Result<_, _>>().map_err(usage)?
-            };
-            let base_url = base_url.filter(|u| !u.trim().is_empty()).ok_or_else(|| {
-                usage(
-                    "lava-jobs needs --base-url URL: where the lab's worker downloads BOARD/cachescope.elf and \
-                     BOARD/cachescope-BOARD.img (e.g. https://files.example.org/cachescope; for a local lava-run \
-                     file:///ABSOLUTE/DIR). No job was written.",
-                )
-            })?;
-            let opts = lava::JobOptions { args, base_url };
-            mkdir(&out)?;
-            for b in chosen {
-                let job = lava::job(b, &opts).map_err(usage)?;
-                let path = out.join(format!("{}.yaml", b.name));
-                let head = format!(
-                    "# LAVA job for {} (device type {}), generated by `cachescope-xtask lava-jobs` from boards.toml.\n# Regenerate instead of editing; see docs/lava.md.\n",
-                    b.name, b.lava_device_type
-                );
-                write(&path, &(head + &yaml::to_yaml(&job)))?;
+            for path in lava_jobs(&all, &board, args, base_url, &out)? {
                 say(&path.display().to_string());
             }
             Ok(())
         }
         Command::LavaDevice { board, out } => {
             let all = boards::load(&boards_path).map_err(usage)?;
-            let b = boards::find(&all, &board).map_err(usage)?;
-            let device = lava::local_device(b).map_err(usage)?;
-            mkdir(&out)?;
-            let head = format!("# Local LAVA device dictionary: device type qemu, board {} (cachescope-xtask lava-device).\n", b.name);
-            write(&out.join("device.yaml"), &(head + &yaml::to_yaml(&device)))?;
-            write(&out.join("dispatcher.yaml"), &yaml::to_yaml(&lava::local_dispatcher()))?;
-            say(&out.join("device.yaml").display().to_string());
-            say(&out.join("dispatcher.yaml").display().to_string());
+            for path in lava_device(&all, &board, &out)? {
+                say(&path.display().to_string());
+            }
             Ok(())
         }
         Command::LavaCheck { log, ktap: ktap_path, suite, must_fail } => {
-            let lava_log = results::parse_log(&read(&log)?);
-            let run = match &ktap_path {
-                Some(p) => cases::parse(read(p)?.lines()),
-                None => cases::parse(lava_log.target.iter().map(String::as_str)),
-            };
-            let a = results::check(&lava_log, &run, &suite, &must_fail).map_err(Failure::Check)?;
-            say(&format!(
-                "lava-check: LAVA's results list all {} KTAP cases ({} suites) with the same outcome: {} pass, {} fail, {} skip",
-                a.cases, a.suites, a.pass, a.fail, a.skip
-            ));
-            Ok(())
+            let ktap_text = ktap_path.as_deref().map(read).transpose()?;
+            lava_check(&read(&log)?, ktap_text.as_deref(), &suite, &must_fail)
         }
         Command::ModelObserve { files } => {
             if files.len() % 2 != 0 {
@@ -576,5 +827,26 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
         Err(Failure::Quiet) => ExitCode::from(1),
+        Err(Failure::Status(status)) => ExitCode::from(status),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+
+    /// cargo's runner gets `ELF ARGS…`: every word after the ELF is the kernel's (`cargo run --
+    /// --help` asks the kernel, not this program), bytes as given.
+    #[test]
+    fn qemu_run_passes_every_word_after_the_elf() {
+        use std::os::unix::ffi::OsStringExt;
+        let raw = std::ffi::OsString::from_vec(b"only=boot\xff".to_vec());
+        let cli =
+            Cli::try_parse_from([OsString::from("x"), "qemu-run".into(), "k".into(), "--help".into(), "-x".into(), raw.clone()]).unwrap();
+        let Command::QemuRun { argv } = cli.command else { panic!("not qemu-run") };
+        assert_eq!(argv, [OsString::from("k"), "--help".into(), "-x".into(), raw]);
+        assert!(Cli::try_parse_from(["x", "qemu-run"]).is_err(), "the ELF is required");
+        assert_eq!(Cli::try_parse_from(["x", "qemu-run", "--help"]).unwrap_err().kind(), clap::error::ErrorKind::DisplayHelp);
     }
 }

@@ -11,6 +11,7 @@
 //! JUnit `time` attributes come from it).
 
 use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -146,7 +147,7 @@ pub struct Outcome {
 
 /// A row's console stream as it arrived.
 struct Captured {
-    /// scripts/qemu-run's exit status (`None`: killed by a signal).
+    /// The run's exit status (`None`: killed by a signal).
     code: Option<i32>,
     /// Everything it printed (stdout and stderr, one pipe).
     bytes: Vec<u8>,
@@ -157,8 +158,8 @@ struct Captured {
 /// Where and how rows run.
 #[derive(Clone, Debug)]
 pub struct Runner {
-    /// Repository root (scripts/qemu-run).
-    pub root: PathBuf,
+    /// The runner's boards and host tools ([`crate::qemu::run`] boots each row).
+    pub ctx: crate::qemu::Context,
     /// target/cachescope-logs.
     pub logs: PathBuf,
     /// Kernel arguments appended to every row.
@@ -180,40 +181,45 @@ impl Runner {
         let _ = fs::remove_file(&model);
         let start = Instant::now();
         // One pipe for stdout and stderr, read to its end: as with `2>&1 | tr -d '\r' >LOG`, output
-        // of processes that outlive scripts/qemu-run (its stderr tee) is still in the log.
+        // of processes that outlive the run is still in the log.
         let run = || -> Result<Captured, String> {
             let (mut reader, writer) = std::io::pipe().map_err(|e| format!("cannot make a pipe: {e}"))?;
-            let err = writer.try_clone().map_err(|e| e.to_string())?;
-            let mut cmd = Command::new(self.root.join("scripts/qemu-run"));
-            cmd.arg(&job.kernel.elf).args(&row.args).args(&self.extra_args);
             // A row runs without the cache model unless its env asks for it, and keeps the raw
             // console stream (every record on stdout, no digest): the row's checks read it.
-            cmd.env("QEMU_CACHE_MODEL", "off").env("CS_CONSOLE", "raw");
-            cmd.envs(row.env.iter().map(|(k, v)| (k, v)));
-            cmd.envs(self.env_override.iter().map(|(k, v)| (k, v)));
-            cmd.env("CS_MODEL_LOG", &model)
-                .env("CS_NO_MATRIX", "1")
-                .env("QEMU_MACHINE", &row.machine)
-                .env("QEMU_CPU", row.cpu.as_deref().unwrap_or("cortex-a72"))
-                .env("QEMU_EXTRA", format!("{} {}", row.qemu, self.qemu_extra))
-                .env("QEMU_TIMEOUT", row.timeout.to_string())
-                .env("CS_CACHE_MODEL_BUILT", "1")
-                .env("CS_XTASK", std::env::current_exe().unwrap_or_default());
-            let mut child =
-                cmd.stdin(Stdio::null()).stdout(writer).stderr(err).spawn().map_err(|e| format!("cannot start scripts/qemu-run: {e}"))?;
-            drop(cmd);
-            // Line by line as it arrives: each line's arrival time is taken when its newline is read.
-            let (mut bytes, mut arrived) = (Vec::new(), Vec::new());
-            let mut reader = std::io::BufReader::new(&mut reader);
-            loop {
-                let n = std::io::BufRead::read_until(&mut reader, b'\n', &mut bytes).map_err(|e| format!("reading the output: {e}"))?;
-                if n == 0 {
-                    break;
+            let mut overlay: Vec<(String, OsString)> = vec![("QEMU_CACHE_MODEL".into(), "off".into()), ("CS_CONSOLE".into(), "raw".into())];
+            overlay.extend(row.env.iter().chain(&self.env_override).map(|(k, v)| (k.clone(), OsString::from(v))));
+            let cpu = row.cpu.as_deref().unwrap_or("cortex-a72");
+            let fixed = [
+                ("CS_MODEL_LOG", model.as_os_str().to_owned()),
+                ("CS_NO_MATRIX", "1".into()),
+                ("QEMU_MACHINE", row.machine.as_str().into()),
+                ("QEMU_CPU", cpu.into()),
+                ("QEMU_EXTRA", format!("{} {}", row.qemu, self.qemu_extra).into()),
+                ("QEMU_TIMEOUT", row.timeout.to_string().into()),
+                ("CS_CACHE_MODEL_BUILT", "1".into()),
+                // Scripts the run starts (scripts/mkimage) reach this binary through scripts/xtask.
+                ("CS_XTASK", std::env::current_exe().unwrap_or_default().into_os_string()),
+            ];
+            overlay.extend(fixed.into_iter().map(|(k, v)| (k.to_string(), v)));
+            let env = crate::qemu::Env { overlay };
+            let args: Vec<OsString> = row.args.iter().chain(&self.extra_args).map(OsString::from).collect();
+            let io = crate::qemu::Io::Both(fs::File::from(std::os::fd::OwnedFd::from(writer)));
+            std::thread::scope(|s| {
+                let booted = s.spawn(move || crate::qemu::run(&self.ctx, &job.kernel.elf, &args, &env, &io));
+                // Line by line as it arrives (until every writer, the runner's and its children's,
+                // is closed): each line's arrival time is taken when its newline is read.
+                let (mut bytes, mut arrived) = (Vec::new(), Vec::new());
+                let mut reader = std::io::BufReader::new(&mut reader);
+                loop {
+                    let n = std::io::BufRead::read_until(&mut reader, b'\n', &mut bytes).map_err(|e| format!("reading the output: {e}"))?;
+                    if n == 0 {
+                        break;
+                    }
+                    arrived.push(start.elapsed().as_secs_f64());
                 }
-                arrived.push(start.elapsed().as_secs_f64());
-            }
-            let st = child.wait().map_err(|e| format!("waiting for scripts/qemu-run: {e}"))?;
-            Ok(Captured { code: st.code(), bytes, arrived })
+                let status = booted.join().map_err(|_| "the runner panicked".to_string())?;
+                Ok(Captured { code: Some(i32::from(status)), bytes, arrived })
+            })
         };
         let (status, text, arrived) = match run() {
             Ok(c) => (Ok(c.code), String::from_utf8_lossy(&c.bytes).replace('\r', ""), c.arrived),
@@ -351,21 +357,37 @@ pub fn say(line: &str) {
 /// Test kernels (name, ELF) from `cargo test --no-run --message-format=json [--features F]`
 /// run in the repository root.
 pub fn discover_test_kernels(root: &Path, features: Option<&str>) -> Result<Vec<(String, PathBuf)>, String> {
-    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cmd.current_dir(root).args(["test", "--no-run", "--quiet", "--message-format=json"]);
+    let mut cmd = cargo(root);
+    cmd.args(["test", "--no-run", "--quiet", "--message-format=json"]);
     if let Some(f) = features {
         cmd.args(["--features", f]);
-    }
-    // Cargo sets these for a `cargo run` of this tool; they must not leak into the kernel build.
-    for v in ["CARGO_TARGET_DIR", "CARGO_BUILD_TARGET", "RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_MANIFEST_DIR"] {
-        cmd.env_remove(v);
     }
     let out = cmd.stderr(Stdio::inherit()).output().map_err(|e| format!("cannot run cargo: {e}"))?;
     if !out.status.success() {
         return Err(format!("cargo test --no-run{} failed", features.map(|f| format!(" --features {f}")).unwrap_or_default()));
     }
+    let kernels = test_executables(&out.stdout);
+    if kernels.is_empty() {
+        return Err("cargo test --no-run built no test kernel".into());
+    }
+    Ok(kernels)
+}
+
+/// Cargo in the repository root for the kernel's builds: without the variables cargo sets for a
+/// `cargo run` of this tool (they must not leak into the kernel build).
+pub fn cargo(root: &Path) -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(root);
+    for v in ["CARGO_TARGET_DIR", "CARGO_BUILD_TARGET", "RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "CARGO_MANIFEST_DIR"] {
+        cmd.env_remove(v);
+    }
+    cmd
+}
+
+/// The test executables (name, path) of cargo's `--message-format=json` output.
+pub fn test_executables(json_lines: &[u8]) -> Vec<(String, PathBuf)> {
     let mut kernels = Vec::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
+    for line in String::from_utf8_lossy(json_lines).lines() {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
         if v["reason"] != "compiler-artifact" || !v["target"]["kind"].as_array().is_some_and(|k| k.iter().any(|k| k == "test")) {
             continue;
@@ -374,10 +396,7 @@ pub fn discover_test_kernels(root: &Path, features: Option<&str>) -> Result<Vec<
             kernels.push((name.to_string(), PathBuf::from(exe)));
         }
     }
-    if kernels.is_empty() {
-        return Err("cargo test --no-run built no test kernel".into());
-    }
-    Ok(kernels)
+    kernels
 }
 
 #[cfg(test)]

@@ -16,6 +16,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
+/// A script's usage as scripts/lib/usage.sh prints it: the `#` lines after the shebang, without
+/// the `#` and one space (for a tool a script execs that answers a later `--help` itself).
+pub fn header(script: &str) -> String {
+    let lines: Vec<&str> =
+        script.lines().skip(1).take_while(|l| l.starts_with('#')).map(|l| l[1..].strip_prefix(' ').unwrap_or(&l[1..])).collect();
+    lines.join("\n")
+}
+
 /// One entry of a folder listing: type, size, modification time.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
@@ -217,6 +225,11 @@ pub fn check(root: &Path, timeout: Duration) -> Result<Vec<(bool, String)>, Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn header_is_the_comment_after_the_shebang() {
+        assert_eq!(header("#!/bin/sh\n# a — b\n#\n#   c\nsource x\n# not this\n"), "a — b\n\n  c");
+    }
 
     fn tmp(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("cachescope-scripthelp-test-{}-{name}", std::process::id()));
