@@ -12,7 +12,13 @@ pub mod plan;
 pub mod stats;
 
 #[cfg(target_os = "none")]
-pub mod dl;
+pub mod case;
+#[cfg(target_os = "none")]
+pub mod timer;
+
+// One file per benchmark, each declaring its `BENCHMARK` (see [`case::Benchmark`]).
+#[cfg(target_os = "none")]
+pub mod alloc_reuse;
 #[cfg(target_os = "none")]
 pub mod handoff;
 #[cfg(target_os = "none")]
@@ -20,11 +26,45 @@ pub mod infer;
 #[cfg(target_os = "none")]
 pub mod kv;
 #[cfg(target_os = "none")]
+pub mod kv_paged;
+#[cfg(target_os = "none")]
+pub mod kv_prefix;
+#[cfg(target_os = "none")]
+pub mod kv_quant;
+#[cfg(target_os = "none")]
 pub mod latency;
 #[cfg(target_os = "none")]
 pub mod stream;
 #[cfg(target_os = "none")]
-pub mod timer;
+pub mod stream_double;
+
+/// The catalogue: the `bench` suite's benchmarks in the order they run, one line each (the
+/// order of [`cachescope_arch::bench::Bench::ALL`], checked at compile time).
+#[cfg(target_os = "none")]
+pub const BENCHMARKS: &[&case::Benchmark] = &[
+    &latency::BENCHMARK,
+    &stream::BENCHMARK,
+    &handoff::BENCHMARK,
+    &kv::BENCHMARK,
+    &kv_paged::BENCHMARK,
+    &kv_quant::BENCHMARK,
+    &kv_prefix::BENCHMARK,
+    &alloc_reuse::BENCHMARK,
+    &stream_double::BENCHMARK,
+    &infer::BENCHMARK,
+];
+
+// Every declared benchmark has exactly one descriptor, in the declared order.
+#[cfg(target_os = "none")]
+const _: () = {
+    use cachescope_arch::bench::Bench;
+    assert!(BENCHMARKS.len() == Bench::ALL.len(), "a benchmark of cachescope_arch::bench::Bench has no descriptor in BENCHMARKS");
+    let mut i = 0;
+    while i < BENCHMARKS.len() {
+        assert!(BENCHMARKS[i].id as usize == Bench::ALL[i] as usize, "BENCHMARKS is not in the order of Bench::ALL");
+        i += 1;
+    }
+};
 
 #[cfg(target_os = "none")]
 pub use target::*;
