@@ -12,22 +12,22 @@ use super::paged::{prefix_tables, scattered_table, tag, token_ladder, Layout, Pa
 use super::stream::{run as stream_run, Kernel};
 use super::{measure, Env, Metric, MetricId, Region, Unit};
 use crate::harness::smp::{self, Barrier, Deadline, Sense};
-use crate::harness::Record;
+use crate::harness::{record, Emit};
 
 /// The `kv-layout` record of a shape: the formula's inputs and results.
 pub fn emit_layout(bench: &str, s: &PagedShape) {
-    Record::new(&cachescope_arch::record::KV_LAYOUT)
-        .str("bench", bench)
-        .str("dtype", s.dtype.name())
-        .u64("dtype_bytes", s.dtype.bytes() as u64)
-        .u64("block", s.block as u64)
-        .u64("layers", s.layers as u64)
-        .u64("kv_heads", s.kv_heads as u64)
-        .u64("head_dim", s.head_dim as u64)
-        .u64("bytes_per_token", s.bytes_per_token() as u64)
-        .u64("scale_bytes", s.scale_bytes() as u64)
-        .u64("bytes_per_block", s.bytes_per_block() as u64)
-        .u64("scan_bytes_per_block", s.scan_bytes_per_block() as u64)
+    record::KvLayout::new()
+        .bench(bench)
+        .dtype(s.dtype.name())
+        .dtype_bytes(s.dtype.bytes() as u64)
+        .block(s.block as u64)
+        .layers(s.layers as u64)
+        .kv_heads(s.kv_heads as u64)
+        .head_dim(s.head_dim as u64)
+        .bytes_per_token(s.bytes_per_token() as u64)
+        .scale_bytes(s.scale_bytes() as u64)
+        .bytes_per_block(s.bytes_per_block() as u64)
+        .scan_bytes_per_block(s.scan_bytes_per_block() as u64)
         .emit();
 }
 
@@ -73,9 +73,9 @@ pub fn kv_paged(env: &Env, region: &Region, shape: PagedShape, blocks: &[usize],
             let layer = tok % s.layers;
             let scan = measure(env, id(scan_name), || kv.scan(0, layer, cached));
             let (lines, pages) = layout.touched(&table, 0, layer, cached, line);
-            let notes = [("table_reads", s.blocks_for(cached) as u64), ("lines", lines as u64), ("pages", pages as u64)];
-            Metric { id: id(append_name), summary: append, work: 1, unit: Unit::TimePerOp, notes: &notes }.emit(env);
-            Metric { id: id(scan_name), summary: scan, work: s.scan_bytes(cached) as u64, unit: Unit::Rate, notes: &notes }.emit(env);
+            let notes = record::Metric::new().table_reads(s.blocks_for(cached) as u64).lines(lines as u64).pages(pages as u64);
+            Metric { id: id(append_name), summary: append, work: 1, unit: Unit::TimePerOp, notes }.emit(env);
+            Metric { id: id(scan_name), summary: scan, work: s.scan_bytes(cached) as u64, unit: Unit::Rate, notes }.emit(env);
         }
         bad += (0..s.capacity).filter(|&t| kv.first_word(0, 0, t) != tag(t, 0, 0)).count();
     }
@@ -110,8 +110,8 @@ pub fn kv_quant(env: &Env, region: &Region, shape: PagedShape, dtypes: &[super::
             let id =
                 MetricId { bench: "kv-quant", variant: &variant, attr: region.attr, bytes: s.scan_bytes(cached) as u64, params: &params };
             let summary = measure(env, id, || kv.scan(0, 0, cached));
-            let notes = [("dtype_bytes", dtype.bytes() as u64), ("scan_bytes_per_block", s.scan_bytes_per_block() as u64)];
-            Metric { id, summary, work: s.scan_bytes(cached) as u64, unit: Unit::Rate, notes: &notes }.emit(env);
+            let notes = record::Metric::new().dtype_bytes(dtype.bytes() as u64).scan_bytes_per_block(s.scan_bytes_per_block() as u64);
+            Metric { id, summary, work: s.scan_bytes(cached) as u64, unit: Unit::Rate, notes }.emit(env);
         }
     }
 }
@@ -148,7 +148,8 @@ pub fn kv_prefix(env: &Env, region: &Region, shape: PagedShape, sequences: usize
         });
         // KV bytes of every layer the layout holds: what sharing saves is the difference.
         let pool_bytes = (used * shape.layers * shape.scan_bytes_per_block()) as u64;
-        Metric { id, summary, work: bytes, unit: Unit::Rate, notes: &[("pool_blocks", used as u64), ("pool_bytes", pool_bytes)] }.emit(env);
+        Metric { id, summary, work: bytes, unit: Unit::Rate, notes: record::Metric::new().pool_blocks(used as u64).pool_bytes(pool_bytes) }
+            .emit(env);
         bad += (0..sequences).map(|seq| (0..tokens).filter(|&t| kv.first_word(seq, 0, t) != tag(t, 0, 0)).count()).sum::<usize>();
     }
     bad
@@ -172,8 +173,8 @@ pub fn alloc_reuse(env: &Env, region: &Region, sizes: &[usize], cold_span: usize
                     a.free(off);
                 }
             });
-            let notes = [("cache_hits", a.stats.cache_hits), ("reserved", a.stats.reserved)];
-            Metric { id, summary, work: size as u64, unit: Unit::Rate, notes: &notes }.emit(env);
+            let notes = record::Metric::new().cache_hits(a.stats.cache_hits).reserved(a.stats.reserved);
+            Metric { id, summary, work: size as u64, unit: Unit::Rate, notes }.emit(env);
         }
     }
 }
@@ -187,17 +188,17 @@ pub fn alloc_trace(layers: usize, hidden: usize, steps: usize, seed: u64, limit:
         return None;
     }
     let s = a.stats;
-    Record::new(&cachescope_arch::record::ALLOC_TRACE)
-        .u64("seed", seed)
-        .u64("layers", layers as u64)
-        .u64("hidden", hidden as u64)
-        .u64("steps", steps as u64)
-        .u64("allocs", s.allocs)
-        .u64("cache_hits", s.cache_hits)
-        .u64("peak_requested", s.peak_requested)
-        .u64("peak_allocated", s.peak_allocated)
-        .u64("allocated", s.allocated)
-        .u64("reserved", s.reserved)
+    record::AllocTrace::new()
+        .seed(seed)
+        .layers(layers as u64)
+        .hidden(hidden as u64)
+        .steps(steps as u64)
+        .allocs(s.allocs)
+        .cache_hits(s.cache_hits)
+        .peak_requested(s.peak_requested)
+        .peak_allocated(s.peak_allocated)
+        .allocated(s.allocated)
+        .reserved(s.reserved)
         .emit();
     Some(s)
 }
@@ -248,7 +249,7 @@ pub fn stream_double(env: &Env, region: &Region, shape: DoubleShape) -> Result<(
                 unsafe { stream_run(kernel, bufs[i % 2], batch, distance) };
             }
         });
-        Metric { id, summary, work: bytes, unit: Unit::Rate, notes: &[("cores", 1)] }.emit(env);
+        Metric { id, summary, work: bytes, unit: Unit::Rate, notes: record::Metric::new().cores(1) }.emit(env);
     }
     let Some(core) = producer else {
         crate::diag!("stream-double: no producer core: double buffering degrades to fill-then-consume (the `none` figure)");
@@ -321,6 +322,6 @@ pub fn stream_double(env: &Env, region: &Region, shape: DoubleShape) -> Result<(
         let ms = smp::wait_ms(timeout_ms);
         return Err(alloc::format!("stream-double: the producer on core {core} stopped answering within {ms} ms ({why})"));
     }
-    Metric { id, summary, work: bytes, unit: Unit::Rate, notes: &[("cores", 2)] }.emit(env);
+    Metric { id, summary, work: bytes, unit: Unit::Rate, notes: record::Metric::new().cores(2) }.emit(env);
     Ok(())
 }

@@ -11,8 +11,9 @@ use crate::bench::{self, kv::KvShape, timer::Timer, Env, Region};
 use crate::cache::topology::Kind;
 use crate::diag;
 use crate::harness::{
+    record,
     ArgDefault::{Computed, Literal},
-    ArgKind, ArgSpec, Case, Ctx, Suite,
+    ArgKind, ArgSpec, Case, Ctx, Emit, Suite,
 };
 use crate::mem::attr::MemAttr;
 
@@ -484,13 +485,13 @@ fn latency(ctx: &mut Ctx) {
                 k.below,
                 k.above
             );
-            crate::harness::Record::new(&cachescope_arch::record::KNEE)
-                .str("attr", region.attr)
-                .u64("capacity", k.capacity)
-                .f64("below", k.below, 3)
-                .f64("above", k.above, 3)
-                .str("source", env.timer.source.name())
-                .bool("emulated", env.emulated)
+            record::Knee::new()
+                .attr(region.attr)
+                .capacity(k.capacity)
+                .below(k.below, 3)
+                .above(k.above, 3)
+                .source(env.timer.source.name())
+                .emulated(env.emulated)
                 .emit();
         }
     });
@@ -567,13 +568,13 @@ fn kv(ctx: &mut Ctx) {
         "kv: layers {} kv_heads {} head_dim {} dtype {} B capacity {} tokens -> {} KV bytes per token (2 x layers x kv_heads x head_dim x dtype)",
         shape.layers, shape.kv_heads, shape.head_dim, shape.dtype_bytes, shape.capacity, shape.bytes_per_token()
     );
-    crate::harness::Record::new(&cachescope_arch::record::KV_SHAPE)
-        .u64("layers", shape.layers as u64)
-        .u64("kv_heads", shape.kv_heads as u64)
-        .u64("head_dim", shape.head_dim as u64)
-        .u64("dtype_bytes", shape.dtype_bytes as u64)
-        .u64("capacity", shape.capacity as u64)
-        .u64("bytes_per_token", shape.bytes_per_token() as u64)
+    record::KvShape::new()
+        .layers(shape.layers as u64)
+        .kv_heads(shape.kv_heads as u64)
+        .head_dim(shape.head_dim as u64)
+        .dtype_bytes(shape.dtype_bytes as u64)
+        .capacity(shape.capacity as u64)
+        .bytes_per_token(shape.bytes_per_token() as u64)
         .emit();
     ctx.check_eq(shape.bytes_per_token(), 2 * shape.layers * shape.kv_heads * shape.head_dim * shape.dtype_bytes, "KV bytes per token");
     let line = CacheFacts::read().line;
@@ -820,18 +821,13 @@ fn report_inferred(property: &str, level: u8, value: Option<u64>, ccsidr: u64, p
         (None, false) => alloc::string::String::from("not found on the timer (flat or noisy curve)"),
     };
     diag!("infer L{level} {property:<5} inferred {inferred} | CCSIDR {ccsidr} | published silicon {published_text}");
-    let mut r = crate::harness::Record::new(&cachescope_arch::record::INFERRED)
-        .str("property", property)
-        .u64("level", level as u64)
-        .u64("ccsidr", ccsidr)
-        .str("source", env.timer.source.name());
-    r = match value {
-        Some(v) => r.u64("value", v),
-        None => r.null("value"),
-    };
-    r = match published {
-        Some(p) => r.u64("published", p),
-        None => r.null("published"),
-    };
-    r.bool("emulated", env.emulated).emit();
+    record::Inferred::new()
+        .property(property)
+        .level(level as u64)
+        .ccsidr(ccsidr)
+        .source(env.timer.source.name())
+        .value(value)
+        .published(published)
+        .emulated(env.emulated)
+        .emit();
 }
