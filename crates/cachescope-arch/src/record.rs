@@ -17,13 +17,38 @@
 //! let id = MetricId { bench: "kv", variant: "scan-aligned", attr: "normal-wb", bytes: 131072, params: &[("tokens", 512)] };
 //! assert_eq!(format!("{id}"), "kv/scan-aligned/normal-wb/131072/tokens=512");
 //! ```
+//!
+//! Each kind declared with `kind!` also has a typed builder (emitters: the kernel, the plugin, the
+//! runner) and a typed view (readers: the host tools), named after it: `END` → [`End`] and
+//! [`EndView`]. A builder has one setter per declared field, taking the field's type; `Display`
+//! writes the JSON object with the set fields in declaration order:
+//!
+//! ```
+//! use cachescope_arch::record;
+//! let end = record::End::new().passed(3).failed(0).skipped(1);
+//! assert_eq!(format!("{end}"), r#"{"record":"end","passed":3,"failed":0,"skipped":1}"#);
+//! ```
+//!
+//! A field the kind does not declare is a compile error (here a misspelt `skipped`):
+//!
+//! ```compile_fail
+//! use cachescope_arch::record;
+//! let end = record::End::new().passed(3).failed(0).skiped(1);
+//! ```
+//!
+//! So is a value of another type than the field's (`passed` is a `uint`):
+//!
+//! ```compile_fail
+//! use cachescope_arch::record;
+//! let end = record::End::new().passed("3").failed(0).skipped(1);
+//! ```
 
 use core::fmt;
 
 mod emit;
 pub mod view;
 
-#[cfg(feature = "alloc")]
+#[cfg(any(test, feature = "alloc"))]
 pub use emit::{push_json_str, Record};
 pub use emit::{write_json_str, write_record, Builder, Value};
 pub use view::{Object, View};
@@ -1181,6 +1206,220 @@ mod tests {
         assert_eq!(std::format!("{none}"), "latency/chase/normal-wb/4096");
         let kv = MetricId { params: &[("tokens", 320), ("wrapped", 1)], ..none };
         assert_eq!(std::format!("{kv}"), "latency/chase/normal-wb/4096/tokens=320/wrapped=1");
+    }
+
+    /// A builder writes exactly what the untyped writer writes for the same fields in
+    /// declaration order: every type, escaping, fixed decimals, null.
+    #[test]
+    fn builders_write_the_wire_format() {
+        let typed = Boot::new()
+            .schema(2)
+            .el(2)
+            .current_el(1)
+            .board("qemu-virt")
+            .midr(0x410f_d083)
+            .cpu("a \"q\"\n\t\\\u{1}")
+            .cntfrq(62_500_000)
+            .dtb(true)
+            .ram_base(0x4000_0000)
+            .ram_size(1 << 29)
+            .uart(0x900_0000)
+            .emulated(false)
+            .args("")
+            .cores(4);
+        let untyped = Record::new(&BOOT)
+            .u64("schema", 2)
+            .u64("el", 2)
+            .u64("current_el", 1)
+            .str("board", "qemu-virt")
+            .hex("midr", 0x410f_d083)
+            .str("cpu", "a \"q\"\n\t\\\u{1}")
+            .u64("cntfrq", 62_500_000)
+            .bool("dtb", true)
+            .hex("ram_base", 0x4000_0000)
+            .u64("ram_size", 1 << 29)
+            .hex("uart", 0x900_0000)
+            .bool("emulated", false)
+            .str("args", "")
+            .u64("cores", 4)
+            .finish();
+        assert_eq!(typed.finish(), untyped);
+        assert_eq!(
+            untyped,
+            r#"{"record":"boot","schema":2,"el":2,"current_el":1,"board":"qemu-virt","midr":"0x410fd083","cpu":"a \"q\"\n\t\\\u0001","cntfrq":62500000,"dtb":true,"ram_base":"0x40000000","ram_size":536870912,"uart":"0x9000000","emulated":false,"args":"","cores":4}"#
+        );
+        let m = Metric::new()
+            .bench("kv")
+            .variant("scan")
+            .attr("normal-wb")
+            .bytes(4096)
+            .params(&[("tokens", 512), ("stride", 80)])
+            .phase("kv/scan/normal-wb/4096/tokens=512/stride=80")
+            .reps(9)
+            .min(1.23456, 2)
+            .median(f64::NAN, 3)
+            .max(f64::INFINITY, 1)
+            .mad(0.0, 0)
+            .unit("ns")
+            .source("cntvct")
+            .emulated(true)
+            .lines(7);
+        assert_eq!(
+            m.finish(),
+            r#"{"record":"metric","bench":"kv","variant":"scan","attr":"normal-wb","bytes":4096,"params":{"tokens":512,"stride":80},"phase":"kv/scan/normal-wb/4096/tokens=512/stride=80","reps":9,"min":1.23,"median":null,"max":null,"mad":0,"unit":"ns","source":"cntvct","emulated":true,"lines":7}"#
+        );
+        let c = Clidr::new().raw(0xa200023).ctype(&[3, 4, 0]).levels(2).louu(1).louis(1).loc(2).icb(0).ccsidr_format("32bit");
+        assert_eq!(
+            c.finish(),
+            r#"{"record":"clidr","raw":"0xa200023","ctype":[3,4,0],"levels":2,"louu":1,"louis":1,"loc":2,"icb":0,"ccsidr_format":"32bit"}"#
+        );
+        let mut empty = String::new();
+        Value::Params(&[]).write(&mut empty).unwrap();
+        Value::UIntList(&[]).write(&mut empty).unwrap();
+        assert_eq!(empty, "{}[]");
+    }
+
+    /// The wire order is the declaration's, whatever order the setters are called in; a field
+    /// set twice keeps its last value; `None` of a nullable field is `null`; `type` is a key.
+    #[test]
+    fn builders_follow_the_declaration() {
+        let a = End::new().skipped(1).failed(0).passed(3).passed(4).finish();
+        assert_eq!(a, r#"{"record":"end","passed":4,"failed":0,"skipped":1}"#);
+        let ctr = Ctr::new()
+            .tmin_line(None)
+            .raw(0x8444c004)
+            .imin_line(64)
+            .dmin_line(64)
+            .l1ip("PIPT")
+            .erg(Some(64))
+            .cwg(None)
+            .idc(false)
+            .dic(true);
+        assert_eq!(
+            ctr.finish(),
+            r#"{"record":"ctr","raw":"0x8444c004","imin_line":64,"dmin_line":64,"l1ip":"PIPT","erg":64,"cwg":null,"idc":false,"dic":true,"tmin_line":null}"#
+        );
+        let cache = Cache::new().level(1).r#type("data").line(64).ways(2).sets(256).size(32768).source("ccsidr").finish();
+        assert!(cache.starts_with(r#"{"record":"cache","level":1,"type":"data","#), "{cache}");
+        let total = MaintTotal::new().ops(&core::array::from_fn(|i| i as u64)).finish();
+        assert!(total.starts_with(r#"{"record":"maint-total","dc_isw":0,"dc_csw":1,"#) && total.ends_with(r#""dc_other":14}"#), "{total}");
+        let h = HazardTotal::new().per_kind(&[5, 4, 3, 2, 1]);
+        assert_eq!(h.values()[index_of(&HAZARD_TOTAL, "lost_write")], Some(Value::UInt(4)));
+    }
+
+    /// The counts group is the `model` kinds' fields, in order, and the builders' and views'
+    /// `counts` carry all of them.
+    #[test]
+    fn level_counts_are_the_model_fields() {
+        let c = LevelCounts { accesses: 8, hits: 7, misses: 1, writebacks: 2, maint: 3, bypass: 4, prefetches: 5, prefetch_hits: 6 };
+        let line = ModelTotal::new().level("L1D").counts(&c).source("model").finish();
+        assert_eq!(
+            line,
+            r#"{"record":"model-total","level":"L1D","accesses":8,"hits":7,"misses":1,"writebacks":2,"maint":3,"bypass":4,"prefetches":5,"prefetch_hits":6,"source":"model"}"#
+        );
+        let names = |k: &Kind| k.fields.iter().map(|f| f.name).collect::<std::vec::Vec<_>>();
+        assert_eq!(names(&MODEL)[3..], names(&MODEL_TOTAL)[1..]);
+        assert_eq!(c + c - c, c);
+        let obj = Obj::parse(&line);
+        assert_eq!(ModelTotalView::of(&obj).unwrap().counts(), c);
+    }
+
+    #[test]
+    #[should_panic(expected = "a `end` record without its required field `failed`")]
+    fn a_missing_required_field_panics() {
+        let r = End::new().passed(1).skipped(0);
+        assert_eq!(r.missing(), Some("failed"));
+        let _ = r.finish();
+    }
+
+    #[test]
+    fn optional_fields_may_be_absent() {
+        let r = Setway::new().op("cisw").scope("loc").ops(12);
+        assert_eq!(r.missing(), None);
+        assert_eq!(r.finish(), r#"{"record":"setway","op":"cisw","scope":"loc","ops":12}"#);
+    }
+
+    /// A flat JSON object for the view tests: `"key":value` pairs, values kept as text.
+    struct Obj(std::vec::Vec<(std::string::String, std::string::String)>);
+
+    impl Obj {
+        /// Splits a record this module wrote (no nested commas but in `[…]`/`{…}`).
+        fn parse(json: &str) -> Obj {
+            let body = &json[1..json.len() - 1];
+            let (mut out, mut depth, mut start, mut quoted) = (std::vec::Vec::new(), 0, 0, false);
+            for (i, c) in body.char_indices().chain([(body.len(), ',')]) {
+                match c {
+                    '"' => quoted = !quoted,
+                    '[' | '{' if !quoted => depth += 1,
+                    ']' | '}' if !quoted => depth -= 1,
+                    ',' if !quoted && depth == 0 => {
+                        let (k, v) = body[start..i].split_once(':').unwrap();
+                        out.push((k.trim_matches('"').into(), v.into()));
+                        start = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+            Obj(out)
+        }
+
+        fn get(&self, key: &str) -> Option<&str> {
+            self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        }
+    }
+
+    impl Object for Obj {
+        type List = str;
+        type Map = str;
+        fn str(&self, key: &str) -> Option<&str> {
+            self.get(key)?.strip_prefix('"')?.strip_suffix('"')
+        }
+        fn uint(&self, key: &str) -> Option<u64> {
+            self.get(key)?.parse().ok()
+        }
+        fn num(&self, key: &str) -> Option<f64> {
+            self.get(key)?.parse().ok()
+        }
+        fn hex(&self, key: &str) -> Option<u64> {
+            u64::from_str_radix(self.str(key)?.strip_prefix("0x")?, 16).ok()
+        }
+        fn bool(&self, key: &str) -> Option<bool> {
+            self.get(key)?.parse().ok()
+        }
+        fn list(&self, key: &str) -> Option<&str> {
+            self.get(key).filter(|v| v.starts_with('['))
+        }
+        fn map(&self, key: &str) -> Option<&str> {
+            self.get(key).filter(|v| v.starts_with('{'))
+        }
+    }
+
+    #[test]
+    fn views_read_declared_fields_by_type() {
+        let line = Ctr::new()
+            .raw(0x8444c004)
+            .imin_line(64)
+            .dmin_line(64)
+            .l1ip("PIPT")
+            .erg(Some(64))
+            .cwg(None)
+            .idc(false)
+            .dic(true)
+            .tmin_line(None)
+            .finish();
+        let obj = Obj::parse(&line);
+        let v = CtrView::of(&obj).unwrap();
+        assert_eq!(
+            (v.raw(), v.imin_line(), v.l1ip(), v.erg(), v.cwg(), v.idc(), v.dic()),
+            (Some(0x8444c004), Some(64), Some("PIPT"), Some(64), None, Some(false), Some(true))
+        );
+        assert!(EndView::of(&obj).is_none(), "a view is only of its own kind");
+        let m = Obj::parse(r#"{"record":"metric","bench":"b","params":{"t":1},"median":2.5}"#);
+        let mv = <MetricView<'_, Obj> as View<'_, Obj>>::of(&m).unwrap();
+        assert_eq!((mv.bench(), mv.median(), mv.params(), mv.min()), (Some("b"), Some(2.5), Some(r#"{"t":1}"#), None));
+        let c = Obj::parse(&Clidr::new().raw(1).ctype(&[1, 2]).levels(1).louu(1).louis(1).loc(1).icb(0).ccsidr_format("32bit").finish());
+        assert_eq!(ClidrView::of(&c).unwrap().ctype(), Some("[1,2]"));
+        assert_eq!(CacheView::of(&Obj::parse(r#"{"record":"cache","type":"data"}"#)).unwrap().r#type(), Some("data"));
     }
 
     /// docs/records.md equals what [`write_markdown`] generates (`UPDATE_DOCS=1` rewrites it).

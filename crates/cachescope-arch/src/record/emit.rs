@@ -82,7 +82,7 @@ pub trait Builder: fmt::Display {
     }
 
     /// The record as a JSON string.
-    #[cfg(feature = "alloc")]
+    #[cfg(any(test, feature = "alloc"))]
     fn finish(&self) -> alloc::string::String {
         alloc::format!("{self}")
     }
@@ -128,7 +128,7 @@ pub fn write_json_str(out: &mut dyn Write, s: &str) -> fmt::Result {
 }
 
 /// Appends `s` as a JSON string literal.
-#[cfg(feature = "alloc")]
+#[cfg(any(test, feature = "alloc"))]
 pub fn push_json_str(out: &mut alloc::string::String, s: &str) {
     // Writing into a String cannot fail.
     let _ = write_json_str(out, s);
@@ -137,13 +137,13 @@ pub fn push_json_str(out: &mut alloc::string::String, s: &str) {
 /// The untyped writer: keys are not checked against the kind's declaration. Only the
 /// cache-model plugin's remaining sites use it; everything else builds records through the
 /// typed builders, where an undeclared field does not compile. Field order is insertion order.
-#[cfg(feature = "alloc")]
+#[cfg(any(test, feature = "alloc"))]
 #[must_use = "a record is only built: finish() returns it"]
 pub struct Record {
     buf: alloc::string::String,
 }
 
-#[cfg(feature = "alloc")]
+#[cfg(any(test, feature = "alloc"))]
 impl Record {
     /// Starts a record of the given kind (`"record":kind`).
     pub fn new(kind: &Kind) -> Self {
