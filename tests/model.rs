@@ -18,7 +18,7 @@ use core::arch::asm;
 
 use cachescope::cache::setway::{self, Scope, SetWayOp};
 use cachescope::cache::Dczid;
-use cachescope::harness::{args::typed_args, Case, Ctx, KernelSpec, Record, Suite};
+use cachescope::harness::{args::typed_args, record, Case, Ctx, Emit, KernelSpec, Suite};
 use cachescope::model::{self, ModelAttr};
 use cachescope_arch::cache::ops::MaintOp;
 use cachescope_arch::hw::count_executed;
@@ -281,13 +281,13 @@ fn bench_loop(ctx: &mut Ctx) {
         }
     }
     let ticks = counter() - t0;
-    Record::new(&cachescope_arch::record::BENCH_MODEL)
-        .str("pattern", if chase { "chase" } else { "seq" })
-        .u64("bytes", bytes as u64)
-        .u64("accesses", done)
-        .u64("ticks", ticks)
-        .u64("cntfrq", freq)
-        .u64("ms", ticks * 1000 / freq)
+    record::BenchModel::new()
+        .pattern(if chase { "chase" } else { "seq" })
+        .bytes(bytes as u64)
+        .accesses(done)
+        .ticks(ticks)
+        .cntfrq(freq)
+        .ms(ticks * 1000 / freq)
         .emit();
 }
 

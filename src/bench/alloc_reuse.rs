@@ -9,7 +9,7 @@ use super::kv_paged::PAGED;
 use super::stream::{run as stream_run, Kernel};
 use super::{measure, Env, Metric, MetricId, Region, Unit};
 use crate::diag;
-use crate::harness::{args::typed_args, Ctx, Record};
+use crate::harness::{args::typed_args, record, Ctx, Emit};
 use cachescope_arch::bench::{Bench, Variant};
 
 /// `alloc-reuse`: per size, a tensor of that size is requested, written in full (STP) and
@@ -30,8 +30,8 @@ pub fn alloc_reuse(env: &Env, region: &Region, sizes: &[usize], cold_span: usize
                     a.free(off);
                 }
             });
-            let notes = [("cache_hits", a.stats.cache_hits), ("reserved", a.stats.reserved)];
-            Metric { id, summary, work: size as u64, unit: Unit::Rate, notes: &notes }.emit(env);
+            let notes = record::Metric::new().cache_hits(a.stats.cache_hits).reserved(a.stats.reserved);
+            Metric { id, summary, work: size as u64, unit: Unit::Rate, notes }.emit(env);
         }
     }
 }
@@ -45,17 +45,17 @@ pub fn alloc_trace(layers: usize, hidden: usize, steps: usize, seed: u64, limit:
         return None;
     }
     let s = a.stats;
-    Record::new(&cachescope_arch::record::ALLOC_TRACE)
-        .u64("seed", seed)
-        .u64("layers", layers as u64)
-        .u64("hidden", hidden as u64)
-        .u64("steps", steps as u64)
-        .u64("allocs", s.allocs)
-        .u64("cache_hits", s.cache_hits)
-        .u64("peak_requested", s.peak_requested)
-        .u64("peak_allocated", s.peak_allocated)
-        .u64("allocated", s.allocated)
-        .u64("reserved", s.reserved)
+    record::AllocTrace::new()
+        .seed(seed)
+        .layers(layers as u64)
+        .hidden(hidden as u64)
+        .steps(steps as u64)
+        .allocs(s.allocs)
+        .cache_hits(s.cache_hits)
+        .peak_requested(s.peak_requested)
+        .peak_allocated(s.peak_allocated)
+        .allocated(s.allocated)
+        .reserved(s.reserved)
         .emit();
     Some(s)
 }

@@ -22,7 +22,7 @@ use super::case::{self, Benchmark, Machine};
 use super::{stats, Env, Metric, MetricId, Region, Unit};
 use crate::cache::{maintenance, setway};
 use crate::diag;
-use crate::harness::{args::typed_args, Ctx};
+use crate::harness::{args::typed_args, record, Ctx};
 use cachescope_arch::bench::{Bench, Variant};
 
 /// How the CPU side handles the buffer.
@@ -174,7 +174,7 @@ pub fn run(env: &Env, method: Method, cpu: &Region, device: &Region, bytes: usiz
     });
     for (variant, samples) in [(to_name, &mut to_dev), (from_name, &mut from_dev)] {
         let Some(summary) = stats::summarize(samples) else { continue };
-        Metric { id: id(variant), summary, work: bytes as u64, unit: Unit::TimePerMiB, notes: &[] }.emit(env);
+        Metric { id: id(variant), summary, work: bytes as u64, unit: Unit::TimePerMiB, notes: record::Metric::new() }.emit(env);
     }
     out
 }

@@ -10,7 +10,7 @@ use super::case::{self, mib, Benchmark};
 use super::{measure, Env, Metric, MetricId, Region, Unit};
 use crate::cache::topology::Kind;
 use crate::diag;
-use crate::harness::Ctx;
+use crate::harness::{record, Ctx, Emit};
 use cachescope_arch::bench::{Bench, Param, Variant};
 
 /// Strides of the line-size sweep, bytes: from one 8-byte word to 512 B.
@@ -65,7 +65,7 @@ pub fn line_sweep(env: &Env, region: &Region, bytes: usize) -> Vec<(u64, f64)> {
         let id =
             MetricId { bench: Bench::Infer.name(), variant: Variant::Line.name(), attr: region.attr, bytes: bytes as u64, params: &params };
         let summary = measure(env, id, || strided_pass(region.va, region.va + bytes, stride as usize));
-        let m = Metric { id, summary, work: bytes as u64 / stride, unit: Unit::TimePerOp, notes: &[] };
+        let m = Metric { id, summary, work: bytes as u64 / stride, unit: Unit::TimePerOp, notes: record::Metric::new() };
         m.emit(env);
         curve.push((stride, m.values(&env.timer).1));
     }
@@ -91,7 +91,7 @@ pub fn ways_sweep(env: &Env, region: &Region, level: u8, spacing: usize, max_n: 
             params: &params,
         };
         let summary = measure(env, id, || conflict_rounds(region.va, spacing, n, ROUNDS));
-        let m = Metric { id, summary, work: (n * ROUNDS) as u64, unit: Unit::TimePerOp, notes: &[] };
+        let m = Metric { id, summary, work: (n * ROUNDS) as u64, unit: Unit::TimePerOp, notes: record::Metric::new() };
         m.emit(env);
         curve.push((n as u64, m.values(&env.timer).1));
     }
@@ -171,18 +171,13 @@ fn report_inferred(property: &str, level: u8, value: Option<u64>, ccsidr: u64, p
         (None, false) => alloc::string::String::from("not found on the timer (flat or noisy curve)"),
     };
     diag!("infer L{level} {property:<5} inferred {inferred} | CCSIDR {ccsidr} | published silicon {published_text}");
-    let mut r = crate::harness::Record::new(&cachescope_arch::record::INFERRED)
-        .str("property", property)
-        .u64("level", level as u64)
-        .u64("ccsidr", ccsidr)
-        .str("source", env.timer.source.name());
-    r = match value {
-        Some(v) => r.u64("value", v),
-        None => r.null("value"),
-    };
-    r = match published {
-        Some(p) => r.u64("published", p),
-        None => r.null("published"),
-    };
-    r.bool("emulated", env.emulated).emit();
+    record::Inferred::new()
+        .property(property)
+        .level(level as u64)
+        .ccsidr(ccsidr)
+        .source(env.timer.source.name())
+        .value(value)
+        .published(published)
+        .emulated(env.emulated)
+        .emit();
 }

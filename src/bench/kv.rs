@@ -9,7 +9,7 @@ use super::case::{self, for_each_region, mib, Benchmark, CacheFacts, Machine};
 use super::paged::Dtype;
 use super::{measure, Env, Metric, MetricId, Region, Unit};
 use crate::diag;
-use crate::harness::{args::typed_args, Ctx};
+use crate::harness::{args::typed_args, record, Ctx, Emit};
 use cachescope_arch::bench::{Bench, Param, Variant};
 
 /// Shape of the KV cache.
@@ -148,8 +148,8 @@ pub fn run(env: &Env, region: &Region, shape: KvShape, line: usize) {
             let scan = measure(env, id(scan_name), || {
                 core::hint::black_box(ring.scan(layer, cached));
             });
-            Metric { id: id(append_name), summary: append, work: 1, unit: Unit::TimePerOp, notes: &[] }.emit(env);
-            Metric { id: id(scan_name), summary: scan, work: scanned, unit: Unit::Rate, notes: &[] }.emit(env);
+            Metric { id: id(append_name), summary: append, work: 1, unit: Unit::TimePerOp, notes: record::Metric::new() }.emit(env);
+            Metric { id: id(scan_name), summary: scan, work: scanned, unit: Unit::Rate, notes: record::Metric::new() }.emit(env);
         }
     }
 }
@@ -219,13 +219,13 @@ fn run_case(ctx: &mut Ctx) {
         "kv: layers {} kv_heads {} head_dim {} dtype {} B capacity {} tokens -> {} KV bytes per token (2 x layers x kv_heads x head_dim x dtype)",
         shape.layers, shape.kv_heads, shape.head_dim, shape.dtype_bytes, shape.capacity, shape.bytes_per_token()
     );
-    crate::harness::Record::new(&cachescope_arch::record::KV_SHAPE)
-        .u64("layers", shape.layers as u64)
-        .u64("kv_heads", shape.kv_heads as u64)
-        .u64("head_dim", shape.head_dim as u64)
-        .u64("dtype_bytes", shape.dtype_bytes as u64)
-        .u64("capacity", shape.capacity as u64)
-        .u64("bytes_per_token", shape.bytes_per_token() as u64)
+    record::KvShape::new()
+        .layers(shape.layers as u64)
+        .kv_heads(shape.kv_heads as u64)
+        .head_dim(shape.head_dim as u64)
+        .dtype_bytes(shape.dtype_bytes as u64)
+        .capacity(shape.capacity as u64)
+        .bytes_per_token(shape.bytes_per_token() as u64)
         .emit();
     ctx.check_eq(shape.bytes_per_token(), 2 * shape.layers * shape.kv_heads * shape.head_dim * shape.dtype_bytes, "KV bytes per token");
     let line = CacheFacts::read().line;

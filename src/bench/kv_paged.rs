@@ -9,7 +9,7 @@ use super::kv::{kv_dtype, kv_shape};
 use super::paged::{scattered_table, tag, Layout, Paged, PagedShape};
 use super::{measure, Env, Metric, MetricId, Region, Unit};
 use crate::diag;
-use crate::harness::{args::typed_args, Ctx};
+use crate::harness::{args::typed_args, record, Ctx};
 use cachescope_arch::bench::{Bench, Param, Variant};
 
 /// Powers of two up to `capacity`, and `capacity`.
@@ -63,9 +63,9 @@ pub fn kv_paged(env: &Env, region: &Region, shape: PagedShape, blocks: &[usize],
             let layer = tok % s.layers;
             let scan = measure(env, id(scan_name), || kv.scan(0, layer, cached));
             let (lines, pages) = layout.touched(&table, 0, layer, cached, line);
-            let notes = [("table_reads", s.blocks_for(cached) as u64), ("lines", lines as u64), ("pages", pages as u64)];
-            Metric { id: id(append_name), summary: append, work: 1, unit: Unit::TimePerOp, notes: &notes }.emit(env);
-            Metric { id: id(scan_name), summary: scan, work: s.scan_bytes(cached) as u64, unit: Unit::Rate, notes: &notes }.emit(env);
+            let notes = record::Metric::new().table_reads(s.blocks_for(cached) as u64).lines(lines as u64).pages(pages as u64);
+            Metric { id: id(append_name), summary: append, work: 1, unit: Unit::TimePerOp, notes }.emit(env);
+            Metric { id: id(scan_name), summary: scan, work: s.scan_bytes(cached) as u64, unit: Unit::Rate, notes }.emit(env);
         }
         bad += (0..s.capacity).filter(|&t| kv.first_word(0, 0, t) != tag(t, 0, 0)).count();
     }

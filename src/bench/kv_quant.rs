@@ -7,23 +7,23 @@ use super::kv_paged::{paged_shape, PAGED};
 use super::paged::{scattered_table, token_ladder, Dtype, Layout, Paged, PagedShape};
 use super::{measure, Env, Metric, MetricId, Region, Unit};
 use crate::diag;
-use crate::harness::{args::typed_args, Ctx, Record};
+use crate::harness::{args::typed_args, record, Ctx, Emit};
 use cachescope_arch::bench::{Bench, Param, Variant};
 
 /// The `kv-layout` record of a shape: the formula's inputs and results.
 pub fn emit_layout(bench: &str, s: &PagedShape) {
-    Record::new(&cachescope_arch::record::KV_LAYOUT)
-        .str("bench", bench)
-        .str("dtype", s.dtype.name())
-        .u64("dtype_bytes", s.dtype.bytes() as u64)
-        .u64("block", s.block as u64)
-        .u64("layers", s.layers as u64)
-        .u64("kv_heads", s.kv_heads as u64)
-        .u64("head_dim", s.head_dim as u64)
-        .u64("bytes_per_token", s.bytes_per_token() as u64)
-        .u64("scale_bytes", s.scale_bytes() as u64)
-        .u64("bytes_per_block", s.bytes_per_block() as u64)
-        .u64("scan_bytes_per_block", s.scan_bytes_per_block() as u64)
+    record::KvLayout::new()
+        .bench(bench)
+        .dtype(s.dtype.name())
+        .dtype_bytes(s.dtype.bytes() as u64)
+        .block(s.block as u64)
+        .layers(s.layers as u64)
+        .kv_heads(s.kv_heads as u64)
+        .head_dim(s.head_dim as u64)
+        .bytes_per_token(s.bytes_per_token() as u64)
+        .scale_bytes(s.scale_bytes() as u64)
+        .bytes_per_block(s.bytes_per_block() as u64)
+        .scan_bytes_per_block(s.scan_bytes_per_block() as u64)
         .emit();
 }
 
@@ -55,8 +55,8 @@ pub fn kv_quant(env: &Env, region: &Region, shape: PagedShape, dtypes: &[Dtype],
             let id =
                 MetricId { bench: Bench::KvQuant.name(), variant, attr: region.attr, bytes: s.scan_bytes(cached) as u64, params: &params };
             let summary = measure(env, id, || kv.scan(0, 0, cached));
-            let notes = [("dtype_bytes", dtype.bytes() as u64), ("scan_bytes_per_block", s.scan_bytes_per_block() as u64)];
-            Metric { id, summary, work: s.scan_bytes(cached) as u64, unit: Unit::Rate, notes: &notes }.emit(env);
+            let notes = record::Metric::new().dtype_bytes(dtype.bytes() as u64).scan_bytes_per_block(s.scan_bytes_per_block() as u64);
+            Metric { id, summary, work: s.scan_bytes(cached) as u64, unit: Unit::Rate, notes }.emit(env);
         }
     }
 }

@@ -8,7 +8,7 @@ use super::case::{self, for_each_region, mib, Benchmark, CacheFacts, Machine, Ro
 use super::plan::{ChaseOrder, Rng};
 use super::{measure, Env, Metric, MetricId, Region, Unit};
 use crate::diag;
-use crate::harness::{args::typed_args, Ctx};
+use crate::harness::{args::typed_args, record, Ctx, Emit};
 use cachescope_arch::bench::{Bench, Param, Variant};
 
 /// Page size used for grouping (one TLB entry at the 4 KiB granule).
@@ -85,7 +85,7 @@ pub fn sweep(env: &Env, region: &Region, sizes: &[u64], line: usize) -> Vec<(u64
         let summary = measure(env, id, || {
             core::hint::black_box(chase(start, steps));
         });
-        let m = Metric { id, summary, work: steps as u64, unit: Unit::TimePerOp, notes: &[] };
+        let m = Metric { id, summary, work: steps as u64, unit: Unit::TimePerOp, notes: record::Metric::new() };
         m.emit(env);
         curve.push((size as u64, m.values(&env.timer).1));
     }
@@ -188,13 +188,13 @@ fn run(ctx: &mut Ctx) {
                 k.below,
                 k.above
             );
-            crate::harness::Record::new(&cachescope_arch::record::KNEE)
-                .str("attr", region.attr)
-                .u64("capacity", k.capacity)
-                .f64("below", k.below, 3)
-                .f64("above", k.above, 3)
-                .str("source", env.timer.source.name())
-                .bool("emulated", env.emulated)
+            record::Knee::new()
+                .attr(region.attr)
+                .capacity(k.capacity)
+                .below(k.below, 3)
+                .above(k.above, 3)
+                .source(env.timer.source.name())
+                .emulated(env.emulated)
                 .emit();
         }
     });

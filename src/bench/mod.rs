@@ -114,7 +114,7 @@ mod tests {
 #[cfg(target_os = "none")]
 mod target {
     use super::{decimals_for, stats::Summary, timer::Timer, Unit};
-    use crate::harness::Record;
+    use crate::harness::{record, Emit};
     use cachescope_arch::marker::PHASE_NAME_MAX;
     use core::fmt::Write;
 
@@ -158,9 +158,9 @@ mod target {
         pub work: u64,
         /// How the figure is expressed.
         pub unit: Unit,
-        /// Further integer facts about the measurement that are not part of its identity
-        /// (e.g. `bytes_per_load`).
-        pub notes: &'a [(&'a str, u64)],
+        /// Further facts about the measurement that are not part of its identity (e.g.
+        /// `bytes_per_load`): a `metric` record with only those set; [`Metric::emit`] adds the rest.
+        pub notes: record::Metric<'a>,
     }
 
     impl Metric<'_> {
@@ -230,25 +230,22 @@ mod target {
                 mad
             );
             let id = &self.id;
-            let mut r = Record::new(&cachescope_arch::record::METRIC)
-                .str("bench", id.bench)
-                .str("variant", id.variant)
-                .str("attr", id.attr)
-                .u64("bytes", id.bytes)
-                .params("params", id.params)
-                .str("phase", &alloc::format!("{id}"))
-                .u64("reps", self.summary.n as u64)
-                .f64("min", min, d)
-                .f64("median", median, d)
-                .f64("max", max, d)
-                .f64("mad", mad, d)
-                .str("unit", unit)
-                .str("source", env.timer.source.name())
-                .bool("emulated", env.emulated);
-            for (k, v) in self.notes {
-                r = r.u64(k, *v);
-            }
-            r.emit();
+            self.notes
+                .bench(id.bench)
+                .variant(id.variant)
+                .attr(id.attr)
+                .bytes(id.bytes)
+                .params(id.params)
+                .phase(&alloc::format!("{id}"))
+                .reps(self.summary.n as u64)
+                .min(min, d)
+                .median(median, d)
+                .max(max, d)
+                .mad(mad, d)
+                .unit(unit)
+                .source(env.timer.source.name())
+                .emulated(env.emulated)
+                .emit();
         }
     }
 

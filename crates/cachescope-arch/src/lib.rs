@@ -26,7 +26,7 @@
 #[cfg(test)]
 extern crate std;
 
-#[cfg(any(test, feature = "recorder"))]
+#[cfg(any(test, feature = "alloc"))]
 extern crate alloc;
 
 pub mod attr;

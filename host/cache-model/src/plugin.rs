@@ -386,9 +386,9 @@ impl Core {
         if self.stats.warnings > WARNING_LIMIT {
             return;
         }
-        let mut text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", what));
+        let mut text = report::untyped_line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", what));
         if self.stats.warnings == WARNING_LIMIT {
-            text += &report::line(
+            text += &report::untyped_line(
                 Record::new(&cachescope_arch::record::MODEL_WARNING)
                     .str("what", &format!("{WARNING_LIMIT} warnings: further ones are only counted (model-run.warnings)")),
             );
@@ -406,7 +406,7 @@ impl Core {
                 "more than {limit} distinct hazards: further ones are only counted (hazard-total.dropped), not listed; the run fails (hazard-total.truncated)"
             );
             self.stats.warnings += 1;
-            let text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", &what))
+            let text = report::untyped_line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", &what))
                 + &format!("# model: hazard storm: {what}\n");
             self.emit(&text);
         }
@@ -562,7 +562,7 @@ impl State {
         let lat = &h.latency;
         if !core.profile_emitted {
             core.profile_emitted = true;
-            text += &report::line(
+            text += &report::untyped_line(
                 Record::new(&cachescope_arch::record::MODEL_PROFILE)
                     .str("profile", self.settings.profile_name())
                     .u64("clock_mhz", u64::from(lat.clock_mhz))
@@ -580,7 +580,7 @@ impl State {
         for (k, (level, g)) in l1.into_iter().chain(lower).enumerate() {
             let sharing = if k < 2 { "private" } else { h.lower[k - 2].sharing.name() };
             let hit = u64::from(lat.hit_cycles[k.saturating_sub(1).min(2)]);
-            text += &report::line(
+            text += &report::untyped_line(
                 Record::new(&cachescope_arch::record::MODEL_GEOMETRY)
                     .str("level", level.name())
                     .u64("size", g.size())
@@ -1126,7 +1126,7 @@ impl State {
             let what = format!(
                 "{n} phases have no model/model-time records: past {PHASE_RECORD_LIMIT} per-phase records (their counts are in model-total)"
             );
-            let text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", &what));
+            let text = report::untyped_line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", &what));
             core.emit(&text);
         }
         let now = self.now(&core);
@@ -1137,7 +1137,7 @@ impl State {
             text += &report::coherence_total_lines(m.coherence());
         }
         text += &report::hazard_total_line(&core.hazards, self.settings.sanitize);
-        text += &report::line(
+        text += &report::untyped_line(
             Record::new(&cachescope_arch::record::MODEL_RUN)
                 .u64("protocol", protocol::VERSION)
                 .u64("markers", core.stats.markers)

@@ -277,7 +277,7 @@ pub fn double_rows(recs: &[Record], d: &ModelData) -> Vec<DoubleRow> {
                 cores: metric.and_then(|m| m.obj.get("cores").and_then(Value::as_u64)).unwrap_or(1),
                 l1d_misses: misses(p, "L1D") as f64 / w,
                 l2_misses: misses(p, "L2") as f64 / w,
-                prefetch_hits: p.level("L1D").and_then(|l| l.prefetch_hits).unwrap_or(0) as f64 / w,
+                prefetch_hits: p.level("L1D").and_then(|l| l.prefetch_hits()).unwrap_or(0) as f64 / w,
                 interventions: interventions as f64 / w,
             })
         })

@@ -37,6 +37,7 @@ use crate::records::{Object, Record};
 use cachescope_arch::cache::Kind;
 use cachescope_arch::cache::{infer, silicon};
 use cachescope_arch::cpuid::Midr;
+use cachescope_arch::record;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -57,50 +58,46 @@ fn u(o: &Object, k: &str) -> Option<u64> {
     o.get(k).and_then(Value::as_u64)
 }
 
-fn f(o: &Object, k: &str) -> Option<f64> {
-    o.get(k).and_then(Value::as_f64)
-}
-
 fn s<'a>(o: &'a Object, k: &str) -> Option<&'a str> {
     o.get(k).and_then(Value::as_str)
 }
 
-/// One cache level's counts (a `model` record, or a `model-total` record).
+/// One cache level's counts (a `model` record, or a `model-total` record): the record
+/// contract's counts group ([`record::LevelCounts`], the simulator's own counters), which this
+/// `Deref`s to, and the level's name.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LevelCounts {
     /// Level name: L1I, L1D, L2, L3.
     pub level: String,
-    /// Accesses that reached the level.
-    pub accesses: u64,
-    /// Hits.
-    pub hits: u64,
-    /// Misses.
-    pub misses: u64,
-    /// Dirty lines written to the next level.
-    pub writebacks: u64,
-    /// Lines touched by maintenance operations.
-    pub maint: u64,
-    /// Accesses that bypassed the caches.
-    pub bypass: u64,
-    /// Lines filled by a prefetch (PRFM or the hardware prefetcher), when the plugin counts them.
-    pub prefetches: Option<u64>,
-    /// Demand accesses that hit a line a prefetch brought in, when counted.
-    pub prefetch_hits: Option<u64>,
+    /// The counts (a field the record lacks is 0).
+    pub counts: record::LevelCounts,
+    /// The record has `prefetches`/`prefetch_hits` (plugins before them did not count prefetches).
+    pub prefetch_counted: bool,
+}
+
+impl std::ops::Deref for LevelCounts {
+    type Target = record::LevelCounts;
+    fn deref(&self) -> &record::LevelCounts {
+        &self.counts
+    }
 }
 
 impl LevelCounts {
-    fn from_obj(o: &Object) -> LevelCounts {
-        LevelCounts {
-            level: s(o, "level").map(str::to_string).or_else(|| u(o, "level").map(|l| format!("L{l}"))).unwrap_or_default(),
-            accesses: u(o, "accesses").unwrap_or(0),
-            hits: u(o, "hits").unwrap_or(0),
-            misses: u(o, "misses").unwrap_or(0),
-            writebacks: u(o, "writebacks").unwrap_or(0),
-            maint: u(o, "maint").unwrap_or(0),
-            bypass: u(o, "bypass").unwrap_or(0),
-            prefetches: u(o, "prefetches"),
-            prefetch_hits: u(o, "prefetch_hits"),
-        }
+    /// From a record's `level`, counts and `prefetches` (read through its kind's view).
+    fn new(level: Option<&str>, o: &Object, counts: record::LevelCounts, prefetches: Option<u64>) -> LevelCounts {
+        // Schema 1 logs of the first plugin named a level by its number.
+        let legacy = || record::Object::uint(o, "level").map(|l| format!("L{l}"));
+        LevelCounts { level: level.map(str::to_string).or_else(legacy).unwrap_or_default(), counts, prefetch_counted: prefetches.is_some() }
+    }
+
+    /// Lines filled by a prefetch, when the plugin counts them.
+    pub fn prefetches(&self) -> Option<u64> {
+        self.prefetch_counted.then_some(self.counts.prefetches)
+    }
+
+    /// Demand accesses that hit a prefetched line, when counted.
+    pub fn prefetch_hits(&self) -> Option<u64> {
+        self.prefetch_counted.then_some(self.counts.prefetch_hits)
     }
 
     /// Local miss rate: misses ÷ accesses at this level (0 without accesses).
@@ -293,47 +290,48 @@ impl ModelData {
         let mut next_anon = u64::MAX;
         for r in records {
             let o = &r.obj;
+            if let Some(g) = r.view::<record::ModelGeometryView<_>>() {
+                d.geometry.push(ModelGeometry {
+                    level: g.level().unwrap_or("").to_string(),
+                    size: g.size().unwrap_or(0),
+                    line: g.line().unwrap_or(0),
+                    sets: g.sets().unwrap_or(0),
+                    ways: g.ways().unwrap_or(0),
+                    policy: g.policy().unwrap_or("").to_string(),
+                    origin: g.origin().unwrap_or("").to_string(),
+                    hit_cycles: g.hit_cycles().map(|c| c as f64),
+                    hit_ns: g.hit_ns(),
+                });
+            } else if let Some(m) = r.view::<record::ModelView<_>>() {
+                let name = m.phase().unwrap_or("").to_string();
+                // A record without an id is a phase of its own (never merged by name).
+                let id = m.phase_id().unwrap_or_else(|| {
+                    next_anon -= 1;
+                    next_anon
+                });
+                let p = phases.entry(id).or_insert_with(|| Phase::named(&name, id));
+                p.levels.push(LevelCounts::new(m.level(), o, m.counts(), m.prefetches()));
+            } else if let Some(c) = r.view::<record::ModelCoherenceView<_>>() {
+                let (name, id) = (c.phase().unwrap_or(""), c.phase_id().unwrap_or(u64::MAX));
+                let p = phases.entry(id).or_insert_with(|| Phase::named(name, id));
+                let sum = p.coherence.get_or_insert_with(PhaseCoherence::default);
+                sum.transfers += c.buf_interventions().unwrap_or(0);
+                sum.invalidations += c.buf_invalidations().unwrap_or(0);
+            } else if let Some(t) = r.view::<record::ModelTimeView<_>>() {
+                let time = PhaseTime {
+                    data_accesses: t.data_accesses().unwrap_or(0),
+                    cycles: t.cycles().map_or(f64::NAN, |c| c as f64),
+                    ns: t.ns().unwrap_or(f64::NAN),
+                };
+                times.push((t.phase_id().unwrap_or(u64::MAX), t.phase().unwrap_or("").to_string(), time));
+            } else if let Some(t) = r.view::<record::ModelTotalView<_>>() {
+                d.totals.push(LevelCounts::new(t.level(), o, t.counts(), t.prefetches()));
+            } else if let Some(w) = r.view::<record::ModelWarningView<_>>() {
+                d.warnings.push(w.what().unwrap_or("").to_string());
+            }
             match r.kind() {
-                "model-geometry" => d.geometry.push(ModelGeometry {
-                    level: s(o, "level").unwrap_or("").to_string(),
-                    size: u(o, "size").unwrap_or(0),
-                    line: u(o, "line").unwrap_or(0),
-                    sets: u(o, "sets").unwrap_or(0),
-                    ways: u(o, "ways").unwrap_or(0),
-                    policy: s(o, "policy").unwrap_or("").to_string(),
-                    origin: s(o, "origin").unwrap_or("").to_string(),
-                    hit_cycles: f(o, "hit_cycles"),
-                    hit_ns: f(o, "hit_ns"),
-                }),
-                "model" => {
-                    let name = s(o, "phase").unwrap_or("").to_string();
-                    // A record without an id is a phase of its own (never merged by name).
-                    let id = u(o, "phase_id").unwrap_or_else(|| {
-                        next_anon -= 1;
-                        next_anon
-                    });
-                    let p = phases.entry(id).or_insert_with(|| Phase::named(&name, id));
-                    p.levels.push(LevelCounts::from_obj(o));
-                }
-                "model-coherence" => {
-                    let (name, id) = (s(o, "phase").unwrap_or(""), u(o, "phase_id").unwrap_or(u64::MAX));
-                    let p = phases.entry(id).or_insert_with(|| Phase::named(name, id));
-                    let c = p.coherence.get_or_insert_with(PhaseCoherence::default);
-                    c.transfers += u(o, "buf_interventions").unwrap_or(0);
-                    c.invalidations += u(o, "buf_invalidations").unwrap_or(0);
-                }
-                "model-time" => {
-                    let t = PhaseTime {
-                        data_accesses: u(o, "data_accesses").unwrap_or(0),
-                        cycles: f(o, "cycles").unwrap_or(f64::NAN),
-                        ns: f(o, "ns").unwrap_or(f64::NAN),
-                    };
-                    times.push((u(o, "phase_id").unwrap_or(u64::MAX), s(o, "phase").unwrap_or("").to_string(), t));
-                }
-                "model-total" => d.totals.push(LevelCounts::from_obj(o)),
                 "model-profile" => d.profile = Some(o.clone()),
                 "model-run" => d.run = Some(o.clone()),
-                "model-warning" => d.warnings.push(s(o, "what").unwrap_or("").to_string()),
                 "hazard" => d.hazards.push(o.clone()),
                 "hazard-total" => d.hazard_total = Some(o.clone()),
                 _ => {}
@@ -366,7 +364,7 @@ impl ModelData {
     pub fn profile_name(&self) -> Option<String> {
         self.profile
             .as_ref()
-            .and_then(|p| s(p, "profile"))
+            .and_then(|p| record::ModelProfileView::of(p)?.profile())
             .map(str::to_string)
             .or_else(|| self.geometry.iter().find(|g| g.level == "L1D").map(|g| g.origin.clone()))
     }
@@ -555,8 +553,8 @@ pub fn stream(d: &ModelData) -> Vec<StreamRow> {
             data_accesses: p.data_accesses(),
             demand_misses: p.level("L1D").map_or(0, |l| l.misses),
             misses: p.data_levels().map(|l| (l.level.clone(), l.misses)).collect(),
-            prefetches: sum_opt(p.data_levels().map(|l| l.prefetches)),
-            prefetch_hits: sum_opt(p.data_levels().map(|l| l.prefetch_hits)),
+            prefetches: sum_opt(p.data_levels().map(|l| l.prefetches())),
+            prefetch_hits: sum_opt(p.data_levels().map(|l| l.prefetch_hits())),
             bypass: p.bypass(),
         })
         .collect()
@@ -792,7 +790,7 @@ pub fn infer_line(d: &ModelData) -> (Vec<(u64, f64)>, Option<u64>) {
         .phases_of("infer", "line")
         .filter_map(|p| {
             let l1 = p.level("L1D")?;
-            let fills = l1.misses + l1.prefetch_hits.unwrap_or(0);
+            let fills = l1.misses + l1.prefetch_hits().unwrap_or(0);
             Some((p.parsed.num("stride")?, if l1.accesses == 0 { 0.0 } else { fills as f64 / l1.accesses as f64 }))
         })
         .collect();

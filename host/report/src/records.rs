@@ -25,8 +25,56 @@ pub const SCHEMA: u64 = cachescope_arch::record::SCHEMA as u64;
 /// The oldest record schema version this tool reads.
 pub const OLDEST_SCHEMA: u64 = cachescope_arch::record::OLDEST_SCHEMA as u64;
 
-/// A JSON object record.
-pub type Object = Map<String, Value>;
+/// A JSON object record: a `serde_json` object (`Deref`s to it) that the record contract's
+/// typed views read (`cachescope_arch::record::MetricView::of(&obj)`, [`Record::view`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Object(pub Map<String, Value>);
+
+impl std::ops::Deref for Object {
+    type Target = Map<String, Value>;
+    fn deref(&self) -> &Map<String, Value> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Object {
+    fn deref_mut(&mut self) -> &mut Map<String, Value> {
+        &mut self.0
+    }
+}
+
+impl From<Map<String, Value>> for Object {
+    fn from(m: Map<String, Value>) -> Object {
+        Object(m)
+    }
+}
+
+impl record::Object for Object {
+    type List = Vec<Value>;
+    type Map = Map<String, Value>;
+    fn str(&self, key: &str) -> Option<&str> {
+        self.get(key)?.as_str()
+    }
+    fn uint(&self, key: &str) -> Option<u64> {
+        self.get(key)?.as_u64()
+    }
+    fn num(&self, key: &str) -> Option<f64> {
+        self.get(key)?.as_f64()
+    }
+    /// `"0x…"`; a plain number is taken as it is (as [`hex`]).
+    fn hex(&self, key: &str) -> Option<u64> {
+        hex(self, key)
+    }
+    fn bool(&self, key: &str) -> Option<bool> {
+        self.get(key)?.as_bool()
+    }
+    fn list(&self, key: &str) -> Option<&Vec<Value>> {
+        self.get(key)?.as_array()
+    }
+    fn map(&self, key: &str) -> Option<&Map<String, Value>> {
+        self.get(key)?.as_object()
+    }
+}
 
 /// One record and where it was printed.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +89,12 @@ impl Record {
     /// The record's kind (its `"record"` field).
     pub fn kind(&self) -> &str {
         self.obj.get("record").and_then(Value::as_str).unwrap_or("")
+    }
+
+    /// The record through its kind's typed view (`r.view::<record::MetricView<_>>()`), `None`
+    /// when it is a record of another kind.
+    pub fn view<'a, V: record::View<'a, Object>>(&'a self) -> Option<V> {
+        V::of(&self.obj)
     }
 }
 
@@ -72,7 +126,7 @@ pub fn parse_line(text: &str) -> Option<Result<Object, String>> {
     match obj.get("record") {
         None => Some(Err("record has no \"record\" field naming its kind".into())),
         Some(Value::String(s)) if s.is_empty() => Some(Err("record has an empty \"record\" kind".into())),
-        Some(Value::String(_)) => Some(Ok(obj)),
+        Some(Value::String(_)) => Some(Ok(Object(obj))),
         Some(v) => Some(Err(format!("\"record\" must be a string, found {v}"))),
     }
 }

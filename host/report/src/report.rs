@@ -1136,7 +1136,7 @@ fn model_text(r: &Record) -> String {
             None => parts.push(format!("L{}", value_text(l))),
         }
     }
-    for (k, v) in &r.obj {
+    for (k, v) in r.obj.iter() {
         if !SKIP.contains(&k.as_str()) && k != "level" {
             parts.push(format!("{k}={}", value_text(v)));
         }

@@ -15,13 +15,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::{json, Value};
+use cachescope_arch::record;
+use serde_json::Value;
 
 use crate::records::{hex, Object};
 
 /// At most this many failed phases get their own `sanitizer-finding` record (the verdict record
 /// counts them all).
 pub const MAX_FINDING_RECORDS: usize = 20;
+
+/// Every runner record's `source`.
+const SOURCE: &str = "runner";
 
 /// The verdict's word in the `sanitizer-verdict` record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,25 +109,18 @@ impl Verdict {
         }
         let failed: Vec<&Finding> = self.failed().collect();
         for f in failed.iter().take(MAX_FINDING_RECORDS) {
-            let rec = json!({
-                "record": "sanitizer-finding",
-                "phase": f.phase,
-                "case": case_of(&f.phase),
-                "declared": f.declared,
-                "what": f.what,
-                "source": "runner",
-            });
-            out.push(format!("{}{rec}", cachescope_arch::record::PREFIX));
+            let case = case_of(&f.phase);
+            let rec = record::SanitizerFinding::new().phase(&f.phase).case(&case).declared(f.declared).what(&f.what).source(SOURCE);
+            out.push(format!("{}{rec}", record::PREFIX));
         }
-        let rec = json!({
-            "record": "sanitizer-verdict",
-            "verdict": self.word.name(),
-            "declared_phases": self.findings.iter().filter(|f| f.declared).count(),
-            "failed_phases": failed.len(),
-            "first": failed.first().map(|f| format!("{}: {}", phase_name(&f.phase), f.what)).unwrap_or_default(),
-            "source": "runner",
-        });
-        out.push(format!("{}{rec}", cachescope_arch::record::PREFIX));
+        let first = failed.first().map(|f| format!("{}: {}", phase_name(&f.phase), f.what)).unwrap_or_default();
+        let rec = record::SanitizerVerdict::new()
+            .verdict(self.word.name())
+            .declared_phases(self.findings.iter().filter(|f| f.declared).count() as u64)
+            .failed_phases(failed.len() as u64)
+            .first(&first)
+            .source(SOURCE);
+        out.push(format!("{}{rec}", record::PREFIX));
         if !self.passed() {
             out.push(format!(
                 "# sanitizer: the verdict is {}: the run's exit status is 1 ({} phase(s) failed)",
