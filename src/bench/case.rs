@@ -199,7 +199,7 @@ pub fn wb_window(ctx: &mut Ctx) -> Option<Region> {
     }
 }
 
-/// [`env`] and [`wb_window`], or None (the case skipped or failed).
+/// [`env()`] and [`wb_window`], or None (the case skipped or failed).
 pub fn env_and_wb(ctx: &mut Ctx) -> Option<(Env, Region)> {
     let env = match env(ctx) {
         Ok(e) => e,

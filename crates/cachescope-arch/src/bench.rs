@@ -196,6 +196,18 @@ impl Variant {
     }
 }
 
+impl core::fmt::Display for Bench {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl core::fmt::Display for Variant {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Declares [`Param`] from one table of parameter names.
 macro_rules! params {
     ($( $(#[$m:meta])* $p:ident = $name:literal, )*) => {
@@ -249,6 +261,22 @@ params! {
     Level = "level",
     /// Addresses in the conflict set (infer ways).
     N = "n",
+    /// Round trips per window (the multicore suite's pingpong).
+    Iters = "iters",
+    /// Cores taking part (the multicore suite).
+    Cores = "cores",
+    /// All-reduce ranks (the multicore suite).
+    Ranks = "ranks",
+    /// SPSC ring slots (the multicore suite).
+    Slots = "slots",
+    /// Increments per core per window (the multicore suite's false sharing).
+    Incs = "incs",
+    /// The other core (the multicore suite's pingpong).
+    Peer = "peer",
+    /// Maintenance operations per window (the multicore suite's broadcast).
+    Ops = "ops",
+    /// Lines per window (the multicore suite's broadcast).
+    Lines = "lines",
 }
 
 #[cfg(test)]

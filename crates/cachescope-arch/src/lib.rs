@@ -8,7 +8,7 @@
 //! - [`exception`]: ESR_ELx decoding (class, fault status with level, WnR) and trap reports.
 //! - [`cache`]: ID-register decoders, topology, the set/way walker, by-VA maintenance, silicon
 //!   geometries.
-//! - [`bench`]: the benchmark, variant and parameter identities shared with the host.
+//! - [`mod@bench`]: the benchmark, variant and parameter identities shared with the host.
 //! - [`attr`]: arch-neutral memory types and attributes (MAIR encodings, validation).
 //! - [`descriptor`]: VMSAv8-64 stage 1 descriptors (tock-registers layouts) and MAIR_EL1.
 //! - [`list`]: the fixed-capacity list returned where a `Vec` would need an allocator.

@@ -34,6 +34,7 @@
 //!   every smaller K, stays below [`WAYS_MISS`].
 
 use crate::records::{Object, Record};
+use cachescope_arch::bench::{Bench, Param, Variant};
 use cachescope_arch::cache::Kind;
 use cachescope_arch::cache::{infer, silicon};
 use cachescope_arch::cpuid::Midr;
@@ -164,13 +165,28 @@ impl PhaseName {
     }
 
     /// A parameter's value.
-    pub fn param(&self, k: &str) -> Option<&str> {
-        self.params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
+    pub fn param(&self, k: Param) -> Option<&str> {
+        self.params.iter().find(|(n, _)| n == k.name()).map(|(_, v)| v.as_str())
     }
 
     /// A numeric parameter.
-    pub fn num(&self, k: &str) -> Option<u64> {
+    pub fn num(&self, k: Param) -> Option<u64> {
         self.param(k).and_then(|v| v.parse().ok())
+    }
+
+    /// True when the phase is one of `bench`'s.
+    pub fn of(&self, bench: Bench) -> bool {
+        self.bench == bench.name()
+    }
+
+    /// True when the phase measures `variant` (of its benchmark).
+    pub fn is(&self, variant: Variant) -> bool {
+        self.of(variant.bench()) && self.variant == variant.name()
+    }
+
+    /// The variant the phase measures, if the kernel declares it.
+    pub fn variant_id(&self) -> Option<Variant> {
+        Bench::from_name(&self.bench).and_then(|b| Variant::of(b, &self.variant))
     }
 }
 
@@ -356,8 +372,13 @@ impl ModelData {
     }
 
     /// Phases of one bench and variant.
-    pub fn phases_of<'a>(&'a self, bench: &'a str, variant: &'a str) -> impl Iterator<Item = &'a Phase> + 'a {
-        self.phases.iter().filter(move |p| p.parsed.bench == bench && p.parsed.variant == variant)
+    pub fn phases_of(&self, variant: Variant) -> impl Iterator<Item = &Phase> + '_ {
+        self.phases.iter().filter(move |p| p.parsed.is(variant))
+    }
+
+    /// Phases of one bench.
+    pub fn phases_in(&self, bench: Bench) -> impl Iterator<Item = &Phase> + '_ {
+        self.phases.iter().filter(move |p| p.parsed.of(bench))
     }
 
     /// The profile name: `model-profile`'s, else the geometry's origin.
@@ -443,7 +464,7 @@ fn ratio(a: f64, b: u64) -> Option<f64> {
 /// The chase curves, one per attribute in first-seen order.
 pub fn chase_curves(d: &ModelData) -> Vec<ChaseCurve> {
     let mut out: Vec<ChaseCurve> = Vec::new();
-    for p in d.phases_of("latency", "chase") {
+    for p in d.phases_of(Variant::Chase) {
         let Some(bytes) = p.parsed.bytes else { continue };
         let n = p.data_accesses();
         let point = ChasePoint {
@@ -545,7 +566,7 @@ fn sum_opt(it: impl Iterator<Item = Option<u64>>) -> Option<u64> {
 pub fn stream(d: &ModelData) -> Vec<StreamRow> {
     d.phases
         .iter()
-        .filter(|p| p.parsed.bench == "stream")
+        .filter(|p| p.parsed.of(Bench::Stream))
         .map(|p| StreamRow {
             variant: p.parsed.variant.clone(),
             attr: p.parsed.attr.clone(),
@@ -585,7 +606,7 @@ pub struct HandoffRow {
 pub fn handoff(d: &ModelData) -> Vec<HandoffRow> {
     d.phases
         .iter()
-        .filter(|p| p.parsed.bench == "handoff" && p.parsed.bytes.is_some_and(|b| b > 0))
+        .filter(|p| p.parsed.of(Bench::Handoff) && p.parsed.bytes.is_some_and(|b| b > 0))
         .map(|p| {
             let bytes = p.parsed.bytes.unwrap_or(1);
             let per = |v: u64| v as f64 * 1048576.0 / bytes as f64;
@@ -627,10 +648,10 @@ pub struct KvPoint {
 pub fn kv_points(d: &ModelData) -> Vec<KvPoint> {
     d.phases
         .iter()
-        .filter(|p| p.parsed.bench == "kv")
+        .filter(|p| p.parsed.of(Bench::Kv))
         .filter_map(|p| {
-            let tokens = p.parsed.num("tokens")?;
-            let cached = p.parsed.num("cached").unwrap_or(tokens).max(1);
+            let tokens = p.parsed.num(Param::Tokens)?;
+            let cached = p.parsed.num(Param::Cached).unwrap_or(tokens).max(1);
             let n = p.data_accesses();
             Some(KvPoint {
                 variant: p.parsed.variant.clone(),
@@ -681,7 +702,7 @@ pub fn kv_starts(d: &ModelData) -> Vec<KvStart> {
         let (bypass, total) = d
             .phases
             .iter()
-            .filter(|ph| ph.parsed.bench == "kv" && ph.parsed.variant == p.variant && ph.parsed.attr == p.attr)
+            .filter(|ph| ph.parsed.of(Bench::Kv) && ph.parsed.variant == p.variant && ph.parsed.attr == p.attr)
             .fold((0, 0), |(b, n), ph| (b + ph.bypass(), n + ph.data_accesses()));
         let bypassing = bypass * 2 > total;
         if bypassing {
@@ -787,11 +808,11 @@ pub fn infer_line(d: &ModelData) -> (Vec<(u64, f64)>, Option<u64>) {
     // Lines brought in per load: a prefetcher turns misses into prefetch hits, not into fewer
     // fills, so both count.
     let mut pts: Vec<(u64, f64)> = d
-        .phases_of("infer", "line")
+        .phases_of(Variant::Line)
         .filter_map(|p| {
             let l1 = p.level("L1D")?;
             let fills = l1.misses + l1.prefetch_hits().unwrap_or(0);
-            Some((p.parsed.num("stride")?, if l1.accesses == 0 { 0.0 } else { fills as f64 / l1.accesses as f64 }))
+            Some((p.parsed.num(Param::Stride)?, if l1.accesses == 0 { 0.0 } else { fills as f64 / l1.accesses as f64 }))
         })
         .collect();
     pts.sort_by_key(|&(s, _)| s);
@@ -803,8 +824,8 @@ pub fn infer_line(d: &ModelData) -> (Vec<(u64, f64)>, Option<u64>) {
 /// `cachescope_arch::cache::infer::ways`, the one the kernel applies to its timer).
 pub fn infer_ways(d: &ModelData) -> Vec<WaysSweep> {
     let mut sweeps: Vec<WaysSweep> = Vec::new();
-    for p in d.phases_of("infer", "ways") {
-        let (Some(level), Some(k)) = (p.parsed.param("level").map(level_name), p.parsed.num("n")) else { continue };
+    for p in d.phases_of(Variant::Ways) {
+        let (Some(level), Some(k)) = (p.parsed.param(Param::Level).map(level_name), p.parsed.num(Param::N)) else { continue };
         let Some(counts) = p.level(&level) else { continue };
         let spacing = p.parsed.bytes.unwrap_or(0);
         match sweeps.iter_mut().find(|w| w.level == level && w.spacing == spacing) {
@@ -1039,9 +1060,9 @@ mod tests {
     fn phase_names_are_taken_apart() {
         let p = PhaseName::parse("infer/ways/normal-wb/16384/level=1,n=3");
         assert_eq!((p.bench.as_str(), p.variant.as_str(), p.attr.as_str(), p.bytes), ("infer", "ways", "normal-wb", Some(16384)));
-        assert_eq!((p.param("level"), p.num("n")), (Some("1"), Some(3)));
+        assert_eq!((p.param(Param::Level), p.num(Param::N)), (Some("1"), Some(3)));
         let p = PhaseName::parse("kv/scan-aligned/normal-wb/131072/tokens=320/cached=256");
-        assert_eq!((p.num("tokens"), p.num("cached")), (Some(320), Some(256)));
+        assert_eq!((p.num(Param::Tokens), p.num(Param::Cached)), (Some(320), Some(256)));
         assert_eq!(PhaseName::parse("x").variant, "");
     }
 

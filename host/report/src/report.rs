@@ -16,6 +16,7 @@
 //! metric's. Model `metric` records are ordinary metrics with source `model`: they get their
 //! own figures and sit next to the timing rows of the same point in the tables.
 
+use crate::bench::{self, BenchView, Figures};
 use crate::dl;
 use crate::input::{Error, Log, Result};
 use crate::ktap;
@@ -23,6 +24,7 @@ use crate::metrics::{human_bytes, sig, Metric};
 use crate::model::{self, ModelData};
 use crate::records::{self, Record};
 use crate::svg::{esc, BarChart, Labels, LinePlot, Marker, Point, Series, XScale};
+use cachescope_arch::bench::{Bench, Variant};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 
@@ -319,7 +321,7 @@ impl Ctx<'_> {
         let markers = cache_markers(records);
         self.blocks.push(Block::Heading(level, "Latency vs working set".into()));
         if ms.is_empty() {
-            self.blocks.push(Block::Para("No `latency` metrics in this log.".into()));
+            self.blocks.push(Block::Para(format!("No `{}` metrics in this log.", Bench::Latency)));
             return;
         }
         for ((source, unit), group) in by_source_unit(ms) {
@@ -334,7 +336,14 @@ impl Ctx<'_> {
                 "working set (bytes, log2 scale; K = KiB, M = MiB); dashed: CCSIDR capacities, dotted: inferred knees"
             };
             let plot = LinePlot {
-                labels: self.labels(title_for("Latency vs working set", &source, &unit), &source, &group, x_label, &unit, "latency"),
+                labels: self.labels(
+                    title_for("Latency vs working set", &source, &unit),
+                    &source,
+                    &group,
+                    x_label,
+                    &unit,
+                    Bench::Latency.name(),
+                ),
                 x_scale: XScale::Log2Bytes,
                 y_log: wants_log_y(&group),
                 series,
@@ -410,13 +419,14 @@ impl Ctx<'_> {
         }
     }
 
-    fn kv(&mut self, ms: &[&Metric], level: u8) {
-        self.blocks.push(Block::Heading(level, "KV-cache append cost vs tokens".into()));
+    /// A section of sweeps: `heading`, then the sweep of `bench` (or a line saying it has none).
+    fn sweep_section(&mut self, bench: &str, heading: &str, what: &str, ms: &[&Metric], level: u8) {
+        self.blocks.push(Block::Heading(level, heading.into()));
         if ms.is_empty() {
-            self.blocks.push(Block::Para("No `kv` metrics in this log.".into()));
+            self.blocks.push(Block::Para(format!("No `{bench}` metrics in this log.")));
             return;
         }
-        self.sweep("kv", "KV-cache", ms);
+        self.sweep(bench, what, ms);
     }
 
     /// Another benchmark: a line plot per sweep when its measurements sweep a size or a token
@@ -937,7 +947,7 @@ impl Ctx<'_> {
         if !reuse.is_empty() {
             let mut series: Vec<Series> = Vec::new();
             for level in &levels {
-                for (name, pick) in [("reuse", true), ("fresh", false)] {
+                for (name, pick) in [(Variant::Reuse.name(), true), (Variant::Fresh.name(), false)] {
                     let points: Vec<Point> = reuse
                         .iter()
                         .filter(|r| &r.level == level)
@@ -995,12 +1005,8 @@ impl Ctx<'_> {
                 categories: cats,
                 series,
             };
-            let pool = |v: &str| {
-                recs.iter()
-                    .find(|r| r.kind() == "metric" && str_field(r, "bench") == Some("kv-prefix") && str_field(r, "variant") == Some(v))
-                    .and_then(|r| r.obj.get("pool_bytes").and_then(Value::as_u64))
-            };
-            let saved = match (pool("shared"), pool("private")) {
+            let pool = |v| bench::metric_of(recs, v).and_then(|r| r.obj.get("pool_bytes").and_then(Value::as_u64));
+            let saved = match (pool(Variant::Shared), pool(Variant::Private)) {
                 (Some(a), Some(b)) if b >= a => {
                     format!(" Sharing holds {} of KV instead of {} (all layers).", human_bytes(a as f64), human_bytes(b as f64))
                 }
@@ -1580,30 +1586,39 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
     let at = c.blocks.len();
     let of = |b: &str| metrics.iter().filter(|m| m.key.bench == b).collect::<Vec<_>>();
     let level = if emulated { 3 } else { 2 };
-    c.latency(&of("latency"), &recs, level);
-    c.blocks.push(Block::Heading(level, "Streaming bandwidth per attribute".into()));
-    let stream = of("stream");
-    if stream.is_empty() {
-        c.blocks.push(Block::Para("No `stream` metrics in this log.".into()));
-    } else {
-        c.bars("stream", "Bandwidth per attribute", &stream);
+    // The benchmarks whose section is always there, in catalogue order; then the others measured.
+    let always: Vec<&dyn BenchView> = bench::VIEWS.iter().copied().filter(|v| v.figures().always()).collect();
+    for v in &always {
+        let name = v.bench().name();
+        match v.figures() {
+            Figures::Latency => c.latency(&of(name), &recs, level),
+            Figures::Bars { heading, title } => {
+                c.blocks.push(Block::Heading(level, heading.into()));
+                let ms = of(name);
+                if ms.is_empty() {
+                    c.blocks.push(Block::Para(format!("No `{name}` metrics in this log.")));
+                } else {
+                    c.bars(name, title, &ms);
+                }
+            }
+            Figures::Sweep { heading, what } => c.sweep_section(name, heading, what, &of(name), level),
+            Figures::Plain | Figures::Titled { .. } => {}
+        }
     }
-    c.kv(&of("kv"), level);
     let mut others: Vec<&str> = Vec::new();
     for m in &metrics {
         let b = m.key.bench.as_str();
-        // `infer` on an emulator: its timings hold no cache (the model section plots its sweeps).
-        let emulated_infer = b == "infer" && m.emulated == Some(true);
-        if !["latency", "stream", "kv"].contains(&b) && !others.contains(&b) && !emulated_infer && m.key.source != "model" {
+        let view = bench::view(b);
+        // Timings a view leaves out on an emulator (they hold no cache).
+        let hidden = m.emulated == Some(true) && view.is_some_and(|v| !v.emulated_figures());
+        if view.is_none_or(|v| !v.figures().always()) && !others.contains(&b) && !hidden && m.key.source != "model" {
             others.push(b);
         }
     }
     for b in &others {
-        let (heading, title) = match *b {
-            "handoff" | "dma" => {
-                (format!("Pinned DMA-like buffer hand-off (bench {b})"), "DMA-like hand-off cost per attribute".to_string())
-            }
-            b => (format!("Bench {b}"), format!("{b} per attribute")),
+        let (heading, title) = match bench::view(b).map(|v| v.figures()) {
+            Some(Figures::Titled { heading, title }) => (format!("{heading} (bench {b})"), title.to_string()),
+            _ => (format!("Bench {b}"), format!("{b} per attribute")),
         };
         c.blocks.push(Block::Heading(level, heading));
         c.other_bench(b, &title, &of(b));
