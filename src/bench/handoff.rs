@@ -63,6 +63,33 @@ impl Method {
     }
 }
 
+// Each method's variants are `to-device-NAME` and `from-device-NAME` (checked at compile time:
+// the method names and the library's variant names cannot drift apart).
+const _: () = {
+    /// True when `whole` is `head` followed by `tail`.
+    const fn joined(whole: &str, head: &str, tail: &str) -> bool {
+        let (w, h, t) = (whole.as_bytes(), head.as_bytes(), tail.as_bytes());
+        if w.len() != h.len() + t.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < w.len() {
+            if w[i] != if i < h.len() { h[i] } else { t[i - h.len()] } {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+    let mut i = 0;
+    while i < Method::ALL.len() {
+        let m = Method::ALL[i];
+        assert!(joined(m.variants().0.name(), "to-device-", m.name()), "a hand-off method's to-device variant is misnamed");
+        assert!(joined(m.variants().1.name(), "from-device-", m.name()), "a hand-off method's from-device variant is misnamed");
+        i += 1;
+    }
+};
+
 /// The word at index `i` of hand-off number `seed`.
 pub const fn pattern(seed: u64, i: usize) -> u64 {
     (seed << 48) ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)

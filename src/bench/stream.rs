@@ -180,6 +180,6 @@ fn run_case(ctx: &mut Ctx) {
             };
             same &= a == b;
         }
-        ctx.check(same, alloc::format!("copy-ldp-stp copied {half} bytes correctly in {}", region.attr));
+        ctx.check(same, alloc::format!("{} copied {half} bytes correctly in {}", Variant::CopyLdpStp, region.attr));
     });
 }
