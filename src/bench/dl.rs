@@ -10,7 +10,7 @@ use alloc::{sync::Arc, vec::Vec};
 use super::caching::{class_of, play, transformer_trace, CachingAlloc};
 use super::paged::{prefix_tables, scattered_table, tag, token_ladder, Layout, Paged, PagedShape};
 use super::stream::{run as stream_run, Kernel};
-use super::{measure, Env, Metric, MetricId, Region, Unit};
+use super::{measure, Env, Metric, MetricId, Notes, Region, Unit};
 use crate::harness::smp::{self, Barrier, Deadline, Sense};
 use crate::harness::{record, Emit};
 
@@ -73,7 +73,7 @@ pub fn kv_paged(env: &Env, region: &Region, shape: PagedShape, blocks: &[usize],
             let layer = tok % s.layers;
             let scan = measure(env, id(scan_name), || kv.scan(0, layer, cached));
             let (lines, pages) = layout.touched(&table, 0, layer, cached, line);
-            let notes = record::Metric::new().table_reads(s.blocks_for(cached) as u64).lines(lines as u64).pages(pages as u64);
+            let notes: Notes = &|m| m.table_reads(s.blocks_for(cached) as u64).lines(lines as u64).pages(pages as u64);
             Metric { id: id(append_name), summary: append, work: 1, unit: Unit::TimePerOp, notes }.emit(env);
             Metric { id: id(scan_name), summary: scan, work: s.scan_bytes(cached) as u64, unit: Unit::Rate, notes }.emit(env);
         }
@@ -110,7 +110,7 @@ pub fn kv_quant(env: &Env, region: &Region, shape: PagedShape, dtypes: &[super::
             let id =
                 MetricId { bench: "kv-quant", variant: &variant, attr: region.attr, bytes: s.scan_bytes(cached) as u64, params: &params };
             let summary = measure(env, id, || kv.scan(0, 0, cached));
-            let notes = record::Metric::new().dtype_bytes(dtype.bytes() as u64).scan_bytes_per_block(s.scan_bytes_per_block() as u64);
+            let notes: Notes = &|m| m.dtype_bytes(dtype.bytes() as u64).scan_bytes_per_block(s.scan_bytes_per_block() as u64);
             Metric { id, summary, work: s.scan_bytes(cached) as u64, unit: Unit::Rate, notes }.emit(env);
         }
     }
@@ -148,8 +148,7 @@ pub fn kv_prefix(env: &Env, region: &Region, shape: PagedShape, sequences: usize
         });
         // KV bytes of every layer the layout holds: what sharing saves is the difference.
         let pool_bytes = (used * shape.layers * shape.scan_bytes_per_block()) as u64;
-        Metric { id, summary, work: bytes, unit: Unit::Rate, notes: record::Metric::new().pool_blocks(used as u64).pool_bytes(pool_bytes) }
-            .emit(env);
+        Metric { id, summary, work: bytes, unit: Unit::Rate, notes: &|m| m.pool_blocks(used as u64).pool_bytes(pool_bytes) }.emit(env);
         bad += (0..sequences).map(|seq| (0..tokens).filter(|&t| kv.first_word(seq, 0, t) != tag(t, 0, 0)).count()).sum::<usize>();
     }
     bad
@@ -173,7 +172,7 @@ pub fn alloc_reuse(env: &Env, region: &Region, sizes: &[usize], cold_span: usize
                     a.free(off);
                 }
             });
-            let notes = record::Metric::new().cache_hits(a.stats.cache_hits).reserved(a.stats.reserved);
+            let notes: Notes = &|m| m.cache_hits(a.stats.cache_hits).reserved(a.stats.reserved);
             Metric { id, summary, work: size as u64, unit: Unit::Rate, notes }.emit(env);
         }
     }
@@ -249,7 +248,7 @@ pub fn stream_double(env: &Env, region: &Region, shape: DoubleShape) -> Result<(
                 unsafe { stream_run(kernel, bufs[i % 2], batch, distance) };
             }
         });
-        Metric { id, summary, work: bytes, unit: Unit::Rate, notes: record::Metric::new().cores(1) }.emit(env);
+        Metric { id, summary, work: bytes, unit: Unit::Rate, notes: &|m| m.cores(1) }.emit(env);
     }
     let Some(core) = producer else {
         crate::diag!("stream-double: no producer core: double buffering degrades to fill-then-consume (the `none` figure)");
@@ -322,6 +321,6 @@ pub fn stream_double(env: &Env, region: &Region, shape: DoubleShape) -> Result<(
         let ms = smp::wait_ms(timeout_ms);
         return Err(alloc::format!("stream-double: the producer on core {core} stopped answering within {ms} ms ({why})"));
     }
-    Metric { id, summary, work: bytes, unit: Unit::Rate, notes: record::Metric::new().cores(2) }.emit(env);
+    Metric { id, summary, work: bytes, unit: Unit::Rate, notes: &|m| m.cores(2) }.emit(env);
     Ok(())
 }

@@ -18,9 +18,9 @@
 
 use alloc::vec::Vec;
 
+use super::NO_NOTES;
 use super::{stats, Env, Metric, MetricId, Region, Unit};
 use crate::cache::{maintenance, setway};
-use crate::harness::record;
 
 /// How the CPU side handles the buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,7 +162,7 @@ pub fn run(env: &Env, method: Method, cpu: &Region, device: &Region, bytes: usiz
     });
     for (variant, samples) in [(&to_name, &mut to_dev), (&from_name, &mut from_dev)] {
         let Some(summary) = stats::summarize(samples) else { continue };
-        Metric { id: id(variant), summary, work: bytes as u64, unit: Unit::TimePerMiB, notes: record::Metric::new() }.emit(env);
+        Metric { id: id(variant), summary, work: bytes as u64, unit: Unit::TimePerMiB, notes: NO_NOTES }.emit(env);
     }
     out
 }

@@ -6,8 +6,8 @@
 
 use alloc::vec::Vec;
 
+use super::NO_NOTES;
 use super::{measure, Env, Metric, MetricId, Region, Unit};
-use crate::harness::record;
 
 /// Strides of the line-size sweep, bytes: from one 8-byte word to 512 B.
 pub const STRIDES: [u64; 7] = [8, 16, 32, 64, 128, 256, 512];
@@ -60,7 +60,7 @@ pub fn line_sweep(env: &Env, region: &Region, bytes: usize) -> Vec<(u64, f64)> {
         let params = [("stride", stride)];
         let id = MetricId { bench: "infer", variant: "line", attr: region.attr, bytes: bytes as u64, params: &params };
         let summary = measure(env, id, || strided_pass(region.va, region.va + bytes, stride as usize));
-        let m = Metric { id, summary, work: bytes as u64 / stride, unit: Unit::TimePerOp, notes: record::Metric::new() };
+        let m = Metric { id, summary, work: bytes as u64 / stride, unit: Unit::TimePerOp, notes: NO_NOTES };
         m.emit(env);
         curve.push((stride, m.values(&env.timer).1));
     }
@@ -80,7 +80,7 @@ pub fn ways_sweep(env: &Env, region: &Region, level: u8, spacing: usize, max_n: 
         let params = [("level", level as u64), ("n", n as u64)];
         let id = MetricId { bench: "infer", variant: "ways", attr: region.attr, bytes: spacing as u64, params: &params };
         let summary = measure(env, id, || conflict_rounds(region.va, spacing, n, ROUNDS));
-        let m = Metric { id, summary, work: (n * ROUNDS) as u64, unit: Unit::TimePerOp, notes: record::Metric::new() };
+        let m = Metric { id, summary, work: (n * ROUNDS) as u64, unit: Unit::TimePerOp, notes: NO_NOTES };
         m.emit(env);
         curve.push((n as u64, m.values(&env.timer).1));
     }

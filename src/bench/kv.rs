@@ -5,8 +5,8 @@
 
 use alloc::vec::Vec;
 
+use super::NO_NOTES;
 use super::{measure, Env, Metric, MetricId, Region, Unit};
-use crate::harness::record;
 
 /// Shape of the KV cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,8 +140,8 @@ pub fn run(env: &Env, region: &Region, shape: KvShape, line: usize) {
             let scan = measure(env, id(scan_name), || {
                 core::hint::black_box(ring.scan(layer, cached));
             });
-            Metric { id: id(append_name), summary: append, work: 1, unit: Unit::TimePerOp, notes: record::Metric::new() }.emit(env);
-            Metric { id: id(scan_name), summary: scan, work: scanned, unit: Unit::Rate, notes: record::Metric::new() }.emit(env);
+            Metric { id: id(append_name), summary: append, work: 1, unit: Unit::TimePerOp, notes: NO_NOTES }.emit(env);
+            Metric { id: id(scan_name), summary: scan, work: scanned, unit: Unit::Rate, notes: NO_NOTES }.emit(env);
         }
     }
 }

@@ -5,8 +5,8 @@
 use alloc::vec::Vec;
 
 use super::plan::{ChaseOrder, Rng};
+use super::NO_NOTES;
 use super::{measure, Env, Metric, MetricId, Region, Unit};
-use crate::harness::record;
 
 /// Page size used for grouping (one TLB entry at the 4 KiB granule).
 pub const GROUP_BYTES: usize = 4096;
@@ -76,7 +76,7 @@ pub fn sweep(env: &Env, region: &Region, sizes: &[u64], line: usize) -> Vec<(u64
         let summary = measure(env, id, || {
             core::hint::black_box(chase(start, steps));
         });
-        let m = Metric { id, summary, work: steps as u64, unit: Unit::TimePerOp, notes: record::Metric::new() };
+        let m = Metric { id, summary, work: steps as u64, unit: Unit::TimePerOp, notes: NO_NOTES };
         m.emit(env);
         curve.push((size as u64, m.values(&env.timer).1));
     }

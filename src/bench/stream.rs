@@ -4,7 +4,6 @@
 //! instruction mix is known exactly: 16 bytes per load instruction.
 
 use super::{measure, Env, Metric, MetricId, Region, Unit};
-use crate::harness::record;
 
 /// One streaming kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,6 +121,6 @@ pub fn sweep(env: &Env, region: &Region, bytes: usize, distance: usize) {
             MetricId { bench: "stream", variant: k.name(), attr: region.attr, bytes: bytes as u64, params: &[("prefetch_distance", dist)] };
         // SAFETY: the region is mapped test memory of at least `bytes` (clipped above), page aligned.
         let summary = measure(env, id, || unsafe { run(k, region.va, bytes, distance) });
-        Metric { id, summary, work: moved, unit: Unit::Rate, notes: record::Metric::new().bytes_per_load(k.bytes_per_load()) }.emit(env);
+        Metric { id, summary, work: moved, unit: Unit::Rate, notes: &|m| m.bytes_per_load(k.bytes_per_load()) }.emit(env);
     }
 }

@@ -1062,6 +1062,21 @@ impl HazardTotal<'_> {
     }
 }
 
+impl<O: view::Object + ?Sized> MaintTotalView<'_, O> {
+    /// Every operation's count, indexed by [`MaintOp::index`](crate::cache::ops::MaintOp::index)
+    /// (`None`: absent).
+    pub fn ops(&self) -> [Option<u64>; crate::cache::ops::MaintOp::COUNT] {
+        crate::cache::ops::MaintOp::ALL.map(|op| self.obj.uint(op.name()))
+    }
+}
+
+impl<O: view::Object + ?Sized> HazardTotalView<'_, O> {
+    /// The hazard records of each kind, indexed by `HazardKind as usize` (`None`: absent).
+    pub fn per_kind(&self) -> [Option<u64>; crate::hazard::HazardKind::ALL.len()] {
+        crate::hazard::HazardKind::ALL.map(|k| self.obj.uint(k.total_field()))
+    }
+}
+
 /// Every record kind, kernel first.
 pub const KINDS: &[Kind] = &[
     BOOT,
