@@ -224,6 +224,7 @@ macro_rules! since {
 macro_rules! setter {
     ($l:lifetime, $K:ident, $f:ident, $doc:literal, $arg:ty, |$v:ident| $value:expr) => {
         #[doc = concat!("`", stringify!($f), "`: ", $doc, ".")]
+        #[inline]
         pub fn $f(mut self, $v: $arg) -> Self {
             const I: usize = index_of(&$K, wire_name(stringify!($f)));
             self.vals[I] = Some($value);
@@ -256,6 +257,7 @@ macro_rules! setter {
     };
     ($l:lifetime, $K:ident, $f:ident, Num, $doc:literal) => {
         #[doc = concat!("`", stringify!($f), "`: ", $doc, "; written with `decimals` decimals (`null` when not finite).")]
+        #[inline]
         pub fn $f(mut self, v: f64, decimals: usize) -> Self {
             const I: usize = index_of(&$K, wire_name(stringify!($f)));
             self.vals[I] = Some(Value::Num(v, decimals));
@@ -319,6 +321,7 @@ macro_rules! kind {
 
         impl $B<'_> {
             #[doc = concat!("Every field of [`", stringify!($G), "`] from `c`.")]
+            #[inline]
             pub fn $method(self, c: &$G) -> Self {
                 self$(.$gf(c.$gf))*
             }
@@ -361,6 +364,7 @@ macro_rules! kind {
 
         impl<'a> $B<'a> {
             #[doc = concat!("A `", $name, "` record with no field set yet.")]
+            #[inline]
             pub const fn new() -> Self {
                 Self { vals: [None; $K.fields.len()] }
             }
