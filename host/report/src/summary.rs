@@ -221,7 +221,7 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
     let mut parts: Vec<String> = Vec::new();
     let mut sources: Vec<&str> = Vec::new();
     for c in &caches {
-        let name = model::ccsidr_level_name(c.object()).unwrap_or_else(|| "L?".into());
+        let name = model::ccsidr_level_name(c).unwrap_or_else(|| "L?".into());
         let (size, ways, ln) = (c.size().unwrap_or(0), c.ways().unwrap_or(0), c.line().unwrap_or(0));
         let kind = match c.r#type().and_then(|t| t.chars().next()) {
             Some('d') => cachescope_arch::cache::Kind::Data,
