@@ -7,7 +7,7 @@ use super::caching::{class_of, play, transformer_trace, CachingAlloc, Stats};
 use super::case::{self, Benchmark, CacheFacts, Machine};
 use super::kv_paged::PAGED;
 use super::stream::{run as stream_run, Kernel};
-use super::{measure, Env, Metric, MetricId, Region, Unit};
+use super::{measure, Env, Metric, MetricId, Notes, Region, Unit};
 use crate::diag;
 use crate::harness::{args::typed_args, record, Ctx, Emit};
 use cachescope_arch::bench::{Bench, Variant};
@@ -30,7 +30,7 @@ pub fn alloc_reuse(env: &Env, region: &Region, sizes: &[usize], cold_span: usize
                     a.free(off);
                 }
             });
-            let notes = record::Metric::new().cache_hits(a.stats.cache_hits).reserved(a.stats.reserved);
+            let notes: Notes = &|m| m.cache_hits(a.stats.cache_hits).reserved(a.stats.reserved);
             Metric { id, summary, work: size as u64, unit: Unit::Rate, notes }.emit(env);
         }
     }

@@ -19,10 +19,10 @@
 use alloc::vec::Vec;
 
 use super::case::{self, Benchmark, Machine};
-use super::{stats, Env, Metric, MetricId, Region, Unit};
+use super::{stats, Env, Metric, MetricId, Region, Unit, NO_NOTES};
 use crate::cache::{maintenance, setway};
 use crate::diag;
-use crate::harness::{args::typed_args, record, Ctx};
+use crate::harness::{args::typed_args, Ctx};
 use cachescope_arch::bench::{Bench, Variant};
 
 /// How the CPU side handles the buffer.
@@ -201,7 +201,7 @@ pub fn run(env: &Env, method: Method, cpu: &Region, device: &Region, bytes: usiz
     });
     for (variant, samples) in [(to_name, &mut to_dev), (from_name, &mut from_dev)] {
         let Some(summary) = stats::summarize(samples) else { continue };
-        Metric { id: id(variant), summary, work: bytes as u64, unit: Unit::TimePerMiB, notes: record::Metric::new() }.emit(env);
+        Metric { id: id(variant), summary, work: bytes as u64, unit: Unit::TimePerMiB, notes: NO_NOTES }.emit(env);
     }
     out
 }

@@ -7,7 +7,7 @@
 use alloc::vec::Vec;
 
 use super::case::{self, mib, Benchmark};
-use super::{measure, Env, Metric, MetricId, Region, Unit};
+use super::{measure, Env, Metric, MetricId, Region, Unit, NO_NOTES};
 use crate::cache::topology::Kind;
 use crate::diag;
 use crate::harness::{record, Ctx, Emit};
@@ -65,7 +65,7 @@ pub fn line_sweep(env: &Env, region: &Region, bytes: usize) -> Vec<(u64, f64)> {
         let id =
             MetricId { bench: Bench::Infer.name(), variant: Variant::Line.name(), attr: region.attr, bytes: bytes as u64, params: &params };
         let summary = measure(env, id, || strided_pass(region.va, region.va + bytes, stride as usize));
-        let m = Metric { id, summary, work: bytes as u64 / stride, unit: Unit::TimePerOp, notes: record::Metric::new() };
+        let m = Metric { id, summary, work: bytes as u64 / stride, unit: Unit::TimePerOp, notes: NO_NOTES };
         m.emit(env);
         curve.push((stride, m.values(&env.timer).1));
     }
@@ -91,7 +91,7 @@ pub fn ways_sweep(env: &Env, region: &Region, level: u8, spacing: usize, max_n: 
             params: &params,
         };
         let summary = measure(env, id, || conflict_rounds(region.va, spacing, n, ROUNDS));
-        let m = Metric { id, summary, work: (n * ROUNDS) as u64, unit: Unit::TimePerOp, notes: record::Metric::new() };
+        let m = Metric { id, summary, work: (n * ROUNDS) as u64, unit: Unit::TimePerOp, notes: NO_NOTES };
         m.emit(env);
         curve.push((n as u64, m.values(&env.timer).1));
     }

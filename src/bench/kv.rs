@@ -7,7 +7,7 @@ use alloc::vec::Vec;
 
 use super::case::{self, for_each_region, mib, Benchmark, CacheFacts, Machine};
 use super::paged::Dtype;
-use super::{measure, Env, Metric, MetricId, Region, Unit};
+use super::{measure, Env, Metric, MetricId, Region, Unit, NO_NOTES};
 use crate::diag;
 use crate::harness::{args::typed_args, record, Ctx, Emit};
 use cachescope_arch::bench::{Bench, Param, Variant};
@@ -148,8 +148,8 @@ pub fn run(env: &Env, region: &Region, shape: KvShape, line: usize) {
             let scan = measure(env, id(scan_name), || {
                 core::hint::black_box(ring.scan(layer, cached));
             });
-            Metric { id: id(append_name), summary: append, work: 1, unit: Unit::TimePerOp, notes: record::Metric::new() }.emit(env);
-            Metric { id: id(scan_name), summary: scan, work: scanned, unit: Unit::Rate, notes: record::Metric::new() }.emit(env);
+            Metric { id: id(append_name), summary: append, work: 1, unit: Unit::TimePerOp, notes: NO_NOTES }.emit(env);
+            Metric { id: id(scan_name), summary: scan, work: scanned, unit: Unit::Rate, notes: NO_NOTES }.emit(env);
         }
     }
 }

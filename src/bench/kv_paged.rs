@@ -7,9 +7,9 @@ use alloc::vec::Vec;
 use super::case::{self, Benchmark, CacheFacts, Machine};
 use super::kv::{kv_dtype, kv_shape};
 use super::paged::{scattered_table, tag, Layout, Paged, PagedShape};
-use super::{measure, Env, Metric, MetricId, Region, Unit};
+use super::{measure, Env, Metric, MetricId, Notes, Region, Unit};
 use crate::diag;
-use crate::harness::{args::typed_args, record, Ctx};
+use crate::harness::{args::typed_args, Ctx};
 use cachescope_arch::bench::{Bench, Param, Variant};
 
 /// Powers of two up to `capacity`, and `capacity`.
@@ -63,7 +63,7 @@ pub fn kv_paged(env: &Env, region: &Region, shape: PagedShape, blocks: &[usize],
             let layer = tok % s.layers;
             let scan = measure(env, id(scan_name), || kv.scan(0, layer, cached));
             let (lines, pages) = layout.touched(&table, 0, layer, cached, line);
-            let notes = record::Metric::new().table_reads(s.blocks_for(cached) as u64).lines(lines as u64).pages(pages as u64);
+            let notes: Notes = &|m| m.table_reads(s.blocks_for(cached) as u64).lines(lines as u64).pages(pages as u64);
             Metric { id: id(append_name), summary: append, work: 1, unit: Unit::TimePerOp, notes }.emit(env);
             Metric { id: id(scan_name), summary: scan, work: s.scan_bytes(cached) as u64, unit: Unit::Rate, notes }.emit(env);
         }

@@ -5,7 +5,7 @@ use super::kv_paged::{paged_shape, PAGED};
 use super::paged::{prefix_tables, tag, Layout, Paged, PagedShape};
 use super::{measure, Env, Metric, MetricId, Region, Unit};
 use crate::diag;
-use crate::harness::{args::typed_args, record, Ctx};
+use crate::harness::{args::typed_args, Ctx};
 use cachescope_arch::bench::{Bench, Param, Variant};
 
 /// `kv-prefix`: `sequences` sequences of `prefix + suffix` tokens scanned one after the other
@@ -45,8 +45,7 @@ pub fn kv_prefix(env: &Env, region: &Region, shape: PagedShape, sequences: usize
         });
         // KV bytes of every layer the layout holds: what sharing saves is the difference.
         let pool_bytes = (used * shape.layers * shape.scan_bytes_per_block()) as u64;
-        Metric { id, summary, work: bytes, unit: Unit::Rate, notes: record::Metric::new().pool_blocks(used as u64).pool_bytes(pool_bytes) }
-            .emit(env);
+        Metric { id, summary, work: bytes, unit: Unit::Rate, notes: &|m| m.pool_blocks(used as u64).pool_bytes(pool_bytes) }.emit(env);
         bad += (0..sequences).map(|seq| (0..tokens).filter(|&t| kv.first_word(seq, 0, t) != tag(t, 0, 0)).count()).sum::<usize>();
     }
     bad

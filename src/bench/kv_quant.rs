@@ -5,7 +5,7 @@ use alloc::vec::Vec;
 use super::case::{self, Benchmark, CacheFacts};
 use super::kv_paged::{paged_shape, PAGED};
 use super::paged::{scattered_table, token_ladder, Dtype, Layout, Paged, PagedShape};
-use super::{measure, Env, Metric, MetricId, Region, Unit};
+use super::{measure, Env, Metric, MetricId, Notes, Region, Unit};
 use crate::diag;
 use crate::harness::{args::typed_args, record, Ctx, Emit};
 use cachescope_arch::bench::{Bench, Param, Variant};
@@ -55,7 +55,7 @@ pub fn kv_quant(env: &Env, region: &Region, shape: PagedShape, dtypes: &[Dtype],
             let id =
                 MetricId { bench: Bench::KvQuant.name(), variant, attr: region.attr, bytes: s.scan_bytes(cached) as u64, params: &params };
             let summary = measure(env, id, || kv.scan(0, 0, cached));
-            let notes = record::Metric::new().dtype_bytes(dtype.bytes() as u64).scan_bytes_per_block(s.scan_bytes_per_block() as u64);
+            let notes: Notes = &|m| m.dtype_bytes(dtype.bytes() as u64).scan_bytes_per_block(s.scan_bytes_per_block() as u64);
             Metric { id, summary, work: s.scan_bytes(cached) as u64, unit: Unit::Rate, notes }.emit(env);
         }
     }

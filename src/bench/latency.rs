@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 
 use super::case::{self, for_each_region, mib, Benchmark, CacheFacts, Machine, Room};
 use super::plan::{ChaseOrder, Rng};
-use super::{measure, Env, Metric, MetricId, Region, Unit};
+use super::{measure, Env, Metric, MetricId, Region, Unit, NO_NOTES};
 use crate::diag;
 use crate::harness::{args::typed_args, record, Ctx, Emit};
 use cachescope_arch::bench::{Bench, Param, Variant};
@@ -85,7 +85,7 @@ pub fn sweep(env: &Env, region: &Region, sizes: &[u64], line: usize) -> Vec<(u64
         let summary = measure(env, id, || {
             core::hint::black_box(chase(start, steps));
         });
-        let m = Metric { id, summary, work: steps as u64, unit: Unit::TimePerOp, notes: record::Metric::new() };
+        let m = Metric { id, summary, work: steps as u64, unit: Unit::TimePerOp, notes: NO_NOTES };
         m.emit(env);
         curve.push((size as u64, m.values(&env.timer).1));
     }

@@ -148,6 +148,15 @@ mod target {
         pub emulated: bool,
     }
 
+    /// A measurement's further facts, as the `metric` record's typed setters (`&|m|
+    /// m.bytes_per_load(16)`; [`NO_NOTES`]: none). Applied by [`Metric::emit`], so the record is
+    /// built in its frame only (a builder in a benchmark's frame would deepen the stack of its
+    /// measured windows).
+    pub type Notes<'a> = &'a dyn for<'r> Fn(record::Metric<'r>) -> record::Metric<'r>;
+
+    /// No further facts.
+    pub const NO_NOTES: Notes<'static> = &|m| m;
+
     /// One measurement, ready to be printed as a table row and emitted as a `metric` record.
     pub struct Metric<'a> {
         /// What it is of: benchmark, variant, attribute, bytes and the other parameters.
@@ -159,8 +168,8 @@ mod target {
         /// How the figure is expressed.
         pub unit: Unit,
         /// Further facts about the measurement that are not part of its identity (e.g.
-        /// `bytes_per_load`): a `metric` record with only those set; [`Metric::emit`] adds the rest.
-        pub notes: record::Metric<'a>,
+        /// `bytes_per_load`): they set the record's fields ([`Notes`]).
+        pub notes: Notes<'a>,
     }
 
     impl Metric<'_> {
@@ -210,6 +219,7 @@ mod target {
         /// The row shows the parameters that tell rows of one variant apart (e.g. a KV row's
         /// `tokens` and `wrapped`), and every figure at the precision its timer supports. It is
         /// marked `# point:` (the per-point rows a human console leaves in the saved log).
+        #[inline(never)]
         pub fn emit(&self, env: &Env) {
             let (min, median, max, mad, unit) = self.values(&env.timer);
             let d = self.decimals(&env.timer);
@@ -230,7 +240,7 @@ mod target {
                 mad
             );
             let id = &self.id;
-            self.notes
+            (self.notes)(record::Metric::new())
                 .bench(id.bench)
                 .variant(id.variant)
                 .attr(id.attr)

@@ -5,7 +5,7 @@
 
 use super::case::{self, for_each_region, Benchmark, CacheFacts, Machine, Room};
 use super::{measure, Env, Metric, MetricId, Region, Unit};
-use crate::harness::{args::typed_args, record, Ctx};
+use crate::harness::{args::typed_args, Ctx};
 use cachescope_arch::bench::{Bench, Param, Variant};
 
 /// One streaming kernel.
@@ -134,7 +134,7 @@ pub fn sweep(env: &Env, region: &Region, bytes: usize, distance: usize) {
         };
         // SAFETY: the region is mapped test memory of at least `bytes` (clipped above), page aligned.
         let summary = measure(env, id, || unsafe { run(k, region.va, bytes, distance) });
-        Metric { id, summary, work: moved, unit: Unit::Rate, notes: record::Metric::new().bytes_per_load(k.bytes_per_load()) }.emit(env);
+        Metric { id, summary, work: moved, unit: Unit::Rate, notes: &|m| m.bytes_per_load(k.bytes_per_load()) }.emit(env);
     }
 }
 

@@ -8,7 +8,7 @@ use super::stream::{run as stream_run, Kernel, STREAM};
 use super::{measure, Env, Metric, MetricId, Region, Unit};
 use crate::diag;
 use crate::harness::smp::{self, Barrier, Deadline, Sense};
-use crate::harness::{args::typed_args, record, Ctx};
+use crate::harness::{args::typed_args, Ctx};
 use cachescope_arch::bench::{Bench, Param, Variant};
 
 /// The shape of a `stream-double` run.
@@ -57,7 +57,7 @@ pub fn stream_double(env: &Env, region: &Region, shape: DoubleShape) -> Result<(
                 unsafe { stream_run(kernel, bufs[i % 2], batch, distance) };
             }
         });
-        Metric { id, summary, work: bytes, unit: Unit::Rate, notes: record::Metric::new().cores(1) }.emit(env);
+        Metric { id, summary, work: bytes, unit: Unit::Rate, notes: &|m| m.cores(1) }.emit(env);
     }
     let Some(core) = producer else {
         crate::diag!("stream-double: no producer core: double buffering degrades to fill-then-consume (the `none` figure)");
@@ -130,7 +130,7 @@ pub fn stream_double(env: &Env, region: &Region, shape: DoubleShape) -> Result<(
         let ms = smp::wait_ms(timeout_ms);
         return Err(alloc::format!("stream-double: the producer on core {core} stopped answering within {ms} ms ({why})"));
     }
-    Metric { id, summary, work: bytes, unit: Unit::Rate, notes: record::Metric::new().cores(2) }.emit(env);
+    Metric { id, summary, work: bytes, unit: Unit::Rate, notes: &|m| m.cores(2) }.emit(env);
     Ok(())
 }
 

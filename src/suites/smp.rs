@@ -15,7 +15,7 @@ use crate::bench::coherence::{self as co, Fence, PingOp, RingShape};
 use crate::bench::{timer::Timer, Env};
 use crate::diag;
 use crate::harness::smp::{self, CoreError};
-use crate::harness::{args::typed_args, record, ArgSpec, Case, Ctx, Suite};
+use crate::harness::{args::typed_args, ArgSpec, Case, Ctx, Suite};
 use crate::mem::{alias::AliasWindow, attr::MemAttr};
 
 /// The multicore suite.
@@ -239,8 +239,8 @@ fn false_sharing(ctx: &mut Ctx) {
     match (shared, padded) {
         (Ok(s), Ok(p)) => {
             let factor = s.median as f64 / p.median.max(1) as f64;
-            co::emit_false_sharing(&env, "padded-cwg", n, cwg, incs, p, record::Metric::new().cwg(cwg as u64));
-            co::emit_false_sharing(&env, "shared-line", n, 8, incs, s, record::Metric::new().slowdown_permille((factor * 1000.0) as u64));
+            co::emit_false_sharing(&env, "padded-cwg", n, cwg, incs, p, &|m| m.cwg(cwg as u64));
+            co::emit_false_sharing(&env, "shared-line", n, 8, incs, s, &|m| m.slowdown_permille((factor * 1000.0) as u64));
             diag!(
                 "false sharing: {n} cores, counters in one line vs padded to CWG {cwg} B: slowdown {factor:.2}x (median windows, {})",
                 env.timer.source.name()

@@ -224,6 +224,7 @@ macro_rules! since {
 macro_rules! setter {
     ($l:lifetime, $K:ident, $f:ident, $doc:literal, $arg:ty, |$v:ident| $value:expr) => {
         #[doc = concat!("`", stringify!($f), "`: ", $doc, ".")]
+        #[inline]
         pub fn $f(mut self, $v: $arg) -> Self {
             const I: usize = index_of(&$K, wire_name(stringify!($f)));
             self.vals[I] = Some($value);
@@ -256,6 +257,7 @@ macro_rules! setter {
     };
     ($l:lifetime, $K:ident, $f:ident, Num, $doc:literal) => {
         #[doc = concat!("`", stringify!($f), "`: ", $doc, "; written with `decimals` decimals (`null` when not finite).")]
+        #[inline]
         pub fn $f(mut self, v: f64, decimals: usize) -> Self {
             const I: usize = index_of(&$K, wire_name(stringify!($f)));
             self.vals[I] = Some(Value::Num(v, decimals));
@@ -319,6 +321,7 @@ macro_rules! kind {
 
         impl $B<'_> {
             #[doc = concat!("Every field of [`", stringify!($G), "`] from `c`.")]
+            #[inline]
             pub fn $method(self, c: &$G) -> Self {
                 self$(.$gf(c.$gf))*
             }
@@ -361,6 +364,7 @@ macro_rules! kind {
 
         impl<'a> $B<'a> {
             #[doc = concat!("A `", $name, "` record with no field set yet.")]
+            #[inline]
             pub const fn new() -> Self {
                 Self { vals: [None; $K.fields.len()] }
             }
@@ -1059,6 +1063,21 @@ impl HazardTotal<'_> {
             set_uint(&HAZARD_TOTAL, &mut self.vals, k.total_field(), counts[k as usize]);
         }
         self
+    }
+}
+
+impl<O: view::Object + ?Sized> MaintTotalView<'_, O> {
+    /// Every operation's count, indexed by [`MaintOp::index`](crate::cache::ops::MaintOp::index)
+    /// (`None`: absent).
+    pub fn ops(&self) -> [Option<u64>; crate::cache::ops::MaintOp::COUNT] {
+        crate::cache::ops::MaintOp::ALL.map(|op| self.obj.uint(op.name()))
+    }
+}
+
+impl<O: view::Object + ?Sized> HazardTotalView<'_, O> {
+    /// The hazard records of each kind, indexed by `HazardKind as usize` (`None`: absent).
+    pub fn per_kind(&self) -> [Option<u64>; crate::hazard::HazardKind::ALL.len()] {
+        crate::hazard::HazardKind::ALL.map(|k| self.obj.uint(k.total_field()))
     }
 }
 

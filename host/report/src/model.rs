@@ -55,14 +55,6 @@ pub const WAYS_MISS: f64 = infer::NO_LONGER_FITS;
 /// that level reaches this.
 pub const KV_START_MISS: f64 = 0.01;
 
-fn u(o: &Object, k: &str) -> Option<u64> {
-    o.get(k).and_then(Value::as_u64)
-}
-
-fn s<'a>(o: &'a Object, k: &str) -> Option<&'a str> {
-    o.get(k).and_then(Value::as_str)
-}
-
 /// One cache level's counts (a `model` record, or a `model-total` record): the record
 /// contract's counts group ([`record::LevelCounts`], the simulator's own counters), which this
 /// `Deref`s to, and the level's name.
@@ -843,21 +835,22 @@ pub fn infer_ways(d: &ModelData) -> Vec<WaysSweep> {
 /// Infers line size, capacities and associativity from the model's counts, and sets them
 /// beside CCSIDR (`cache` records of `run`) and the published silicon (the boot record's MIDR).
 pub fn infer(run: &[Record], d: &ModelData) -> Inferred {
-    let boot = run.iter().find(|r| r.kind() == "boot");
-    let cpu_midr = boot.and_then(|b| crate::records::hex(&b.obj, "midr")).map(|raw| Midr { raw });
+    let boot = run.iter().find_map(|r| r.view::<record::BootView<_>>());
+    let cpu_midr = boot.and_then(|b| b.midr()).map(|raw| Midr { raw });
     // A board profile is compared with its own core's silicon, whatever CPU QEMU emulates.
     let profile_part = d.profile_name().and_then(|p| PROFILE_CORES.iter().find(|(n, _)| *n == p).map(|(_, part)| *part));
     let midr = profile_part.map(|part| Midr { raw: (0x41 << 24) | (u64::from(part) << 4) }).or(cpu_midr);
     let profile_core = profile_part.filter(|&part| cpu_midr.map(|m| m.part()) != Some(part)).and_then(|part| {
         let core = silicon::TABLE.iter().find(|e| e.part == part)?.core;
-        Some((core, boot.and_then(|b| s(&b.obj, "cpu")).unwrap_or("an unknown CPU").to_string()))
+        Some((core, boot.and_then(|b| b.cpu()).unwrap_or("an unknown CPU").to_string()))
     });
     let (line_sweep, line) = infer_line(d);
     let ways = infer_ways(d);
     let knees = knees(d);
     let mut names = d.data_level_names();
-    for r in run.iter().filter(|r| r.kind() == "cache") {
-        if let Some(n) = ccsidr_level_name(&r.obj) {
+    let caches: Vec<record::CacheView<_>> = run.iter().filter_map(|r| r.view()).collect();
+    for c in &caches {
+        if let Some(n) = ccsidr_level_name(c) {
             // Data and unified caches only: the sweeps load data.
             if !n.ends_with('I') && !names.contains(&n) {
                 names.push(n);
@@ -870,7 +863,7 @@ pub fn infer(run: &[Record], d: &ModelData) -> Inferred {
             // Prefer the normal-wb curve's knee, else the first cached attribute's.
             let knee = knees.iter().filter(|k| &k.level == name).min_by_key(|k| k.attr != "normal-wb");
             let w = ways.iter().filter(|w| &w.level == name && w.ways.is_some()).max_by_key(|w| w.points.len());
-            let cc = run.iter().filter(|r| r.kind() == "cache").find(|r| ccsidr_level_name(&r.obj).as_ref() == Some(name));
+            let cc = caches.iter().find(|c| ccsidr_level_name(c).as_ref() == Some(name));
             let (lvl, kind) = level_kind(name);
             let sil = midr.and_then(|m| silicon::lookup(m, lvl, kind));
             let guest = d.geometry_of(name).filter(|g| cc.is_none() && g.origin == "guest");
@@ -898,10 +891,7 @@ pub fn infer(run: &[Record], d: &ModelData) -> Inferred {
                     ),
                 }),
                 ccsidr: cc
-                    .map(|c| {
-                        let o = &c.obj;
-                        (u(o, "size").unwrap_or(0), u(o, "ways").unwrap_or(0), u(o, "sets").unwrap_or(0), u(o, "line").unwrap_or(0))
-                    })
+                    .map(|c| (c.size().unwrap_or(0), c.ways().unwrap_or(0), c.sets().unwrap_or(0), c.line().unwrap_or(0)))
                     .or(guest.map(|g| (g.size, g.ways, g.sets, g.line))),
                 silicon: sil
                     .map(|p| (p.sizes_kib.iter().map(|k| *k as u64 * 1024).collect(), p.ways as u64, p.line as u64, p.source.to_string())),
@@ -910,7 +900,7 @@ pub fn infer(run: &[Record], d: &ModelData) -> Inferred {
         })
         .collect();
     Inferred {
-        cpu: boot.and_then(|b| s(&b.obj, "cpu")).map(str::to_string),
+        cpu: boot.and_then(|b| b.cpu()).map(str::to_string),
         profile: d.profile_name(),
         line: line.map(|l| Sourced {
             value: l,
@@ -924,9 +914,9 @@ pub fn infer(run: &[Record], d: &ModelData) -> Inferred {
 }
 
 /// L1D / L1I / L2 … of a `cache` record.
-pub fn ccsidr_level_name(o: &Object) -> Option<String> {
-    let level = u(o, "level")?;
-    let ty = s(o, "type").unwrap_or("");
+pub fn ccsidr_level_name(c: &record::CacheView<'_, Object>) -> Option<String> {
+    let level = c.level()?;
+    let ty = c.r#type().unwrap_or("");
     Some(match (level, ty.chars().next()) {
         (l, Some('d')) => format!("L{l}D"),
         (l, Some('i')) => format!("L{l}I"),

@@ -15,8 +15,10 @@ use crate::ktap;
 use crate::metrics::{human_bytes as hb, sig, Metric};
 use crate::model::{self, ModelData};
 use crate::records::{self, Record};
+use cachescope_arch::cache::ops::MaintOp;
 use cachescope_arch::cache::silicon;
 use cachescope_arch::cpuid::Midr;
+use cachescope_arch::record;
 use serde_json::Value;
 
 /// The most lines a digest has.
@@ -173,9 +175,9 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
     let mrecs = mcheck.as_ref().map(|(_, c)| c.usable_records()).unwrap_or_default();
     let mut all = recs.clone();
     all.extend(mrecs.iter().cloned());
-    let boot = recs.iter().find(|r| r.kind() == "boot");
+    let boot = recs.iter().find_map(|r| r.view::<record::BootView<_>>());
     let end = recs.iter().rev().find(|r| r.kind() == "end");
-    let emulated = boot.and_then(|b| b.obj.get("emulated")).and_then(Value::as_bool).unwrap_or(false);
+    let emulated = boot.and_then(|b| b.emulated()).unwrap_or(false);
     let icount = is_icount(&all, opts);
     let mut out: Vec<String> = Vec::new();
     let mut tail: Vec<String> = Vec::new();
@@ -198,10 +200,10 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
             "core",
             format!(
                 "{} (MIDR {}) on {}, entered at EL{}{}",
-                s(b, "cpu").unwrap_or("?"),
-                s(b, "midr").unwrap_or("?"),
-                s(b, "board").unwrap_or("?"),
-                u(b, "el").map_or("?".into(), |e| e.to_string()),
+                b.cpu().unwrap_or("?"),
+                b.midr().map_or("?".into(), |m| format!("{m:#x}")),
+                b.board().unwrap_or("?"),
+                b.el().map_or("?".into(), |e| e.to_string()),
                 match (emulated, icount) {
                     (true, true) => "; EMULATED (QEMU, -icount): timings are instruction counts",
                     (true, false) => "; EMULATED (QEMU): timings measure the emulator",
@@ -211,8 +213,8 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
         )),
         None => out.push(line("core", "no boot record")),
     }
-    let midr = boot.and_then(|b| records::hex(&b.obj, "midr")).map(|raw| Midr { raw });
-    let caches: Vec<&Record> = recs.iter().filter(|r| r.kind() == "cache").collect();
+    let midr = boot.and_then(|b| b.midr()).map(|raw| Midr { raw });
+    let caches: Vec<record::CacheView<_>> = recs.iter().filter_map(|r| r.view()).collect();
     if caches.is_empty() {
         out.push(line("caches", "no cache records (cache suite not run)"));
     }
@@ -220,14 +222,14 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
     let mut parts: Vec<String> = Vec::new();
     let mut sources: Vec<&str> = Vec::new();
     for c in &caches {
-        let name = model::ccsidr_level_name(&c.obj).unwrap_or_else(|| "L?".into());
-        let (size, ways, ln) = (u(c, "size").unwrap_or(0), u(c, "ways").unwrap_or(0), u(c, "line").unwrap_or(0));
-        let kind = match s(c, "type").and_then(|t| t.chars().next()) {
+        let name = model::ccsidr_level_name(c).unwrap_or_else(|| "L?".into());
+        let (size, ways, ln) = (c.size().unwrap_or(0), c.ways().unwrap_or(0), c.line().unwrap_or(0));
+        let kind = match c.r#type().and_then(|t| t.chars().next()) {
             Some('d') => cachescope_arch::cache::Kind::Data,
             Some('i') => cachescope_arch::cache::Kind::Instruction,
             _ => cachescope_arch::cache::Kind::Unified,
         };
-        let sil = midr.and_then(|m| silicon::lookup(m, u(c, "level").unwrap_or(0) as u8, kind));
+        let sil = midr.and_then(|m| silicon::lookup(m, c.level().unwrap_or(0) as u8, kind));
         let verdict = match sil {
             None => "no silicon figures".to_string(),
             Some(p) => {
@@ -251,20 +253,20 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
     }
 
     // Maintenance.
-    let walks: Vec<&Record> = recs.iter().filter(|r| r.kind() == "setway").collect();
+    let walks: Vec<record::SetwayView<_>> = recs.iter().filter_map(|r| r.view()).collect();
     let mut maint = if walks.is_empty() {
         "no set/way records".to_string()
     } else {
         let mut by_op: Vec<(String, u64)> = Vec::new();
         for w in &walks {
-            let op = s(w, "op").unwrap_or("?").to_string();
-            let n = u(w, "ops").unwrap_or(0);
+            let op = w.op().unwrap_or("?").to_string();
+            let n = w.ops().unwrap_or(0);
             match by_op.iter_mut().find(|(o, _)| *o == op) {
                 Some((_, t)) => *t += n,
                 None => by_op.push((op, n)),
             }
         }
-        let refused = walks.iter().filter(|w| w.obj.contains_key("error")).count();
+        let refused = walks.iter().filter(|w| w.error().is_some()).count();
         format!(
             "{} set/way walks, {} DC ops ({}){}",
             walks.len(),
@@ -273,9 +275,10 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
             if refused > 0 { format!(", {refused} refused") } else { String::new() }
         )
     };
-    if let Some(t) = recs.iter().find(|r| r.kind() == "maint-total") {
+    if let Some(t) = recs.iter().find_map(|r| r.view::<record::MaintTotalView<_>>()) {
         // Grouped: set/way, DC by VA, DC ZVA, IC, TLBI (each field is one instruction's count).
-        let sum = |f: &dyn Fn(&str) -> bool| t.obj.iter().filter(|(k, _)| f(k)).filter_map(|(_, v)| v.as_u64()).sum::<u64>();
+        let ops = t.ops();
+        let sum = |f: &dyn Fn(&str) -> bool| MaintOp::ALL.iter().filter(|op| f(op.name())).filter_map(|op| ops[op.index()]).sum::<u64>();
         let groups = [
             ("set/way", sum(&|k| k.starts_with("dc_") && k.ends_with("sw"))),
             ("DC by VA", sum(&|k| k.starts_with("dc_") && k.contains("va"))),
@@ -288,14 +291,13 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
     out.push(line("maint", maint));
 
     // Attribute matrix.
-    let attrs: Vec<&Record> = recs.iter().filter(|r| r.kind() == "attr").collect();
+    let attrs: Vec<record::AttrView<_>> = recs.iter().filter_map(|r| r.view()).collect();
     let mmu = suite_verdict(run, "mmu");
     if attrs.is_empty() && mmu.is_none() {
         out.push(line("attrs", "no attribute records (mmu suite not run)"));
     } else {
-        let ok = attrs.iter().filter(|a| s(a, "par_attr").is_some() && s(a, "par_attr") == s(a, "mair")).count();
-        let bad: Vec<&str> =
-            attrs.iter().filter(|a| s(a, "par_attr").is_none() || s(a, "par_attr") != s(a, "mair")).filter_map(|a| s(a, "name")).collect();
+        let ok = attrs.iter().filter(|a| a.par_attr().is_some() && a.par_attr() == a.mair()).count();
+        let bad: Vec<&str> = attrs.iter().filter(|a| a.par_attr().is_none() || a.par_attr() != a.mair()).filter_map(|a| a.name()).collect();
         out.push(line(
             "attrs",
             format!(
@@ -352,7 +354,7 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
     // The model.
     let md =
         ModelData::from_records(&mrecs.iter().chain(recs.iter().filter(|r| s(r, "source") == Some("model"))).cloned().collect::<Vec<_>>());
-    let loaded = boot.and_then(|b| s(b, "model")).filter(|m| *m != "off");
+    let loaded = boot.and_then(|b| b.model()).filter(|m| *m != "off");
     if md.is_empty() && loaded.is_some() {
         out.push(line(
             "model",
@@ -425,13 +427,6 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
     let mut lines: Vec<String> = out.into_iter().map(clip).collect();
     lines.extend(tail);
     lines
-}
-
-fn value_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        v => v.to_string(),
-    }
 }
 
 /// A suite's verdict from its top-level result and its `# NAME: pass:P fail:F skip:S` line.
@@ -600,11 +595,11 @@ fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
         d.geometry.iter().filter(|g| g.level != "L1I").map(|g| format!("{} {} {}-way", g.level, hb(g.size as f64), g.ways)).collect();
     let policy = d.geometry.first().map(|g| g.policy.clone()).unwrap_or_default();
     let mut extra = String::new();
-    if let Some(p) = &d.profile {
-        if let Some(mhz) = p.get("clock_mhz").and_then(Value::as_f64) {
-            extra += &format!(", {} MHz", sig(mhz, 4));
+    if let Some(p) = d.profile.as_ref().and_then(record::ModelProfileView::of) {
+        if let Some(mhz) = p.clock_mhz() {
+            extra += &format!(", {} MHz", sig(mhz as f64, 4));
         }
-        if let Some(h) = p.get("hwpf").and_then(Value::as_str) {
+        if let Some(h) = p.hwpf() {
             extra += &format!(", hw prefetcher {h}");
         }
     }
@@ -631,14 +626,13 @@ fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
     if let Some(h) = &d.hazard_total {
         // Hazards in phases that declared a deliberate mistake (`expect-hazard`) against the rest,
         // and the verdict: the runner's (`sanitizer-verdict`), else judged here the same way.
-        let declared: Vec<&str> = run.iter().filter(|r| r.kind() == "expect-hazard").filter_map(|r| s(r, "phase")).collect();
-        let phase_of = |o: &crate::records::Object| o.get("phase").and_then(Value::as_str).unwrap_or("").to_string();
+        let declared: Vec<&str> = run.iter().filter_map(|r| r.view::<record::ExpectHazardView<_>>()?.phase()).collect();
+        let phase_of = |o: &crate::records::Object| record::HazardView::of(o).and_then(|h| h.phase()).unwrap_or("").to_string();
         let (expected, other): (Vec<_>, Vec<_>) = d.hazards.iter().partition(|o| declared.contains(&phase_of(o).as_str()));
+        let per_kind = record::HazardTotalView::of(h).map(|t| t.per_kind()).unwrap_or_default();
         let mut kinds: Vec<String> = cachescope_arch::hazard::HazardKind::ALL
             .into_iter()
-            .filter_map(|k| {
-                h.get(k.total_field()).filter(|v| v.as_u64().unwrap_or(0) > 0).map(|v| format!("{} {}", k.name(), value_text(v)))
-            })
+            .filter_map(|k| per_kind[k as usize].filter(|n| *n > 0).map(|n| format!("{} {n}", k.name())))
             .collect();
         if kinds.is_empty() {
             kinds.push("none".into());

@@ -157,9 +157,8 @@ pub fn smp(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
             .fold((0, 0), |a, c| (a.0 + c.transfers, a.1 + c.invalidations))
     };
     let mut f = Vec::new();
-    for metric in run.iter().filter(|r| r.kind() == "metric") {
-        let (Some(phase), Some(reps)) = (metric.obj.get("phase").and_then(|v| v.as_str()), metric.obj.get("reps").and_then(|v| v.as_u64()))
-        else {
+    for metric in run.iter().filter_map(|r| r.view::<cachescope_arch::record::MetricView<_>>()) {
+        let (Some(phase), Some(reps)) = (metric.phase(), metric.reps()) else {
             continue;
         };
         let name = model::PhaseName::parse(phase);
