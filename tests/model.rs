@@ -18,7 +18,7 @@ use core::arch::asm;
 
 use cachescope::cache::setway::{self, Scope, SetWayOp};
 use cachescope::cache::Dczid;
-use cachescope::harness::{ArgDefault::Literal, ArgKind, ArgSpec, Case, Ctx, KernelSpec, Record, Suite};
+use cachescope::harness::{args::typed_args, record, Case, Ctx, Emit, KernelSpec, Suite};
 use cachescope::model::{self, ModelAttr};
 use cachescope_arch::cache::ops::MaintOp;
 use cachescope_arch::hw::count_executed;
@@ -45,6 +45,15 @@ const SUITE: Suite = Suite {
     validate: None,
 };
 
+typed_args! {
+    /// The load loop's arguments.
+    struct LoopArgs = LOOP, LOOP_ARGS {
+        accesses: Number { min: 1 << 10, max: 1 << 40 }, Literal("100000000"), "number of loads";
+        pattern: OneOf(&["seq", "chase"]), Literal("seq"), "sequential 8-byte loads, or a dependent random pointer chase";
+        bytes: Number { min: 1 << 12, max: 256 << 20 }, Literal("8M"), "working set in bytes";
+    }
+}
+
 /// The speed benchmark of scripts/bench-model (`only=bench`): one memory-bound loop, timed by
 /// the generic timer (which follows host time under TCG), reported as a `bench-model` record.
 const BENCH: Suite = Suite {
@@ -52,26 +61,7 @@ const BENCH: Suite = Suite {
     report: None,
     cases: &[Case { name: "loop", run: bench_loop }],
     on_request: true,
-    args: &[
-        ArgSpec {
-            key: "accesses",
-            kind: ArgKind::Number { min: 1 << 10, max: 1 << 40 },
-            default: Literal("100000000"),
-            help: "number of loads",
-        },
-        ArgSpec {
-            key: "pattern",
-            kind: ArgKind::OneOf(&["seq", "chase"]),
-            default: Literal("seq"),
-            help: "sequential 8-byte loads, or a dependent random pointer chase",
-        },
-        ArgSpec {
-            key: "bytes",
-            kind: ArgKind::Number { min: 1 << 12, max: 256 << 20 },
-            default: Literal("8M"),
-            help: "working set in bytes",
-        },
-    ],
+    args: LOOP_ARGS,
     validate: None,
 };
 
@@ -244,9 +234,9 @@ fn handoff_skips_clean(ctx: &mut Ctx) {
 /// load per 64-byte node of a random cyclic permutation of `bytes`.
 fn bench_loop(ctx: &mut Ctx) {
     announce(ctx);
-    let accesses = ctx.args.number("accesses");
-    let bytes = ctx.args.number("bytes") as usize / 64 * 64;
-    let chase = ctx.args.word("pattern") == Some("chase");
+    let accesses = ctx.args.get(LOOP.accesses);
+    let bytes = ctx.args.get(LOOP.bytes) as usize / 64 * 64;
+    let chase = ctx.args.get(LOOP.pattern) == "chase";
     let base = buffer(ctx, 0);
     if !ctx.check(base + bytes <= ctx.boot.arena.0 + ctx.boot.arena.1, "working set fits the arena") {
         return;
@@ -291,13 +281,13 @@ fn bench_loop(ctx: &mut Ctx) {
         }
     }
     let ticks = counter() - t0;
-    Record::new(&cachescope_arch::record::BENCH_MODEL)
-        .str("pattern", if chase { "chase" } else { "seq" })
-        .u64("bytes", bytes as u64)
-        .u64("accesses", done)
-        .u64("ticks", ticks)
-        .u64("cntfrq", freq)
-        .u64("ms", ticks * 1000 / freq)
+    record::BenchModel::new()
+        .pattern(if chase { "chase" } else { "seq" })
+        .bytes(bytes as u64)
+        .accesses(done)
+        .ticks(ticks)
+        .cntfrq(freq)
+        .ms(ticks * 1000 / freq)
         .emit();
 }
 

@@ -75,6 +75,7 @@ mod target {
     use core::ptr::{read_volatile, write_volatile};
 
     use super::super::{measure, Env, Metric, MetricId, Unit};
+    use super::super::{Notes, NO_NOTES};
     use super::{allreduce_bytes, allreduce_chunk};
     use crate::bench::stats::Summary;
     use crate::smp::{self, relax, Barrier, CoreError, Deadline, Sense};
@@ -143,7 +144,7 @@ mod target {
         }
     }
 
-    fn emit(env: &Env, id: MetricId, summary: Summary, work: u64, unit: Unit, notes: &[(&str, u64)]) -> u64 {
+    fn emit(env: &Env, id: MetricId, summary: Summary, work: u64, unit: Unit, notes: Notes<'_>) -> u64 {
         Metric { id, summary, work, unit, notes }.emit(env);
         summary.median
     }
@@ -264,7 +265,7 @@ mod target {
         if load(line) != want {
             return Err(format!("pingpong {}: the line holds {} after {want} increments", op.name(), load(line)));
         }
-        Ok(emit(env, id, summary, iters, Unit::TimePerOp, &[("handovers_per_op", 2)]))
+        Ok(emit(env, id, summary, iters, Unit::TimePerOp, &|m| m.handovers_per_op(2)))
     }
 
     /// The identity of a false-sharing figure: `n` cores, counters `stride` bytes apart.
@@ -279,7 +280,7 @@ mod target {
 
     /// Emits a false-sharing figure measured by [`false_sharing`] (the caller adds the
     /// slowdown to the shared variant's notes once both are measured).
-    pub fn emit_false_sharing(env: &Env, variant: &str, n: usize, stride: usize, incs: u64, summary: Summary, notes: &[(&str, u64)]) {
+    pub fn emit_false_sharing(env: &Env, variant: &str, n: usize, stride: usize, incs: u64, summary: Summary, notes: Notes<'_>) {
         let params = false_sharing_params(n, stride, incs);
         emit(env, false_sharing_id(variant, n, stride, &params), summary, incs, Unit::TimePerOp, notes);
     }
@@ -451,7 +452,7 @@ mod target {
         if bad != 0 {
             return Err(format!("spsc {variant}: {bad} words read wrong over {total} batches"));
         }
-        Ok(emit(env, id, summary, shape.batches * shape.batch as u64, Unit::Rate, &[]))
+        Ok(emit(env, id, summary, shape.batches * shape.batch as u64, Unit::Rate, NO_NOTES))
     }
 
     /// Ring all-reduce over the boot core and `cores`: rank r's buffer of `n` chunks of
@@ -515,7 +516,7 @@ mod target {
                 }
             }
         }
-        Ok((emit(env, id, summary, moved, Unit::TimePerMiB, &[("bytes_moved", moved)]), moved))
+        Ok((emit(env, id, summary, moved, Unit::TimePerMiB, &|m| m.bytes_moved(moved)), moved))
     }
 
     /// Broadcast maintenance. DC CIVAC on `lines` lines from `base` that `peer` dirtied just
@@ -587,7 +588,7 @@ mod target {
             if barrier.is_broken() || results.iter().any(|(_, r)| r.is_err()) {
                 return Err(format!("bcast {name}: core {peer} stopped answering (barrier broken)"));
             }
-            out.push((name, emit(env, id, summary, lines as u64, Unit::TimePerOp, &[])));
+            out.push((name, emit(env, id, summary, lines as u64, Unit::TimePerOp, NO_NOTES)));
         }
 
         // TLBI and IC: the peer loads the translations, then waits while the boot core measures.
@@ -640,7 +641,7 @@ mod target {
                 let params = [("ops", count), ("peer", peer as u64)];
                 let id = MetricId { bench: "bcast", variant: name, attr: "normal-wb", bytes: (pages * 4096) as u64, params: &params };
                 let summary = measure(env, id, f);
-                out.push((name, emit(env, id, summary, count, Unit::TimePerOp, &[])));
+                out.push((name, emit(env, id, summary, count, Unit::TimePerOp, NO_NOTES)));
             }
         }
         let _ = barrier.wait(&mut s, || deadline.expired());

@@ -18,8 +18,12 @@
 
 use alloc::vec::Vec;
 
-use super::{stats, Env, Metric, MetricId, Region, Unit};
+use super::case::{self, Benchmark, Machine};
+use super::{stats, Env, Metric, MetricId, Region, Unit, NO_NOTES};
 use crate::cache::{maintenance, setway};
+use crate::diag;
+use crate::harness::{args::typed_args, Ctx};
+use cachescope_arch::bench::{Bench, Variant};
 
 /// How the CPU side handles the buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,7 +51,44 @@ impl Method {
             Self::Device => "device",
         }
     }
+
+    /// The benchmark's variants of this method: (CPU to device, device to CPU).
+    pub const fn variants(self) -> (Variant, Variant) {
+        match self {
+            Self::NonCacheable => (Variant::ToDeviceNc, Variant::FromDeviceNc),
+            Self::VaMaintenance => (Variant::ToDeviceVaMaint, Variant::FromDeviceVaMaint),
+            Self::SetWay => (Variant::ToDeviceSetway, Variant::FromDeviceSetway),
+            Self::Device => (Variant::ToDeviceDevice, Variant::FromDeviceDevice),
+        }
+    }
 }
+
+// Each method's variants are `to-device-NAME` and `from-device-NAME` (checked at compile time:
+// the method names and the library's variant names cannot drift apart).
+const _: () = {
+    /// True when `whole` is `head` followed by `tail`.
+    const fn joined(whole: &str, head: &str, tail: &str) -> bool {
+        let (w, h, t) = (whole.as_bytes(), head.as_bytes(), tail.as_bytes());
+        if w.len() != h.len() + t.len() {
+            return false;
+        }
+        let mut i = 0;
+        while i < w.len() {
+            if w[i] != if i < h.len() { h[i] } else { t[i - h.len()] } {
+                return false;
+            }
+            i += 1;
+        }
+        true
+    }
+    let mut i = 0;
+    while i < Method::ALL.len() {
+        let m = Method::ALL[i];
+        assert!(joined(m.variants().0.name(), "to-device-", m.name()), "a hand-off method's to-device variant is misnamed");
+        assert!(joined(m.variants().1.name(), "from-device-", m.name()), "a hand-off method's from-device variant is misnamed");
+        i += 1;
+    }
+};
 
 /// The word at index `i` of hand-off number `seed`.
 pub const fn pattern(seed: u64, i: usize) -> u64 {
@@ -119,12 +160,11 @@ pub fn run(env: &Env, method: Method, cpu: &Region, device: &Region, bytes: usiz
     let mut out = Outcome { handoffs: 0, bad_words: 0 };
     let mut seed = 1u64;
     // Each direction, warm-up included, is one cache-model phase (both sides' accesses).
-    let name = |dir: &str| alloc::format!("{dir}-{}", method.name());
-    let (to_name, from_name) = (name("to-device"), name("from-device"));
+    let (to_name, from_name) = (method.variants().0.name(), method.variants().1.name());
     // CPU → device: produce + maintenance is the CPU's cost; the device then checks every word.
     let mut to_dev: Vec<u64> = Vec::new();
-    let id = |variant| MetricId { bench: "handoff", variant, attr: cpu.attr, bytes: bytes as u64, params: &[] };
-    super::phase(id(&to_name), || {
+    let id = |variant| MetricId { bench: Bench::Handoff.name(), variant, attr: cpu.attr, bytes: bytes as u64, params: &[] };
+    super::phase(id(to_name), || {
         for rep in 0..env.warmup + env.reps {
             seed += 1;
             let s = seed;
@@ -141,7 +181,7 @@ pub fn run(env: &Env, method: Method, cpu: &Region, device: &Region, bytes: usiz
     });
     // Device → CPU: prepare (before the device writes) + invalidate + consume is the CPU's cost.
     let mut from_dev: Vec<u64> = Vec::new();
-    super::phase(id(&from_name), || {
+    super::phase(id(from_name), || {
         for rep in 0..env.warmup + env.reps {
             seed += 1;
             let s = seed;
@@ -159,9 +199,61 @@ pub fn run(env: &Env, method: Method, cpu: &Region, device: &Region, bytes: usiz
             }
         }
     });
-    for (variant, samples) in [(&to_name, &mut to_dev), (&from_name, &mut from_dev)] {
+    for (variant, samples) in [(to_name, &mut to_dev), (from_name, &mut from_dev)] {
         let Some(summary) = stats::summarize(samples) else { continue };
-        Metric { id: id(variant), summary, work: bytes as u64, unit: Unit::TimePerMiB, notes: &[] }.emit(env);
+        Metric { id: id(variant), summary, work: bytes as u64, unit: Unit::TimePerMiB, notes: NO_NOTES }.emit(env);
     }
     out
+}
+
+typed_args! {
+    /// The hand-off benchmark's arguments.
+    pub struct HandoffArgs = HANDOFF, HANDOFF_ARGS {
+        handoff_bytes: Number { min: 4096, max: 1 << 30 }, Literal("256K"), "DMA-like hand-off buffer size";
+    }
+}
+
+/// The `handoff` benchmark.
+pub const BENCHMARK: Benchmark = Benchmark { id: Bench::Handoff, args: HANDOFF_ARGS, validate: Some(validate), run: run_case };
+
+/// A given buffer larger than the test window.
+fn validate(ctx: &Ctx, m: &Machine) -> Result<(), alloc::string::String> {
+    let bytes = ctx.args.get(HANDOFF.handoff_bytes);
+    if ctx.args.has(HANDOFF.handoff_bytes) && bytes > m.room.window {
+        return case::too_big(ctx, HANDOFF.handoff_bytes.name(), bytes, m.room.window, "the test window");
+    }
+    Ok(())
+}
+
+fn run_case(ctx: &mut Ctx) {
+    let env = match case::env(ctx) {
+        Ok(e) => e,
+        Err(why) => return ctx.skip(why),
+    };
+    let all = match case::regions(ctx) {
+        Ok(r) => r,
+        Err(e) => return ctx.fail(e),
+    };
+    let find = |name: &str| all.iter().find(|r| r.attr == name).copied();
+    let Some(nc) = find("normal-nc") else {
+        return ctx.skip("needs the MMU's normal-nc alias window (the device's view of the buffer)");
+    };
+    let bytes = ctx.args.get(HANDOFF.handoff_bytes) as usize;
+    for method in Method::ALL {
+        let cpu_attr = match method {
+            Method::NonCacheable => "normal-nc",
+            Method::VaMaintenance | Method::SetWay => "normal-wb",
+            Method::Device => "device-ngnre",
+        };
+        let Some(cpu) = find(cpu_attr) else {
+            diag!("handoff {}: no {cpu_attr} window selected, skipped", method.name());
+            continue;
+        };
+        case::settle_aliases();
+        let out = run(&env, method, &cpu, &nc, bytes);
+        ctx.check(
+            out.bad_words == 0,
+            alloc::format!("handoff {} via {}: {} wrong words over {} hand-offs", method.name(), cpu.attr, out.bad_words, out.handoffs),
+        );
+    }
 }

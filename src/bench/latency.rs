@@ -4,8 +4,12 @@
 
 use alloc::vec::Vec;
 
+use super::case::{self, for_each_region, mib, Benchmark, CacheFacts, Machine, Room};
 use super::plan::{ChaseOrder, Rng};
-use super::{measure, Env, Metric, MetricId, Region, Unit};
+use super::{measure, Env, Metric, MetricId, Region, Unit, NO_NOTES};
+use crate::diag;
+use crate::harness::{args::typed_args, record, Ctx, Emit};
+use cachescope_arch::bench::{Bench, Param, Variant};
 
 /// Page size used for grouping (one TLB entry at the 4 KiB granule).
 pub const GROUP_BYTES: usize = 4096;
@@ -71,13 +75,127 @@ pub fn sweep(env: &Env, region: &Region, sizes: &[u64], line: usize) -> Vec<(u64
         let start = build_chain(region, size, line, 0x5eed ^ size as u64);
         let lines = (size / line).max(1);
         let steps = (2 * lines).max(4096);
-        let id = MetricId { bench: "latency", variant: "chase", attr: region.attr, bytes: size as u64, params: &[("line", line as u64)] };
+        let id = MetricId {
+            bench: Bench::Latency.name(),
+            variant: Variant::Chase.name(),
+            attr: region.attr,
+            bytes: size as u64,
+            params: &[(Param::Line.name(), line as u64)],
+        };
         let summary = measure(env, id, || {
             core::hint::black_box(chase(start, steps));
         });
-        let m = Metric { id, summary, work: steps as u64, unit: Unit::TimePerOp, notes: &[] };
+        let m = Metric { id, summary, work: steps as u64, unit: Unit::TimePerOp, notes: NO_NOTES };
         m.emit(env);
         curve.push((size as u64, m.values(&env.timer).1));
     }
     curve
+}
+
+typed_args! {
+    /// The latency sweep's arguments.
+    pub struct LatencyArgs = LATENCY, LATENCY_ARGS {
+        sizes: NumberList { min: 1024, max: 1 << 30 }, Computed("a ladder from 1 KiB to max_size"), "latency working sets in bytes";
+        max_size: Number { min: 4096, max: 1 << 30 }, Computed("4x the largest cache, within the test window and the heap"), "largest latency working set";
+    }
+}
+
+/// The `latency` benchmark.
+pub const BENCHMARK: Benchmark = Benchmark { id: Bench::Latency, args: LATENCY_ARGS, validate: Some(validate), run };
+
+/// The latency sweep's largest working set: `max_size=`, else 4x the largest cache within room.
+pub fn max_size(ctx: &Ctx, caches: &CacheFacts) -> u64 {
+    ctx.args.get(LATENCY.max_size).unwrap_or((4 * caches.largest).min(Room::of(ctx).chase_max(caches.line as u64)))
+}
+
+/// Working sets larger than the test window, or whose chase table does not fit half the heap.
+fn validate(ctx: &Ctx, m: &Machine) -> Result<(), alloc::string::String> {
+    let chase_max = m.room.chase_max(m.caches.line as u64);
+    let chase_why = "the test window, and the pointer chase's group order in half the heap";
+    if let Some(sizes) = ctx.args.get(LATENCY.sizes) {
+        if let Some(&s) = sizes.iter().find(|&&s| s > chase_max) {
+            return case::too_big(ctx, LATENCY.sizes.name(), s, chase_max, chase_why);
+        }
+    }
+    if let Some(max) = ctx.args.get(LATENCY.max_size).filter(|&max| max > chase_max) {
+        return case::too_big(ctx, LATENCY.max_size.name(), max, chase_max, chase_why);
+    }
+    Ok(())
+}
+
+fn run(ctx: &mut Ctx) {
+    let env = match case::env(ctx) {
+        Ok(e) => e,
+        Err(why) => return ctx.skip(why),
+    };
+    let caches = CacheFacts::read();
+    let line = caches.line;
+    let sizes: Vec<u64> = match ctx.args.get(LATENCY.sizes) {
+        Some(given) => given.to_vec(),
+        None => super::plan::size_ladder(1024, max_size(ctx, &caches), line as u64),
+    };
+    let room = Room::of(ctx);
+    diag!(
+        "latency: sweep up to {} (max_size=; the largest this machine allows is {}: the test window of {}, RAM {})",
+        mib(sizes.iter().copied().max().unwrap_or(0)),
+        mib(room.chase_max(line as u64)),
+        mib(room.window),
+        mib(ctx.boot.ram.1)
+    );
+    for_each_region(ctx, |ctx, region| {
+        // The chain must be a single cycle through every line: follow it and count.
+        let probe = 64 * 1024usize.min(region.len / line);
+        let start = build_chain(region, probe, line, 1);
+        let mut p = start;
+        let mut steps = 0;
+        loop {
+            p = chase(p, 1);
+            steps += 1;
+            if p == start || steps > probe / line {
+                break;
+            }
+        }
+        ctx.check_eq(steps, probe / line, "pointer chain is one cycle through every line");
+        let curve = sweep(&env, region, &sizes, line);
+        ctx.check(curve.len() == sizes.len(), "every working-set size measured");
+        ctx.check(curve.iter().all(|&(_, v)| v.is_finite() && v > 0.0), "every latency is positive");
+        for &(level, size) in &caches.capacities {
+            diag!("latency {}: CCSIDR says L{level} holds {} KiB", region.attr, size / 1024);
+        }
+        if env.emulated {
+            // The emulator's timing shows the host's caches, never the guest's: no knee is
+            // inferred from it. Under the cache model the host finds them in its miss rates.
+            diag!(
+                "latency {}: no knees from emulator timing; {}",
+                region.attr,
+                if ctx.boot.model.is_some() {
+                    "the digest finds them in the cache model's miss rates"
+                } else {
+                    "run under the cache model to see them"
+                }
+            );
+            return;
+        }
+        let knees = super::knee::find_knees(&curve, 1.3);
+        if knees.is_empty() {
+            diag!("latency {}: no knee found", region.attr);
+        }
+        for k in &knees {
+            diag!(
+                "latency {}: knee after {} KiB ({:.2} -> {:.2} ns): an inferred cache capacity",
+                region.attr,
+                k.capacity / 1024,
+                k.below,
+                k.above
+            );
+            record::Knee::new()
+                .attr(region.attr)
+                .capacity(k.capacity)
+                .below(k.below, 3)
+                .above(k.above, 3)
+                .source(env.timer.source.name())
+                .emulated(env.emulated)
+                .emit();
+        }
+    });
 }

@@ -12,7 +12,13 @@ pub mod plan;
 pub mod stats;
 
 #[cfg(target_os = "none")]
-pub mod dl;
+pub mod case;
+#[cfg(target_os = "none")]
+pub mod timer;
+
+// One file per benchmark, each declaring its `BENCHMARK` (see [`case::Benchmark`]).
+#[cfg(target_os = "none")]
+pub mod alloc_reuse;
 #[cfg(target_os = "none")]
 pub mod handoff;
 #[cfg(target_os = "none")]
@@ -20,11 +26,45 @@ pub mod infer;
 #[cfg(target_os = "none")]
 pub mod kv;
 #[cfg(target_os = "none")]
+pub mod kv_paged;
+#[cfg(target_os = "none")]
+pub mod kv_prefix;
+#[cfg(target_os = "none")]
+pub mod kv_quant;
+#[cfg(target_os = "none")]
 pub mod latency;
 #[cfg(target_os = "none")]
 pub mod stream;
 #[cfg(target_os = "none")]
-pub mod timer;
+pub mod stream_double;
+
+/// The catalogue: the `bench` suite's benchmarks in the order they run, one line each (the
+/// order of [`cachescope_arch::bench::Bench::ALL`], checked at compile time).
+#[cfg(target_os = "none")]
+pub const BENCHMARKS: &[&case::Benchmark] = &[
+    &latency::BENCHMARK,
+    &stream::BENCHMARK,
+    &handoff::BENCHMARK,
+    &kv::BENCHMARK,
+    &kv_paged::BENCHMARK,
+    &kv_quant::BENCHMARK,
+    &kv_prefix::BENCHMARK,
+    &alloc_reuse::BENCHMARK,
+    &stream_double::BENCHMARK,
+    &infer::BENCHMARK,
+];
+
+// Every declared benchmark has exactly one descriptor, in the declared order.
+#[cfg(target_os = "none")]
+const _: () = {
+    use cachescope_arch::bench::Bench;
+    assert!(BENCHMARKS.len() == Bench::ALL.len(), "a benchmark of cachescope_arch::bench::Bench has no descriptor in BENCHMARKS");
+    let mut i = 0;
+    while i < BENCHMARKS.len() {
+        assert!(BENCHMARKS[i].id as usize == Bench::ALL[i] as usize, "BENCHMARKS is not in the order of Bench::ALL");
+        i += 1;
+    }
+};
 
 #[cfg(target_os = "none")]
 pub use target::*;
@@ -74,7 +114,7 @@ mod tests {
 #[cfg(target_os = "none")]
 mod target {
     use super::{decimals_for, stats::Summary, timer::Timer, Unit};
-    use crate::harness::Record;
+    use crate::harness::{record, Emit};
     use cachescope_arch::marker::PHASE_NAME_MAX;
     use core::fmt::Write;
 
@@ -108,6 +148,15 @@ mod target {
         pub emulated: bool,
     }
 
+    /// A measurement's further facts, as the `metric` record's typed setters (`&|m|
+    /// m.bytes_per_load(16)`; [`NO_NOTES`]: none). Applied by [`Metric::emit`], so the record is
+    /// built in its frame only (a builder in a benchmark's frame would deepen the stack of its
+    /// measured windows).
+    pub type Notes<'a> = &'a dyn for<'r> Fn(record::Metric<'r>) -> record::Metric<'r>;
+
+    /// No further facts.
+    pub const NO_NOTES: Notes<'static> = &|m| m;
+
     /// One measurement, ready to be printed as a table row and emitted as a `metric` record.
     pub struct Metric<'a> {
         /// What it is of: benchmark, variant, attribute, bytes and the other parameters.
@@ -118,9 +167,9 @@ mod target {
         pub work: u64,
         /// How the figure is expressed.
         pub unit: Unit,
-        /// Further integer facts about the measurement that are not part of its identity
-        /// (e.g. `bytes_per_load`).
-        pub notes: &'a [(&'a str, u64)],
+        /// Further facts about the measurement that are not part of its identity (e.g.
+        /// `bytes_per_load`): they set the record's fields ([`Notes`]).
+        pub notes: Notes<'a>,
     }
 
     impl Metric<'_> {
@@ -170,6 +219,7 @@ mod target {
         /// The row shows the parameters that tell rows of one variant apart (e.g. a KV row's
         /// `tokens` and `wrapped`), and every figure at the precision its timer supports. It is
         /// marked `# point:` (the per-point rows a human console leaves in the saved log).
+        #[inline(never)]
         pub fn emit(&self, env: &Env) {
             let (min, median, max, mad, unit) = self.values(&env.timer);
             let d = self.decimals(&env.timer);
@@ -190,25 +240,22 @@ mod target {
                 mad
             );
             let id = &self.id;
-            let mut r = Record::new(&cachescope_arch::record::METRIC)
-                .str("bench", id.bench)
-                .str("variant", id.variant)
-                .str("attr", id.attr)
-                .u64("bytes", id.bytes)
-                .params("params", id.params)
-                .str("phase", &alloc::format!("{id}"))
-                .u64("reps", self.summary.n as u64)
-                .f64("min", min, d)
-                .f64("median", median, d)
-                .f64("max", max, d)
-                .f64("mad", mad, d)
-                .str("unit", unit)
-                .str("source", env.timer.source.name())
-                .bool("emulated", env.emulated);
-            for (k, v) in self.notes {
-                r = r.u64(k, *v);
-            }
-            r.emit();
+            (self.notes)(record::Metric::new())
+                .bench(id.bench)
+                .variant(id.variant)
+                .attr(id.attr)
+                .bytes(id.bytes)
+                .params(id.params)
+                .phase(&alloc::format!("{id}"))
+                .reps(self.summary.n as u64)
+                .min(min, d)
+                .median(median, d)
+                .max(max, d)
+                .mad(mad, d)
+                .unit(unit)
+                .source(env.timer.source.name())
+                .emulated(env.emulated)
+                .emit();
         }
     }
 

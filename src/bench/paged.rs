@@ -57,7 +57,21 @@ impl Dtype {
         })
     }
 
-    /// Name in variants and records (`b1`, `b2`, `b4` for the legacy byte counts).
+    /// The `kv-quant` variant of this dtype's scan (`scan-NAME`); the legacy byte counts, which
+    /// `kv_dtypes=` does not take, have none.
+    pub const fn scan_variant(self) -> Option<cachescope_arch::bench::Variant> {
+        use cachescope_arch::bench::Variant;
+        match self {
+            Self::Fp32 => Some(Variant::ScanFp32),
+            Self::Fp16 => Some(Variant::ScanFp16),
+            Self::Bf16 => Some(Variant::ScanBf16),
+            Self::Fp8 => Some(Variant::ScanFp8),
+            Self::Int8 => Some(Variant::ScanInt8),
+            Self::Bytes(_) => None,
+        }
+    }
+
+    /// Name in records (`b1`, `b2`, `b4` for the legacy byte counts).
     pub const fn name(self) -> &'static str {
         match self {
             Self::Fp32 => "fp32",
@@ -300,6 +314,16 @@ mod tests {
 
     fn shape(dtype: Dtype, block: usize, capacity: usize) -> PagedShape {
         PagedShape { layers: 4, kv_heads: 2, head_dim: 64, dtype, block, capacity }
+    }
+
+    #[test]
+    fn every_sweepable_dtype_has_its_scan_variant() {
+        for name in Dtype::NAMES {
+            let v = Dtype::parse(name).and_then(Dtype::scan_variant).unwrap();
+            assert_eq!(v.name(), alloc::format!("scan-{name}"));
+            assert_eq!(v.bench(), cachescope_arch::bench::Bench::KvQuant);
+        }
+        assert_eq!(Dtype::Bytes(2).scan_variant(), None);
     }
 
     #[test]

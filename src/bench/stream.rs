@@ -3,7 +3,10 @@
 //! Each kernel is a hand-written loop, 64 bytes (four pair instructions) per iteration, so the
 //! instruction mix is known exactly: 16 bytes per load instruction.
 
+use super::case::{self, for_each_region, Benchmark, CacheFacts, Machine, Room};
 use super::{measure, Env, Metric, MetricId, Region, Unit};
+use crate::harness::{args::typed_args, Ctx};
+use cachescope_arch::bench::{Bench, Param, Variant};
 
 /// One streaming kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,17 +32,22 @@ impl Kernel {
     pub const ALL: [Kernel; 7] =
         [Self::ReadLdp, Self::ReadLdnp, Self::ReadLdpPldl1strm, Self::ReadLdpPldl2keep, Self::WriteStp, Self::WriteStnp, Self::CopyLdpStp];
 
+    /// The stream benchmark's variant of this kernel.
+    pub const fn variant(self) -> Variant {
+        match self {
+            Self::ReadLdp => Variant::ReadLdp,
+            Self::ReadLdnp => Variant::ReadLdnp,
+            Self::ReadLdpPldl1strm => Variant::ReadLdpPldl1strm,
+            Self::ReadLdpPldl2keep => Variant::ReadLdpPldl2keep,
+            Self::WriteStp => Variant::WriteStp,
+            Self::WriteStnp => Variant::WriteStnp,
+            Self::CopyLdpStp => Variant::CopyLdpStp,
+        }
+    }
+
     /// Variant name in records.
     pub const fn name(self) -> &'static str {
-        match self {
-            Self::ReadLdp => "read-ldp",
-            Self::ReadLdnp => "read-ldnp",
-            Self::ReadLdpPldl1strm => "read-ldp-pldl1strm",
-            Self::ReadLdpPldl2keep => "read-ldp-pldl2keep",
-            Self::WriteStp => "write-stp",
-            Self::WriteStnp => "write-stnp",
-            Self::CopyLdpStp => "copy-ldp-stp",
-        }
+        self.variant().name()
     }
 
     /// Bytes moved per load instruction (0 for write-only kernels).
@@ -117,10 +125,61 @@ pub fn sweep(env: &Env, region: &Region, bytes: usize, distance: usize) {
     for k in Kernel::ALL {
         let moved = if k == Kernel::CopyLdpStp { bytes as u64 / 2 } else { bytes as u64 };
         let dist = if matches!(k, Kernel::ReadLdpPldl1strm | Kernel::ReadLdpPldl2keep) { distance as u64 } else { 0 };
-        let id =
-            MetricId { bench: "stream", variant: k.name(), attr: region.attr, bytes: bytes as u64, params: &[("prefetch_distance", dist)] };
+        let id = MetricId {
+            bench: Bench::Stream.name(),
+            variant: k.name(),
+            attr: region.attr,
+            bytes: bytes as u64,
+            params: &[(Param::PrefetchDistance.name(), dist)],
+        };
         // SAFETY: the region is mapped test memory of at least `bytes` (clipped above), page aligned.
         let summary = measure(env, id, || unsafe { run(k, region.va, bytes, distance) });
-        Metric { id, summary, work: moved, unit: Unit::Rate, notes: &[("bytes_per_load", k.bytes_per_load())] }.emit(env);
+        Metric { id, summary, work: moved, unit: Unit::Rate, notes: &|m| m.bytes_per_load(k.bytes_per_load()) }.emit(env);
     }
+}
+
+typed_args! {
+    /// The streaming benchmarks' arguments.
+    pub struct StreamArgs = STREAM, STREAM_ARGS {
+        stream_bytes: Number { min: 4096, max: 1 << 30 }, Computed("2x the largest cache, within the test window"), "streaming buffer size";
+        prefetch: Number { min: 0, max: 65536 }, Literal("512"), "PRFM distance in bytes";
+    }
+}
+
+/// The `stream` benchmark.
+pub const BENCHMARK: Benchmark = Benchmark { id: Bench::Stream, args: STREAM_ARGS, validate: Some(validate), run: run_case };
+
+/// A buffer larger than the test window.
+fn validate(ctx: &Ctx, m: &Machine) -> Result<(), alloc::string::String> {
+    match ctx.args.get(STREAM.stream_bytes) {
+        Some(v) if v > m.room.window => case::too_big(ctx, STREAM.stream_bytes.name(), v, m.room.window, "the test window"),
+        _ => Ok(()),
+    }
+}
+
+fn run_case(ctx: &mut Ctx) {
+    let env = match case::env(ctx) {
+        Ok(e) => e,
+        Err(why) => return ctx.skip(why),
+    };
+    let bytes = ctx.args.get(STREAM.stream_bytes).unwrap_or((2 * CacheFacts::read().largest).min(Room::of(ctx).window)) as usize;
+    let distance = ctx.args.get(STREAM.prefetch) as usize;
+    for_each_region(ctx, |ctx, region| {
+        sweep(&env, region, bytes, distance);
+        // The copy kernel ran last: the second half must equal the first.
+        let n = bytes.min(region.len) & !127;
+        let half = n / 2;
+        let mut same = true;
+        for off in (0..half).step_by(8) {
+            // SAFETY: inside the region; aligned loads from test memory.
+            let (a, b) = unsafe {
+                (
+                    core::ptr::read_volatile((region.va + off) as *const u64),
+                    core::ptr::read_volatile((region.va + half + off) as *const u64),
+                )
+            };
+            same &= a == b;
+        }
+        ctx.check(same, alloc::format!("{} copied {half} bytes correctly in {}", Variant::CopyLdpStp, region.attr));
+    });
 }

@@ -27,6 +27,7 @@ mod target {
     use super::setway::{self, Scope, SetWayOp, WalkError};
     use super::topology::{IdRegs, Topology};
     use crate::cpu::cache as hw;
+    use crate::harness::{record, Emit};
     use cachescope_arch::sysreg::{CCSIDR2_EL1, CTR_EL0, DCZID_EL0};
     use tock_registers::interfaces::Readable;
 
@@ -91,17 +92,17 @@ mod target {
     /// a record with `"ops":0` and an `"error"` field. Inside [`per_phase`] a walk that ran is
     /// added to the phase's tally instead (nothing is printed or allocated).
     pub fn record_walk(op: SetWayOp, scope: Scope, result: &Result<u64, WalkError>) {
-        let rec = || crate::harness::Record::new(&cachescope_arch::record::SETWAY).str("op", op.name()).str("scope", scope.name());
+        let rec = || record::Setway::new().op(op.name()).scope(scope.name());
         match result {
             Ok(n) => {
                 if !PHASE.lock().as_mut().is_some_and(|t| t.add(op, scope, *n)) {
-                    rec().u64("ops", *n).emit();
+                    rec().ops(*n).emit();
                 }
             }
             Err(e) => {
                 let msg = alloc::format!("{e}");
                 crate::diag!("set/way {} {} refused: {msg}", op.name(), scope.name());
-                rec().u64("ops", 0).str("error", &msg).emit();
+                rec().ops(0).error(&msg).emit();
             }
         }
     }
@@ -149,13 +150,7 @@ mod target {
         let mut phase = None;
         for (op, scope, walks, ops) in tally.rows.into_iter().flatten() {
             let phase = phase.get_or_insert_with(|| alloc::format!("{id}"));
-            crate::harness::Record::new(&cachescope_arch::record::SETWAY)
-                .str("op", op.name())
-                .str("scope", scope.name())
-                .u64("ops", ops)
-                .u64("walks", walks)
-                .str("phase", phase)
-                .emit();
+            record::Setway::new().op(op.name()).scope(scope.name()).ops(ops).walks(walks).phase(phase).emit();
         }
         r
     }

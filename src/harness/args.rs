@@ -1,12 +1,18 @@
 //! Kernel arguments: `key=value` words from the semihosting command line or `/chosen/bootargs`.
 //!
-//! Every accepted key is declared once, by the suite that uses it ([`ArgSpec`]: type, default,
-//! help); values are parsed once, into typed [`Value`]s. An unknown key or a malformed value is
-//! an error that names the word (escaped and clipped, see [`Shown`]), suggests the nearest key,
-//! and lists the accepted forms. Pure and host-tested.
+//! Every accepted key is declared once, by the suite or benchmark that uses it ([`ArgSpec`]:
+//! type, default, help); values are parsed once, into typed [`Value`]s. An unknown key or a
+//! malformed value is an error that names the word (escaped and clipped, see [`Shown`]),
+//! suggests the nearest key, and lists the accepted forms. Pure and host-tested.
+//!
+//! Code reads a value through a typed [`Key`], never through a string: [`typed_args!`] declares
+//! a struct of keys together with its `ArgSpec` table, from one line per key, so the key's name
+//! is a field (a misspelling does not compile) and its type follows from its kind and default
+//! (a number with a literal default reads as `u64`, one with a computed default as
+//! `Option<u64>`, a list as a slice).
 
 use alloc::{string::String, vec::Vec};
-use core::fmt;
+use core::{fmt, marker::PhantomData};
 
 /// What values a key accepts.
 #[derive(Clone, Copy, Debug)]
@@ -260,7 +266,7 @@ impl Args {
     }
 
     /// True when the command line gave `key`.
-    pub fn given(&self, key: &str) -> bool {
+    pub(super) fn given(&self, key: &str) -> bool {
         self.given.contains(&key)
     }
 
@@ -269,13 +275,16 @@ impl Args {
         &self.given
     }
 
-    /// A number: the given value, else the literal default (0 for an undeclared key).
-    pub fn number(&self, key: &str) -> u64 {
+    /// A number: the given value, else the literal default (0 for an undeclared key). Tests
+    /// only: code reads a typed [`Key`].
+    #[cfg(test)]
+    pub(super) fn number(&self, key: &str) -> u64 {
         self.number_opt(key).unwrap_or(0)
     }
 
-    /// A number with a computed default: the given value, else `computed`.
-    pub fn number_or(&self, key: &str, computed: u64) -> u64 {
+    /// A number with a computed default: the given value, else `computed` (tests only).
+    #[cfg(test)]
+    pub(super) fn number_or(&self, key: &str, computed: u64) -> u64 {
         self.number_opt(key).unwrap_or(computed)
     }
 
@@ -287,7 +296,7 @@ impl Args {
     }
 
     /// A list of numbers, if given (or defaulted).
-    pub fn numbers(&self, key: &str) -> Option<&[u64]> {
+    pub(super) fn numbers(&self, key: &str) -> Option<&[u64]> {
         match self.value(key)? {
             Value::Numbers(v) => Some(v),
             _ => None,
@@ -295,7 +304,7 @@ impl Args {
     }
 
     /// A one-of word, if given (or defaulted).
-    pub fn word(&self, key: &str) -> Option<&'static str> {
+    pub(super) fn word(&self, key: &str) -> Option<&'static str> {
         match self.value(key)? {
             Value::Word(w) => Some(w),
             _ => None,
@@ -303,7 +312,7 @@ impl Args {
     }
 
     /// A list of names or words (empty if absent).
-    pub fn list(&self, key: &str) -> Vec<&str> {
+    pub(super) fn list(&self, key: &str) -> Vec<&str> {
         match self.value(key) {
             Some(Value::Names(v)) => v.iter().map(String::as_str).collect(),
             Some(Value::Words(v)) => v.clone(),
@@ -315,7 +324,172 @@ impl Args {
     pub fn is_empty(&self) -> bool {
         self.given.is_empty()
     }
+
+    /// The value of a declared key, typed by its kind and default (see [`Read`]).
+    pub fn get<T: Read>(&self, key: Key<T>) -> T::Out<'_> {
+        T::read(self, key.key)
+    }
+
+    /// True when the command line gave the key.
+    pub fn has<T>(&self, key: Key<T>) -> bool {
+        self.given(key.key)
+    }
 }
+
+/// A declared key, typed: only [`typed_args!`] makes one, from the same line that declares the
+/// key's [`ArgSpec`], so every `Key` names a declared key and reads it as its kind parses it.
+pub struct Key<T> {
+    key: &'static str,
+    _kind: PhantomData<T>,
+}
+
+impl<T> Clone for Key<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Key<T> {}
+
+impl<T> Key<T> {
+    /// The key of an `ArgSpec` declared beside it (for [`typed_args!`] only).
+    #[doc(hidden)]
+    pub const fn declared(key: &'static str) -> Self {
+        Key { key, _kind: PhantomData }
+    }
+
+    /// The key as written on the command line.
+    pub const fn name(self) -> &'static str {
+        self.key
+    }
+}
+
+/// The type tags of [`Key`]: an [`ArgKind`] and an [`ArgDefault`], by name.
+pub mod tag {
+    use core::marker::PhantomData;
+
+    /// [`ArgDefault::Unset`](super::ArgDefault::Unset).
+    pub struct Unset;
+    /// [`ArgDefault::Literal`](super::ArgDefault::Literal): the value is always there.
+    pub struct Literal;
+    /// [`ArgDefault::Computed`](super::ArgDefault::Computed): absent unless given.
+    pub struct Computed;
+    /// [`ArgKind::OneOf`](super::ArgKind::OneOf).
+    pub struct OneOf<D>(PhantomData<D>);
+    /// [`ArgKind::NameList`](super::ArgKind::NameList).
+    pub struct NameList<D>(PhantomData<D>);
+    /// [`ArgKind::SubsetOf`](super::ArgKind::SubsetOf).
+    pub struct SubsetOf<D>(PhantomData<D>);
+    /// [`ArgKind::Number`](super::ArgKind::Number).
+    pub struct Number<D>(PhantomData<D>);
+    /// [`ArgKind::NumberList`](super::ArgKind::NumberList).
+    pub struct NumberList<D>(PhantomData<D>);
+}
+
+/// How a key of one kind and default reads from parsed [`Args`].
+pub trait Read {
+    /// The value's type.
+    type Out<'a>;
+    /// Reads `key` (declared with this kind and default, so parsed as it says).
+    fn read<'a>(args: &'a Args, key: &'static str) -> Self::Out<'a>;
+}
+
+/// A number with a literal default: always there.
+impl Read for tag::Number<tag::Literal> {
+    type Out<'a> = u64;
+    fn read(args: &Args, key: &'static str) -> u64 {
+        // Parse filled in the literal default of every declared key not given.
+        args.number_opt(key).unwrap_or(0)
+    }
+}
+
+/// A number with a computed default: the given value, else `None` (the caller computes it).
+impl Read for tag::Number<tag::Computed> {
+    type Out<'a> = Option<u64>;
+    fn read(args: &Args, key: &'static str) -> Option<u64> {
+        args.number_opt(key)
+    }
+}
+
+/// A list of numbers: given or defaulted, else `None`.
+impl<D> Read for tag::NumberList<D> {
+    type Out<'a> = Option<&'a [u64]>;
+    fn read<'a>(args: &'a Args, key: &'static str) -> Option<&'a [u64]> {
+        args.numbers(key)
+    }
+}
+
+/// A one-of word with a literal default: always there.
+impl Read for tag::OneOf<tag::Literal> {
+    type Out<'a> = &'static str;
+    fn read(args: &Args, key: &'static str) -> &'static str {
+        args.word(key).unwrap_or("")
+    }
+}
+
+/// A subset of words: empty when absent.
+impl<D> Read for tag::SubsetOf<D> {
+    type Out<'a> = Vec<&'a str>;
+    fn read<'a>(args: &'a Args, key: &'static str) -> Vec<&'a str> {
+        args.list(key)
+    }
+}
+
+/// A list of names: empty when absent.
+impl<D> Read for tag::NameList<D> {
+    type Out<'a> = Vec<&'a str>;
+    fn read<'a>(args: &'a Args, key: &'static str) -> Vec<&'a str> {
+        args.list(key)
+    }
+}
+
+/// Declares a struct of typed [`Key`]s, a constant of it and its [`ArgSpec`] table, one line per
+/// key: `name: Kind{…}|Kind(…)|Kind, Default(…)|Default, "help";`. The field is the key (its
+/// name on the command line), its type follows from the kind and the default.
+///
+/// ```ignore
+/// typed_args! {
+///     /// The latency sweep's arguments.
+///     pub struct LatencyArgs = LATENCY, LATENCY_ARGS {
+///         max_size: Number { min: 4096, max: 1 << 30 }, Computed("4x the largest cache"), "largest working set";
+///     }
+/// }
+/// let max = ctx.args.get(LATENCY.max_size).unwrap_or(computed);
+/// ```
+#[macro_export]
+macro_rules! typed_args {
+    (
+        $(#[$m:meta])*
+        $vis:vis struct $name:ident = $konst:ident, $table:ident {
+            $( $field:ident: $kind:ident $(($($kp:tt)*))? $({$($kb:tt)*})?, $def:ident $(($dv:expr))?, $help:literal; )*
+        }
+    ) => {
+        $(#[$m])*
+        #[derive(Clone, Copy)]
+        $vis struct $name {
+            $(
+                #[doc = $help]
+                pub $field: $crate::harness::args::Key<$crate::harness::args::tag::$kind<$crate::harness::args::tag::$def>>,
+            )*
+        }
+
+        #[doc = concat!("The keys of [`", stringify!($name), "`].")]
+        $vis const $konst: $name = $name { $( $field: $crate::harness::args::Key::declared(stringify!($field)), )* };
+
+        #[doc = concat!("The argument table of [`", stringify!($name), "`]: type, default and help of each key.")]
+        $vis const $table: &[$crate::harness::args::ArgSpec] = &[
+            $(
+                $crate::harness::args::ArgSpec {
+                    key: stringify!($field),
+                    kind: $crate::harness::args::ArgKind::$kind $(($($kp)*))? $({$($kb)*})?,
+                    default: $crate::harness::args::ArgDefault::$def $(($dv))?,
+                    help: $help,
+                },
+            )*
+        ];
+    };
+}
+pub use crate::typed_args;
 
 /// True when the command line asks for help (`help`, `--help` or `-h` as a word).
 pub fn wants_help(cmdline: &str) -> bool {

@@ -12,7 +12,7 @@ use core::fmt::Display;
 use crate::boot_info::BootInfo;
 pub use args::{ArgDefault, ArgKind, ArgSpec, Args};
 pub use catalogue::{Case, Suite};
-pub use record::Record;
+pub use record::Emit;
 
 /// The state of the running case: what it checked, whether it failed or skipped.
 pub struct Ctx<'a> {
@@ -87,13 +87,7 @@ impl<'a> Ctx<'a> {
     #[cfg(target_os = "none")]
     pub fn expect_hazard(&self, phase: &str, kind: cachescope_arch::hazard::HazardKind, pa: u64, lines: u64, stride: u64) {
         if self.boot.model.is_some() {
-            Record::new(&cachescope_arch::record::EXPECT_HAZARD)
-                .str("phase", phase)
-                .str("kind", kind.name())
-                .hex("pa", pa)
-                .u64("lines", lines)
-                .u64("stride", stride)
-                .emit();
+            record::ExpectHazard::new().phase(phase).kind(kind.name()).pa(pa).lines(lines).stride(stride).emit();
         }
     }
 

@@ -5,7 +5,7 @@ use alloc::string::String;
 use core::fmt::Write;
 
 use super::catalogue::{Plan, Request};
-use super::{args, catalogue, ktap, ktap::Verdict, Args, Ctx, Record, Suite, Totals};
+use super::{args, catalogue, ktap, ktap::Verdict, record, Args, Ctx, Emit, Suite, Totals};
 use crate::{boot_info::BootInfo, bsp, console, cpu::trap, cpuid::Midr, diag, println};
 
 /// What a kernel binary (the main job or a test kernel) runs: its suites in order. The
@@ -115,11 +115,7 @@ fn run_suite(boot: &BootInfo, args: &Args, suite: &Suite, cases: &[usize]) -> To
 pub fn finish(t: Totals) -> ! {
     console::set_depth(0);
     emit_maint_total();
-    Record::new(&cachescope_arch::record::END)
-        .u64("passed", t.passed as u64)
-        .u64("failed", t.failed as u64)
-        .u64("skipped", t.skipped as u64)
-        .emit();
+    record::End::new().passed(t.passed as u64).failed(t.failed as u64).skipped(t.skipped as u64).emit();
     let mut line = String::new();
     let _ = ktap::totals_line(&mut line, 0, "Totals", t.passed, t.failed, t.skipped);
     println!("{line}");
@@ -129,32 +125,27 @@ pub fn finish(t: Totals) -> ! {
 /// The `maint-total` record: every DC, IC and TLBI executed in the run, by operation, as the
 /// instruction wrappers of `cachescope_arch::hw` counted them.
 fn emit_maint_total() {
-    let counts = cachescope_arch::hw::maint_counts();
-    let mut rec = Record::new(&cachescope_arch::record::MAINT_TOTAL);
-    for op in cachescope_arch::cache::ops::MaintOp::ALL {
-        rec = rec.u64(op.name(), counts[op.index()]);
-    }
-    rec.emit();
+    record::MaintTotal::new().ops(&cachescope_arch::hw::maint_counts()).emit();
 }
 
 /// Emits the `boot` record: always the first record of a run.
 fn emit_boot_record(b: &BootInfo) {
     let midr = Midr { raw: b.midr };
-    Record::new(&cachescope_arch::record::BOOT)
-        .u64("schema", super::record::SCHEMA as u64)
-        .u64("el", b.entry_el as u64)
-        .u64("current_el", b.current_el as u64)
-        .str("board", b.board)
-        .hex("midr", b.midr)
-        .str("cpu", midr.core_name().unwrap_or("unknown"))
-        .u64("cntfrq", b.cntfrq)
-        .bool("dtb", b.dtb.is_some())
-        .hex("ram_base", b.ram.0)
-        .u64("ram_size", b.ram.1)
-        .hex("uart", b.uart as u64)
-        .bool("emulated", b.emulated)
-        .str("args", &alloc::format!("{}", super::args::Escaped(&b.cmdline)))
-        .str("model", b.model.as_deref().unwrap_or("off"))
-        .u64("cores", bsp::cores() as u64)
+    record::Boot::new()
+        .schema(super::record::SCHEMA as u64)
+        .el(b.entry_el as u64)
+        .current_el(b.current_el as u64)
+        .board(b.board)
+        .midr(b.midr)
+        .cpu(midr.core_name().unwrap_or("unknown"))
+        .cntfrq(b.cntfrq)
+        .dtb(b.dtb.is_some())
+        .ram_base(b.ram.0)
+        .ram_size(b.ram.1)
+        .uart(b.uart as u64)
+        .emulated(b.emulated)
+        .args(&alloc::format!("{}", super::args::Escaped(&b.cmdline)))
+        .model(b.model.as_deref().unwrap_or("off"))
+        .cores(bsp::cores() as u64)
         .emit();
 }

@@ -12,7 +12,7 @@ use crate::cache::topology::{Kind, Topology};
 use crate::cpu::{cache as hw, trap};
 use crate::cpuid::Midr;
 use crate::diag;
-use crate::harness::{Case, Ctx, Record, Suite};
+use crate::harness::{record, Case, Ctx, Emit, Suite};
 use cachescope_arch::sysreg::{CSSELR_EL1, SCTLR_EL1};
 use tock_registers::interfaces::Readable;
 
@@ -82,14 +82,14 @@ fn report(ctx: &mut Ctx) {
             g.raw,
             published
         );
-        Record::new(&cachescope_arch::record::CACHE)
-            .u64("level", c.level as u64)
-            .str("type", c.kind.name())
-            .u64("line", g.line() as u64)
-            .u64("ways", g.ways as u64)
-            .u64("sets", g.sets as u64)
-            .u64("size", g.size())
-            .str("source", "ccsidr")
+        record::Cache::new()
+            .level(c.level as u64)
+            .r#type(c.kind.name())
+            .line(g.line() as u64)
+            .ways(g.ways as u64)
+            .sets(g.sets as u64)
+            .size(g.size())
+            .source("ccsidr")
             .emit();
     }
     if t.caches.iter().any(|c| silicon::lookup(midr, c.level, c.kind).is_some_and(|p| !p.agrees(&c.ccsidr))) {
@@ -194,34 +194,31 @@ fn explain_dczid(t: &Topology) {
 
 fn emit_id_records(t: &Topology) {
     let ctr = &t.ctr;
-    let opt = |r: Record, k: &str, v: Option<u64>| match v {
-        Some(v) => r.u64(k, v),
-        None => r.null(k),
-    };
-    let r = Record::new(&cachescope_arch::record::CTR)
-        .hex("raw", ctr.raw)
-        .u64("imin_line", ctr.imin_line() as u64)
-        .u64("dmin_line", ctr.dmin_line() as u64)
-        .str("l1ip", ctr.l1ip().name());
-    let r = opt(r, "erg", ctr.erg().map(u64::from));
-    let r = opt(r, "cwg", ctr.cwg().map(u64::from));
-    let r = r.bool("idc", ctr.idc()).bool("dic", ctr.dic());
-    opt(r, "tmin_line", ctr.tmin_line()).emit();
+    record::Ctr::new()
+        .raw(ctr.raw)
+        .imin_line(ctr.imin_line() as u64)
+        .dmin_line(ctr.dmin_line() as u64)
+        .l1ip(ctr.l1ip().name())
+        .erg(ctr.erg().map(u64::from))
+        .cwg(ctr.cwg().map(u64::from))
+        .idc(ctr.idc())
+        .dic(ctr.dic())
+        .tmin_line(ctr.tmin_line())
+        .emit();
     let c = &t.clidr;
     let ctypes: Vec<u64> = (0..7).map(|i| (c.raw >> (3 * i)) & 7).collect();
-    Record::new(&cachescope_arch::record::CLIDR)
-        .hex("raw", c.raw)
-        .u64_array("ctype", &ctypes)
-        .u64("levels", c.levels() as u64)
-        .u64("louu", c.louu as u64)
-        .u64("louis", c.louis as u64)
-        .u64("loc", c.loc as u64)
-        .u64("icb", c.icb as u64)
-        .str("ccsidr_format", if t.format == CcsidrFormat::Ccidx { "ccidx" } else { "32bit" })
+    record::Clidr::new()
+        .raw(c.raw)
+        .ctype(&ctypes)
+        .levels(c.levels() as u64)
+        .louu(c.louu as u64)
+        .louis(c.louis as u64)
+        .loc(c.loc as u64)
+        .icb(c.icb as u64)
+        .ccsidr_format(if t.format == CcsidrFormat::Ccidx { "ccidx" } else { "32bit" })
         .emit();
     let d = &t.dczid;
-    let r = Record::new(&cachescope_arch::record::DCZID).hex("raw", d.raw).u64("bs", d.bs() as u64);
-    opt(r, "block", d.block().map(u64::from)).bool("dzp", d.prohibited()).emit();
+    record::Dczid::new().raw(d.raw).bs(d.bs() as u64).block(d.block().map(u64::from)).dzp(d.prohibited()).emit();
 }
 
 // ---- cases -------------------------------------------------------------------------------------

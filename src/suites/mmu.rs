@@ -13,7 +13,7 @@ use crate::cpu::cache::dc_zva;
 use crate::cpu::{self, mmu as hw, trap};
 use crate::diag;
 use crate::exception::{ExpectedFault, FaultStatus};
-use crate::harness::{Case, Ctx, Record, Suite};
+use crate::harness::{record, Case, Ctx, Emit, Suite};
 use crate::mem::{
     aarch64::{
         descriptor::{mair_byte, mem_at_index, MAIR_EL1_VALUE},
@@ -154,14 +154,7 @@ fn report(ctx: &mut Ctx) {
         diag!("  Attr{i} {b:#04x} {:<14} {}", mem_at_index(i).map_or("unused", MemAttr::name), MairByte(b));
     }
     diag!("TTBR0_EL1 = {:#x}: {tables} tables ({} KiB), 4 KiB granule, 48-bit VA, walks start at level 0", r.ttbr0, tables * 4);
-    Record::new(&cachescope_arch::record::MMU)
-        .hex("sctlr", r.sctlr)
-        .hex("tcr", r.tcr)
-        .hex("mair", r.mair)
-        .hex("ttbr0", r.ttbr0)
-        .u64("va_bits", 48)
-        .u64("tables", tables as u64)
-        .emit();
+    record::Mmu::new().sctlr(r.sctlr).tcr(r.tcr).mair(r.mair).ttbr0(r.ttbr0).va_bits(48).tables(tables as u64).emit();
     diag!("mappings (identity map, then one alias window per memory type over the arena):");
     for m in mmu::mappings() {
         diag!("  {:<16} VA {:#016x}..{:#016x} -> PA {:#012x} {:>8}  {}", m.name, m.va, m.va + m.len, m.pa, human(m.len), m.attrs);
@@ -241,14 +234,11 @@ fn alias_attributes(ctx: &mut Ctx) {
             verified &= ctx.failures().len() == failures;
             first.get_or_insert(par);
         }
-        let rec = Record::new(&cachescope_arch::record::ATTR)
-            .str("name", w.name)
-            .hex("va", w.va as u64)
-            .hex("pa", w.pa as u64)
-            .str("mair", &format!("{:#04x}", mair_byte(w.attr)));
+        let mair = format!("{:#04x}", mair_byte(w.attr));
+        let rec = record::Attr::new().name(w.name).va(w.va as u64).pa(w.pa as u64).mair(&mair);
         match first {
-            Some(Par::Translated { attr, sh, .. }) => rec.str("par_attr", &format!("{attr:#04x}")).str("sh", sh.name()).emit(),
-            _ => rec.null("par_attr").null("sh").emit(),
+            Some(Par::Translated { attr, sh, .. }) => rec.par_attr(Some(&format!("{attr:#04x}"))).sh(Some(sh.name())).emit(),
+            _ => rec.par_attr(None).sh(None).emit(),
         }
         rows.push((w, verified));
     }

@@ -14,7 +14,7 @@ use alloc::{format, string::String, vec::Vec};
 use crate::bench::coherence::{self as co, Fence, PingOp, RingShape};
 use crate::bench::{timer::Timer, Env};
 use crate::diag;
-use crate::harness::{ArgDefault::Literal, ArgKind, ArgSpec, Case, Ctx, Suite};
+use crate::harness::{args::typed_args, ArgSpec, Case, Ctx, Suite};
 use crate::mem::{alias::AliasWindow, attr::MemAttr};
 use crate::smp::{self, CoreError};
 
@@ -44,61 +44,30 @@ pub const SELFTEST: Suite = Suite {
         Case { name: "core-hangs", run: core_hangs },
         Case { name: "runs-after", run: runs_after },
     ],
-    args: &[TIMEOUT],
+    args: TIMEOUT,
     validate: None,
     on_request: true,
 };
 
-const TIMEOUT: ArgSpec = ArgSpec {
-    key: "smp_timeout_ms",
-    kind: ArgKind::Number { min: 10, max: 600_000 },
-    default: Literal("10000"),
-    help: "per-core timeout of one SMP job, ms (a core past it fails its case and gets no more work)",
-};
+typed_args! {
+    /// Kernel arguments of the multicore suite: each declared once, with its type, default and
+    /// help (`smp_timeout_ms`, last, is also the self-test suite's).
+    pub struct SmpArgs = SMP, ARGS {
+        smp_reps: Number { min: 1, max: 1000 }, Literal("3"), "measured repetitions per figure";
+        smp_warmup: Number { min: 0, max: 100 }, Literal("1"), "warm-up runs per figure";
+        smp_iters: Number { min: 1, max: 1 << 20 }, Literal("100"), "ping-pong round trips per window";
+        smp_incs: Number { min: 1, max: 1 << 24 }, Literal("500"), "false sharing: increments per core per window";
+        smp_slots: Number { min: 1, max: 1024 }, Literal("8"), "SPSC ring slots";
+        smp_batch: Number { min: 8, max: 65536 }, Literal("256"), "SPSC batch bytes (a multiple of 8; slots x batch <= 512 KiB)";
+        smp_batches: Number { min: 1, max: 1 << 20 }, Literal("32"), "SPSC batches per window";
+        smp_chunk: Number { min: 8, max: 16384 }, Literal("1024"), "all-reduce chunk bytes per rank (a multiple of 8)";
+        smp_lines: Number { min: 1, max: 1024 }, Literal("64"), "broadcast maintenance: lines (DC), pages (TLBI) and IC operations per window";
+        smp_timeout_ms: Number { min: 10, max: 600_000 }, Literal("10000"), "per-core timeout of one SMP job, ms (a core past it fails its case and gets no more work)";
+    }
+}
 
-/// Kernel arguments of the multicore suite: each declared once, with its type, default and help.
-pub const ARGS: &[ArgSpec] = &[
-    ArgSpec {
-        key: "smp_reps",
-        kind: ArgKind::Number { min: 1, max: 1000 },
-        default: Literal("3"),
-        help: "measured repetitions per figure",
-    },
-    ArgSpec { key: "smp_warmup", kind: ArgKind::Number { min: 0, max: 100 }, default: Literal("1"), help: "warm-up runs per figure" },
-    ArgSpec {
-        key: "smp_iters",
-        kind: ArgKind::Number { min: 1, max: 1 << 20 },
-        default: Literal("100"),
-        help: "ping-pong round trips per window",
-    },
-    ArgSpec {
-        key: "smp_incs",
-        kind: ArgKind::Number { min: 1, max: 1 << 24 },
-        default: Literal("500"),
-        help: "false sharing: increments per core per window",
-    },
-    ArgSpec { key: "smp_slots", kind: ArgKind::Number { min: 1, max: 1024 }, default: Literal("8"), help: "SPSC ring slots" },
-    ArgSpec {
-        key: "smp_batch",
-        kind: ArgKind::Number { min: 8, max: 65536 },
-        default: Literal("256"),
-        help: "SPSC batch bytes (a multiple of 8; slots x batch <= 512 KiB)",
-    },
-    ArgSpec { key: "smp_batches", kind: ArgKind::Number { min: 1, max: 1 << 20 }, default: Literal("32"), help: "SPSC batches per window" },
-    ArgSpec {
-        key: "smp_chunk",
-        kind: ArgKind::Number { min: 8, max: 16384 },
-        default: Literal("1024"),
-        help: "all-reduce chunk bytes per rank (a multiple of 8)",
-    },
-    ArgSpec {
-        key: "smp_lines",
-        kind: ArgKind::Number { min: 1, max: 1024 },
-        default: Literal("64"),
-        help: "broadcast maintenance: lines (DC), pages (TLBI) and IC operations per window",
-    },
-    TIMEOUT,
-];
+/// The self-test suite's one argument: `smp_timeout_ms`.
+const TIMEOUT: &[ArgSpec] = core::slice::from_ref(&ARGS[ARGS.len() - 1]);
 
 /// Where each benchmark works, as offsets into the test arena (through the normal-wb window
 /// unless said otherwise): far enough apart that none shares a line or a page with another.
@@ -114,12 +83,12 @@ mod at {
 }
 
 fn validate(ctx: &Ctx) -> Result<(), String> {
-    for key in ["smp_batch", "smp_chunk"] {
-        if !ctx.args.number(key).is_multiple_of(8) {
-            return Err(format!("{key}={} is not a multiple of 8 bytes", ctx.args.number(key)));
+    for key in [SMP.smp_batch, SMP.smp_chunk] {
+        if !ctx.args.get(key).is_multiple_of(8) {
+            return Err(format!("{}={} is not a multiple of 8 bytes", key.name(), ctx.args.get(key)));
         }
     }
-    let ring = ctx.args.number("smp_slots") * ctx.args.number("smp_batch");
+    let ring = ctx.args.get(SMP.smp_slots) * ctx.args.get(SMP.smp_batch);
     if ring > 512 << 10 {
         return Err(format!("smp_slots x smp_batch = {ring} B exceeds the ring's 512 KiB"));
     }
@@ -133,14 +102,14 @@ fn validate(ctx: &Ctx) -> Result<(), String> {
 fn env(ctx: &Ctx) -> Env {
     Env {
         timer: Timer::generic(),
-        reps: ctx.args.number("smp_reps") as usize,
-        warmup: ctx.args.number("smp_warmup") as usize,
+        reps: ctx.args.get(SMP.smp_reps) as usize,
+        warmup: ctx.args.get(SMP.smp_warmup) as usize,
         emulated: ctx.boot.emulated,
     }
 }
 
 fn timeout(ctx: &Ctx) -> u64 {
-    ctx.args.number("smp_timeout_ms")
+    ctx.args.get(SMP.smp_timeout_ms)
 }
 
 /// The cache facts the layouts need: the smallest D-cache line and the writeback granule
@@ -215,7 +184,7 @@ fn pingpong(ctx: &mut Ctx) {
     let env = env(ctx);
     let (line, _) = line_and_cwg();
     let peer = cores[0];
-    let iters = ctx.args.number("smp_iters");
+    let iters = ctx.args.get(SMP.smp_iters);
     let t = timeout(ctx);
     match smp::run_on(peer, t, |_| crate::cpu::mpidr()) {
         Ok(m) => {
@@ -258,7 +227,7 @@ fn false_sharing(ctx: &mut Ctx) {
     let Some((cores, wb, _)) = setup(ctx) else { return };
     let env = env(ctx);
     let (line, cwg) = line_and_cwg();
-    let incs = ctx.args.number("smp_incs");
+    let incs = ctx.args.get(SMP.smp_incs);
     let t = timeout(ctx);
     let base = wb.va + at::FALSE_SHARING;
     let n = cores.len() + 1;
@@ -270,8 +239,8 @@ fn false_sharing(ctx: &mut Ctx) {
     match (shared, padded) {
         (Ok(s), Ok(p)) => {
             let factor = s.median as f64 / p.median.max(1) as f64;
-            co::emit_false_sharing(&env, "padded-cwg", n, cwg, incs, p, &[("cwg", cwg as u64)]);
-            co::emit_false_sharing(&env, "shared-line", n, 8, incs, s, &[("slowdown_permille", (factor * 1000.0) as u64)]);
+            co::emit_false_sharing(&env, "padded-cwg", n, cwg, incs, p, &|m| m.cwg(cwg as u64));
+            co::emit_false_sharing(&env, "shared-line", n, 8, incs, s, &|m| m.slowdown_permille((factor * 1000.0) as u64));
             diag!(
                 "false sharing: {n} cores, counters in one line vs padded to CWG {cwg} B: slowdown {factor:.2}x (median windows, {})",
                 env.timer.source.name()
@@ -290,9 +259,9 @@ fn spsc(ctx: &mut Ctx) {
     let env = env(ctx);
     let (_, cwg) = line_and_cwg();
     let shape = RingShape {
-        slots: ctx.args.number("smp_slots"),
-        batch: ctx.args.number("smp_batch") as usize,
-        batches: ctx.args.number("smp_batches"),
+        slots: ctx.args.get(SMP.smp_slots),
+        batch: ctx.args.get(SMP.smp_batch) as usize,
+        batches: ctx.args.get(SMP.smp_batches),
     };
     let base = wb.va + at::SPSC;
     for fence in Fence::ALL {
@@ -307,7 +276,7 @@ fn spsc(ctx: &mut Ctx) {
 fn allreduce(ctx: &mut Ctx) {
     let Some((cores, wb, _)) = setup(ctx) else { return };
     let env = env(ctx);
-    let chunk = ctx.args.number("smp_chunk") as usize;
+    let chunk = ctx.args.get(SMP.smp_chunk) as usize;
     match co::allreduce(&env, wb.va + at::ALLREDUCE, &cores, chunk, timeout(ctx)) {
         Ok((_, moved)) => {
             diag!("allreduce: {} ranks, {chunk} B chunks: {moved} B moved between neighbours per all-reduce", cores.len() + 1)
@@ -320,7 +289,7 @@ fn broadcast(ctx: &mut Ctx) {
     let Some((cores, wb, _)) = setup(ctx) else { return };
     let env = env(ctx);
     let (line, _) = line_and_cwg();
-    let lines = ctx.args.number("smp_lines") as usize;
+    let lines = ctx.args.get(SMP.smp_lines) as usize;
     match co::broadcast(&env, wb.va + at::BCAST, line, lines, lines, cores[0], timeout(ctx)) {
         Ok(figures) => {
             let get = |n: &str| figures.iter().find(|(v, _)| *v == n).map(|&(_, m)| m as f64);

@@ -8,6 +8,7 @@
 //! - [`exception`]: ESR_ELx decoding (class, fault status with level, WnR) and trap reports.
 //! - [`cache`]: ID-register decoders, topology, the set/way walker, by-VA maintenance, silicon
 //!   geometries.
+//! - [`mod@bench`]: the benchmark, variant and parameter identities shared with the host.
 //! - [`attr`]: arch-neutral memory types and attributes (MAIR encodings, validation).
 //! - [`descriptor`]: VMSAv8-64 stage 1 descriptors (tock-registers layouts) and MAIR_EL1.
 //! - [`list`]: the fixed-capacity list returned where a `Vec` would need an allocator.
@@ -25,10 +26,11 @@
 #[cfg(test)]
 extern crate std;
 
-#[cfg(any(test, feature = "recorder"))]
+#[cfg(any(test, feature = "alloc"))]
 extern crate alloc;
 
 pub mod attr;
+pub mod bench;
 pub mod cache;
 pub mod cpuid;
 pub mod descriptor;

@@ -17,8 +17,41 @@
 //! let id = MetricId { bench: "kv", variant: "scan-aligned", attr: "normal-wb", bytes: 131072, params: &[("tokens", 512)] };
 //! assert_eq!(format!("{id}"), "kv/scan-aligned/normal-wb/131072/tokens=512");
 //! ```
+//!
+//! Each kind declared with `kind!` also has a typed builder (emitters: the kernel, the plugin, the
+//! runner) and a typed view (readers: the host tools), named after it: `END` → [`End`] and
+//! [`EndView`]. A builder has one setter per declared field, taking the field's type; `Display`
+//! writes the JSON object with the set fields in declaration order:
+//!
+//! ```
+//! use cachescope_arch::record;
+//! let end = record::End::new().passed(3).failed(0).skipped(1);
+//! assert_eq!(format!("{end}"), r#"{"record":"end","passed":3,"failed":0,"skipped":1}"#);
+//! ```
+//!
+//! A field the kind does not declare is a compile error (here a misspelt `skipped`):
+//!
+//! ```compile_fail
+//! use cachescope_arch::record;
+//! let end = record::End::new().passed(3).failed(0).skiped(1);
+//! ```
+//!
+//! So is a value of another type than the field's (`passed` is a `uint`):
+//!
+//! ```compile_fail
+//! use cachescope_arch::record;
+//! let end = record::End::new().passed("3").failed(0).skipped(1);
+//! ```
 
 use core::fmt;
+
+mod emit;
+pub mod view;
+
+#[cfg(any(test, feature = "alloc"))]
+pub use emit::{push_json_str, Record};
+pub use emit::{write_json_str, write_record, Builder, Value};
+pub use view::{Object, View};
 
 /// Schema version of the wire format (the `boot` record's `schema`).
 pub const SCHEMA: u32 = 2;
@@ -116,561 +149,937 @@ impl Kind {
     }
 }
 
-const fn req(name: &'static str, ty: Ty, doc: &'static str) -> Field {
-    Field { name, ty, required: true, since: 1, doc }
+const fn field(name: &'static str, ty: Ty, required: bool, since: u32, doc: &'static str) -> Field {
+    Field { name, ty, required, since, doc }
 }
 
-const fn opt(name: &'static str, ty: Ty, doc: &'static str) -> Field {
-    Field { name, ty, required: false, since: 1, doc }
+/// A field's JSON key from its declared identifier (`r#type` is the key `type`).
+const fn wire_name(ident: &'static str) -> &'static str {
+    match ident.as_bytes() {
+        [b'r', b'#', ..] => ident.split_at(2).1,
+        _ => ident,
+    }
 }
 
-const fn req_since(since: u32, name: &'static str, ty: Ty, doc: &'static str) -> Field {
-    Field { name, ty, required: true, since, doc }
+/// Where field `name` is in `kind`'s declaration (a compile-time lookup of the builders).
+const fn index_of(kind: &Kind, name: &str) -> usize {
+    let mut i = 0;
+    while i < kind.fields.len() {
+        if same_bytes(kind.fields[i].name.as_bytes(), name.as_bytes()) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("no such field")
 }
 
-const fn kernel(name: &'static str, doc: &'static str, fields: &'static [Field]) -> Kind {
-    Kind { name, emitter: Emitter::Kernel, doc, fields }
+const fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut j = 0;
+    while j < a.len() {
+        if a[j] != b[j] {
+            return false;
+        }
+        j += 1;
+    }
+    true
 }
 
-const fn model(name: &'static str, doc: &'static str, fields: &'static [Field]) -> Kind {
-    Kind { name, emitter: Emitter::Model, doc, fields }
+macro_rules! emitter {
+    (kernel) => {
+        Emitter::Kernel
+    };
+    (model) => {
+        Emitter::Model
+    };
+    (runner) => {
+        Emitter::Runner
+    };
 }
 
-const fn runner(name: &'static str, doc: &'static str, fields: &'static [Field]) -> Kind {
-    Kind { name, emitter: Emitter::Runner, doc, fields }
+macro_rules! required {
+    (req) => {
+        true
+    };
+    (req_since) => {
+        true
+    };
+    (opt) => {
+        false
+    };
 }
 
-/// `boot`: the first record of every run.
-pub const BOOT: Kind = kernel(
+macro_rules! since {
+    () => {
+        1
+    };
+    ($since:literal) => {
+        $since
+    };
+}
+
+/// A builder's setter of one field, by the field's type.
+macro_rules! setter {
+    ($l:lifetime, $K:ident, $f:ident, $doc:literal, $arg:ty, |$v:ident| $value:expr) => {
+        #[doc = concat!("`", stringify!($f), "`: ", $doc, ".")]
+        #[inline]
+        pub fn $f(mut self, $v: $arg) -> Self {
+            const I: usize = index_of(&$K, wire_name(stringify!($f)));
+            self.vals[I] = Some($value);
+            self
+        }
+    };
+    ($l:lifetime, $K:ident, $f:ident, Str, $doc:literal) => {
+        setter!($l, $K, $f, $doc, &$l str, |v| Value::Str(v));
+    };
+    ($l:lifetime, $K:ident, $f:ident, UInt, $doc:literal) => {
+        setter!($l, $K, $f, $doc, u64, |v| Value::UInt(v));
+    };
+    ($l:lifetime, $K:ident, $f:ident, Hex, $doc:literal) => {
+        setter!($l, $K, $f, $doc, u64, |v| Value::Hex(v));
+    };
+    ($l:lifetime, $K:ident, $f:ident, Bool, $doc:literal) => {
+        setter!($l, $K, $f, $doc, bool, |v| Value::Bool(v));
+    };
+    ($l:lifetime, $K:ident, $f:ident, UIntOrNull, $doc:literal) => {
+        setter!($l, $K, $f, $doc, Option<u64>, |v| v.map_or(Value::Null, Value::UInt));
+    };
+    ($l:lifetime, $K:ident, $f:ident, StrOrNull, $doc:literal) => {
+        setter!($l, $K, $f, $doc, Option<&$l str>, |v| v.map_or(Value::Null, Value::Str));
+    };
+    ($l:lifetime, $K:ident, $f:ident, UIntList, $doc:literal) => {
+        setter!($l, $K, $f, $doc, &$l [u64], |v| Value::UIntList(v));
+    };
+    ($l:lifetime, $K:ident, $f:ident, Params, $doc:literal) => {
+        setter!($l, $K, $f, $doc, &$l [(&$l str, u64)], |v| Value::Params(v));
+    };
+    ($l:lifetime, $K:ident, $f:ident, Num, $doc:literal) => {
+        #[doc = concat!("`", stringify!($f), "`: ", $doc, "; written with `decimals` decimals (`null` when not finite).")]
+        #[inline]
+        pub fn $f(mut self, v: f64, decimals: usize) -> Self {
+            const I: usize = index_of(&$K, wire_name(stringify!($f)));
+            self.vals[I] = Some(Value::Num(v, decimals));
+            self
+        }
+    };
+}
+
+/// A view's accessor of one field, by the field's type.
+macro_rules! getter {
+    ($l:lifetime, $f:ident, $doc:literal, $ret:ty, $get:ident) => {
+        #[doc = concat!("`", stringify!($f), "`: ", $doc, ".")]
+        pub fn $f(&self) -> Option<$ret> {
+            self.obj.$get(wire_name(stringify!($f)))
+        }
+    };
+    ($l:lifetime, $f:ident, Str, $doc:literal) => {
+        getter!($l, $f, $doc, &$l str, str);
+    };
+    ($l:lifetime, $f:ident, StrOrNull, $doc:literal) => {
+        getter!($l, $f, $doc, &$l str, str);
+    };
+    ($l:lifetime, $f:ident, UInt, $doc:literal) => {
+        getter!($l, $f, $doc, u64, uint);
+    };
+    ($l:lifetime, $f:ident, UIntOrNull, $doc:literal) => {
+        getter!($l, $f, $doc, u64, uint);
+    };
+    ($l:lifetime, $f:ident, Num, $doc:literal) => {
+        getter!($l, $f, $doc, f64, num);
+    };
+    ($l:lifetime, $f:ident, Hex, $doc:literal) => {
+        getter!($l, $f, $doc, u64, hex);
+    };
+    ($l:lifetime, $f:ident, Bool, $doc:literal) => {
+        getter!($l, $f, $doc, bool, bool);
+    };
+    ($l:lifetime, $f:ident, UIntList, $doc:literal) => {
+        getter!($l, $f, $doc, &$l O::List, list);
+    };
+    ($l:lifetime, $f:ident, Params, $doc:literal) => {
+        getter!($l, $f, $doc, &$l O::Map, map);
+    };
+}
+
+/// One record kind, declared once: its [`Kind`] data (docs/records.md and the host's contract
+/// check), its typed builder (one setter per field; an undeclared field does not compile) and
+/// its typed view (one accessor per field).
+///
+/// `CONST, Builder, View = emitter("name", "doc", [req(field, Ty, "doc"), …])`; `req_since(N,
+/// …)` for a field required from schema N, `opt(…)` for an optional one. A kind that embeds a
+/// group of fields declared elsewhere (the per-level counts) is written `[head…] + Group::method
+/// + [tail…]` inside the group's macro, which appends the group's fields.
+macro_rules! kind {
+    (
+        $(#[$m:meta])*
+        $K:ident, $B:ident, $V:ident = $em:ident($name:literal, $doc:literal, [$($head:tt)*] + $G:ident::$method:ident + [$($tail:tt)*] $(,)?)
+        [$($greq:ident($gf:ident, $gty:ident, $gdoc:literal),)*]
+    ) => {
+        kind! { $(#[$m])* $K, $B, $V = $em($name, $doc, [$($head)* $($greq($gf, $gty, $gdoc),)* $($tail)*]) }
+
+        impl $B<'_> {
+            #[doc = concat!("Every field of [`", stringify!($G), "`] from `c`.")]
+            #[inline]
+            pub fn $method(self, c: &$G) -> Self {
+                self$(.$gf(c.$gf))*
+            }
+        }
+
+        impl<'a, O: view::Object + ?Sized> $V<'a, O> {
+            #[doc = concat!("Every field of [`", stringify!($G), "`] (0 where one is absent).")]
+            pub fn $method(&self) -> $G {
+                $G { $($gf: self.$gf().unwrap_or(0)),* }
+            }
+        }
+    };
+    (
+        $(#[$m:meta])*
+        $K:ident, $B:ident, $V:ident = $em:ident($name:literal, $doc:literal, [$($head:tt)*] + .. + [$($tail:tt)*] $(,)?)
+        [$($group:tt)*]
+    ) => {
+        kind! { $(#[$m])* $K, $B, $V = $em($name, $doc, [$($head)* $($group)* $($tail)*]) }
+    };
+    (
+        $(#[$m:meta])*
+        $K:ident, $B:ident, $V:ident = $em:ident($name:literal, $doc:literal, [
+            $($req:ident($($since:literal,)? $f:ident, $ty:ident, $fdoc:literal $(,)?),)*
+        ] $(,)?)
+    ) => {
+        $(#[$m])*
+        pub const $K: Kind = Kind {
+            name: $name,
+            emitter: emitter!($em),
+            doc: $doc,
+            fields: &[$(field(wire_name(stringify!($f)), Ty::$ty, required!($req), since!($($since)?), $fdoc),)*],
+        };
+
+        #[doc = concat!("Builds a `", $name, "` record ([`", stringify!($K), "`]): one setter per declared field; `Display` writes the JSON object, the set fields in declaration order.")]
+        #[must_use = "a record is only built: emit or format it"]
+        #[derive(Clone, Copy, Debug)]
+        pub struct $B<'a> {
+            vals: [Option<Value<'a>>; $K.fields.len()],
+        }
+
+        impl<'a> $B<'a> {
+            #[doc = concat!("A `", $name, "` record with no field set yet.")]
+            #[inline]
+            pub const fn new() -> Self {
+                Self { vals: [None; $K.fields.len()] }
+            }
+
+            $(setter!('a, $K, $f, $ty, $fdoc);)*
+        }
+
+        impl Default for $B<'_> {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl Builder for $B<'_> {
+            const KIND: &'static Kind = &$K;
+
+            fn values(&self) -> &[Option<Value<'_>>] {
+                &self.vals
+            }
+        }
+
+        impl fmt::Display for $B<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write_record(f, &$K, &self.vals)
+            }
+        }
+
+        #[doc = concat!("A `", $name, "` record read through typed accessors ([`", stringify!($K), "`]).")]
+        #[derive(Debug)]
+        pub struct $V<'a, O: ?Sized> {
+            obj: &'a O,
+        }
+
+        impl<O: ?Sized> Clone for $V<'_, O> {
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+
+        impl<O: ?Sized> Copy for $V<'_, O> {}
+
+        impl<'a, O: view::Object + ?Sized> view::View<'a, O> for $V<'a, O> {
+            const KIND: &'static Kind = &$K;
+
+            fn of(obj: &'a O) -> Option<Self> {
+                (obj.str("record") == Some($name)).then_some(Self { obj })
+            }
+        }
+
+        impl<'a, O: view::Object + ?Sized> $V<'a, O> {
+            #[doc = concat!("The view of `obj` when it is a `", $name, "` record.")]
+            pub fn of(obj: &'a O) -> Option<Self> {
+                <Self as view::View<'a, O>>::of(obj)
+            }
+
+            /// The object viewed (for fields the contract does not declare: a schema-1 record's
+            /// extra parameters).
+            pub fn object(&self) -> &'a O {
+                self.obj
+            }
+
+            $(getter!('a, $f, $ty, $fdoc);)*
+        }
+    };
+}
+
+/// A group of fields several kinds share, declared once: the `…` of `[head…] + Group::method +
+/// […]`, and the plain struct the simulator counts in ([`LevelCounts`]).
+macro_rules! group_struct {
+    ($(#[$m:meta])* $G:ident [$(req($f:ident, UInt, $doc:literal),)*]) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct $G {
+            $(#[doc = concat!($doc, ".")] pub $f: u64,)*
+        }
+
+        impl core::ops::Add for $G {
+            type Output = $G;
+            /// Field by field, wrapping.
+            fn add(self, o: $G) -> $G {
+                $G { $($f: self.$f.wrapping_add(o.$f)),* }
+            }
+        }
+
+        impl core::ops::Sub for $G {
+            type Output = $G;
+            /// Field by field, wrapping.
+            fn sub(self, o: $G) -> $G {
+                $G { $($f: self.$f.wrapping_sub(o.$f)),* }
+            }
+        }
+    };
+}
+
+/// The per-level counts of the `model` and `model-total` kinds (and the simulator's counters,
+/// [`LevelCounts`]): hands its field list to `$cb`.
+macro_rules! level_counts {
+    ($cb:ident! { $($args:tt)* }) => {
+        $cb! { $($args)* [
+            req(accesses, UInt, "accesses that reached this level"),
+            req(hits, UInt, "of which hits"),
+            req(misses, UInt, "of which misses"),
+            req(writebacks, UInt, "dirty lines written to the next level"),
+            req(maint, UInt, "lines touched by maintenance operations"),
+            req(bypass, UInt, "accesses that bypassed the caches (non-cacheable, Device, caches off)"),
+            req(prefetches, UInt, "lines this level filled because of a prefetch (PRFM or the hardware prefetcher); a prefetch that finds the line present is not counted"),
+            req(prefetch_hits, UInt, "demand accesses that hit a prefetched line no demand access had touched yet (once per fill)"),
+        ] }
+    };
+}
+
+/// The per-vCPU coherence counts of `model-coherence` and `model-coherence-total`: hands its
+/// field list to `$cb`.
+macro_rules! coherence_counts {
+    ($cb:ident! { $($args:tt)* }) => {
+        $cb! { $($args)* [
+            req(invalidations, UInt, "this core's private copies invalidated by another core's write (one per snoop that found the line)"),
+            req(interventions, UInt, "this core's requests whose snoop found the line dirty in another core, which supplied it"),
+            req(upgrades, UInt, "this core's writes to a line it held Shared (S to M, no data)"),
+            req(snoop_hits, UInt, "other cores' snoops that found the line in this core's private caches"),
+            req(snoop_misses, UInt, "other cores' snoops that did not (a snoop filter would have spared them)"),
+            req(remote_maint, UInt, "other cores' broadcast maintenance (DC by VA, IC IVAU, IC IALLUIS) that reached this core's caches"),
+            req(buf_invalidations, UInt, "of `invalidations`, those of lines in the kernel's declared attribute windows (its benchmark buffers; not its stacks, heap or barriers)"),
+            req(buf_interventions, UInt, "of `interventions`, those of lines in the declared windows"),
+            req(buf_upgrades, UInt, "of `upgrades`, those of lines in the declared windows"),
+        ] }
+    };
+}
+
+level_counts!(group_struct! {
+    /// One cache level's counters: the simulator counts in it and the `model` / `model-total`
+    /// records carry it (their builders' and views' `counts`), declared once with the records.
+    LevelCounts
+});
+
+kind! {
+    /// `boot`: the first record of every run.
+    BOOT, Boot, BootView = kernel(
     "boot",
     "First record of a run: where and how the kernel runs.",
-    &[
-        req("schema", Ty::UInt, "wire-format version (this document: 2; readers accept 1)"),
-        req("el", Ty::UInt, "exception level at entry (1, 2 or 3)"),
-        req("current_el", Ty::UInt, "exception level the suites run at (always 1)"),
-        req("board", Ty::Str, "board the kernel was built for: qemu-virt, rpi4, rpi5"),
-        req("midr", Ty::Hex, "MIDR_EL1"),
-        req("cpu", Ty::Str, "core name decoded from MIDR, or `unknown`"),
-        req("cntfrq", Ty::UInt, "generic timer frequency, Hz (CNTFRQ_EL0)"),
-        req("dtb", Ty::Bool, "a valid device tree was found"),
-        req("ram_base", Ty::Hex, "RAM base (DTB, else the board default)"),
-        req("ram_size", Ty::UInt, "RAM size, bytes"),
-        req("uart", Ty::Hex, "console PL011 base address"),
-        req("emulated", Ty::Bool, "running under QEMU: timings measure the emulator"),
-        req_since(2, "args", Ty::Str, "the kernel arguments of the run, control characters escaped"),
-        opt(
-            "model",
-            Ty::Str,
+    [
+        req(schema, UInt, "wire-format version (this document: 2; readers accept 1)"),
+        req(el, UInt, "exception level at entry (1, 2 or 3)"),
+        req(current_el, UInt, "exception level the suites run at (always 1)"),
+        req(board, Str, "board the kernel was built for: qemu-virt, rpi4, rpi5"),
+        req(midr, Hex, "MIDR_EL1"),
+        req(cpu, Str, "core name decoded from MIDR, or `unknown`"),
+        req(cntfrq, UInt, "generic timer frequency, Hz (CNTFRQ_EL0)"),
+        req(dtb, Bool, "a valid device tree was found"),
+        req(ram_base, Hex, "RAM base (DTB, else the board default)"),
+        req(ram_size, UInt, "RAM size, bytes"),
+        req(uart, Hex, "console PL011 base address"),
+        req(emulated, Bool, "running under QEMU: timings measure the emulator"),
+        req_since(2, args, Str, "the kernel arguments of the run, control characters escaped"),
+        opt(model, Str,
             "the cache model's profile when the runner loaded it (semihosting argv0 `cachescope+model=PROFILE`), else `off`",
         ),
-        opt(
-            "cores",
-            Ty::UInt,
+        opt(cores, UInt,
             "cores the machine has (DTB `/cpus` on QEMU virt, the board's count on the Pis); the `smp` suite uses them all",
         ),
     ],
-);
+) }
 
-/// `end`: the last record of every complete run.
-pub const END: Kind = kernel(
+kind! {
+    /// `end`: the last record of every complete run.
+    END, End, EndView = kernel(
     "end",
     "Last record of a complete run (on boards: the end-of-run marker the capture stops at).",
-    &[
-        req("passed", Ty::UInt, "leaf cases passed"),
-        req("failed", Ty::UInt, "leaf cases failed"),
-        req("skipped", Ty::UInt, "leaf cases skipped"),
+    [
+        req(passed, UInt, "leaf cases passed"),
+        req(failed, UInt, "leaf cases failed"),
+        req(skipped, UInt, "leaf cases skipped"),
     ],
-);
+) }
 
-/// `cache`: one cache level as CCSIDR describes it.
-pub const CACHE: Kind = kernel(
+kind! {
+    /// `cache`: one cache level as CCSIDR describes it.
+    CACHE, Cache, CacheView = kernel(
     "cache",
     "One cache as its CCSIDR_EL1 describes it (cache suite).",
-    &[
-        req("level", Ty::UInt, "cache level, 1..7"),
-        req("type", Ty::Str, "instruction, data or unified"),
-        req("line", Ty::UInt, "line size, bytes"),
-        req("ways", Ty::UInt, "associativity"),
-        req("sets", Ty::UInt, "number of sets"),
-        req("size", Ty::UInt, "line × ways × sets, bytes"),
-        req("source", Ty::Str, "`ccsidr` (the register; architecturally only a set/way geometry)"),
+    [
+        req(level, UInt, "cache level, 1..7"),
+        req(r#type, Str, "instruction, data or unified"),
+        req(line, UInt, "line size, bytes"),
+        req(ways, UInt, "associativity"),
+        req(sets, UInt, "number of sets"),
+        req(size, UInt, "line × ways × sets, bytes"),
+        req(source, Str, "`ccsidr` (the register; architecturally only a set/way geometry)"),
     ],
-);
+) }
 
-/// `clidr`: CLIDR_EL1 decoded.
-pub const CLIDR: Kind = kernel(
+kind! {
+    /// `clidr`: CLIDR_EL1 decoded.
+    CLIDR, Clidr, ClidrView = kernel(
     "clidr",
     "CLIDR_EL1 decoded (cache suite).",
-    &[
-        req("raw", Ty::Hex, "raw value"),
-        req("ctype", Ty::UIntList, "Ctype field per level 1..7"),
-        req("levels", Ty::UInt, "levels before the first empty one"),
-        req("louu", Ty::UInt, "Level of Unification, Uniprocessor"),
-        req("louis", Ty::UInt, "Level of Unification, Inner Shareable"),
-        req("loc", Ty::UInt, "Level of Coherence"),
-        req("icb", Ty::UInt, "Inner cache boundary (0 = not disclosed)"),
-        req("ccsidr_format", Ty::Str, "`32bit` or `ccidx` (FEAT_CCIDX)"),
+    [
+        req(raw, Hex, "raw value"),
+        req(ctype, UIntList, "Ctype field per level 1..7"),
+        req(levels, UInt, "levels before the first empty one"),
+        req(louu, UInt, "Level of Unification, Uniprocessor"),
+        req(louis, UInt, "Level of Unification, Inner Shareable"),
+        req(loc, UInt, "Level of Coherence"),
+        req(icb, UInt, "Inner cache boundary (0 = not disclosed)"),
+        req(ccsidr_format, Str, "`32bit` or `ccidx` (FEAT_CCIDX)"),
     ],
-);
+) }
 
-/// `ctr`: CTR_EL0 decoded.
-pub const CTR: Kind = kernel(
+kind! {
+    /// `ctr`: CTR_EL0 decoded.
+    CTR, Ctr, CtrView = kernel(
     "ctr",
     "CTR_EL0 decoded (cache suite).",
-    &[
-        req("raw", Ty::Hex, "raw value"),
-        req("imin_line", Ty::UInt, "smallest instruction-cache line, bytes"),
-        req("dmin_line", Ty::UInt, "smallest data-cache line, bytes (the by-VA maintenance stride)"),
-        req("l1ip", Ty::Str, "L1 instruction-cache policy: PIPT, VIPT, AIVIVT, VPIPT"),
-        req("erg", Ty::UInt, "exclusives reservation granule, bytes (0 = not provided)"),
-        req("cwg", Ty::UInt, "cache writeback granule, bytes (0 = not provided)"),
-        req("idc", Ty::Bool, "data clean to PoU not needed for instruction coherence"),
-        req("dic", Ty::Bool, "instruction invalidation to PoU not needed for instruction coherence"),
-        req("tmin_line", Ty::UIntOrNull, "smallest tag-cache line, bytes (FEAT_MTE2), null when not reported"),
+    [
+        req(raw, Hex, "raw value"),
+        req(imin_line, UInt, "smallest instruction-cache line, bytes"),
+        req(dmin_line, UInt, "smallest data-cache line, bytes (the by-VA maintenance stride)"),
+        req(l1ip, Str, "L1 instruction-cache policy: PIPT, VIPT, AIVIVT, VPIPT"),
+        req(erg, UIntOrNull, "exclusives reservation granule, bytes (null = not provided)"),
+        req(cwg, UIntOrNull, "cache writeback granule, bytes (null = not provided)"),
+        req(idc, Bool, "data clean to PoU not needed for instruction coherence"),
+        req(dic, Bool, "instruction invalidation to PoU not needed for instruction coherence"),
+        req(tmin_line, UIntOrNull, "smallest tag-cache line, bytes (FEAT_MTE2), null when not reported"),
     ],
-);
+) }
 
-/// `dczid`: DCZID_EL0 decoded.
-pub const DCZID: Kind = kernel(
+kind! {
+    /// `dczid`: DCZID_EL0 decoded.
+    DCZID, Dczid, DczidView = kernel(
     "dczid",
     "DCZID_EL0 decoded (cache suite).",
-    &[
-        req("raw", Ty::Hex, "raw value"),
-        req("bs", Ty::UInt, "BS field: log2 of the block in words"),
-        req("block", Ty::UInt, "DC ZVA block, bytes"),
-        req("dzp", Ty::Bool, "DC ZVA prohibited"),
+    [
+        req(raw, Hex, "raw value"),
+        req(bs, UInt, "BS field: log2 of the block in words"),
+        req(block, UIntOrNull, "DC ZVA block, bytes (null when BS is reserved)"),
+        req(dzp, Bool, "DC ZVA prohibited"),
     ],
-);
+) }
 
-/// `setway`: one set/way walk, or the walks of one benchmark phase.
-pub const SETWAY: Kind = kernel(
+kind! {
+    /// `setway`: one set/way walk, or the walks of one benchmark phase.
+    SETWAY, Setway, SetwayView = kernel(
     "setway",
     "One set/way walk: the DC ISW/CSW/CISW instructions it executed. Every walk the kernel makes is recorded; inside a benchmark phase the walks of one op and scope are added up into one record with `walks` and `phase` when the phase ends.",
-    &[
-        req("op", Ty::Str, "isw, csw or cisw"),
-        req("scope", Ty::Str, "loc, louis or level1..level7"),
-        req("ops", Ty::UInt, "DC instructions executed (0 when refused; the sum over `walks`)"),
-        opt("error", Ty::Str, "why the walk was refused (then nothing was executed)"),
-        opt("walks", Ty::UInt, "walks added up (absent: one)"),
-        opt("phase", Ty::Str, "the benchmark phase they ran in (a metric's `phase`)"),
+    [
+        req(op, Str, "isw, csw or cisw"),
+        req(scope, Str, "loc, louis or level1..level7"),
+        req(ops, UInt, "DC instructions executed (0 when refused; the sum over `walks`)"),
+        opt(error, Str, "why the walk was refused (then nothing was executed)"),
+        opt(walks, UInt, "walks added up (absent: one)"),
+        opt(phase, Str, "the benchmark phase they ran in (a metric's `phase`)"),
     ],
-);
+) }
 
-/// `maint-total`: every maintenance instruction of the run, by operation.
-pub const MAINT_TOTAL: Kind = kernel(
+kind! {
+    /// `maint-total`: every maintenance instruction of the run, by operation.
+    MAINT_TOTAL, MaintTotal, MaintTotalView = kernel(
     "maint-total",
     "Every DC, IC and TLBI instruction the kernel executed in the run, by operation, as its instruction wrappers counted them (the record before `end`). Field names are `cache::ops::MaintOp` names.",
-    &[
-        req("dc_isw", Ty::UInt, "DC ISW (invalidate by set/way)"),
-        req("dc_csw", Ty::UInt, "DC CSW (clean by set/way)"),
-        req("dc_cisw", Ty::UInt, "DC CISW (clean and invalidate by set/way)"),
-        req("dc_civac", Ty::UInt, "DC CIVAC (clean and invalidate by VA to PoC)"),
-        req("dc_cvac", Ty::UInt, "DC CVAC (clean by VA to PoC)"),
-        req("dc_ivac", Ty::UInt, "DC IVAC (invalidate by VA to PoC)"),
-        req("dc_cvau", Ty::UInt, "DC CVAU (clean by VA to PoU)"),
-        req("dc_zva", Ty::UInt, "DC ZVA (zero a DCZID block)"),
-        req("ic_ivau", Ty::UInt, "IC IVAU (invalidate instruction cache by VA to PoU)"),
-        req("ic_iallu", Ty::UInt, "IC IALLU (invalidate all instruction caches of this PE)"),
-        req("ic_ialluis", Ty::UInt, "IC IALLUIS (… of the Inner Shareable domain)"),
-        req("tlbi_vmalle1is", Ty::UInt, "TLBI VMALLE1IS"),
-        req("tlbi_vaae1is", Ty::UInt, "TLBI VAAE1IS"),
-        req("tlbi_other", Ty::UInt, "any other TLBI"),
-        req("dc_other", Ty::UInt, "any other DC (CVAP, CVADP, MTE tag operations)"),
+    [
+        req(dc_isw, UInt, "DC ISW (invalidate by set/way)"),
+        req(dc_csw, UInt, "DC CSW (clean by set/way)"),
+        req(dc_cisw, UInt, "DC CISW (clean and invalidate by set/way)"),
+        req(dc_civac, UInt, "DC CIVAC (clean and invalidate by VA to PoC)"),
+        req(dc_cvac, UInt, "DC CVAC (clean by VA to PoC)"),
+        req(dc_ivac, UInt, "DC IVAC (invalidate by VA to PoC)"),
+        req(dc_cvau, UInt, "DC CVAU (clean by VA to PoU)"),
+        req(dc_zva, UInt, "DC ZVA (zero a DCZID block)"),
+        req(ic_ivau, UInt, "IC IVAU (invalidate instruction cache by VA to PoU)"),
+        req(ic_iallu, UInt, "IC IALLU (invalidate all instruction caches of this PE)"),
+        req(ic_ialluis, UInt, "IC IALLUIS (… of the Inner Shareable domain)"),
+        req(tlbi_vmalle1is, UInt, "TLBI VMALLE1IS"),
+        req(tlbi_vaae1is, UInt, "TLBI VAAE1IS"),
+        req(tlbi_other, UInt, "any other TLBI"),
+        req(dc_other, UInt, "any other DC (CVAP, CVADP, MTE tag operations)"),
     ],
-);
+) }
 
-/// `mmu`: the translation regime as programmed.
-pub const MMU: Kind = kernel(
+kind! {
+    /// `mmu`: the translation regime as programmed.
+    MMU, Mmu, MmuView = kernel(
     "mmu",
     "The translation regime after the MMU is on (mmu suite).",
-    &[
-        req("sctlr", Ty::Hex, "SCTLR_EL1"),
-        req("tcr", Ty::Hex, "TCR_EL1"),
-        req("mair", Ty::Hex, "MAIR_EL1"),
-        req("ttbr0", Ty::Hex, "TTBR0_EL1"),
-        req("va_bits", Ty::UInt, "virtual address bits"),
-        req("tables", Ty::UInt, "translation tables allocated"),
+    [
+        req(sctlr, Hex, "SCTLR_EL1"),
+        req(tcr, Hex, "TCR_EL1"),
+        req(mair, Hex, "MAIR_EL1"),
+        req(ttbr0, Hex, "TTBR0_EL1"),
+        req(va_bits, UInt, "virtual address bits"),
+        req(tables, UInt, "translation tables allocated"),
     ],
-);
+) }
 
-/// `attr`: one alias window's attributes as AT S1E1R reports them.
-pub const ATTR: Kind = kernel(
+kind! {
+    /// `attr`: one alias window's attributes as AT S1E1R reports them.
+    ATTR, Attr, AttrView = kernel(
     "attr",
     "One alias window: its mapping and what AT S1E1R + PAR_EL1 report for it (mmu suite).",
-    &[
-        req("name", Ty::Str, "attribute name: normal-wb, normal-wt, normal-nc, device-ngnrne, device-ngnre, device-gre"),
-        req("va", Ty::Hex, "window start, VA"),
-        req("pa", Ty::Hex, "window start, PA"),
-        req("mair", Ty::Str, "the MAIR byte programmed, \"0x..\""),
-        req("par_attr", Ty::StrOrNull, "PAR_EL1.ATTR after AT S1E1R, \"0x..\" (null when the walk failed)"),
-        req("sh", Ty::StrOrNull, "PAR_EL1.SH: inner, outer, non (null when the walk failed)"),
+    [
+        req(name, Str, "attribute name: normal-wb, normal-wt, normal-nc, device-ngnrne, device-ngnre, device-gre"),
+        req(va, Hex, "window start, VA"),
+        req(pa, Hex, "window start, PA"),
+        req(mair, Str, "the MAIR byte programmed, \"0x..\""),
+        req(par_attr, StrOrNull, "PAR_EL1.ATTR after AT S1E1R, \"0x..\" (null when the walk failed)"),
+        req(sh, StrOrNull, "PAR_EL1.SH: inner, outer, non (null when the walk failed)"),
     ],
-);
+) }
 
-/// `metric`: one measurement.
-pub const METRIC: Kind = Kind {
-    name: "metric",
-    emitter: Emitter::Kernel,
-    doc: "One measurement: the statistics of its measured windows, its identity (bench, variant, attr, bytes, params) and the timer.",
-    fields: &[
-        req("bench", Ty::Str, "benchmark: latency, stream, handoff, kv"),
-        req("variant", Ty::Str, "variant within the benchmark"),
-        req("attr", Ty::Str, "memory attribute of the region"),
-        req("bytes", Ty::UInt, "working set or transfer size, bytes"),
-        req_since(2, "params", Ty::Params, "the rest of the measurement's identity (e.g. tokens, stride); {} when none"),
-        req_since(2, "phase", Ty::Str, "the cache-model phase of its measured windows: bench/variant/attr/bytes[/name=value…]"),
-        req("reps", Ty::UInt, "measured windows"),
-        req("min", Ty::Num, "best window, in `unit`"),
-        req("median", Ty::Num, "median window, in `unit`"),
-        req("max", Ty::Num, "worst window, in `unit`"),
-        req("mad", Ty::Num, "median absolute deviation, in `unit`"),
-        req("unit", Ty::Str, "ns, cycles, ns/MiB, cycles/MiB, MB/s (10^6 B/s), B/cycle"),
-        req("source", Ty::Str, "timer: cntvct (generic timer), pmccntr (cycle counter); model figures carry `model`"),
-        req("emulated", Ty::Bool, "measured under an emulator: the figure measures the emulator"),
-        opt("table_reads", Ty::UInt, "kv-paged: block-table entries a scan reads"),
-        opt("lines", Ty::UInt, "kv-paged: cache lines a scan touches"),
-        opt("pages", Ty::UInt, "kv-paged: 4 KiB pages a scan touches"),
-        opt("pool_blocks", Ty::UInt, "kv-prefix: pool blocks in use"),
-        opt("pool_bytes", Ty::UInt, "kv-prefix: pool bytes in use"),
-        opt("cores", Ty::UInt, "cores the measurement ran on"),
-        opt("dtype_bytes", Ty::UInt, "kv-quant: bytes per element"),
-        opt("scan_bytes_per_block", Ty::UInt, "kv-quant: bytes a one-layer scan reads per block, scale included"),
-        opt("cache_hits", Ty::UInt, "alloc-reuse: requests the caching allocator served from freed blocks"),
-        opt("reserved", Ty::UInt, "alloc-reuse: bytes the caching allocator holds"),
-        opt("handovers_per_op", Ty::UInt, "ping-pong: ownership hand-overs per operation (2: a round trip)"),
-        opt("slowdown_permille", Ty::UInt, "false sharing: shared-line time over padded time, ‰"),
-        opt("cwg", Ty::UInt, "false sharing: CTR_EL0.CWG padding, bytes"),
-        opt("bytes_moved", Ty::UInt, "all-reduce: bytes moved per all-reduce"),
-        opt("bytes_per_load", Ty::UInt, "stream: bytes one load instruction moves"),
-        opt("line", Ty::UInt, "latency (schema 1 only; now in params): pointer-chase node size"),
-        opt("prefetch_distance", Ty::UInt, "stream (schema 1 only; now in params)"),
-        opt("tokens", Ty::UInt, "kv (schema 1 only; now in params)"),
-        opt("cached", Ty::UInt, "kv (schema 1 only; now in params)"),
-        opt("stride", Ty::UInt, "kv (schema 1 only; now in params)"),
-        opt("wrapped", Ty::UInt, "kv (schema 1 only; now in params)"),
+kind! {
+    /// `metric`: one measurement.
+    METRIC, Metric, MetricView = kernel(
+    "metric",
+    "One measurement: the statistics of its measured windows, its identity (bench, variant, attr, bytes, params) and the timer.",
+    [
+        req(bench, Str, "benchmark: latency, stream, handoff, kv"),
+        req(variant, Str, "variant within the benchmark"),
+        req(attr, Str, "memory attribute of the region"),
+        req(bytes, UInt, "working set or transfer size, bytes"),
+        req_since(2, params, Params, "the rest of the measurement's identity (e.g. tokens, stride); {} when none"),
+        req_since(2, phase, Str, "the cache-model phase of its measured windows: bench/variant/attr/bytes[/name=value…]"),
+        req(reps, UInt, "measured windows"),
+        req(min, Num, "best window, in `unit`"),
+        req(median, Num, "median window, in `unit`"),
+        req(max, Num, "worst window, in `unit`"),
+        req(mad, Num, "median absolute deviation, in `unit`"),
+        req(unit, Str, "ns, cycles, ns/MiB, cycles/MiB, MB/s (10^6 B/s), B/cycle"),
+        req(source, Str, "timer: cntvct (generic timer), pmccntr (cycle counter); model figures carry `model`"),
+        req(emulated, Bool, "measured under an emulator: the figure measures the emulator"),
+        opt(table_reads, UInt, "kv-paged: block-table entries a scan reads"),
+        opt(lines, UInt, "kv-paged: cache lines a scan touches"),
+        opt(pages, UInt, "kv-paged: 4 KiB pages a scan touches"),
+        opt(pool_blocks, UInt, "kv-prefix: pool blocks in use"),
+        opt(pool_bytes, UInt, "kv-prefix: pool bytes in use"),
+        opt(cores, UInt, "cores the measurement ran on"),
+        opt(dtype_bytes, UInt, "kv-quant: bytes per element"),
+        opt(scan_bytes_per_block, UInt, "kv-quant: bytes a one-layer scan reads per block, scale included"),
+        opt(cache_hits, UInt, "alloc-reuse: requests the caching allocator served from freed blocks"),
+        opt(reserved, UInt, "alloc-reuse: bytes the caching allocator holds"),
+        opt(handovers_per_op, UInt, "ping-pong: ownership hand-overs per operation (2: a round trip)"),
+        opt(slowdown_permille, UInt, "false sharing: shared-line time over padded time, ‰"),
+        opt(cwg, UInt, "false sharing: CTR_EL0.CWG padding, bytes"),
+        opt(bytes_moved, UInt, "all-reduce: bytes moved per all-reduce"),
+        opt(bytes_per_load, UInt, "stream: bytes one load instruction moves"),
+        opt(line, UInt, "latency (schema 1 only; now in params): pointer-chase node size"),
+        opt(prefetch_distance, UInt, "stream (schema 1 only; now in params)"),
+        opt(tokens, UInt, "kv (schema 1 only; now in params)"),
+        opt(cached, UInt, "kv (schema 1 only; now in params)"),
+        opt(stride, UInt, "kv (schema 1 only; now in params)"),
+        opt(wrapped, UInt, "kv (schema 1 only; now in params)"),
     ],
-};
+) }
 
-/// `knee`: a step in a latency curve.
-pub const KNEE: Kind = kernel(
+kind! {
+    /// `knee`: a step in a latency curve.
+    KNEE, Knee, KneeView = kernel(
     "knee",
     "A step in a latency curve: an inferred capacity (on an emulator: the host's caches, not the guest's).",
-    &[
-        req("attr", Ty::Str, "memory attribute of the curve"),
-        req("capacity", Ty::UInt, "working set after which latency steps up, bytes"),
-        req("below", Ty::Num, "latency before the step, in the curve's unit"),
-        req("above", Ty::Num, "latency after the step"),
-        req("source", Ty::Str, "timer of the curve"),
-        req("emulated", Ty::Bool, "measured under an emulator"),
+    [
+        req(attr, Str, "memory attribute of the curve"),
+        req(capacity, UInt, "working set after which latency steps up, bytes"),
+        req(below, Num, "latency before the step, in the curve's unit"),
+        req(above, Num, "latency after the step"),
+        req(source, Str, "timer of the curve"),
+        req(emulated, Bool, "measured under an emulator"),
     ],
-);
+) }
 
-/// `inferred`: a cache property inferred from a sweep on the timer.
-pub const INFERRED: Kind = kernel(
+kind! {
+    /// `inferred`: a cache property inferred from a sweep on the timer.
+    INFERRED, Inferred, InferredView = kernel(
     "inferred",
     "A cache property the bench suite's `infer` case inferred from a timer sweep (null under an emulator: the host infers it from the cache model's counts).",
-    &[
-        req("property", Ty::Str, "`line` (bytes) or `ways`"),
-        req("level", Ty::UInt, "cache level"),
-        req("ccsidr", Ty::UInt, "what CCSIDR_EL1 says"),
-        req("source", Ty::Str, "timer of the sweep"),
-        req("value", Ty::UIntOrNull, "the inferred value; null when not inferred"),
-        req("published", Ty::UIntOrNull, "the published silicon value; null when the core is not in the table"),
-        req("emulated", Ty::Bool, "measured under an emulator"),
+    [
+        req(property, Str, "`line` (bytes) or `ways`"),
+        req(level, UInt, "cache level"),
+        req(ccsidr, UInt, "what CCSIDR_EL1 says"),
+        req(source, Str, "timer of the sweep"),
+        req(value, UIntOrNull, "the inferred value; null when not inferred"),
+        req(published, UIntOrNull, "the published silicon value; null when the core is not in the table"),
+        req(emulated, Bool, "measured under an emulator"),
     ],
-);
+) }
 
-/// `expect-hazard`: what the cache model's sanitizer must report for a deliberate mistake.
-pub const EXPECT_HAZARD: Kind = kernel(
+kind! {
+    /// `expect-hazard`: what the cache model's sanitizer must report for a deliberate mistake.
+    EXPECT_HAZARD, ExpectHazard, ExpectHazardView = kernel(
     "expect-hazard",
     "A deliberate mistake's declaration (`Ctx::expect_hazard`): the sanitizer must report exactly this hazard kind at exactly these lines in this phase, and nothing else there (checked by `scripts/xtask hazards`).",
-    &[
-        req("phase", Ty::Str, "the deliberate mistake's cache-model phase (`mistakes/CASE`, `mmu/probe-…`)"),
-        req("kind", Ty::Str, "the hazard kind (see `hazard`)"),
-        req("pa", Ty::Hex, "physical address of the first line"),
-        req("lines", Ty::UInt, "lines, one hazard record each"),
-        req("stride", Ty::UInt, "bytes from one line to the next"),
+    [
+        req(phase, Str, "the deliberate mistake's cache-model phase (`mistakes/CASE`, `mmu/probe-…`)"),
+        req(kind, Str, "the hazard kind (see `hazard`)"),
+        req(pa, Hex, "physical address of the first line"),
+        req(lines, UInt, "lines, one hazard record each"),
+        req(stride, UInt, "bytes from one line to the next"),
     ],
-);
+) }
 
-/// `kv-shape`: the KV cache shape of a kv benchmark run.
-pub const KV_SHAPE: Kind = kernel(
+kind! {
+    /// `kv-shape`: the KV cache shape of a kv benchmark run.
+    KV_SHAPE, KvShape, KvShapeView = kernel(
     "kv-shape",
     "The KV cache shape the kv benchmark runs with.",
-    &[
-        req("layers", Ty::UInt, "transformer layers"),
-        req("kv_heads", Ty::UInt, "KV heads per layer"),
-        req("head_dim", Ty::UInt, "head dimension"),
-        req("dtype_bytes", Ty::UInt, "bytes per element"),
-        req("capacity", Ty::UInt, "ring capacity, tokens"),
-        req("bytes_per_token", Ty::UInt, "2 × layers × kv_heads × head_dim × dtype_bytes"),
+    [
+        req(layers, UInt, "transformer layers"),
+        req(kv_heads, UInt, "KV heads per layer"),
+        req(head_dim, UInt, "head dimension"),
+        req(dtype_bytes, UInt, "bytes per element"),
+        req(capacity, UInt, "ring capacity, tokens"),
+        req(bytes_per_token, UInt, "2 × layers × kv_heads × head_dim × dtype_bytes"),
     ],
-);
+) }
 
-/// `kv-layout`: one paged KV shape (dtype, block) of the deep-learning benchmarks.
-pub const KV_LAYOUT: Kind = kernel(
+kind! {
+    /// `kv-layout`: one paged KV shape (dtype, block) of the deep-learning benchmarks.
+    KV_LAYOUT, KvLayout, KvLayoutView = kernel(
     "kv-layout",
     "A paged KV cache shape a kv-quant (or kv-paged) run uses: the bytes-per-token formula's inputs and results. Dequantization is not modelled.",
-    &[
-        req("bench", Ty::Str, "benchmark"),
-        req("dtype", Ty::Str, "fp32, fp16, bf16, fp8, int8 (b1/b2/b4: the legacy numeric kv_dtype)"),
-        req("dtype_bytes", Ty::UInt, "bytes per element"),
-        req("block", Ty::UInt, "tokens per block"),
-        req("layers", Ty::UInt, "transformer layers"),
-        req("kv_heads", Ty::UInt, "KV heads per layer"),
-        req("head_dim", Ty::UInt, "head dimension"),
-        req("bytes_per_token", Ty::UInt, "2 × layers × kv_heads × head_dim × dtype_bytes (scales apart)"),
-        req("scale_bytes", Ty::UInt, "scale bytes per block and layer (int8/fp8: one fp32 per head for K and for V; else 0)"),
-        req("bytes_per_block", Ty::UInt, "bytes per block over every layer, scales included (÷ block: bytes per token with scales)"),
-        req("scan_bytes_per_block", Ty::UInt, "bytes a one-layer scan reads per block, scale included (a cache of C bytes holds C × block ÷ this tokens)"),
+    [
+        req(bench, Str, "benchmark"),
+        req(dtype, Str, "fp32, fp16, bf16, fp8, int8 (b1/b2/b4: the legacy numeric kv_dtype)"),
+        req(dtype_bytes, UInt, "bytes per element"),
+        req(block, UInt, "tokens per block"),
+        req(layers, UInt, "transformer layers"),
+        req(kv_heads, UInt, "KV heads per layer"),
+        req(head_dim, UInt, "head dimension"),
+        req(bytes_per_token, UInt, "2 × layers × kv_heads × head_dim × dtype_bytes (scales apart)"),
+        req(scale_bytes, UInt, "scale bytes per block and layer (int8/fp8: one fp32 per head for K and for V; else 0)"),
+        req(bytes_per_block, UInt, "bytes per block over every layer, scales included (÷ block: bytes per token with scales)"),
+        req(scan_bytes_per_block, UInt, "bytes a one-layer scan reads per block, scale included (a cache of C bytes holds C × block ÷ this tokens)"),
     ],
-);
+) }
 
-/// `alloc-trace`: the caching allocator after a seeded transformer-step trace.
-pub const ALLOC_TRACE: Kind = kernel(
+kind! {
+    /// `alloc-trace`: the caching allocator after a seeded transformer-step trace.
+    ALLOC_TRACE, AllocTrace, AllocTraceView = kernel(
     "alloc-trace",
     "The size-class caching allocator (alloc-reuse) after a seeded allocation/free trace shaped like transformer training steps, in the terms of torch.cuda.memory_stats().",
-    &[
-        req("seed", Ty::UInt, "trace seed"),
-        req("layers", Ty::UInt, "layers in the trace"),
-        req("hidden", Ty::UInt, "bytes of one activation row"),
-        req("steps", Ty::UInt, "training steps"),
-        req("allocs", Ty::UInt, "requests served"),
-        req("cache_hits", Ty::UInt, "requests served from a cached (freed) block"),
-        req("peak_requested", Ty::UInt, "highest live requested bytes"),
-        req("peak_allocated", Ty::UInt, "highest live bytes in size-class blocks"),
-        req("allocated", Ty::UInt, "live bytes at the end (in use)"),
-        req("reserved", Ty::UInt, "bytes taken from the arena (in use + cached), at the end"),
+    [
+        req(seed, UInt, "trace seed"),
+        req(layers, UInt, "layers in the trace"),
+        req(hidden, UInt, "bytes of one activation row"),
+        req(steps, UInt, "training steps"),
+        req(allocs, UInt, "requests served"),
+        req(cache_hits, UInt, "requests served from a cached (freed) block"),
+        req(peak_requested, UInt, "highest live requested bytes"),
+        req(peak_allocated, UInt, "highest live bytes in size-class blocks"),
+        req(allocated, UInt, "live bytes at the end (in use)"),
+        req(reserved, UInt, "bytes taken from the arena (in use + cached), at the end"),
     ],
-);
+) }
 
-/// `bench-model`: the cache-model speed benchmark's loop (tests/model.rs).
-pub const BENCH_MODEL: Kind = kernel(
+kind! {
+    /// `bench-model`: the cache-model speed benchmark's loop (tests/model.rs).
+    BENCH_MODEL, BenchModel, BenchModelView = kernel(
     "bench-model",
     "One memory-bound loop of the cache-model speed benchmark (model test kernel, `only=bench`).",
-    &[
-        req("pattern", Ty::Str, "seq or chase"),
-        req("accesses", Ty::UInt, "loads executed"),
-        req("bytes", Ty::UInt, "working set, bytes"),
-        req("ticks", Ty::UInt, "generic-timer ticks of the loop"),
-        req("cntfrq", Ty::UInt, "timer frequency, Hz"),
-        req("ms", Ty::UInt, "loop time, ms (host time under TCG)"),
+    [
+        req(pattern, Str, "seq or chase"),
+        req(accesses, UInt, "loads executed"),
+        req(bytes, UInt, "working set, bytes"),
+        req(ticks, UInt, "generic-timer ticks of the loop"),
+        req(cntfrq, UInt, "timer frequency, Hz"),
+        req(ms, UInt, "loop time, ms (host time under TCG)"),
     ],
-);
+) }
 
-/// A cache-model kind's fields: the given leading fields, the six per-level counts, `source`.
-macro_rules! model_counts {
-    ($($head:expr),*) => {
-        &[
-            $($head,)*
-            req("accesses", Ty::UInt, "accesses that reached this level"),
-            req("hits", Ty::UInt, "of which hits"),
-            req("misses", Ty::UInt, "of which misses"),
-            req("writebacks", Ty::UInt, "dirty lines written to the next level"),
-            req("maint", Ty::UInt, "lines touched by maintenance operations"),
-            req("bypass", Ty::UInt, "accesses that bypassed the caches (non-cacheable, Device, caches off)"),
-            req("prefetches", Ty::UInt, "lines this level filled because of a prefetch (PRFM or the hardware prefetcher); a prefetch that finds the line present is not counted"),
-            req("prefetch_hits", Ty::UInt, "demand accesses that hit a prefetched line no demand access had touched yet (once per fill)"),
-            req("source", Ty::Str, "`model`"),
-        ]
-    };
-}
-
-/// `model-geometry`: one modelled cache.
-pub const MODEL_GEOMETRY: Kind = model(
+kind! {
+    /// `model-geometry`: one modelled cache.
+    MODEL_GEOMETRY, ModelGeometry, ModelGeometryView = model(
     "model-geometry",
     "One cache the model simulates.",
-    &[
-        req("level", Ty::Str, "L1I, L1D, L2, L3"),
-        req("size", Ty::UInt, "bytes"),
-        req("line", Ty::UInt, "line size, bytes"),
-        req("sets", Ty::UInt, "sets"),
-        req("ways", Ty::UInt, "ways"),
-        req("sharing", Ty::Str, "private or shared"),
-        req("policy", Ty::Str, "replacement policy: lru, fifo, random"),
-        req("origin", Ty::Str, "guest (the kernel's CCSIDR), a profile name, or the plugin arguments"),
-        req("vcpus", Ty::UInt, "vCPUs"),
-        req("hit_cycles", Ty::UInt, "modelled load-to-use latency of a hit in this level, core cycles"),
-        req("hit_ns", Ty::Num, "the same in ns at the profile's clock"),
-        req("source", Ty::Str, "`model`"),
+    [
+        req(level, Str, "L1I, L1D, L2, L3"),
+        req(size, UInt, "bytes"),
+        req(line, UInt, "line size, bytes"),
+        req(sets, UInt, "sets"),
+        req(ways, UInt, "ways"),
+        req(sharing, Str, "private or shared"),
+        req(policy, Str, "replacement policy: lru, fifo, random"),
+        req(origin, Str, "guest (the kernel's CCSIDR), a profile name, or the plugin arguments"),
+        req(vcpus, UInt, "vCPUs"),
+        req(hit_cycles, UInt, "modelled load-to-use latency of a hit in this level, core cycles"),
+        req(hit_ns, Num, "the same in ns at the profile's clock"),
+        req(source, Str, "`model`"),
     ],
-);
+) }
 
-/// `model`: one level's counts in one phase.
-pub const MODEL: Kind = model(
+level_counts!(kind! {
+    /// `model`: one level's counts in one phase.
+    MODEL, Model, ModelView = model(
     "model",
     "One cache level's counts during one named phase (a benchmark's measured windows).",
-    model_counts!(
-        req("phase", Ty::Str, "phase name (a metric's `phase`)"),
-        req("phase_id", Ty::UInt, "phase id"),
-        req("level", Ty::Str, "L1I, L1D, L2, L3")
-    ),
-);
+    [
+        req(phase, Str, "phase name (a metric's `phase`)"),
+        req(phase_id, UInt, "phase id"),
+        req(level, Str, "L1I, L1D, L2, L3"),
+    ] + LevelCounts::counts + [
+        req(source, Str, "`model`"),
+    ],
+) });
 
-/// `model-total`: one level's counts over the whole run.
-pub const MODEL_TOTAL: Kind =
-    model("model-total", "One cache level's counts over the whole run.", model_counts!(req("level", Ty::Str, "L1I, L1D, L2, L3")));
+level_counts!(kind! {
+    /// `model-total`: one level's counts over the whole run.
+    MODEL_TOTAL, ModelTotal, ModelTotalView = model(
+    "model-total",
+    "One cache level's counts over the whole run.",
+    [
+        req(level, Str, "L1I, L1D, L2, L3"),
+    ] + LevelCounts::counts + [
+        req(source, Str, "`model`"),
+    ],
+) });
 
-/// A coherence kind's fields: the given leading fields, the six per-vCPU counts, `source`.
-macro_rules! coherence_counts {
-    ($($head:expr),*) => {
-        &[
-            $($head,)*
-            req("cpu", Ty::UInt, "vCPU index"),
-            req("invalidations", Ty::UInt, "this core's private copies invalidated by another core's write (one per snoop that found the line)"),
-            req("interventions", Ty::UInt, "this core's requests whose snoop found the line dirty in another core, which supplied it"),
-            req("upgrades", Ty::UInt, "this core's writes to a line it held Shared (S to M, no data)"),
-            req("snoop_hits", Ty::UInt, "other cores' snoops that found the line in this core's private caches"),
-            req("snoop_misses", Ty::UInt, "other cores' snoops that did not (a snoop filter would have spared them)"),
-            req("remote_maint", Ty::UInt, "other cores' broadcast maintenance (DC by VA, IC IVAU, IC IALLUIS) that reached this core's caches"),
-            req("buf_invalidations", Ty::UInt, "of `invalidations`, those of lines in the kernel's declared attribute windows (its benchmark buffers; not its stacks, heap or barriers)"),
-            req("buf_interventions", Ty::UInt, "of `interventions`, those of lines in the declared windows"),
-            req("buf_upgrades", Ty::UInt, "of `upgrades`, those of lines in the declared windows"),
-            req("source", Ty::Str, "`model`"),
-        ]
-    };
-}
-
-/// `model-coherence`: one vCPU's coherence counts in one phase.
-pub const MODEL_COHERENCE: Kind = model(
+coherence_counts!(kind! {
+    /// `model-coherence`: one vCPU's coherence counts in one phase.
+    MODEL_COHERENCE, ModelCoherence, ModelCoherenceView = model(
     "model-coherence",
     "One vCPU's coherence counts (MESI between the private caches, docs/cache-model.md) during one named phase; one per vCPU when the phase ends. Only with more than one vCPU.",
-    coherence_counts!(req("phase", Ty::Str, "phase name (a metric's `phase`)"), req("phase_id", Ty::UInt, "phase id")),
-);
+    [
+        req(phase, Str, "phase name (a metric's `phase`)"),
+        req(phase_id, UInt, "phase id"),
+        req(cpu, UInt, "vCPU index"),
+    ] + .. + [
+        req(source, Str, "`model`"),
+    ],
+) });
 
-/// `model-coherence-total`: one vCPU's coherence counts over the whole run.
-pub const MODEL_COHERENCE_TOTAL: Kind = model(
+coherence_counts!(kind! {
+    /// `model-coherence-total`: one vCPU's coherence counts over the whole run.
+    MODEL_COHERENCE_TOTAL, ModelCoherenceTotal, ModelCoherenceTotalView = model(
     "model-coherence-total",
     "One vCPU's coherence counts over the whole run (at exit, one per vCPU; only with more than one vCPU).",
-    coherence_counts!(),
-);
+    [
+        req(cpu, UInt, "vCPU index"),
+    ] + .. + [
+        req(source, Str, "`model`"),
+    ],
+) });
 
-/// `model-run`: the model's bookkeeping at exit.
-pub const MODEL_RUN: Kind = model(
+kind! {
+    /// `model-run`: the model's bookkeeping at exit.
+    MODEL_RUN, ModelRun, ModelRunView = model(
     "model-run",
     "The model's bookkeeping at the end of the run.",
-    &[
-        req("protocol", Ty::UInt, "marker protocol version the plugin speaks"),
-        req("markers", Ty::UInt, "markers received"),
-        req("phases", Ty::UInt, "phases completed"),
-        req("va_learned", Ty::UInt, "by-VA operations translated from the guest's own accesses"),
-        req("va_window", Ty::UInt, "… from a window's declared PA"),
-        req("va_identity", Ty::UInt, "… as PA = VA"),
-        req("setway_ops", Ty::UInt, "DC set/way instructions decoded"),
-        req("warnings", Ty::UInt, "model-warning records"),
-        req("fast", Ty::Bool, "the shortcuts were on"),
-        req("source", Ty::Str, "`model`"),
+    [
+        req(protocol, UInt, "marker protocol version the plugin speaks"),
+        req(markers, UInt, "markers received"),
+        req(phases, UInt, "phases completed"),
+        req(va_learned, UInt, "by-VA operations translated from the guest's own accesses"),
+        req(va_window, UInt, "… from a window's declared PA"),
+        req(va_identity, UInt, "… as PA = VA"),
+        req(setway_ops, UInt, "DC set/way instructions decoded"),
+        req(warnings, UInt, "model-warning records"),
+        req(fast, Bool, "the shortcuts were on"),
+        req(source, Str, "`model`"),
     ],
-);
+) }
 
-/// `model-warning`: something the model could not follow.
-pub const MODEL_WARNING: Kind = model(
+kind! {
+    /// `model-warning`: something the model could not follow.
+    MODEL_WARNING, ModelWarning, ModelWarningView = model(
     "model-warning",
     "Something the model could not follow (a malformed marker, a phase never ended).",
-    &[req("what", Ty::Str, "the problem"), req("source", Ty::Str, "`model`")],
-);
+    [req(what, Str, "the problem"), req(source, Str, "`model`"),],
+) }
 
-/// `model-profile`: the modelled core's latency table and hardware prefetcher, once per run.
-pub const MODEL_PROFILE: Kind = model(
+kind! {
+    /// `model-profile`: the modelled core's latency table and hardware prefetcher, once per run.
+    MODEL_PROFILE, ModelProfile, ModelProfileView = model(
     "model-profile",
     "The modelled core: clock, memory latency and hardware prefetcher, with their sources (once per run, before `model-geometry`).",
-    &[
-        req("profile", Ty::Str, "guest, rpi4, rpi5 or custom"),
-        req("clock_mhz", Ty::UInt, "core clock the cycle figures refer to, MHz"),
-        req("memory_cycles", Ty::UInt, "latency of an access served by memory (and of every access that bypasses the caches), cycles"),
-        req("memory_ns", Ty::Num, "the same in ns"),
-        req("hwpf", Ty::Str, "hardware data prefetcher: off, nextline, stride"),
-        req("hwpf_distance", Ty::UInt, "lines (nextline) or strides (stride) ahead"),
-        req("hwpf_degree", Ty::UInt, "prefetches per trigger"),
-        req("latency_ref", Ty::Str, "where the latencies come from"),
-        req("hwpf_ref", Ty::Str, "which published prefetcher the model approximates"),
-        req("source", Ty::Str, "`model`"),
+    [
+        req(profile, Str, "guest, rpi4, rpi5 or custom"),
+        req(clock_mhz, UInt, "core clock the cycle figures refer to, MHz"),
+        req(memory_cycles, UInt, "latency of an access served by memory (and of every access that bypasses the caches), cycles"),
+        req(memory_ns, Num, "the same in ns"),
+        req(hwpf, Str, "hardware data prefetcher: off, nextline, stride"),
+        req(hwpf_distance, UInt, "lines (nextline) or strides (stride) ahead"),
+        req(hwpf_degree, UInt, "prefetches per trigger"),
+        req(latency_ref, Str, "where the latencies come from"),
+        req(hwpf_ref, Str, "which published prefetcher the model approximates"),
+        req(source, Str, "`model`"),
     ],
-);
+) }
 
-/// `model-time`: a phase's modelled time.
-pub const MODEL_TIME: Kind = model(
+kind! {
+    /// `model-time`: a phase's modelled time.
+    MODEL_TIME, ModelTime, ModelTimeView = model(
     "model-time",
     "A phase's modelled data-access time: each demand data access costs the latency of the level that served it, without overlap (an upper bound for streaming code).",
-    &[
-        req("phase", Ty::Str, "phase name"),
-        req("phase_id", Ty::UInt, "phase id"),
-        req("data_accesses", Ty::UInt, "demand data accesses, per L1D line touched, including bypassing ones"),
-        req("cycles", Ty::UInt, "modelled cycles"),
-        req("ns", Ty::Num, "modelled ns at the profile's clock"),
-        req("source", Ty::Str, "`model`"),
+    [
+        req(phase, Str, "phase name"),
+        req(phase_id, UInt, "phase id"),
+        req(data_accesses, UInt, "demand data accesses, per L1D line touched, including bypassing ones"),
+        req(cycles, UInt, "modelled cycles"),
+        req(ns, Num, "modelled ns at the profile's clock"),
+        req(source, Str, "`model`"),
     ],
-);
+) }
 
-/// `hazard`: a cache-maintenance mistake the model's sanitizer saw.
-pub const HAZARD: Kind = model(
+kind! {
+    /// `hazard`: a cache-maintenance mistake the model's sanitizer saw.
+    HAZARD, Hazard, HazardView = model(
     "hazard",
     "A cache-maintenance hazard, deduplicated per (kind, line, phase): emitted when the phase ends (at exit outside phases).",
-    &[
-        req("kind", Ty::Str, "stale-read-by-device, lost-write, stale-read-by-cpu, stale-instruction, maintenance-gap"),
-        req("pa", Ty::Hex, "physical address of the line"),
-        req("va", Ty::Hex, "virtual address of the first exposing access"),
-        req("pc", Ty::Hex, "PC of the first exposing access"),
-        req("phase", Ty::Str, "phase name (empty outside phases)"),
-        req("phase_id", Ty::UInt, "phase id (0 outside phases)"),
-        req("count", Ty::UInt, "occurrences in this phase"),
-        req("access", Ty::Str, "the exposing access: nc-read, device-read, dc-ivac, dc-isw, read, fetch, maint-end"),
-        req("cause", Ty::Str, "the earlier access that made the line hazardous: write, nc-write, device-write, …"),
-        req("cause_pc", Ty::Hex, "PC of that access (0x0 when not known)"),
-        opt("stale", Ty::Hex, "the value the exposing access would see on silicon, when known"),
-        opt("current", Ty::Hex, "the value the emulator returned or holds, when known"),
-        req("source", Ty::Str, "`model`"),
+    [
+        req(kind, Str, "stale-read-by-device, lost-write, stale-read-by-cpu, stale-instruction, maintenance-gap"),
+        req(pa, Hex, "physical address of the line"),
+        req(va, Hex, "virtual address of the first exposing access"),
+        req(pc, Hex, "PC of the first exposing access"),
+        req(phase, Str, "phase name (empty outside phases)"),
+        req(phase_id, UInt, "phase id (0 outside phases)"),
+        req(count, UInt, "occurrences in this phase"),
+        req(access, Str, "the exposing access: nc-read, device-read, dc-ivac, dc-isw, read, fetch, maint-end"),
+        req(cause, Str, "the earlier access that made the line hazardous: write, nc-write, device-write, …"),
+        req(cause_pc, Hex, "PC of that access (0x0 when not known)"),
+        opt(stale, Hex, "the value the exposing access would see on silicon, when known"),
+        opt(current, Hex, "the value the emulator returned or holds, when known"),
+        req(source, Str, "`model`"),
     ],
-);
+) }
 
-/// `hazard-total`: the sanitizer's whole-run summary.
-pub const HAZARD_TOTAL: Kind = model(
+kind! {
+    /// `hazard-total`: the sanitizer's whole-run summary.
+    HAZARD_TOTAL, HazardTotal, HazardTotalView = model(
     "hazard-total",
     "The sanitizer's summary at exit: hazard records per kind (distinct (kind, line, phase)), all occurrences, and whether the bound on hazard records cut the list short.",
-    &[
-        req("sanitize", Ty::Bool, "the sanitizer ran"),
-        req("hazards", Ty::UInt, "hazard records"),
-        req("count", Ty::UInt, "occurrences"),
-        req("stale_read_by_device", Ty::UInt, "hazard records of this kind"),
-        req("lost_write", Ty::UInt, "…"),
-        req("stale_read_by_cpu", Ty::UInt, "…"),
-        req("stale_instruction", Ty::UInt, "…"),
-        req("maintenance_gap", Ty::UInt, "…"),
-        req(
-            "truncated",
-            Ty::Bool,
+    [
+        req(sanitize, Bool, "the sanitizer ran"),
+        req(hazards, UInt, "hazard records"),
+        req(count, UInt, "occurrences"),
+        req(stale_read_by_device, UInt, "hazard records of this kind"),
+        req(lost_write, UInt, "…"),
+        req(stale_read_by_cpu, UInt, "…"),
+        req(stale_instruction, UInt, "…"),
+        req(maintenance_gap, UInt, "…"),
+        req(truncated, Bool,
             "more distinct hazards than the plugin records in a run (10,000): the rest were only counted (`dropped`); the run fails",
         ),
-        req("dropped", Ty::UInt, "occurrences of hazards not recorded because of that bound (0 when not truncated)"),
-        req("source", Ty::Str, "`model`"),
+        req(dropped, UInt, "occurrences of hazards not recorded because of that bound (0 when not truncated)"),
+        req(source, Str, "`model`"),
     ],
-);
+) }
 
-/// `sanitizer-finding`: a phase that failed the sanitizer's verdict.
-pub const SANITIZER_FINDING: Kind = runner(
+kind! {
+    /// `sanitizer-finding`: a phase that failed the sanitizer's verdict.
+    SANITIZER_FINDING, SanitizerFinding, SanitizerFindingView = runner(
     "sanitizer-finding",
     "A phase that failed the sanitizer's verdict (a declared hazard not seen exactly, or a hazard in a phase that declared none), judged by the runner after QEMU exits; at most 20 per run.",
-    &[
-        req("phase", Ty::Str, "the phase (empty: outside any phase)"),
-        req("case", Ty::Str, "the KTAP case that declared the phase (`suite.case`), empty when none did"),
-        req("declared", Ty::Bool, "whether the phase declared a deliberate mistake (`expect-hazard`)"),
-        req("what", Ty::Str, "what was declared, missing and unexpected, as kind@line"),
-        req("source", Ty::Str, "`runner`"),
+    [
+        req(phase, Str, "the phase (empty: outside any phase)"),
+        req(case, Str, "the KTAP case that declared the phase (`suite.case`), empty when none did"),
+        req(declared, Bool, "whether the phase declared a deliberate mistake (`expect-hazard`)"),
+        req(what, Str, "what was declared, missing and unexpected, as kind@line"),
+        req(source, Str, "`runner`"),
     ],
-);
+) }
 
-/// `sanitizer-verdict`: the sanitizer's verdict on the run, folded into its exit status.
-pub const SANITIZER_VERDICT: Kind = runner(
+kind! {
+    /// `sanitizer-verdict`: the sanitizer's verdict on the run, folded into its exit status.
+    SANITIZER_VERDICT, SanitizerVerdict, SanitizerVerdictView = runner(
     "sanitizer-verdict",
     "The cache-model sanitizer's verdict on the run (`cachescope-report verdict`), appended by the runner after QEMU exits: a failed verdict makes a passing run exit 1.",
-    &[
-        req("verdict", Ty::Str, "as-declared (every declared hazard exactly, none elsewhere), failed, or off (sanitize=off)"),
-        req("declared_phases", Ty::UInt, "phases that declared a deliberate mistake"),
-        req("failed_phases", Ty::UInt, "phases that failed"),
-        req("first", Ty::Str, "the first failure, `phase: what` (empty when none)"),
-        req("source", Ty::Str, "`runner`"),
+    [
+        req(verdict, Str, "as-declared (every declared hazard exactly, none elsewhere), failed, or off (sanitize=off)"),
+        req(declared_phases, UInt, "phases that declared a deliberate mistake"),
+        req(failed_phases, UInt, "phases that failed"),
+        req(first, Str, "the first failure, `phase: what` (empty when none)"),
+        req(source, Str, "`runner`"),
     ],
-);
+) }
+
+/// Sets the `UInt` field `name` of a builder's values (the fields an enum names: the
+/// maintenance operations of `maint-total`, the hazard kinds of `hazard-total`). A name the kind
+/// does not declare panics: the tests of both enums keep their names equal to the fields.
+fn set_uint(kind: &Kind, vals: &mut [Option<Value<'_>>], name: &str, v: u64) {
+    vals[index_of(kind, name)] = Some(Value::UInt(v));
+}
+
+impl MaintTotal<'_> {
+    /// Every operation's count, indexed by [`MaintOp::index`](crate::cache::ops::MaintOp::index)
+    /// (the fields are the operations' names, in [`MaintOp::ALL`](crate::cache::ops::MaintOp::ALL) order).
+    pub fn ops(mut self, counts: &[u64; crate::cache::ops::MaintOp::COUNT]) -> Self {
+        for op in crate::cache::ops::MaintOp::ALL {
+            set_uint(&MAINT_TOTAL, &mut self.vals, op.name(), counts[op.index()]);
+        }
+        self
+    }
+}
+
+impl HazardTotal<'_> {
+    /// The hazard records of each kind, indexed by `HazardKind as usize` (the fields are the
+    /// kinds' [`total_field`](crate::hazard::HazardKind::total_field) names).
+    pub fn per_kind(mut self, counts: &[u64; crate::hazard::HazardKind::ALL.len()]) -> Self {
+        for k in crate::hazard::HazardKind::ALL {
+            set_uint(&HAZARD_TOTAL, &mut self.vals, k.total_field(), counts[k as usize]);
+        }
+        self
+    }
+}
+
+impl<O: view::Object + ?Sized> MaintTotalView<'_, O> {
+    /// Every operation's count, indexed by [`MaintOp::index`](crate::cache::ops::MaintOp::index)
+    /// (`None`: absent).
+    pub fn ops(&self) -> [Option<u64>; crate::cache::ops::MaintOp::COUNT] {
+        crate::cache::ops::MaintOp::ALL.map(|op| self.obj.uint(op.name()))
+    }
+}
+
+impl<O: view::Object + ?Sized> HazardTotalView<'_, O> {
+    /// The hazard records of each kind, indexed by `HazardKind as usize` (`None`: absent).
+    pub fn per_kind(&self) -> [Option<u64>; crate::hazard::HazardKind::ALL.len()] {
+        crate::hazard::HazardKind::ALL.map(|k| self.obj.uint(k.total_field()))
+    }
+}
 
 /// Every record kind, kernel first.
 pub const KINDS: &[Kind] = &[
@@ -816,6 +1225,220 @@ mod tests {
         assert_eq!(std::format!("{none}"), "latency/chase/normal-wb/4096");
         let kv = MetricId { params: &[("tokens", 320), ("wrapped", 1)], ..none };
         assert_eq!(std::format!("{kv}"), "latency/chase/normal-wb/4096/tokens=320/wrapped=1");
+    }
+
+    /// A builder writes exactly what the untyped writer writes for the same fields in
+    /// declaration order: every type, escaping, fixed decimals, null.
+    #[test]
+    fn builders_write_the_wire_format() {
+        let typed = Boot::new()
+            .schema(2)
+            .el(2)
+            .current_el(1)
+            .board("qemu-virt")
+            .midr(0x410f_d083)
+            .cpu("a \"q\"\n\t\\\u{1}")
+            .cntfrq(62_500_000)
+            .dtb(true)
+            .ram_base(0x4000_0000)
+            .ram_size(1 << 29)
+            .uart(0x900_0000)
+            .emulated(false)
+            .args("")
+            .cores(4);
+        let untyped = Record::new(&BOOT)
+            .u64("schema", 2)
+            .u64("el", 2)
+            .u64("current_el", 1)
+            .str("board", "qemu-virt")
+            .hex("midr", 0x410f_d083)
+            .str("cpu", "a \"q\"\n\t\\\u{1}")
+            .u64("cntfrq", 62_500_000)
+            .bool("dtb", true)
+            .hex("ram_base", 0x4000_0000)
+            .u64("ram_size", 1 << 29)
+            .hex("uart", 0x900_0000)
+            .bool("emulated", false)
+            .str("args", "")
+            .u64("cores", 4)
+            .finish();
+        assert_eq!(typed.finish(), untyped);
+        assert_eq!(
+            untyped,
+            r#"{"record":"boot","schema":2,"el":2,"current_el":1,"board":"qemu-virt","midr":"0x410fd083","cpu":"a \"q\"\n\t\\\u0001","cntfrq":62500000,"dtb":true,"ram_base":"0x40000000","ram_size":536870912,"uart":"0x9000000","emulated":false,"args":"","cores":4}"#
+        );
+        let m = Metric::new()
+            .bench("kv")
+            .variant("scan")
+            .attr("normal-wb")
+            .bytes(4096)
+            .params(&[("tokens", 512), ("stride", 80)])
+            .phase("kv/scan/normal-wb/4096/tokens=512/stride=80")
+            .reps(9)
+            .min(1.23456, 2)
+            .median(f64::NAN, 3)
+            .max(f64::INFINITY, 1)
+            .mad(0.0, 0)
+            .unit("ns")
+            .source("cntvct")
+            .emulated(true)
+            .lines(7);
+        assert_eq!(
+            m.finish(),
+            r#"{"record":"metric","bench":"kv","variant":"scan","attr":"normal-wb","bytes":4096,"params":{"tokens":512,"stride":80},"phase":"kv/scan/normal-wb/4096/tokens=512/stride=80","reps":9,"min":1.23,"median":null,"max":null,"mad":0,"unit":"ns","source":"cntvct","emulated":true,"lines":7}"#
+        );
+        let c = Clidr::new().raw(0xa200023).ctype(&[3, 4, 0]).levels(2).louu(1).louis(1).loc(2).icb(0).ccsidr_format("32bit");
+        assert_eq!(
+            c.finish(),
+            r#"{"record":"clidr","raw":"0xa200023","ctype":[3,4,0],"levels":2,"louu":1,"louis":1,"loc":2,"icb":0,"ccsidr_format":"32bit"}"#
+        );
+        let mut empty = String::new();
+        Value::Params(&[]).write(&mut empty).unwrap();
+        Value::UIntList(&[]).write(&mut empty).unwrap();
+        assert_eq!(empty, "{}[]");
+    }
+
+    /// The wire order is the declaration's, whatever order the setters are called in; a field
+    /// set twice keeps its last value; `None` of a nullable field is `null`; `type` is a key.
+    #[test]
+    fn builders_follow_the_declaration() {
+        let a = End::new().skipped(1).failed(0).passed(3).passed(4).finish();
+        assert_eq!(a, r#"{"record":"end","passed":4,"failed":0,"skipped":1}"#);
+        let ctr = Ctr::new()
+            .tmin_line(None)
+            .raw(0x8444c004)
+            .imin_line(64)
+            .dmin_line(64)
+            .l1ip("PIPT")
+            .erg(Some(64))
+            .cwg(None)
+            .idc(false)
+            .dic(true);
+        assert_eq!(
+            ctr.finish(),
+            r#"{"record":"ctr","raw":"0x8444c004","imin_line":64,"dmin_line":64,"l1ip":"PIPT","erg":64,"cwg":null,"idc":false,"dic":true,"tmin_line":null}"#
+        );
+        let cache = Cache::new().level(1).r#type("data").line(64).ways(2).sets(256).size(32768).source("ccsidr").finish();
+        assert!(cache.starts_with(r#"{"record":"cache","level":1,"type":"data","#), "{cache}");
+        let total = MaintTotal::new().ops(&core::array::from_fn(|i| i as u64)).finish();
+        assert!(total.starts_with(r#"{"record":"maint-total","dc_isw":0,"dc_csw":1,"#) && total.ends_with(r#""dc_other":14}"#), "{total}");
+        let h = HazardTotal::new().per_kind(&[5, 4, 3, 2, 1]);
+        assert_eq!(h.values()[index_of(&HAZARD_TOTAL, "lost_write")], Some(Value::UInt(4)));
+    }
+
+    /// The counts group is the `model` kinds' fields, in order, and the builders' and views'
+    /// `counts` carry all of them.
+    #[test]
+    fn level_counts_are_the_model_fields() {
+        let c = LevelCounts { accesses: 8, hits: 7, misses: 1, writebacks: 2, maint: 3, bypass: 4, prefetches: 5, prefetch_hits: 6 };
+        let line = ModelTotal::new().level("L1D").counts(&c).source("model").finish();
+        assert_eq!(
+            line,
+            r#"{"record":"model-total","level":"L1D","accesses":8,"hits":7,"misses":1,"writebacks":2,"maint":3,"bypass":4,"prefetches":5,"prefetch_hits":6,"source":"model"}"#
+        );
+        let names = |k: &Kind| k.fields.iter().map(|f| f.name).collect::<std::vec::Vec<_>>();
+        assert_eq!(names(&MODEL)[3..], names(&MODEL_TOTAL)[1..]);
+        assert_eq!(c + c - c, c);
+        let obj = Obj::parse(&line);
+        assert_eq!(ModelTotalView::of(&obj).unwrap().counts(), c);
+    }
+
+    #[test]
+    #[should_panic(expected = "a `end` record without its required field `failed`")]
+    fn a_missing_required_field_panics() {
+        let r = End::new().passed(1).skipped(0);
+        assert_eq!(r.missing(), Some("failed"));
+        let _ = r.finish();
+    }
+
+    #[test]
+    fn optional_fields_may_be_absent() {
+        let r = Setway::new().op("cisw").scope("loc").ops(12);
+        assert_eq!(r.missing(), None);
+        assert_eq!(r.finish(), r#"{"record":"setway","op":"cisw","scope":"loc","ops":12}"#);
+    }
+
+    /// A flat JSON object for the view tests: `"key":value` pairs, values kept as text.
+    struct Obj(std::vec::Vec<(std::string::String, std::string::String)>);
+
+    impl Obj {
+        /// Splits a record this module wrote (no nested commas but in `[…]`/`{…}`).
+        fn parse(json: &str) -> Obj {
+            let body = &json[1..json.len() - 1];
+            let (mut out, mut depth, mut start, mut quoted) = (std::vec::Vec::new(), 0, 0, false);
+            for (i, c) in body.char_indices().chain([(body.len(), ',')]) {
+                match c {
+                    '"' => quoted = !quoted,
+                    '[' | '{' if !quoted => depth += 1,
+                    ']' | '}' if !quoted => depth -= 1,
+                    ',' if !quoted && depth == 0 => {
+                        let (k, v) = body[start..i].split_once(':').unwrap();
+                        out.push((k.trim_matches('"').into(), v.into()));
+                        start = i + 1;
+                    }
+                    _ => {}
+                }
+            }
+            Obj(out)
+        }
+
+        fn get(&self, key: &str) -> Option<&str> {
+            self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        }
+    }
+
+    impl Object for Obj {
+        type List = str;
+        type Map = str;
+        fn str(&self, key: &str) -> Option<&str> {
+            self.get(key)?.strip_prefix('"')?.strip_suffix('"')
+        }
+        fn uint(&self, key: &str) -> Option<u64> {
+            self.get(key)?.parse().ok()
+        }
+        fn num(&self, key: &str) -> Option<f64> {
+            self.get(key)?.parse().ok()
+        }
+        fn hex(&self, key: &str) -> Option<u64> {
+            u64::from_str_radix(self.str(key)?.strip_prefix("0x")?, 16).ok()
+        }
+        fn bool(&self, key: &str) -> Option<bool> {
+            self.get(key)?.parse().ok()
+        }
+        fn list(&self, key: &str) -> Option<&str> {
+            self.get(key).filter(|v| v.starts_with('['))
+        }
+        fn map(&self, key: &str) -> Option<&str> {
+            self.get(key).filter(|v| v.starts_with('{'))
+        }
+    }
+
+    #[test]
+    fn views_read_declared_fields_by_type() {
+        let line = Ctr::new()
+            .raw(0x8444c004)
+            .imin_line(64)
+            .dmin_line(64)
+            .l1ip("PIPT")
+            .erg(Some(64))
+            .cwg(None)
+            .idc(false)
+            .dic(true)
+            .tmin_line(None)
+            .finish();
+        let obj = Obj::parse(&line);
+        let v = CtrView::of(&obj).unwrap();
+        assert_eq!(
+            (v.raw(), v.imin_line(), v.l1ip(), v.erg(), v.cwg(), v.idc(), v.dic()),
+            (Some(0x8444c004), Some(64), Some("PIPT"), Some(64), None, Some(false), Some(true))
+        );
+        assert!(EndView::of(&obj).is_none(), "a view is only of its own kind");
+        let m = Obj::parse(r#"{"record":"metric","bench":"b","params":{"t":1},"median":2.5}"#);
+        let mv = <MetricView<'_, Obj> as View<'_, Obj>>::of(&m).unwrap();
+        assert_eq!((mv.bench(), mv.median(), mv.params(), mv.min()), (Some("b"), Some(2.5), Some(r#"{"t":1}"#), None));
+        let c = Obj::parse(&Clidr::new().raw(1).ctype(&[1, 2]).levels(1).louu(1).louis(1).loc(1).icb(0).ccsidr_format("32bit").finish());
+        assert_eq!(ClidrView::of(&c).unwrap().ctype(), Some("[1,2]"));
+        assert_eq!(CacheView::of(&Obj::parse(r#"{"record":"cache","type":"data"}"#)).unwrap().r#type(), Some("data"));
     }
 
     /// docs/records.md equals what [`write_markdown`] generates (`UPDATE_DOCS=1` rewrites it).

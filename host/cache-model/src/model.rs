@@ -211,48 +211,9 @@ impl Level {
     }
 }
 
-/// Counters of one level.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counts {
-    /// Demand lookups (reads, fetches, writes; not write-backs received from above).
-    pub accesses: u64,
-    /// Lookups that found the line.
-    pub hits: u64,
-    /// Lookups that did not.
-    pub misses: u64,
-    /// Dirty lines written back to the next level or memory (evictions and maintenance).
-    pub writebacks: u64,
-    /// Maintenance operations that addressed this level.
-    pub maint: u64,
-    /// Non-cacheable or Device accesses that skipped the caches (counted at L1 only).
-    pub bypass: u64,
-    /// Lines this level filled because of a prefetch (software or hardware).
-    pub prefetches: u64,
-    /// Demand lookups that hit a prefetched line no demand access had touched yet.
-    pub prefetch_hits: u64,
-}
-
-macro_rules! counts_op {
-    ($tr:ident, $f:ident, $op:ident) => {
-        impl $tr for Counts {
-            type Output = Counts;
-            fn $f(self, o: Counts) -> Counts {
-                Counts {
-                    accesses: self.accesses.$op(o.accesses),
-                    hits: self.hits.$op(o.hits),
-                    misses: self.misses.$op(o.misses),
-                    writebacks: self.writebacks.$op(o.writebacks),
-                    maint: self.maint.$op(o.maint),
-                    bypass: self.bypass.$op(o.bypass),
-                    prefetches: self.prefetches.$op(o.prefetches),
-                    prefetch_hits: self.prefetch_hits.$op(o.prefetch_hits),
-                }
-            }
-        }
-    };
-}
-counts_op!(Add, add, wrapping_add);
-counts_op!(Sub, sub, wrapping_sub);
+/// Counters of one level: the record contract's per-level counts (the `model` and
+/// `model-total` records carry them field by field; `+`/`-` wrap).
+pub use cachescope_arch::record::LevelCounts as Counts;
 
 /// Index of `Totals::served` for memory (L1D = 0, L2 = 1, L3 = 2).
 pub const SERVED_MEMORY: usize = 3;

@@ -17,22 +17,12 @@
 //! Every record ends with `"source":"model"`. Levels: `L1I`, `L1D`, `L2`, `L3` (only those
 //! modelled). Counters of private caches are summed over vCPUs.
 
-pub use cachescope::harness::Record;
-
 use crate::geometry::Latency;
-use crate::model::{Coherence, Counts, Level, Totals};
+use crate::model::{Coherence, Level, Totals};
+use cachescope_arch::record::{self, Builder};
 
-/// Adds the eight counters of a level to a record.
-pub fn with_counts(r: Record, c: &Counts) -> Record {
-    r.u64("accesses", c.accesses)
-        .u64("hits", c.hits)
-        .u64("misses", c.misses)
-        .u64("writebacks", c.writebacks)
-        .u64("maint", c.maint)
-        .u64("bypass", c.bypass)
-        .u64("prefetches", c.prefetches)
-        .u64("prefetch_hits", c.prefetch_hits)
-}
+/// Every model record's `source`.
+pub const SOURCE: &str = "model";
 
 /// Modelled cycles of the demand data accesses in `t` (rule 15 of `model.rs`): each costs the
 /// latency of the level that served it; memory for the rest. Returns (accesses, cycles).
@@ -46,19 +36,17 @@ pub fn modelled_cycles(t: &Totals, lat: &Latency) -> (u64, u64) {
 /// The `model-time` record of a finished phase.
 pub fn time_line(name: &str, id: u64, counts: &Totals, lat: &Latency) -> String {
     let (accesses, cycles) = modelled_cycles(counts, lat);
-    line(
-        Record::new(&cachescope_arch::record::MODEL_TIME)
-            .str("phase", name)
-            .u64("phase_id", id)
-            .u64("data_accesses", accesses)
-            .u64("cycles", cycles)
-            .f64("ns", lat.ns(cycles), 2),
-    )
+    line(record::ModelTime::new().phase(name).phase_id(id).data_accesses(accesses).cycles(cycles).ns(lat.ns(cycles), 2).source(SOURCE))
 }
 
-/// Finishes a record as one output line: `# cs: {…,"source":"model"}` and a newline.
-pub fn line(r: Record) -> String {
-    format!("# cs: {}\n", r.str("source", "model").finish())
+/// A built record as one output line: `# cs: {…}` and a newline.
+pub fn line(r: impl Builder) -> String {
+    format!("{}{r}\n", record::PREFIX)
+}
+
+/// A `model-warning` record as one output line.
+pub fn warning_line(what: &str) -> String {
+    line(record::ModelWarning::new().what(what).source(SOURCE))
 }
 
 /// The levels a hierarchy with `lower` levels below L1 has.
@@ -69,49 +57,41 @@ pub fn levels(lower: usize) -> impl Iterator<Item = Level> {
 /// One `model` record per level for a finished phase.
 pub fn phase_lines(name: &str, id: u64, counts: &Totals, lower: usize) -> String {
     levels(lower)
-        .map(|l| {
-            line(with_counts(
-                Record::new(&cachescope_arch::record::MODEL).str("phase", name).u64("phase_id", id).str("level", l.name()),
-                counts.get(l),
-            ))
-        })
+        .map(|l| line(record::Model::new().phase(name).phase_id(id).level(l.name()).counts(counts.get(l)).source(SOURCE)))
         .collect()
 }
 
 /// One `model-total` record per level.
 pub fn total_lines(counts: &Totals, lower: usize) -> String {
-    levels(lower)
-        .map(|l| line(with_counts(Record::new(&cachescope_arch::record::MODEL_TOTAL).str("level", l.name()), counts.get(l))))
-        .collect()
+    levels(lower).map(|l| line(record::ModelTotal::new().level(l.name()).counts(counts.get(l)).source(SOURCE))).collect()
 }
 
 /// Adds a vCPU's coherence counters to a record.
-fn with_coherence(r: Record, cpu: usize, c: &Coherence) -> Record {
-    r.u64("cpu", cpu as u64)
-        .u64("invalidations", c.invalidations)
-        .u64("interventions", c.interventions)
-        .u64("upgrades", c.upgrades)
-        .u64("snoop_hits", c.snoop_hits)
-        .u64("snoop_misses", c.snoop_misses)
-        .u64("remote_maint", c.remote_maint)
-        .u64("buf_invalidations", c.buf_invalidations)
-        .u64("buf_interventions", c.buf_interventions)
-        .u64("buf_upgrades", c.buf_upgrades)
+macro_rules! with_coherence {
+    ($r:expr, $cpu:expr, $c:expr) => {{
+        let c: &Coherence = $c;
+        $r.cpu($cpu as u64)
+            .invalidations(c.invalidations)
+            .interventions(c.interventions)
+            .upgrades(c.upgrades)
+            .snoop_hits(c.snoop_hits)
+            .snoop_misses(c.snoop_misses)
+            .remote_maint(c.remote_maint)
+            .buf_invalidations(c.buf_invalidations)
+            .buf_interventions(c.buf_interventions)
+            .buf_upgrades(c.buf_upgrades)
+            .source(SOURCE)
+    }};
 }
 
 /// One `model-coherence` record per vCPU for a finished phase.
 pub fn coherence_lines(name: &str, id: u64, coh: &[Coherence]) -> String {
-    coh.iter()
-        .enumerate()
-        .map(|(k, c)| {
-            line(with_coherence(Record::new(&cachescope_arch::record::MODEL_COHERENCE).str("phase", name).u64("phase_id", id), k, c))
-        })
-        .collect()
+    coh.iter().enumerate().map(|(k, c)| line(with_coherence!(record::ModelCoherence::new().phase(name).phase_id(id), k, c))).collect()
 }
 
 /// One `model-coherence-total` record per vCPU.
 pub fn coherence_total_lines(coh: &[Coherence]) -> String {
-    coh.iter().enumerate().map(|(k, c)| line(with_coherence(Record::new(&cachescope_arch::record::MODEL_COHERENCE_TOTAL), k, c))).collect()
+    coh.iter().enumerate().map(|(k, c)| line(with_coherence!(record::ModelCoherenceTotal::new(), k, c))).collect()
 }
 
 /// `hazard` records, each followed by one readable line
@@ -119,19 +99,20 @@ pub fn coherence_total_lines(coh: &[Coherence]) -> String {
 pub fn hazard_lines(entries: &[crate::sanitize::Entry]) -> String {
     let mut out = String::new();
     for e in entries {
-        let mut r = Record::new(&cachescope_arch::record::HAZARD)
-            .str("kind", e.event.kind.name())
-            .hex("pa", e.event.pa)
-            .hex("va", e.va)
-            .hex("pc", e.pc)
-            .str("phase", &e.phase)
-            .u64("phase_id", e.phase_id)
-            .u64("count", e.count)
-            .str("access", e.event.access)
-            .str("cause", e.event.cause)
-            .hex("cause_pc", e.event.cause_pc);
+        let mut r = record::Hazard::new()
+            .kind(e.event.kind.name())
+            .pa(e.event.pa)
+            .va(e.va)
+            .pc(e.pc)
+            .phase(&e.phase)
+            .phase_id(e.phase_id)
+            .count(e.count)
+            .access(e.event.access)
+            .cause(e.event.cause)
+            .cause_pc(e.event.cause_pc)
+            .source(SOURCE);
         if let Some(v) = e.current {
-            r = r.hex("current", v);
+            r = r.current(v);
         }
         out += &line(r);
         out += &format!(
@@ -152,12 +133,8 @@ pub fn hazard_lines(entries: &[crate::sanitize::Entry]) -> String {
 
 /// The `hazard-total` record.
 pub fn hazard_total_line(h: &crate::sanitize::Hazards, sanitize: bool) -> String {
-    let r = Record::new(&cachescope_arch::record::HAZARD_TOTAL)
-        .bool("sanitize", sanitize)
-        .u64("hazards", h.distinct())
-        .u64("count", h.occurrences);
-    let r = crate::sanitize::HazardKind::ALL.into_iter().fold(r, |r, k| r.u64(k.total_field(), h.per_kind[k as usize]));
-    line(r.bool("truncated", h.truncated()).u64("dropped", h.dropped))
+    let r = record::HazardTotal::new().sanitize(sanitize).hazards(h.distinct()).count(h.occurrences);
+    line(r.per_kind(&h.per_kind).truncated(h.truncated()).dropped(h.dropped).source(SOURCE))
 }
 
 /// An open phase.
@@ -232,12 +209,12 @@ impl Phases {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Counts;
 
     #[test]
     fn record_format() {
         let c = Counts { accesses: 5, hits: 3, misses: 2, writebacks: 1, maint: 0, bypass: 4, prefetches: 6, prefetch_hits: 7 };
-        let out =
-            line(with_counts(Record::new(&cachescope_arch::record::MODEL).str("phase", "a\"b").u64("phase_id", 7).str("level", "L1D"), &c));
+        let out = line(record::Model::new().phase("a\"b").phase_id(7).level("L1D").counts(&c).source(SOURCE));
         assert_eq!(
             out,
             "# cs: {\"record\":\"model\",\"phase\":\"a\\\"b\",\"phase_id\":7,\"level\":\"L1D\",\"accesses\":5,\"hits\":3,\"misses\":2,\"writebacks\":1,\"maint\":0,\"bypass\":4,\"prefetches\":6,\"prefetch_hits\":7,\"source\":\"model\"}\n"

@@ -212,7 +212,7 @@ fn scan_for_end(bytes: &[u8], mut from: usize) -> (bool, usize) {
         from += i + 1;
         if let Ok(text) = std::str::from_utf8(line) {
             if let Some(Ok(obj)) = records::parse_line(text.trim_end_matches('\r')) {
-                if obj.get("record").and_then(|v| v.as_str()) == Some("end") {
+                if cachescope_arch::record::EndView::of(&obj).is_some() {
                     return (true, from);
                 }
             }

@@ -172,26 +172,26 @@ pub struct BenchCase {
 }
 
 impl BenchCase {
-    fn add(&mut self, obj: &serde_json::Map<String, serde_json::Value>) {
-        let s = |k: &str| obj.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string();
+    fn add(&mut self, m: cachescope_arch::record::MetricView<'_, crate::records::Object>) {
+        let s = |v: Option<&str>| v.unwrap_or("?").to_string();
         let push = |list: &mut Vec<String>, v: String| {
             if !list.contains(&v) {
                 list.push(v);
             }
         };
         self.points += 1;
-        push(&mut self.benches, s("bench"));
-        push(&mut self.attrs, s("attr"));
-        push(&mut self.sources, s("source"));
-        let unit = s("unit");
+        push(&mut self.benches, s(m.bench()));
+        push(&mut self.attrs, s(m.attr()));
+        push(&mut self.sources, s(m.source()));
+        let unit = s(m.unit());
         if self.units.is_empty() || self.units[0] == unit {
-            if let Some(m) = obj.get("median").and_then(|v| v.as_f64()) {
+            if let Some(m) = m.median() {
                 let (lo, hi) = self.range.unwrap_or((m, m));
                 self.range = Some((lo.min(m), hi.max(m)));
             }
         }
         push(&mut self.units, unit);
-        self.emulated |= obj.get("emulated").and_then(|v| v.as_bool()).unwrap_or(false);
+        self.emulated |= m.emulated().unwrap_or(false);
     }
 }
 
@@ -375,8 +375,8 @@ pub fn filter(input: &mut dyn BufRead, save: &mut dyn Write, views: &mut Views, 
             Kind::Progress => place.progress = String::from_utf8_lossy(&t[11..]).trim().to_string(),
             Kind::Record => {
                 if let Some(Ok(obj)) = crate::records::parse_line(&String::from_utf8_lossy(&buf)) {
-                    if obj.get("record").and_then(|v| v.as_str()) == Some("metric") {
-                        bench.add(&obj);
+                    if let Some(m) = cachescope_arch::record::MetricView::of(&obj) {
+                        bench.add(m);
                     }
                 }
             }

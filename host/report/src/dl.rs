@@ -5,6 +5,7 @@
 
 use crate::model::{ModelData, Phase};
 use crate::records::Record;
+use cachescope_arch::bench::{Bench, Param, Variant};
 use serde_json::Value;
 
 /// A global miss rate (misses ÷ data accesses) at which a kv-quant scan has left a level: one
@@ -33,17 +34,17 @@ pub struct PagedRow {
 /// The kv-paged layouts, contiguous first.
 pub fn paged(d: &ModelData) -> Vec<PagedRow> {
     let mut rows: Vec<PagedRow> = Vec::new();
-    for variant in ["scan-contiguous", "scan-paged"] {
-        let mut blocks: Vec<u64> = d.phases_of("kv-paged", variant).filter_map(|p| p.parsed.num("block")).collect();
+    for variant in [Variant::ScanContiguous, Variant::ScanPaged] {
+        let mut blocks: Vec<u64> = d.phases_of(variant).filter_map(|p| p.parsed.num(Param::Block)).collect();
         blocks.sort_unstable();
         blocks.dedup();
         for b in blocks {
-            let ps: Vec<&Phase> = d.phases_of("kv-paged", variant).filter(|p| p.parsed.num("block") == Some(b)).collect();
-            let tokens: u64 = ps.iter().filter_map(|p| p.parsed.num("tokens")).sum();
+            let ps: Vec<&Phase> = d.phases_of(variant).filter(|p| p.parsed.num(Param::Block) == Some(b)).collect();
+            let tokens: u64 = ps.iter().filter_map(|p| p.parsed.num(Param::Tokens)).sum();
             let levels = d.data_level_names();
             let mpt =
                 levels.iter().map(|l| (l.clone(), ps.iter().map(|p| misses(p, l)).sum::<u64>() as f64 / tokens.max(1) as f64)).collect();
-            rows.push(PagedRow { block: b, contiguous: variant == "scan-contiguous", misses_per_token: mpt });
+            rows.push(PagedRow { block: b, contiguous: variant == Variant::ScanContiguous, misses_per_token: mpt });
         }
     }
     rows
@@ -68,26 +69,26 @@ pub struct QuantKnee {
 /// The kv-quant knees per dtype and data level.
 pub fn quant_knees(run: &[Record], d: &ModelData) -> Vec<QuantKnee> {
     let mut out = Vec::new();
-    let mut dtypes: Vec<String> = Vec::new();
-    for p in d.phases.iter().filter(|p| p.parsed.bench == "kv-quant") {
-        let dt = p.parsed.variant.trim_start_matches("scan-").to_string();
-        if !dtypes.contains(&dt) {
-            dtypes.push(dt);
+    let mut variants: Vec<Variant> = Vec::new();
+    for v in d.phases_in(Bench::KvQuant).filter_map(|p| p.parsed.variant_id()) {
+        if !variants.contains(&v) {
+            variants.push(v);
         }
     }
-    for dt in dtypes {
-        let variant = format!("scan-{dt}");
-        let mut ps: Vec<&Phase> = d.phases_of("kv-quant", &variant).filter(|p| p.parsed.num("tokens").is_some()).collect();
-        ps.sort_by_key(|p| p.parsed.num("tokens"));
-        ps.dedup_by_key(|p| p.parsed.num("tokens"));
+    for variant in variants {
+        let dt = variant.name().trim_start_matches("scan-").to_string();
+        let mut ps: Vec<&Phase> = d.phases_of(variant).filter(|p| p.parsed.num(Param::Tokens).is_some()).collect();
+        ps.sort_by_key(|p| p.parsed.num(Param::Tokens));
+        ps.dedup_by_key(|p| p.parsed.num(Param::Tokens));
         let layout = run.iter().find(|r| {
             r.kind() == "kv-layout"
-                && r.obj.get("bench").and_then(Value::as_str) == Some("kv-quant")
+                && r.obj.get("bench").and_then(Value::as_str) == Some(Bench::KvQuant.name())
                 && r.obj.get("dtype").and_then(Value::as_str) == Some(&dt)
         });
         let per_block = layout.and_then(|r| Some((r.obj.get("block")?.as_u64()?, r.obj.get("scan_bytes_per_block")?.as_u64()?)));
         for level in d.data_level_names() {
-            let measured = ps.iter().find(|p| p.global_rate(&level).is_some_and(|r| r >= KNEE_MISS)).and_then(|p| p.parsed.num("tokens"));
+            let measured =
+                ps.iter().find(|p| p.global_rate(&level).is_some_and(|r| r >= KNEE_MISS)).and_then(|p| p.parsed.num(Param::Tokens));
             let predicted = match (d.geometry_of(&level), per_block) {
                 (Some(g), Some((block, bytes))) if bytes > 0 => Some(g.size * block / bytes),
                 _ => None,
@@ -97,7 +98,7 @@ pub fn quant_knees(run: &[Record], d: &ModelData) -> Vec<QuantKnee> {
                 level,
                 measured,
                 predicted,
-                ladder: ps.iter().filter_map(|p| p.parsed.num("tokens")).collect(),
+                ladder: ps.iter().filter_map(|p| p.parsed.num(Param::Tokens)).collect(),
             });
         }
     }
@@ -122,11 +123,15 @@ pub struct PrefixRow {
 
 /// The kv-prefix variants.
 pub fn prefix(d: &ModelData) -> Vec<PrefixRow> {
-    ["shared", "private"]
+    Bench::KvPrefix
+        .variants()
         .iter()
-        .filter_map(|v| {
-            let p = d.phases_of("kv-prefix", v).next()?;
-            Some(PrefixRow { variant: v.to_string(), levels: p.data_levels().map(|l| (l.level.clone(), l.hits, l.misses)).collect() })
+        .filter_map(|&v| {
+            let p = d.phases_of(v).next()?;
+            Some(PrefixRow {
+                variant: v.name().to_string(),
+                levels: p.data_levels().map(|l| (l.level.clone(), l.hits, l.misses)).collect(),
+            })
         })
         .collect()
 }
@@ -134,9 +139,9 @@ pub fn prefix(d: &ModelData) -> Vec<PrefixRow> {
 /// One alloc-reuse size: (bytes, level, misses with reuse, misses with fresh memory).
 pub fn reuse(d: &ModelData) -> Vec<(u64, String, u64, u64)> {
     let mut out = Vec::new();
-    for p in d.phases_of("alloc-reuse", "reuse") {
+    for p in d.phases_of(Variant::Reuse) {
         let Some(bytes) = p.parsed.bytes else { continue };
-        let Some(f) = d.phases_of("alloc-reuse", "fresh").find(|q| q.parsed.bytes == Some(bytes)) else { continue };
+        let Some(f) = d.phases_of(Variant::Fresh).find(|q| q.parsed.bytes == Some(bytes)) else { continue };
         for l in d.data_level_names() {
             out.push((bytes, l.clone(), misses(p, &l), misses(f, &l)));
         }
@@ -146,9 +151,10 @@ pub fn reuse(d: &ModelData) -> Vec<(u64, String, u64, u64)> {
 
 /// The stream-double variants: (variant, L1D misses, L2 misses, L1D hits).
 pub fn double(d: &ModelData) -> Vec<(String, u64, u64, u64)> {
-    ["none", "prfm", "double"]
+    Bench::StreamDouble
+        .variants()
         .iter()
-        .filter_map(|v| d.phases_of("stream-double", v).next().map(|p| (v.to_string(), misses(p, "L1D"), misses(p, "L2"), hits(p, "L1D"))))
+        .filter_map(|&v| d.phases_of(v).next().map(|p| (v.name().to_string(), misses(p, "L1D"), misses(p, "L2"), hits(p, "L1D"))))
         .collect()
 }
 
@@ -164,18 +170,18 @@ pub struct ScanCurve {
 }
 
 fn scan_curve(d: &ModelData, name: String, mut ps: Vec<&Phase>) -> ScanCurve {
-    ps.sort_by_key(|p| p.parsed.num("tokens"));
-    ps.dedup_by_key(|p| p.parsed.num("tokens"));
+    ps.sort_by_key(|p| p.parsed.num(Param::Tokens));
+    ps.dedup_by_key(|p| p.parsed.num(Param::Tokens));
     let levels = d.data_level_names();
     let points: Vec<(u64, Vec<(String, f64)>)> = ps
         .iter()
         .filter_map(|p| {
-            let t = p.parsed.num("tokens").filter(|&t| t > 0)?;
+            let t = p.parsed.num(Param::Tokens).filter(|&t| t > 0)?;
             Some((t, levels.iter().map(|l| (l.clone(), misses(p, l) as f64 / t as f64)).collect()))
         })
         .collect();
     let bytes_per_token =
-        ps.iter().rev().find_map(|p| Some(p.parsed.bytes? as f64 / p.parsed.num("tokens").filter(|&t| t > 0)? as f64)).unwrap_or(0.0);
+        ps.iter().rev().find_map(|p| Some(p.parsed.bytes? as f64 / p.parsed.num(Param::Tokens).filter(|&t| t > 0)? as f64)).unwrap_or(0.0);
     ScanCurve { name, bytes_per_token, points }
 }
 
@@ -184,8 +190,8 @@ pub fn paged_curves(d: &ModelData) -> Vec<ScanCurve> {
     paged(d)
         .iter()
         .map(|r| {
-            let variant = if r.contiguous { "scan-contiguous" } else { "scan-paged" };
-            let ps = d.phases_of("kv-paged", variant).filter(|p| p.parsed.num("block") == Some(r.block)).collect();
+            let variant = if r.contiguous { Variant::ScanContiguous } else { Variant::ScanPaged };
+            let ps = d.phases_of(variant).filter(|p| p.parsed.num(Param::Block) == Some(r.block)).collect();
             scan_curve(d, if r.contiguous { "contiguous".into() } else { format!("block {}", r.block) }, ps)
         })
         .collect()
@@ -193,13 +199,13 @@ pub fn paged_curves(d: &ModelData) -> Vec<ScanCurve> {
 
 /// The kv-quant scans per dtype, in the order the run swept them.
 pub fn quant_curves(d: &ModelData) -> Vec<ScanCurve> {
-    let mut variants: Vec<&str> = Vec::new();
-    for p in d.phases.iter().filter(|p| p.parsed.bench == "kv-quant") {
-        if !variants.contains(&p.parsed.variant.as_str()) {
-            variants.push(&p.parsed.variant);
+    let mut variants: Vec<Variant> = Vec::new();
+    for v in d.phases_in(Bench::KvQuant).filter_map(|p| p.parsed.variant_id()) {
+        if !variants.contains(&v) {
+            variants.push(v);
         }
     }
-    variants.iter().map(|v| scan_curve(d, v.trim_start_matches("scan-").to_string(), d.phases_of("kv-quant", v).collect())).collect()
+    variants.iter().map(|&v| scan_curve(d, v.name().trim_start_matches("scan-").to_string(), d.phases_of(v).collect())).collect()
 }
 
 /// Measured windows in a phase: the `reps` of the metric that names it (the model phase spans
@@ -229,9 +235,9 @@ pub struct ReusePoint {
 /// cold write misses once per line).
 pub fn reuse_per_line(run: &[Record], d: &ModelData) -> Vec<ReusePoint> {
     let mut out = Vec::new();
-    for p in d.phases_of("alloc-reuse", "reuse") {
+    for p in d.phases_of(Variant::Reuse) {
         let Some(bytes) = p.parsed.bytes.filter(|&b| b >= 64) else { continue };
-        let Some(f) = d.phases_of("alloc-reuse", "fresh").find(|q| q.parsed.bytes == Some(bytes)) else { continue };
+        let Some(f) = d.phases_of(Variant::Fresh).find(|q| q.parsed.bytes == Some(bytes)) else { continue };
         let per = |ph: &Phase, l: &str| misses(ph, l) as f64 / (bytes / 64) as f64 / windows_of(run, &ph.name) as f64;
         for l in d.data_level_names() {
             out.push(ReusePoint { bytes, level: l.clone(), reuse: per(p, &l), fresh: per(f, &l) });
@@ -261,10 +267,11 @@ pub struct DoubleRow {
 
 /// The stream-double variants, counts per measured window.
 pub fn double_rows(recs: &[Record], d: &ModelData) -> Vec<DoubleRow> {
-    ["none", "prfm", "double"]
+    Bench::StreamDouble
+        .variants()
         .iter()
-        .filter_map(|v| {
-            let p = d.phases_of("stream-double", v).next()?;
+        .filter_map(|&v| {
+            let p = d.phases_of(v).next()?;
             let w = windows_of(recs, &p.name) as f64;
             let metric = recs.iter().find(|r| r.kind() == "metric" && r.obj.get("phase").and_then(Value::as_str) == Some(&p.name));
             let interventions: u64 = recs
@@ -277,7 +284,7 @@ pub fn double_rows(recs: &[Record], d: &ModelData) -> Vec<DoubleRow> {
                 cores: metric.and_then(|m| m.obj.get("cores").and_then(Value::as_u64)).unwrap_or(1),
                 l1d_misses: misses(p, "L1D") as f64 / w,
                 l2_misses: misses(p, "L2") as f64 / w,
-                prefetch_hits: p.level("L1D").and_then(|l| l.prefetch_hits).unwrap_or(0) as f64 / w,
+                prefetch_hits: p.level("L1D").and_then(|l| l.prefetch_hits()).unwrap_or(0) as f64 / w,
                 interventions: interventions as f64 / w,
             })
         })
@@ -310,7 +317,9 @@ pub fn checks(run: &[Record], d: &ModelData) -> Vec<(bool, String)> {
         }
     }
     let pr = prefix(d);
-    if let (Some(s), Some(p)) = (pr.iter().find(|r| r.variant == "shared"), pr.iter().find(|r| r.variant == "private")) {
+    if let (Some(s), Some(p)) =
+        (pr.iter().find(|r| r.variant == Variant::Shared.name()), pr.iter().find(|r| r.variant == Variant::Private.name()))
+    {
         let l2 = |r: &PrefixRow| r.levels.iter().find(|l| l.0 == "L2").map_or((0, 0), |l| (l.1, l.2));
         let (sh, ph) = (l2(s), l2(p));
         f.push((
@@ -365,78 +374,6 @@ pub fn checks(run: &[Record], d: &ModelData) -> Vec<(bool, String)> {
         ));
     }
     f
-}
-
-/// The digest's lines for these benchmarks under the model (label, text).
-pub fn digest_lines(run: &[Record], d: &ModelData) -> Vec<(&'static str, String)> {
-    let mut out = Vec::new();
-    let rows = paged(d);
-    if !rows.is_empty() {
-        let parts: Vec<String> = rows
-            .iter()
-            .map(|r| {
-                let l1 = r.misses_per_token.iter().find(|(l, _)| l == "L1D").map_or(0.0, |x| x.1);
-                if r.contiguous {
-                    format!("contiguous {l1:.2}")
-                } else {
-                    format!("b{} {l1:.2}", r.block)
-                }
-            })
-            .collect();
-        out.push(("kv-paged", format!("(model, L1D misses/token over the sweep) {}", parts.join(", "))));
-    }
-    let knees = quant_knees(run, d);
-    if !knees.is_empty() {
-        let parts: Vec<String> = knees
-            .iter()
-            .map(|k| {
-                format!(
-                    "{} {} {}/{}",
-                    k.dtype,
-                    k.level,
-                    k.measured.map_or("-".into(), |t| t.to_string()),
-                    k.predicted.map_or("-".into(), |t| t.to_string())
-                )
-            })
-            .collect();
-        out.push(("kv-quant", format!("(model, tokens: misses from/fits by formula) {}", parts.join(", "))));
-    }
-    let pr = prefix(d);
-    if !pr.is_empty() {
-        let parts: Vec<String> = pr
-            .iter()
-            .map(|r| format!("{} {}", r.variant, r.levels.iter().map(|(l, h, m)| format!("{l} {h}/{m}")).collect::<Vec<_>>().join(" ")))
-            .collect();
-        let saved = |v: &str| {
-            run.iter()
-                .find(|r| {
-                    r.kind() == "metric"
-                        && r.obj.get("bench").and_then(Value::as_str) == Some("kv-prefix")
-                        && r.obj.get("variant").and_then(Value::as_str) == Some(v)
-                })
-                .and_then(|r| r.obj.get("pool_bytes").and_then(Value::as_u64))
-        };
-        let s = match (saved("shared"), saved("private")) {
-            (Some(a), Some(b)) if b >= a => format!("; saves {} KiB", (b - a) >> 10),
-            _ => String::new(),
-        };
-        out.push(("kv-prefix", format!("(model, hits/misses) {}{s}", parts.join("; "))));
-    }
-    let r = reuse(d);
-    if !r.is_empty() {
-        let parts: Vec<String> = r.iter().filter(|x| x.1 == "L2").map(|x| format!("{} KiB {}/{}", x.0 >> 10, x.2, x.3)).collect();
-        let trace = run.iter().find(|r| r.kind() == "alloc-trace").map(|t| {
-            let g = |k: &str| t.obj.get(k).and_then(Value::as_u64).unwrap_or(0);
-            format!("; trace: {} MiB reserved, {} MiB in use", g("reserved") >> 20, g("allocated") >> 20)
-        });
-        out.push(("alloc-reuse", format!("(model, L2 misses reuse/fresh) {}{}", parts.join(", "), trace.unwrap_or_default())));
-    }
-    let dbl = double(d);
-    if !dbl.is_empty() {
-        let parts: Vec<String> = dbl.iter().map(|(v, l1, l2, _)| format!("{v} {l1}/{l2}")).collect();
-        out.push(("stream-double", format!("(model, L1D/L2 misses) {}", parts.join(", "))));
-    }
-    out
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ pub fn to_json(records: &[Record]) -> String {
     let mut s = String::from("[");
     for (i, r) in records.iter().enumerate() {
         s.push_str(if i == 0 { "\n  " } else { ",\n  " });
-        s.push_str(&Value::Object(r.obj.clone()).to_string());
+        s.push_str(&Value::Object(r.obj.0.clone()).to_string());
     }
     s.push_str(if records.is_empty() { "]\n" } else { "\n]\n" });
     s

@@ -12,6 +12,7 @@
 
 #![deny(missing_docs)]
 
+pub mod bench;
 pub mod capture;
 pub mod compare;
 pub mod console;

@@ -34,9 +34,11 @@
 //!   every smaller K, stays below [`WAYS_MISS`].
 
 use crate::records::{Object, Record};
+use cachescope_arch::bench::{Bench, Param, Variant};
 use cachescope_arch::cache::Kind;
 use cachescope_arch::cache::{infer, silicon};
 use cachescope_arch::cpuid::Midr;
+use cachescope_arch::record;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -53,54 +55,42 @@ pub const WAYS_MISS: f64 = infer::NO_LONGER_FITS;
 /// that level reaches this.
 pub const KV_START_MISS: f64 = 0.01;
 
-fn u(o: &Object, k: &str) -> Option<u64> {
-    o.get(k).and_then(Value::as_u64)
-}
-
-fn f(o: &Object, k: &str) -> Option<f64> {
-    o.get(k).and_then(Value::as_f64)
-}
-
-fn s<'a>(o: &'a Object, k: &str) -> Option<&'a str> {
-    o.get(k).and_then(Value::as_str)
-}
-
-/// One cache level's counts (a `model` record, or a `model-total` record).
+/// One cache level's counts (a `model` record, or a `model-total` record): the record
+/// contract's counts group ([`record::LevelCounts`], the simulator's own counters), which this
+/// `Deref`s to, and the level's name.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LevelCounts {
     /// Level name: L1I, L1D, L2, L3.
     pub level: String,
-    /// Accesses that reached the level.
-    pub accesses: u64,
-    /// Hits.
-    pub hits: u64,
-    /// Misses.
-    pub misses: u64,
-    /// Dirty lines written to the next level.
-    pub writebacks: u64,
-    /// Lines touched by maintenance operations.
-    pub maint: u64,
-    /// Accesses that bypassed the caches.
-    pub bypass: u64,
-    /// Lines filled by a prefetch (PRFM or the hardware prefetcher), when the plugin counts them.
-    pub prefetches: Option<u64>,
-    /// Demand accesses that hit a line a prefetch brought in, when counted.
-    pub prefetch_hits: Option<u64>,
+    /// The counts (a field the record lacks is 0).
+    pub counts: record::LevelCounts,
+    /// The record has `prefetches`/`prefetch_hits` (plugins before them did not count prefetches).
+    pub prefetch_counted: bool,
+}
+
+impl std::ops::Deref for LevelCounts {
+    type Target = record::LevelCounts;
+    fn deref(&self) -> &record::LevelCounts {
+        &self.counts
+    }
 }
 
 impl LevelCounts {
-    fn from_obj(o: &Object) -> LevelCounts {
-        LevelCounts {
-            level: s(o, "level").map(str::to_string).or_else(|| u(o, "level").map(|l| format!("L{l}"))).unwrap_or_default(),
-            accesses: u(o, "accesses").unwrap_or(0),
-            hits: u(o, "hits").unwrap_or(0),
-            misses: u(o, "misses").unwrap_or(0),
-            writebacks: u(o, "writebacks").unwrap_or(0),
-            maint: u(o, "maint").unwrap_or(0),
-            bypass: u(o, "bypass").unwrap_or(0),
-            prefetches: u(o, "prefetches"),
-            prefetch_hits: u(o, "prefetch_hits"),
-        }
+    /// From a record's `level`, counts and `prefetches` (read through its kind's view).
+    fn new(level: Option<&str>, o: &Object, counts: record::LevelCounts, prefetches: Option<u64>) -> LevelCounts {
+        // Schema 1 logs of the first plugin named a level by its number.
+        let legacy = || record::Object::uint(o, "level").map(|l| format!("L{l}"));
+        LevelCounts { level: level.map(str::to_string).or_else(legacy).unwrap_or_default(), counts, prefetch_counted: prefetches.is_some() }
+    }
+
+    /// Lines filled by a prefetch, when the plugin counts them.
+    pub fn prefetches(&self) -> Option<u64> {
+        self.prefetch_counted.then_some(self.counts.prefetches)
+    }
+
+    /// Demand accesses that hit a prefetched line, when counted.
+    pub fn prefetch_hits(&self) -> Option<u64> {
+        self.prefetch_counted.then_some(self.counts.prefetch_hits)
     }
 
     /// Local miss rate: misses ÷ accesses at this level (0 without accesses).
@@ -167,13 +157,28 @@ impl PhaseName {
     }
 
     /// A parameter's value.
-    pub fn param(&self, k: &str) -> Option<&str> {
-        self.params.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
+    pub fn param(&self, k: Param) -> Option<&str> {
+        self.params.iter().find(|(n, _)| n == k.name()).map(|(_, v)| v.as_str())
     }
 
     /// A numeric parameter.
-    pub fn num(&self, k: &str) -> Option<u64> {
+    pub fn num(&self, k: Param) -> Option<u64> {
         self.param(k).and_then(|v| v.parse().ok())
+    }
+
+    /// True when the phase is one of `bench`'s.
+    pub fn of(&self, bench: Bench) -> bool {
+        self.bench == bench.name()
+    }
+
+    /// True when the phase measures `variant` (of its benchmark).
+    pub fn is(&self, variant: Variant) -> bool {
+        self.of(variant.bench()) && self.variant == variant.name()
+    }
+
+    /// The variant the phase measures, if the kernel declares it.
+    pub fn variant_id(&self) -> Option<Variant> {
+        Bench::from_name(&self.bench).and_then(|b| Variant::of(b, &self.variant))
     }
 }
 
@@ -293,47 +298,48 @@ impl ModelData {
         let mut next_anon = u64::MAX;
         for r in records {
             let o = &r.obj;
+            if let Some(g) = r.view::<record::ModelGeometryView<_>>() {
+                d.geometry.push(ModelGeometry {
+                    level: g.level().unwrap_or("").to_string(),
+                    size: g.size().unwrap_or(0),
+                    line: g.line().unwrap_or(0),
+                    sets: g.sets().unwrap_or(0),
+                    ways: g.ways().unwrap_or(0),
+                    policy: g.policy().unwrap_or("").to_string(),
+                    origin: g.origin().unwrap_or("").to_string(),
+                    hit_cycles: g.hit_cycles().map(|c| c as f64),
+                    hit_ns: g.hit_ns(),
+                });
+            } else if let Some(m) = r.view::<record::ModelView<_>>() {
+                let name = m.phase().unwrap_or("").to_string();
+                // A record without an id is a phase of its own (never merged by name).
+                let id = m.phase_id().unwrap_or_else(|| {
+                    next_anon -= 1;
+                    next_anon
+                });
+                let p = phases.entry(id).or_insert_with(|| Phase::named(&name, id));
+                p.levels.push(LevelCounts::new(m.level(), o, m.counts(), m.prefetches()));
+            } else if let Some(c) = r.view::<record::ModelCoherenceView<_>>() {
+                let (name, id) = (c.phase().unwrap_or(""), c.phase_id().unwrap_or(u64::MAX));
+                let p = phases.entry(id).or_insert_with(|| Phase::named(name, id));
+                let sum = p.coherence.get_or_insert_with(PhaseCoherence::default);
+                sum.transfers += c.buf_interventions().unwrap_or(0);
+                sum.invalidations += c.buf_invalidations().unwrap_or(0);
+            } else if let Some(t) = r.view::<record::ModelTimeView<_>>() {
+                let time = PhaseTime {
+                    data_accesses: t.data_accesses().unwrap_or(0),
+                    cycles: t.cycles().map_or(f64::NAN, |c| c as f64),
+                    ns: t.ns().unwrap_or(f64::NAN),
+                };
+                times.push((t.phase_id().unwrap_or(u64::MAX), t.phase().unwrap_or("").to_string(), time));
+            } else if let Some(t) = r.view::<record::ModelTotalView<_>>() {
+                d.totals.push(LevelCounts::new(t.level(), o, t.counts(), t.prefetches()));
+            } else if let Some(w) = r.view::<record::ModelWarningView<_>>() {
+                d.warnings.push(w.what().unwrap_or("").to_string());
+            }
             match r.kind() {
-                "model-geometry" => d.geometry.push(ModelGeometry {
-                    level: s(o, "level").unwrap_or("").to_string(),
-                    size: u(o, "size").unwrap_or(0),
-                    line: u(o, "line").unwrap_or(0),
-                    sets: u(o, "sets").unwrap_or(0),
-                    ways: u(o, "ways").unwrap_or(0),
-                    policy: s(o, "policy").unwrap_or("").to_string(),
-                    origin: s(o, "origin").unwrap_or("").to_string(),
-                    hit_cycles: f(o, "hit_cycles"),
-                    hit_ns: f(o, "hit_ns"),
-                }),
-                "model" => {
-                    let name = s(o, "phase").unwrap_or("").to_string();
-                    // A record without an id is a phase of its own (never merged by name).
-                    let id = u(o, "phase_id").unwrap_or_else(|| {
-                        next_anon -= 1;
-                        next_anon
-                    });
-                    let p = phases.entry(id).or_insert_with(|| Phase::named(&name, id));
-                    p.levels.push(LevelCounts::from_obj(o));
-                }
-                "model-coherence" => {
-                    let (name, id) = (s(o, "phase").unwrap_or(""), u(o, "phase_id").unwrap_or(u64::MAX));
-                    let p = phases.entry(id).or_insert_with(|| Phase::named(name, id));
-                    let c = p.coherence.get_or_insert_with(PhaseCoherence::default);
-                    c.transfers += u(o, "buf_interventions").unwrap_or(0);
-                    c.invalidations += u(o, "buf_invalidations").unwrap_or(0);
-                }
-                "model-time" => {
-                    let t = PhaseTime {
-                        data_accesses: u(o, "data_accesses").unwrap_or(0),
-                        cycles: f(o, "cycles").unwrap_or(f64::NAN),
-                        ns: f(o, "ns").unwrap_or(f64::NAN),
-                    };
-                    times.push((u(o, "phase_id").unwrap_or(u64::MAX), s(o, "phase").unwrap_or("").to_string(), t));
-                }
-                "model-total" => d.totals.push(LevelCounts::from_obj(o)),
                 "model-profile" => d.profile = Some(o.clone()),
                 "model-run" => d.run = Some(o.clone()),
-                "model-warning" => d.warnings.push(s(o, "what").unwrap_or("").to_string()),
                 "hazard" => d.hazards.push(o.clone()),
                 "hazard-total" => d.hazard_total = Some(o.clone()),
                 _ => {}
@@ -358,15 +364,20 @@ impl ModelData {
     }
 
     /// Phases of one bench and variant.
-    pub fn phases_of<'a>(&'a self, bench: &'a str, variant: &'a str) -> impl Iterator<Item = &'a Phase> + 'a {
-        self.phases.iter().filter(move |p| p.parsed.bench == bench && p.parsed.variant == variant)
+    pub fn phases_of(&self, variant: Variant) -> impl Iterator<Item = &Phase> + '_ {
+        self.phases.iter().filter(move |p| p.parsed.is(variant))
+    }
+
+    /// Phases of one bench.
+    pub fn phases_in(&self, bench: Bench) -> impl Iterator<Item = &Phase> + '_ {
+        self.phases.iter().filter(move |p| p.parsed.of(bench))
     }
 
     /// The profile name: `model-profile`'s, else the geometry's origin.
     pub fn profile_name(&self) -> Option<String> {
         self.profile
             .as_ref()
-            .and_then(|p| s(p, "profile"))
+            .and_then(|p| record::ModelProfileView::of(p)?.profile())
             .map(str::to_string)
             .or_else(|| self.geometry.iter().find(|g| g.level == "L1D").map(|g| g.origin.clone()))
     }
@@ -445,7 +456,7 @@ fn ratio(a: f64, b: u64) -> Option<f64> {
 /// The chase curves, one per attribute in first-seen order.
 pub fn chase_curves(d: &ModelData) -> Vec<ChaseCurve> {
     let mut out: Vec<ChaseCurve> = Vec::new();
-    for p in d.phases_of("latency", "chase") {
+    for p in d.phases_of(Variant::Chase) {
         let Some(bytes) = p.parsed.bytes else { continue };
         let n = p.data_accesses();
         let point = ChasePoint {
@@ -547,7 +558,7 @@ fn sum_opt(it: impl Iterator<Item = Option<u64>>) -> Option<u64> {
 pub fn stream(d: &ModelData) -> Vec<StreamRow> {
     d.phases
         .iter()
-        .filter(|p| p.parsed.bench == "stream")
+        .filter(|p| p.parsed.of(Bench::Stream))
         .map(|p| StreamRow {
             variant: p.parsed.variant.clone(),
             attr: p.parsed.attr.clone(),
@@ -555,8 +566,8 @@ pub fn stream(d: &ModelData) -> Vec<StreamRow> {
             data_accesses: p.data_accesses(),
             demand_misses: p.level("L1D").map_or(0, |l| l.misses),
             misses: p.data_levels().map(|l| (l.level.clone(), l.misses)).collect(),
-            prefetches: sum_opt(p.data_levels().map(|l| l.prefetches)),
-            prefetch_hits: sum_opt(p.data_levels().map(|l| l.prefetch_hits)),
+            prefetches: sum_opt(p.data_levels().map(|l| l.prefetches())),
+            prefetch_hits: sum_opt(p.data_levels().map(|l| l.prefetch_hits())),
             bypass: p.bypass(),
         })
         .collect()
@@ -587,7 +598,7 @@ pub struct HandoffRow {
 pub fn handoff(d: &ModelData) -> Vec<HandoffRow> {
     d.phases
         .iter()
-        .filter(|p| p.parsed.bench == "handoff" && p.parsed.bytes.is_some_and(|b| b > 0))
+        .filter(|p| p.parsed.of(Bench::Handoff) && p.parsed.bytes.is_some_and(|b| b > 0))
         .map(|p| {
             let bytes = p.parsed.bytes.unwrap_or(1);
             let per = |v: u64| v as f64 * 1048576.0 / bytes as f64;
@@ -629,10 +640,10 @@ pub struct KvPoint {
 pub fn kv_points(d: &ModelData) -> Vec<KvPoint> {
     d.phases
         .iter()
-        .filter(|p| p.parsed.bench == "kv")
+        .filter(|p| p.parsed.of(Bench::Kv))
         .filter_map(|p| {
-            let tokens = p.parsed.num("tokens")?;
-            let cached = p.parsed.num("cached").unwrap_or(tokens).max(1);
+            let tokens = p.parsed.num(Param::Tokens)?;
+            let cached = p.parsed.num(Param::Cached).unwrap_or(tokens).max(1);
             let n = p.data_accesses();
             Some(KvPoint {
                 variant: p.parsed.variant.clone(),
@@ -683,7 +694,7 @@ pub fn kv_starts(d: &ModelData) -> Vec<KvStart> {
         let (bypass, total) = d
             .phases
             .iter()
-            .filter(|ph| ph.parsed.bench == "kv" && ph.parsed.variant == p.variant && ph.parsed.attr == p.attr)
+            .filter(|ph| ph.parsed.of(Bench::Kv) && ph.parsed.variant == p.variant && ph.parsed.attr == p.attr)
             .fold((0, 0), |(b, n), ph| (b + ph.bypass(), n + ph.data_accesses()));
         let bypassing = bypass * 2 > total;
         if bypassing {
@@ -789,11 +800,11 @@ pub fn infer_line(d: &ModelData) -> (Vec<(u64, f64)>, Option<u64>) {
     // Lines brought in per load: a prefetcher turns misses into prefetch hits, not into fewer
     // fills, so both count.
     let mut pts: Vec<(u64, f64)> = d
-        .phases_of("infer", "line")
+        .phases_of(Variant::Line)
         .filter_map(|p| {
             let l1 = p.level("L1D")?;
-            let fills = l1.misses + l1.prefetch_hits.unwrap_or(0);
-            Some((p.parsed.num("stride")?, if l1.accesses == 0 { 0.0 } else { fills as f64 / l1.accesses as f64 }))
+            let fills = l1.misses + l1.prefetch_hits().unwrap_or(0);
+            Some((p.parsed.num(Param::Stride)?, if l1.accesses == 0 { 0.0 } else { fills as f64 / l1.accesses as f64 }))
         })
         .collect();
     pts.sort_by_key(|&(s, _)| s);
@@ -805,8 +816,8 @@ pub fn infer_line(d: &ModelData) -> (Vec<(u64, f64)>, Option<u64>) {
 /// `cachescope_arch::cache::infer::ways`, the one the kernel applies to its timer).
 pub fn infer_ways(d: &ModelData) -> Vec<WaysSweep> {
     let mut sweeps: Vec<WaysSweep> = Vec::new();
-    for p in d.phases_of("infer", "ways") {
-        let (Some(level), Some(k)) = (p.parsed.param("level").map(level_name), p.parsed.num("n")) else { continue };
+    for p in d.phases_of(Variant::Ways) {
+        let (Some(level), Some(k)) = (p.parsed.param(Param::Level).map(level_name), p.parsed.num(Param::N)) else { continue };
         let Some(counts) = p.level(&level) else { continue };
         let spacing = p.parsed.bytes.unwrap_or(0);
         match sweeps.iter_mut().find(|w| w.level == level && w.spacing == spacing) {
@@ -824,21 +835,22 @@ pub fn infer_ways(d: &ModelData) -> Vec<WaysSweep> {
 /// Infers line size, capacities and associativity from the model's counts, and sets them
 /// beside CCSIDR (`cache` records of `run`) and the published silicon (the boot record's MIDR).
 pub fn infer(run: &[Record], d: &ModelData) -> Inferred {
-    let boot = run.iter().find(|r| r.kind() == "boot");
-    let cpu_midr = boot.and_then(|b| crate::records::hex(&b.obj, "midr")).map(|raw| Midr { raw });
+    let boot = run.iter().find_map(|r| r.view::<record::BootView<_>>());
+    let cpu_midr = boot.and_then(|b| b.midr()).map(|raw| Midr { raw });
     // A board profile is compared with its own core's silicon, whatever CPU QEMU emulates.
     let profile_part = d.profile_name().and_then(|p| PROFILE_CORES.iter().find(|(n, _)| *n == p).map(|(_, part)| *part));
     let midr = profile_part.map(|part| Midr { raw: (0x41 << 24) | (u64::from(part) << 4) }).or(cpu_midr);
     let profile_core = profile_part.filter(|&part| cpu_midr.map(|m| m.part()) != Some(part)).and_then(|part| {
         let core = silicon::TABLE.iter().find(|e| e.part == part)?.core;
-        Some((core, boot.and_then(|b| s(&b.obj, "cpu")).unwrap_or("an unknown CPU").to_string()))
+        Some((core, boot.and_then(|b| b.cpu()).unwrap_or("an unknown CPU").to_string()))
     });
     let (line_sweep, line) = infer_line(d);
     let ways = infer_ways(d);
     let knees = knees(d);
     let mut names = d.data_level_names();
-    for r in run.iter().filter(|r| r.kind() == "cache") {
-        if let Some(n) = ccsidr_level_name(&r.obj) {
+    let caches: Vec<record::CacheView<_>> = run.iter().filter_map(|r| r.view()).collect();
+    for c in &caches {
+        if let Some(n) = ccsidr_level_name(c) {
             // Data and unified caches only: the sweeps load data.
             if !n.ends_with('I') && !names.contains(&n) {
                 names.push(n);
@@ -851,7 +863,7 @@ pub fn infer(run: &[Record], d: &ModelData) -> Inferred {
             // Prefer the normal-wb curve's knee, else the first cached attribute's.
             let knee = knees.iter().filter(|k| &k.level == name).min_by_key(|k| k.attr != "normal-wb");
             let w = ways.iter().filter(|w| &w.level == name && w.ways.is_some()).max_by_key(|w| w.points.len());
-            let cc = run.iter().filter(|r| r.kind() == "cache").find(|r| ccsidr_level_name(&r.obj).as_ref() == Some(name));
+            let cc = caches.iter().find(|c| ccsidr_level_name(c).as_ref() == Some(name));
             let (lvl, kind) = level_kind(name);
             let sil = midr.and_then(|m| silicon::lookup(m, lvl, kind));
             let guest = d.geometry_of(name).filter(|g| cc.is_none() && g.origin == "guest");
@@ -879,10 +891,7 @@ pub fn infer(run: &[Record], d: &ModelData) -> Inferred {
                     ),
                 }),
                 ccsidr: cc
-                    .map(|c| {
-                        let o = &c.obj;
-                        (u(o, "size").unwrap_or(0), u(o, "ways").unwrap_or(0), u(o, "sets").unwrap_or(0), u(o, "line").unwrap_or(0))
-                    })
+                    .map(|c| (c.size().unwrap_or(0), c.ways().unwrap_or(0), c.sets().unwrap_or(0), c.line().unwrap_or(0)))
                     .or(guest.map(|g| (g.size, g.ways, g.sets, g.line))),
                 silicon: sil
                     .map(|p| (p.sizes_kib.iter().map(|k| *k as u64 * 1024).collect(), p.ways as u64, p.line as u64, p.source.to_string())),
@@ -891,7 +900,7 @@ pub fn infer(run: &[Record], d: &ModelData) -> Inferred {
         })
         .collect();
     Inferred {
-        cpu: boot.and_then(|b| s(&b.obj, "cpu")).map(str::to_string),
+        cpu: boot.and_then(|b| b.cpu()).map(str::to_string),
         profile: d.profile_name(),
         line: line.map(|l| Sourced {
             value: l,
@@ -905,9 +914,9 @@ pub fn infer(run: &[Record], d: &ModelData) -> Inferred {
 }
 
 /// L1D / L1I / L2 … of a `cache` record.
-pub fn ccsidr_level_name(o: &Object) -> Option<String> {
-    let level = u(o, "level")?;
-    let ty = s(o, "type").unwrap_or("");
+pub fn ccsidr_level_name(c: &record::CacheView<'_, Object>) -> Option<String> {
+    let level = c.level()?;
+    let ty = c.r#type().unwrap_or("");
     Some(match (level, ty.chars().next()) {
         (l, Some('d')) => format!("L{l}D"),
         (l, Some('i')) => format!("L{l}I"),
@@ -1041,9 +1050,9 @@ mod tests {
     fn phase_names_are_taken_apart() {
         let p = PhaseName::parse("infer/ways/normal-wb/16384/level=1,n=3");
         assert_eq!((p.bench.as_str(), p.variant.as_str(), p.attr.as_str(), p.bytes), ("infer", "ways", "normal-wb", Some(16384)));
-        assert_eq!((p.param("level"), p.num("n")), (Some("1"), Some(3)));
+        assert_eq!((p.param(Param::Level), p.num(Param::N)), (Some("1"), Some(3)));
         let p = PhaseName::parse("kv/scan-aligned/normal-wb/131072/tokens=320/cached=256");
-        assert_eq!((p.num("tokens"), p.num("cached")), (Some(320), Some(256)));
+        assert_eq!((p.num(Param::Tokens), p.num(Param::Cached)), (Some(320), Some(256)));
         assert_eq!(PhaseName::parse("x").variant, "");
     }
 

@@ -25,8 +25,63 @@ pub const SCHEMA: u64 = cachescope_arch::record::SCHEMA as u64;
 /// The oldest record schema version this tool reads.
 pub const OLDEST_SCHEMA: u64 = cachescope_arch::record::OLDEST_SCHEMA as u64;
 
-/// A JSON object record.
-pub type Object = Map<String, Value>;
+/// A JSON object record: a `serde_json` object (`Deref`s to it) that the record contract's
+/// typed views read (`cachescope_arch::record::MetricView::of(&obj)`, [`Record::view`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Object(pub Map<String, Value>);
+
+impl std::ops::Deref for Object {
+    type Target = Map<String, Value>;
+    fn deref(&self) -> &Map<String, Value> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Object {
+    fn deref_mut(&mut self) -> &mut Map<String, Value> {
+        &mut self.0
+    }
+}
+
+impl Object {
+    /// The record's kind (its `"record"` field; empty when it has none).
+    pub fn kind(&self) -> &str {
+        self.get("record").and_then(Value::as_str).unwrap_or("")
+    }
+}
+
+impl From<Map<String, Value>> for Object {
+    fn from(m: Map<String, Value>) -> Object {
+        Object(m)
+    }
+}
+
+impl record::Object for Object {
+    type List = Vec<Value>;
+    type Map = Map<String, Value>;
+    fn str(&self, key: &str) -> Option<&str> {
+        self.get(key)?.as_str()
+    }
+    fn uint(&self, key: &str) -> Option<u64> {
+        self.get(key)?.as_u64()
+    }
+    fn num(&self, key: &str) -> Option<f64> {
+        self.get(key)?.as_f64()
+    }
+    /// `"0x…"`; a plain number is taken as it is (as [`hex`]).
+    fn hex(&self, key: &str) -> Option<u64> {
+        hex(self, key)
+    }
+    fn bool(&self, key: &str) -> Option<bool> {
+        self.get(key)?.as_bool()
+    }
+    fn list(&self, key: &str) -> Option<&Vec<Value>> {
+        self.get(key)?.as_array()
+    }
+    fn map(&self, key: &str) -> Option<&Map<String, Value>> {
+        self.get(key)?.as_object()
+    }
+}
 
 /// One record and where it was printed.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,7 +95,13 @@ pub struct Record {
 impl Record {
     /// The record's kind (its `"record"` field).
     pub fn kind(&self) -> &str {
-        self.obj.get("record").and_then(Value::as_str).unwrap_or("")
+        self.obj.kind()
+    }
+
+    /// The record through its kind's typed view (`r.view::<record::MetricView<_>>()`), `None`
+    /// when it is a record of another kind.
+    pub fn view<'a, V: record::View<'a, Object>>(&'a self) -> Option<V> {
+        V::of(&self.obj)
     }
 }
 
@@ -72,7 +133,7 @@ pub fn parse_line(text: &str) -> Option<Result<Object, String>> {
     match obj.get("record") {
         None => Some(Err("record has no \"record\" field naming its kind".into())),
         Some(Value::String(s)) if s.is_empty() => Some(Err("record has an empty \"record\" kind".into())),
-        Some(Value::String(_)) => Some(Ok(obj)),
+        Some(Value::String(_)) => Some(Ok(Object(obj))),
         Some(v) => Some(Err(format!("\"record\" must be a string, found {v}"))),
     }
 }
@@ -306,13 +367,11 @@ pub fn check_contract(log: &Log, ktap: &ktap::Outcome) -> Vec<Problem> {
 /// `model-run` or `model-profile` record says `"icount": true`. `report` and `summary` decide it
 /// this one way; their `--icount` / `--no-icount` flags override it.
 pub fn run_used_icount<'a>(recs: impl IntoIterator<Item = &'a Record>) -> bool {
-    recs.into_iter().any(|r| match r.kind() {
-        "boot" => {
-            r.obj.get("icount").and_then(Value::as_bool) == Some(true)
-                || r.obj.get("model").and_then(Value::as_str).is_some_and(|m| !m.is_empty() && m != "off")
-        }
-        "model-run" | "model-profile" => r.obj.get("icount").and_then(Value::as_bool) == Some(true),
-        _ => false,
+    // `icount` is no declared field: logs of runners that wrote it are still read.
+    let icount = |r: &Record| r.obj.get("icount").and_then(Value::as_bool) == Some(true);
+    recs.into_iter().any(|r| match r.view::<record::BootView<_>>() {
+        Some(b) => icount(r) || b.model().is_some_and(|m| !m.is_empty() && m != "off"),
+        None => matches!(r.kind(), "model-run" | "model-profile") && icount(r),
     })
 }
 
@@ -452,42 +511,43 @@ pub fn check_model_log(log: &Log) -> ModelLogCheck {
         [_] => {}
         [_, second, ..] => problems.push(Problem::new(second.line, "a second 'model-run' record (two runs in one file?)")),
     }
-    let u = |r: &Record, k: &str| r.obj.get(k).and_then(Value::as_u64);
-    for r in records.iter().filter(|r| matches!(r.kind(), "model" | "model-total")) {
-        if let (Some(a), Some(h), Some(m)) = (u(r, "accesses"), u(r, "hits"), u(r, "misses")) {
+    for r in &records {
+        let counts = match (r.view::<record::ModelView<_>>(), r.view::<record::ModelTotalView<_>>()) {
+            (Some(m), _) => (m.accesses(), m.hits(), m.misses()),
+            (_, Some(t)) => (t.accesses(), t.hits(), t.misses()),
+            _ => continue,
+        };
+        if let (Some(a), Some(h), Some(m)) = counts {
             if h.checked_add(m) != Some(a) {
                 problems.push(Problem::new(r.line, format!("'{}' record: hits {h} + misses {m} ≠ accesses {a}", r.kind())));
             }
         }
     }
     let hazards = of("hazard");
-    if let [t] = totals.as_slice() {
-        if u(t, "hazards").is_some_and(|n| n != hazards.len() as u64) {
-            problems.push(Problem::new(
-                t.line,
-                format!("'hazard-total' counts {} hazards, the log holds {}", u(t, "hazards").unwrap_or(0), hazards.len()),
-            ));
+    if let Some((t, tv)) = totals.first().filter(|_| totals.len() == 1).and_then(|t| Some((t, t.view::<record::HazardTotalView<_>>()?))) {
+        if let Some(n) = tv.hazards().filter(|n| *n != hazards.len() as u64) {
+            problems.push(Problem::new(t.line, format!("'hazard-total' counts {n} hazards, the log holds {}", hazards.len())));
         }
+        let per_kind = tv.per_kind();
         for k in cachescope_arch::hazard::HazardKind::ALL {
-            let n = hazards.iter().filter(|h| h.obj.get("kind").and_then(Value::as_str) == Some(k.name())).count() as u64;
-            if u(t, k.total_field()).is_some_and(|v| v != n) {
-                problems.push(Problem::new(
-                    t.line,
-                    format!("'hazard-total' counts {} {} hazards, the log holds {n}", u(t, k.total_field()).unwrap_or(0), k.name()),
-                ));
+            let n = hazards.iter().filter(|h| h.view::<record::HazardView<_>>().and_then(|h| h.kind()) == Some(k.name())).count() as u64;
+            if let Some(v) = per_kind[k as usize].filter(|v| *v != n) {
+                problems.push(Problem::new(t.line, format!("'hazard-total' counts {v} {} hazards, the log holds {n}", k.name())));
             }
         }
     }
     let mut phase_names: HashMap<u64, &str> = HashMap::new();
     for r in of("model") {
-        if let (Some(id), Some(name)) = (u(r, "phase_id"), r.obj.get("phase").and_then(Value::as_str)) {
+        let Some(m) = r.view::<record::ModelView<_>>() else { continue };
+        if let (Some(id), Some(name)) = (m.phase_id(), m.phase()) {
             if let Some(prev) = phase_names.insert(id, name).filter(|p| *p != name) {
                 problems.push(Problem::new(r.line, format!("phase {id} is named '{}' here and '{}' before", short(name), short(prev))));
             }
         }
     }
     for h in &hazards {
-        let (Some(id), Some(name)) = (u(h, "phase_id"), h.obj.get("phase").and_then(Value::as_str)) else { continue };
+        let Some(hv) = h.view::<record::HazardView<_>>() else { continue };
+        let (Some(id), Some(name)) = (hv.phase_id(), hv.phase()) else { continue };
         if let Some(p) = phase_names.get(&id).filter(|p| **p != name) {
             problems.push(Problem::new(
                 h.line,
@@ -495,19 +555,13 @@ pub fn check_model_log(log: &Log) -> ModelLogCheck {
             ));
         }
     }
-    if let [r] = runs.as_slice() {
-        if u(r, "phases").is_some_and(|n| n != phase_names.len() as u64) && !phase_names.is_empty() {
-            problems.push(Problem::new(
-                r.line,
-                format!("'model-run' counts {} phases, the log holds {}", u(r, "phases").unwrap_or(0), phase_names.len()),
-            ));
+    if let Some((r, rv)) = runs.first().filter(|_| runs.len() == 1).and_then(|r| Some((r, r.view::<record::ModelRunView<_>>()?))) {
+        if let Some(n) = rv.phases().filter(|n| *n != phase_names.len() as u64 && !phase_names.is_empty()) {
+            problems.push(Problem::new(r.line, format!("'model-run' counts {n} phases, the log holds {}", phase_names.len())));
         }
         let warnings = of("model-warning").len() as u64;
-        if u(r, "warnings").is_some_and(|n| n != warnings) {
-            problems.push(Problem::new(
-                r.line,
-                format!("'model-run' counts {} warnings, the log holds {warnings}", u(r, "warnings").unwrap_or(0)),
-            ));
+        if let Some(n) = rv.warnings().filter(|n| *n != warnings) {
+            problems.push(Problem::new(r.line, format!("'model-run' counts {n} warnings, the log holds {warnings}")));
         }
     }
     problems.sort_by_key(|p| p.line);

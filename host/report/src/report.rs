@@ -16,6 +16,7 @@
 //! metric's. Model `metric` records are ordinary metrics with source `model`: they get their
 //! own figures and sit next to the timing rows of the same point in the tables.
 
+use crate::bench::{self, BenchView, Figures};
 use crate::dl;
 use crate::input::{Error, Log, Result};
 use crate::ktap;
@@ -23,6 +24,8 @@ use crate::metrics::{human_bytes, sig, Metric};
 use crate::model::{self, ModelData};
 use crate::records::{self, Record};
 use crate::svg::{esc, BarChart, Labels, LinePlot, Marker, Point, Series, XScale};
+use cachescope_arch::bench::{Bench, Variant};
+use cachescope_arch::record;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 
@@ -159,11 +162,11 @@ fn by_source_unit<'a>(ms: &[&'a Metric]) -> Vec<((String, String), Vec<&'a Metri
 
 fn cache_markers(records: &[Record]) -> Vec<Marker> {
     let mut by_size: BTreeMap<u64, Vec<String>> = BTreeMap::new();
-    for r in records.iter().filter(|r| r.kind() == "cache") {
-        let Some(size) = r.obj.get("size").and_then(Value::as_u64) else {
+    for r in records.iter().filter_map(|r| r.view::<record::CacheView<_>>()) {
+        let Some(size) = r.size() else {
             continue;
         };
-        let ty = str_field(r, "type").unwrap_or("").to_ascii_lowercase();
+        let ty = r.r#type().unwrap_or("").to_ascii_lowercase();
         if ty.starts_with('i') {
             continue; // instruction caches do not bound a data working set
         }
@@ -172,7 +175,7 @@ fn cache_markers(records: &[Record]) -> Vec<Marker> {
             Some('u') => "",
             _ => "",
         };
-        let level = r.obj.get("level").map(value_text).unwrap_or_else(|| "?".into());
+        let level = r.level().map_or_else(|| "?".into(), |l| l.to_string());
         let label = format!("L{level}{letter}");
         let e = by_size.entry(size).or_default();
         if !e.contains(&label) {
@@ -193,10 +196,10 @@ fn cache_markers(records: &[Record]) -> Vec<Marker> {
 /// several attributes at one capacity share a marker.
 fn knee_markers(records: &[Record], source: &str) -> Vec<Marker> {
     let mut by_cap: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
-    for r in records.iter().filter(|r| r.kind() == "knee" && str_field(r, "source").is_none_or(|s| s == source)) {
-        if let Some(cap) = r.obj.get("capacity").and_then(Value::as_u64) {
+    for r in records.iter().filter_map(|r| r.view::<record::KneeView<_>>()).filter(|r| r.source().is_none_or(|s| s == source)) {
+        if let Some(cap) = r.capacity() {
             let attrs = by_cap.entry(cap).or_default();
-            let a = str_field(r, "attr").unwrap_or("-");
+            let a = r.attr().unwrap_or("-");
             if !attrs.contains(&a) {
                 attrs.push(a);
             }
@@ -319,7 +322,7 @@ impl Ctx<'_> {
         let markers = cache_markers(records);
         self.blocks.push(Block::Heading(level, "Latency vs working set".into()));
         if ms.is_empty() {
-            self.blocks.push(Block::Para("No `latency` metrics in this log.".into()));
+            self.blocks.push(Block::Para(format!("No `{}` metrics in this log.", Bench::Latency)));
             return;
         }
         for ((source, unit), group) in by_source_unit(ms) {
@@ -334,7 +337,14 @@ impl Ctx<'_> {
                 "working set (bytes, log2 scale; K = KiB, M = MiB); dashed: CCSIDR capacities, dotted: inferred knees"
             };
             let plot = LinePlot {
-                labels: self.labels(title_for("Latency vs working set", &source, &unit), &source, &group, x_label, &unit, "latency"),
+                labels: self.labels(
+                    title_for("Latency vs working set", &source, &unit),
+                    &source,
+                    &group,
+                    x_label,
+                    &unit,
+                    Bench::Latency.name(),
+                ),
                 x_scale: XScale::Log2Bytes,
                 y_log: wants_log_y(&group),
                 series,
@@ -410,13 +420,14 @@ impl Ctx<'_> {
         }
     }
 
-    fn kv(&mut self, ms: &[&Metric], level: u8) {
-        self.blocks.push(Block::Heading(level, "KV-cache append cost vs tokens".into()));
+    /// A section of sweeps: `heading`, then the sweep of `bench` (or a line saying it has none).
+    fn sweep_section(&mut self, bench: &str, heading: &str, what: &str, ms: &[&Metric], level: u8) {
+        self.blocks.push(Block::Heading(level, heading.into()));
         if ms.is_empty() {
-            self.blocks.push(Block::Para("No `kv` metrics in this log.".into()));
+            self.blocks.push(Block::Para(format!("No `{bench}` metrics in this log.")));
             return;
         }
-        self.sweep("kv", "KV-cache", ms);
+        self.sweep(bench, what, ms);
     }
 
     /// Another benchmark: a line plot per sweep when its measurements sweep a size or a token
@@ -937,7 +948,7 @@ impl Ctx<'_> {
         if !reuse.is_empty() {
             let mut series: Vec<Series> = Vec::new();
             for level in &levels {
-                for (name, pick) in [("reuse", true), ("fresh", false)] {
+                for (name, pick) in [(Variant::Reuse.name(), true), (Variant::Fresh.name(), false)] {
                     let points: Vec<Point> = reuse
                         .iter()
                         .filter(|r| &r.level == level)
@@ -995,12 +1006,8 @@ impl Ctx<'_> {
                 categories: cats,
                 series,
             };
-            let pool = |v: &str| {
-                recs.iter()
-                    .find(|r| r.kind() == "metric" && str_field(r, "bench") == Some("kv-prefix") && str_field(r, "variant") == Some(v))
-                    .and_then(|r| r.obj.get("pool_bytes").and_then(Value::as_u64))
-            };
-            let saved = match (pool("shared"), pool("private")) {
+            let pool = |v| bench::metric_of(recs, v).and_then(|r| r.obj.get("pool_bytes").and_then(Value::as_u64));
+            let saved = match (pool(Variant::Shared), pool(Variant::Private)) {
                 (Some(a), Some(b)) if b >= a => {
                     format!(" Sharing holds {} of KV instead of {} (all layers).", human_bytes(a as f64), human_bytes(b as f64))
                 }
@@ -1136,7 +1143,7 @@ fn model_text(r: &Record) -> String {
             None => parts.push(format!("L{}", value_text(l))),
         }
     }
-    for (k, v) in &r.obj {
+    for (k, v) in r.obj.iter() {
         if !SKIP.contains(&k.as_str()) && k != "level" {
             parts.push(format!("{k}={}", value_text(v)));
         }
@@ -1423,9 +1430,9 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
     let model_records = recs.len() - run_records;
     let (metrics, skipped) = Metric::collect(&recs);
     problems.extend(skipped.iter().map(|s| format!("(records): {s}")));
-    let boot = recs.iter().find(|r| r.kind() == "boot");
-    let end = recs[..run_records].iter().rev().find(|r| r.kind() == "end");
-    let cntfrq = boot.and_then(|b| b.obj.get("cntfrq")).and_then(Value::as_u64);
+    let boot = recs.iter().find_map(|r| r.view::<record::BootView<_>>());
+    let end = recs[..run_records].iter().rev().find_map(|r| r.view::<record::EndView<_>>());
+    let cntfrq = boot.and_then(|b| b.cntfrq());
     let icount = opts.icount.unwrap_or_else(|| records::run_used_icount(&recs));
     // Figures name the run by its file name (a long path would run off the canvas).
     let short_name = std::path::Path::new(&run.name).file_name().map_or(run.name.clone(), |f| f.to_string_lossy().into_owned());
@@ -1448,8 +1455,7 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
     }
     c.blocks.push(Block::Table(vec!["".into(), "finding".into()], rows));
 
-    let emulated =
-        boot.and_then(|b| b.obj.get("emulated")).and_then(Value::as_bool) == Some(true) || metrics.iter().any(|m| m.emulated == Some(true));
+    let emulated = boot.and_then(|b| b.emulated()) == Some(true) || metrics.iter().any(|m| m.emulated == Some(true));
     let md = ModelData::from_records(&recs);
     if emulated {
         let observed = if md.is_empty() {
@@ -1468,11 +1474,20 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
     c.blocks.push(Block::Heading(2, "Run".into()));
     let mut facts = Vec::new();
     if let Some(b) = boot {
-        for k in ["board", "cpu", "midr", "el", "cntfrq", "ram_size", "emulated", "args", "model"] {
-            if let Some(v) = b.obj.get(k) {
-                facts.push(vec![k.to_string(), value_text(v)]);
-            }
-        }
+        let text = |v: Option<&str>| v.map(str::to_string);
+        let num = |v: Option<u64>| v.map(|n| n.to_string());
+        let rows = [
+            ("board", text(b.board())),
+            ("cpu", text(b.cpu())),
+            ("midr", b.midr().map(|m| format!("{m:#x}"))),
+            ("el", num(b.el())),
+            ("cntfrq", num(b.cntfrq())),
+            ("ram_size", num(b.ram_size())),
+            ("emulated", b.emulated().map(|e| e.to_string())),
+            ("args", text(b.args())),
+            ("model", text(b.model())),
+        ];
+        facts.extend(rows.into_iter().filter_map(|(k, v)| Some(vec![k.to_string(), v?])));
     } else {
         facts.push(vec!["boot".into(), "no boot record".into()]);
     }
@@ -1490,9 +1505,9 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
             "results".into(),
             format!(
                 "{} passed, {} failed, {} skipped (end record)",
-                e.obj.get("passed").map(value_text).unwrap_or_default(),
-                e.obj.get("failed").map(value_text).unwrap_or_default(),
-                e.obj.get("skipped").map(value_text).unwrap_or_default()
+                e.passed().map(|n| n.to_string()).unwrap_or_default(),
+                e.failed().map(|n| n.to_string()).unwrap_or_default(),
+                e.skipped().map(|n| n.to_string()).unwrap_or_default()
             ),
         ]);
     } else {
@@ -1580,30 +1595,39 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
     let at = c.blocks.len();
     let of = |b: &str| metrics.iter().filter(|m| m.key.bench == b).collect::<Vec<_>>();
     let level = if emulated { 3 } else { 2 };
-    c.latency(&of("latency"), &recs, level);
-    c.blocks.push(Block::Heading(level, "Streaming bandwidth per attribute".into()));
-    let stream = of("stream");
-    if stream.is_empty() {
-        c.blocks.push(Block::Para("No `stream` metrics in this log.".into()));
-    } else {
-        c.bars("stream", "Bandwidth per attribute", &stream);
+    // The benchmarks whose section is always there, in catalogue order; then the others measured.
+    let always: Vec<&dyn BenchView> = bench::VIEWS.iter().copied().filter(|v| v.figures().always()).collect();
+    for v in &always {
+        let name = v.bench().name();
+        match v.figures() {
+            Figures::Latency => c.latency(&of(name), &recs, level),
+            Figures::Bars { heading, title } => {
+                c.blocks.push(Block::Heading(level, heading.into()));
+                let ms = of(name);
+                if ms.is_empty() {
+                    c.blocks.push(Block::Para(format!("No `{name}` metrics in this log.")));
+                } else {
+                    c.bars(name, title, &ms);
+                }
+            }
+            Figures::Sweep { heading, what } => c.sweep_section(name, heading, what, &of(name), level),
+            Figures::Plain | Figures::Titled { .. } => {}
+        }
     }
-    c.kv(&of("kv"), level);
     let mut others: Vec<&str> = Vec::new();
     for m in &metrics {
         let b = m.key.bench.as_str();
-        // `infer` on an emulator: its timings hold no cache (the model section plots its sweeps).
-        let emulated_infer = b == "infer" && m.emulated == Some(true);
-        if !["latency", "stream", "kv"].contains(&b) && !others.contains(&b) && !emulated_infer && m.key.source != "model" {
+        let view = bench::view(b);
+        // Timings a view leaves out on an emulator (they hold no cache).
+        let hidden = m.emulated == Some(true) && view.is_some_and(|v| !v.emulated_figures());
+        if view.is_none_or(|v| !v.figures().always()) && !others.contains(&b) && !hidden && m.key.source != "model" {
             others.push(b);
         }
     }
     for b in &others {
-        let (heading, title) = match *b {
-            "handoff" | "dma" => {
-                (format!("Pinned DMA-like buffer hand-off (bench {b})"), "DMA-like hand-off cost per attribute".to_string())
-            }
-            b => (format!("Bench {b}"), format!("{b} per attribute")),
+        let (heading, title) = match bench::view(b).map(|v| v.figures()) {
+            Some(Figures::Titled { heading, title }) => (format!("{heading} (bench {b})"), title.to_string()),
+            _ => (format!("Bench {b}"), format!("{b} per attribute")),
         };
         c.blocks.push(Block::Heading(level, heading));
         c.other_bench(b, &title, &of(b));
@@ -1705,8 +1729,9 @@ impl Ctx<'_> {
     /// log), declared against found per kind, and each phase with the PCs of its accesses.
     fn sanitizer_section(&mut self, run: &Log, recs: &[Record], mrecs: &[Record], have_model: bool, flag: Option<&str>) {
         self.blocks.push(Block::Heading(2, "Sanitizer".into()));
-        let expects: Vec<&Record> = recs.iter().filter(|r| r.kind() == "expect-hazard").collect();
+        let expects: Vec<record::ExpectHazardView<_>> = recs.iter().filter_map(|r| r.view()).collect();
         let hazards: Vec<&Record> = mrecs.iter().filter(|r| r.kind() == "hazard").collect();
+        let found: Vec<record::HazardView<_>> = hazards.iter().filter_map(|r| r.view()).collect();
         let recorded = crate::verdict::recorded(recs.iter().map(|r| &r.obj));
         if let Some(f) = flag {
             self.blocks.push(Block::Warn(format!("Not judged here: {f}.")));
@@ -1761,10 +1786,10 @@ impl Ctx<'_> {
                 .iter()
                 .map(|r| {
                     vec![
-                        str_field(r, "phase").unwrap_or("").to_string(),
-                        str_field(r, "kind").unwrap_or("").to_string(),
-                        r.obj.get("lines").map(value_text).unwrap_or_default(),
-                        str_field(r, "pa").unwrap_or("").to_string(),
+                        r.phase().unwrap_or("").to_string(),
+                        r.kind().unwrap_or("").to_string(),
+                        r.lines().map(|n| n.to_string()).unwrap_or_default(),
+                        r.pa().map(|pa| format!("{pa:#x}")).unwrap_or_default(),
                     ]
                 })
                 .collect();
@@ -1772,16 +1797,15 @@ impl Ctx<'_> {
             self.blocks.push(Block::Table(vec!["phase".into(), "kind".into(), "lines".into(), "from".into()], rows));
             return;
         }
-        let declared_phases: std::collections::BTreeSet<&str> = expects.iter().filter_map(|r| str_field(r, "phase")).collect();
-        let u = |r: &Record, k: &str| r.obj.get(k).and_then(Value::as_u64).unwrap_or(0);
+        let declared_phases: std::collections::BTreeSet<&str> = expects.iter().filter_map(|r| r.phase()).collect();
         // Per kind: declared lines against found lines (in declared phases and elsewhere).
         let mut rows = Vec::new();
         for kind in cachescope_arch::hazard::HazardKind::ALL {
             let name = kind.name();
-            let declared: u64 = expects.iter().filter(|r| str_field(r, "kind") == Some(name)).map(|r| u(r, "lines")).sum();
-            let of_kind: Vec<&&Record> = hazards.iter().filter(|r| str_field(r, "kind") == Some(name)).collect();
-            let in_declared = of_kind.iter().filter(|r| declared_phases.contains(str_field(r, "phase").unwrap_or(""))).count();
-            let occurrences: u64 = of_kind.iter().map(|r| u(r, "count")).sum();
+            let declared: u64 = expects.iter().filter(|r| r.kind() == Some(name)).map(|r| r.lines().unwrap_or(0)).sum();
+            let of_kind: Vec<_> = found.iter().filter(|r| r.kind() == Some(name)).collect();
+            let in_declared = of_kind.iter().filter(|r| declared_phases.contains(r.phase().unwrap_or(""))).count();
+            let occurrences: u64 = of_kind.iter().map(|r| r.count().unwrap_or(0)).sum();
             if declared == 0 && of_kind.is_empty() {
                 continue;
             }
@@ -1807,8 +1831,8 @@ impl Ctx<'_> {
         let cases = crate::junit::build(run, &crate::runinfo::RunInfo::default(), None);
         let case_of = |phase: &str| crate::verdict::declaring_case(&cases, phase);
         let mut phases: Vec<&str> = declared_phases.iter().copied().collect();
-        for h in &hazards {
-            let p = str_field(h, "phase").unwrap_or("");
+        for h in &found {
+            let p = h.phase().unwrap_or("");
             if !phases.contains(&p) {
                 phases.push(p);
             }
@@ -1816,9 +1840,8 @@ impl Ctx<'_> {
         let judged_of = |p: &str| {
             judged.as_ref().and_then(|j| j.findings.iter().find(|f| f.phase == p)).map(|f| if f.passed { "ok" } else { "NOT OK" })
         };
-        let pcs = |p: &str, key: &str| {
-            let mut v: Vec<u64> =
-                hazards.iter().filter(|h| str_field(h, "phase") == Some(p)).filter_map(|h| records::hex(&h.obj, key)).collect();
+        let pcs = |p: &str, pc: fn(&record::HazardView<'_, crate::records::Object>) -> Option<u64>| {
+            let mut v: Vec<u64> = found.iter().filter(|h| h.phase() == Some(p)).filter_map(pc).collect();
             v.sort_unstable();
             v.dedup();
             let mut t = v.iter().take(4).map(|x| format!("{x:#x}")).collect::<Vec<_>>().join(" ");
@@ -1832,15 +1855,16 @@ impl Ctx<'_> {
             .map(|p| {
                 let declared: Vec<String> = expects
                     .iter()
-                    .filter(|r| str_field(r, "phase") == Some(p))
+                    .filter(|r| r.phase() == Some(p))
                     .map(|r| {
-                        format!("{} ×{} from {}", str_field(r, "kind").unwrap_or("?"), u(r, "lines"), str_field(r, "pa").unwrap_or("?"))
+                        let pa = r.pa().map_or("?".into(), |pa| format!("{pa:#x}"));
+                        format!("{} ×{} from {pa}", r.kind().unwrap_or("?"), r.lines().unwrap_or(0))
                     })
                     .collect();
-                let found: Vec<&&Record> = hazards.iter().filter(|h| str_field(h, "phase") == Some(p)).collect();
+                let in_phase: Vec<_> = found.iter().filter(|h| h.phase() == Some(p)).collect();
                 let mut kinds: Vec<String> = Vec::new();
                 for k in cachescope_arch::hazard::HazardKind::ALL {
-                    let n = found.iter().filter(|h| str_field(h, "kind") == Some(k.name())).count();
+                    let n = in_phase.iter().filter(|h| h.kind() == Some(k.name())).count();
                     if n > 0 {
                         kinds.push(format!("{} ×{n}", k.name()));
                     }
@@ -1850,8 +1874,8 @@ impl Ctx<'_> {
                     case_of(p),
                     if declared.is_empty() { "none".into() } else { declared.join("; ") },
                     if kinds.is_empty() { "none".into() } else { kinds.join("; ") },
-                    pcs(p, "pc"),
-                    pcs(p, "cause_pc"),
+                    pcs(p, |h| h.pc()),
+                    pcs(p, |h| h.cause_pc()),
                     judged_of(p).unwrap_or("–").to_string(),
                 ]
             })
@@ -1955,18 +1979,27 @@ impl Ctx<'_> {
             }));
             return;
         }
-        const FIELDS: [&str; 7] =
-            ["invalidations", "interventions", "upgrades", "snoop_hits", "snoop_misses", "remote_maint", "buf_interventions"];
         let rows = totals
             .iter()
-            .map(|r| {
-                let mut row = vec![r.obj.get("cpu").map(value_text).unwrap_or_default()];
-                row.extend(FIELDS.iter().map(|f| r.obj.get(*f).map(value_text).unwrap_or_default()));
-                row
+            .filter_map(|r| r.view::<record::ModelCoherenceTotalView<_>>())
+            .map(|c| {
+                let counts = [
+                    c.cpu(),
+                    c.invalidations(),
+                    c.interventions(),
+                    c.upgrades(),
+                    c.snoop_hits(),
+                    c.snoop_misses(),
+                    c.remote_maint(),
+                    c.buf_interventions(),
+                ];
+                counts.iter().map(|n| n.map(|n| n.to_string()).unwrap_or_default()).collect()
             })
             .collect();
-        let mut head = vec!["vCPU".to_string()];
-        head.extend(FIELDS.iter().map(|f| f.to_string()));
+        let head =
+            ["vCPU", "invalidations", "interventions", "upgrades", "snoop_hits", "snoop_misses", "remote_maint", "buf_interventions"]
+                .map(String::from)
+                .to_vec();
         self.blocks.push(Block::Para("Counts of the model's MESI protocol over the whole run, per vCPU (docs/cache-model.md): copies invalidated by another core's write, requests another core's dirty copy supplied, S→M upgrades, snoops that found or missed the line, broadcast maintenance received; `buf_` counts only lines of the declared benchmark buffers.".into()));
         self.blocks.push(Block::Table(head, rows));
         let mut per: Vec<Vec<String>> = Vec::new();

@@ -64,13 +64,14 @@ impl RunInfo {
     pub fn from_log(log: &Log, recs: &[Record], qemu: Option<&str>) -> RunInfo {
         let mut r = RunInfo::default();
         let boot = recs.iter().find(|x| x.kind() == "boot");
-        if let Some(b) = boot {
-            let s = |k: &str| b.obj.get(k).and_then(Value::as_str).map(str::to_string);
-            r.args = s("cmdline").or_else(|| s("args")).map(|a| normalise_args(&a));
-            r.cpu = s("cpu");
-            r.machine = s("board");
-            r.entry_el = b.obj.get("el").and_then(Value::as_u64);
-            r.emulated = b.obj.get("emulated").and_then(Value::as_bool);
+        if let Some(b) = boot.and_then(|b| b.view::<cachescope_arch::record::BootView<_>>()) {
+            // `cmdline` is no declared field: the name `args` had in early logs.
+            let cmdline = b.object().get("cmdline").and_then(Value::as_str);
+            r.args = cmdline.or(b.args()).map(normalise_args);
+            r.cpu = b.cpu().map(str::to_string);
+            r.machine = b.board().map(str::to_string);
+            r.entry_el = b.el();
+            r.emulated = b.emulated();
         }
         if r.args.is_none() {
             r.args = log.lines.iter().filter(|l| l.defect.is_none()).find_map(|l| {

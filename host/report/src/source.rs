@@ -70,7 +70,7 @@ impl Log {
         let kinds: Vec<cachescope_arch::record::Emitter> = text
             .iter()
             .filter_map(|l| crate::records::parse_line(&l.text)?.ok())
-            .filter_map(|o| cachescope_arch::record::kind(o.get("record")?.as_str()?).map(|k| k.emitter))
+            .filter_map(|o| cachescope_arch::record::kind(o.kind()).map(|k| k.emitter))
             .collect();
         if kinds.iter().any(|e| *e != cachescope_arch::record::Emitter::Model) {
             return Ok(LogKind::Run); // records without the KTAP line: an older or a filtered log, still ours

@@ -9,13 +9,16 @@
 //! it got and called incomplete. Numbers are printed to 3 significant digits: no timer here
 //! resolves more.
 
+use crate::bench;
 use crate::input::Log;
 use crate::ktap;
 use crate::metrics::{human_bytes as hb, sig, Metric};
 use crate::model::{self, ModelData};
 use crate::records::{self, Record};
+use cachescope_arch::cache::ops::MaintOp;
 use cachescope_arch::cache::silicon;
 use cachescope_arch::cpuid::Midr;
+use cachescope_arch::record;
 use serde_json::Value;
 
 /// The most lines a digest has.
@@ -31,16 +34,16 @@ pub struct Options {
     pub model_path: Option<String>,
 }
 
-fn s<'a>(r: &'a Record, k: &str) -> Option<&'a str> {
+pub(crate) fn s<'a>(r: &'a Record, k: &str) -> Option<&'a str> {
     r.obj.get(k).and_then(Value::as_str)
 }
 
-fn u(r: &Record, k: &str) -> Option<u64> {
+pub(crate) fn u(r: &Record, k: &str) -> Option<u64> {
     r.obj.get(k).and_then(Value::as_u64)
 }
 
 /// 3 significant digits, SI multipliers from 10,000 on (`32.1k`).
-fn n3(v: f64) -> String {
+pub(crate) fn n3(v: f64) -> String {
     if v.abs() >= 1e4 {
         crate::svg::si(v)
     } else {
@@ -49,7 +52,7 @@ fn n3(v: f64) -> String {
 }
 
 /// "name   text", the label padded to a column.
-fn line(label: &str, text: impl AsRef<str>) -> String {
+pub(crate) fn line(label: &str, text: impl AsRef<str>) -> String {
     if label.chars().count() >= 9 {
         format!("{label} {}", text.as_ref())
     } else {
@@ -78,7 +81,7 @@ fn source_label(source: &str, emulated: bool, icount: bool) -> String {
 
 /// Under -icount (shift=0) one virtual ns is one instruction: `ns` → `insn`, a rate per second
 /// → per 10^9 instructions.
-fn unit_label(unit: &str, icount: bool) -> String {
+pub(crate) fn unit_label(unit: &str, icount: bool) -> String {
     if icount {
         unit.replace("ns", "insn").replace("/s", "/Ginsn")
     } else {
@@ -172,9 +175,9 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
     let mrecs = mcheck.as_ref().map(|(_, c)| c.usable_records()).unwrap_or_default();
     let mut all = recs.clone();
     all.extend(mrecs.iter().cloned());
-    let boot = recs.iter().find(|r| r.kind() == "boot");
+    let boot = recs.iter().find_map(|r| r.view::<record::BootView<_>>());
     let end = recs.iter().rev().find(|r| r.kind() == "end");
-    let emulated = boot.and_then(|b| b.obj.get("emulated")).and_then(Value::as_bool).unwrap_or(false);
+    let emulated = boot.and_then(|b| b.emulated()).unwrap_or(false);
     let icount = is_icount(&all, opts);
     let mut out: Vec<String> = Vec::new();
     let mut tail: Vec<String> = Vec::new();
@@ -197,10 +200,10 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
             "core",
             format!(
                 "{} (MIDR {}) on {}, entered at EL{}{}",
-                s(b, "cpu").unwrap_or("?"),
-                s(b, "midr").unwrap_or("?"),
-                s(b, "board").unwrap_or("?"),
-                u(b, "el").map_or("?".into(), |e| e.to_string()),
+                b.cpu().unwrap_or("?"),
+                b.midr().map_or("?".into(), |m| format!("{m:#x}")),
+                b.board().unwrap_or("?"),
+                b.el().map_or("?".into(), |e| e.to_string()),
                 match (emulated, icount) {
                     (true, true) => "; EMULATED (QEMU, -icount): timings are instruction counts",
                     (true, false) => "; EMULATED (QEMU): timings measure the emulator",
@@ -210,8 +213,8 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
         )),
         None => out.push(line("core", "no boot record")),
     }
-    let midr = boot.and_then(|b| records::hex(&b.obj, "midr")).map(|raw| Midr { raw });
-    let caches: Vec<&Record> = recs.iter().filter(|r| r.kind() == "cache").collect();
+    let midr = boot.and_then(|b| b.midr()).map(|raw| Midr { raw });
+    let caches: Vec<record::CacheView<_>> = recs.iter().filter_map(|r| r.view()).collect();
     if caches.is_empty() {
         out.push(line("caches", "no cache records (cache suite not run)"));
     }
@@ -219,14 +222,14 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
     let mut parts: Vec<String> = Vec::new();
     let mut sources: Vec<&str> = Vec::new();
     for c in &caches {
-        let name = model::ccsidr_level_name(&c.obj).unwrap_or_else(|| "L?".into());
-        let (size, ways, ln) = (u(c, "size").unwrap_or(0), u(c, "ways").unwrap_or(0), u(c, "line").unwrap_or(0));
-        let kind = match s(c, "type").and_then(|t| t.chars().next()) {
+        let name = model::ccsidr_level_name(c).unwrap_or_else(|| "L?".into());
+        let (size, ways, ln) = (c.size().unwrap_or(0), c.ways().unwrap_or(0), c.line().unwrap_or(0));
+        let kind = match c.r#type().and_then(|t| t.chars().next()) {
             Some('d') => cachescope_arch::cache::Kind::Data,
             Some('i') => cachescope_arch::cache::Kind::Instruction,
             _ => cachescope_arch::cache::Kind::Unified,
         };
-        let sil = midr.and_then(|m| silicon::lookup(m, u(c, "level").unwrap_or(0) as u8, kind));
+        let sil = midr.and_then(|m| silicon::lookup(m, c.level().unwrap_or(0) as u8, kind));
         let verdict = match sil {
             None => "no silicon figures".to_string(),
             Some(p) => {
@@ -250,20 +253,20 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
     }
 
     // Maintenance.
-    let walks: Vec<&Record> = recs.iter().filter(|r| r.kind() == "setway").collect();
+    let walks: Vec<record::SetwayView<_>> = recs.iter().filter_map(|r| r.view()).collect();
     let mut maint = if walks.is_empty() {
         "no set/way records".to_string()
     } else {
         let mut by_op: Vec<(String, u64)> = Vec::new();
         for w in &walks {
-            let op = s(w, "op").unwrap_or("?").to_string();
-            let n = u(w, "ops").unwrap_or(0);
+            let op = w.op().unwrap_or("?").to_string();
+            let n = w.ops().unwrap_or(0);
             match by_op.iter_mut().find(|(o, _)| *o == op) {
                 Some((_, t)) => *t += n,
                 None => by_op.push((op, n)),
             }
         }
-        let refused = walks.iter().filter(|w| w.obj.contains_key("error")).count();
+        let refused = walks.iter().filter(|w| w.error().is_some()).count();
         format!(
             "{} set/way walks, {} DC ops ({}){}",
             walks.len(),
@@ -272,9 +275,10 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
             if refused > 0 { format!(", {refused} refused") } else { String::new() }
         )
     };
-    if let Some(t) = recs.iter().find(|r| r.kind() == "maint-total") {
+    if let Some(t) = recs.iter().find_map(|r| r.view::<record::MaintTotalView<_>>()) {
         // Grouped: set/way, DC by VA, DC ZVA, IC, TLBI (each field is one instruction's count).
-        let sum = |f: &dyn Fn(&str) -> bool| t.obj.iter().filter(|(k, _)| f(k)).filter_map(|(_, v)| v.as_u64()).sum::<u64>();
+        let ops = t.ops();
+        let sum = |f: &dyn Fn(&str) -> bool| MaintOp::ALL.iter().filter(|op| f(op.name())).filter_map(|op| ops[op.index()]).sum::<u64>();
         let groups = [
             ("set/way", sum(&|k| k.starts_with("dc_") && k.ends_with("sw"))),
             ("DC by VA", sum(&|k| k.starts_with("dc_") && k.contains("va"))),
@@ -287,14 +291,13 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
     out.push(line("maint", maint));
 
     // Attribute matrix.
-    let attrs: Vec<&Record> = recs.iter().filter(|r| r.kind() == "attr").collect();
+    let attrs: Vec<record::AttrView<_>> = recs.iter().filter_map(|r| r.view()).collect();
     let mmu = suite_verdict(run, "mmu");
     if attrs.is_empty() && mmu.is_none() {
         out.push(line("attrs", "no attribute records (mmu suite not run)"));
     } else {
-        let ok = attrs.iter().filter(|a| s(a, "par_attr").is_some() && s(a, "par_attr") == s(a, "mair")).count();
-        let bad: Vec<&str> =
-            attrs.iter().filter(|a| s(a, "par_attr").is_none() || s(a, "par_attr") != s(a, "mair")).filter_map(|a| s(a, "name")).collect();
+        let ok = attrs.iter().filter(|a| a.par_attr().is_some() && a.par_attr() == a.mair()).count();
+        let bad: Vec<&str> = attrs.iter().filter(|a| a.par_attr().is_none() || a.par_attr() != a.mair()).filter_map(|a| a.name()).collect();
         out.push(line(
             "attrs",
             format!(
@@ -308,8 +311,9 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
 
     // Benchmarks (kernel timing).
     let (metrics, _) = Metric::collect(&recs);
-    // The `infer` sweeps are read as a geometry (the `geometry` line), not as a benchmark.
-    let timed: Vec<&Metric> = metrics.iter().filter(|m| m.key.source != "model" && m.key.bench != "infer").collect();
+    // Some sweeps are read otherwise (`infer`'s as the `geometry` line), not as a benchmark.
+    let timed: Vec<&Metric> =
+        metrics.iter().filter(|m| m.key.source != "model" && crate::bench::view(&m.key.bench).is_none_or(|v| v.timed())).collect();
     if timed.is_empty() {
         out.push(line("bench", "no benchmark metrics"));
     }
@@ -350,7 +354,7 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
     // The model.
     let md =
         ModelData::from_records(&mrecs.iter().chain(recs.iter().filter(|r| s(r, "source") == Some("model"))).cloned().collect::<Vec<_>>());
-    let loaded = boot.and_then(|b| s(b, "model")).filter(|m| *m != "off");
+    let loaded = boot.and_then(|b| b.model()).filter(|m| *m != "off");
     if md.is_empty() && loaded.is_some() {
         out.push(line(
             "model",
@@ -425,13 +429,6 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
     lines
 }
 
-fn value_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        v => v.to_string(),
-    }
-}
-
 /// A suite's verdict from its top-level result and its `# NAME: pass:P fail:F skip:S` line.
 fn suite_verdict(run: &Log, suite: &str) -> Option<String> {
     let counts = run.lines.iter().find_map(|l| {
@@ -454,13 +451,13 @@ fn suite_verdict(run: &Log, suite: &str) -> Option<String> {
 }
 
 /// First/last median of the series of one attribute, ordered by bytes (or tokens).
-fn ends(ms: &[&Metric], key: impl Fn(&Metric) -> f64) -> Option<(f64, f64, f64, f64)> {
+pub(crate) fn ends(ms: &[&Metric], key: impl Fn(&Metric) -> f64) -> Option<(f64, f64, f64, f64)> {
     let mut v: Vec<(f64, f64)> = ms.iter().filter_map(|m| m.median.map(|y| (key(m), y))).collect();
     v.sort_by(|a, b| a.0.total_cmp(&b.0));
     Some((v.first()?.0, v.first()?.1, v.last()?.0, v.last()?.1))
 }
 
-fn attrs_of(ms: &[&Metric]) -> Vec<String> {
+pub(crate) fn attrs_of(ms: &[&Metric]) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
     for m in ms {
         let a = m.key.attr.clone().unwrap_or_else(|| "-".into());
@@ -475,42 +472,10 @@ fn bench_headline(bench: &str, ms: &[&Metric], icount: bool) -> String {
     let emulated = ms.iter().all(|m| m.emulated == Some(true));
     let src = source_label(&ms[0].key.source, emulated, icount);
     let unit = unit_label(&ms[0].key.unit, icount);
-    let body = match bench {
-        "latency" => {
-            let parts: Vec<String> = attrs_of(ms)
-                .iter()
-                .filter_map(|a| {
-                    let g: Vec<&Metric> = ms.iter().copied().filter(|m| m.key.attr.as_deref() == Some(a)).collect();
-                    let (x0, y0, x1, y1) = ends(&g, |m| m.key.bytes.unwrap_or(0) as f64)?;
-                    Some(format!("{a} {} ({}) → {} ({})", n3(y0), hb(x0), n3(y1), hb(x1)))
-                })
-                .collect();
-            let more = parts.len().saturating_sub(4);
-            format!(
-                "{unit}: {}{}",
-                parts.iter().take(4).cloned().collect::<Vec<_>>().join(", "),
-                if more > 0 { format!(" +{more} more") } else { String::new() }
-            )
-        }
-        "kv" => {
-            let mut parts = Vec::new();
-            for v in ["append-aligned", "scan-aligned"] {
-                let g: Vec<&Metric> = ms
-                    .iter()
-                    .copied()
-                    .filter(|m| m.key.variant.as_deref() == Some(v) && m.key.attr.as_deref() == Some("normal-wb"))
-                    .collect();
-                if let Some((x0, y0, x1, y1)) = ends(&g, |m| m.num("tokens").unwrap_or(0.0)) {
-                    parts.push(format!("{v} {} {} at {x0} → {} at {x1} tokens", n3(y0), unit_label(&g[0].key.unit, icount), n3(y1)));
-                }
-            }
-            if parts.is_empty() {
-                format!("{} measurements", ms.len())
-            } else {
-                format!("normal-wb {}", parts.join("; "))
-            }
-        }
-        _ => {
+    let headline = crate::bench::view(bench).and_then(|v| v.headline(ms, icount));
+    let body = match headline {
+        Some(body) => body,
+        None => {
             // One figure per variant: the median of its normal-wb (else first) measurement at
             // the largest size.
             let mut variants: Vec<String> = Vec::new();
@@ -538,12 +503,12 @@ fn bench_headline(bench: &str, ms: &[&Metric], icount: bool) -> String {
 }
 
 /// A variant name shortened for the digest (`read-ldp` → `ldp`, `to-device-nc` → `to-nc`).
-fn short_variant(v: &str) -> String {
+pub(crate) fn short_variant(v: &str) -> String {
     v.replacen("read-", "", 1).replacen("write-", "", 1).replacen("to-device-", "to-", 1).replacen("from-device-", "from-", 1)
 }
 
 /// Published sizes as one size or a range.
-fn size_range(sizes: &[u64]) -> String {
+pub(crate) fn size_range(sizes: &[u64]) -> String {
     match (sizes.first(), sizes.last()) {
         (Some(a), Some(b)) if a != b => format!("{}–{}", hb(*a as f64), hb(*b as f64)),
         (Some(a), _) => hb(*a as f64),
@@ -551,7 +516,7 @@ fn size_range(sizes: &[u64]) -> String {
     }
 }
 
-fn pct(a: f64, b: f64) -> String {
+pub(crate) fn pct(a: f64, b: f64) -> String {
     if b == 0.0 {
         "–".into()
     } else {
@@ -591,115 +556,9 @@ fn coherence_line(d: &ModelData) -> Option<String> {
     Some(line("coherence", format!("(model, per phase: line transfers/invalidations) {}", parts.join(", "))))
 }
 
-fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
-    let mut out = Vec::new();
-    let geo: Vec<String> =
-        d.geometry.iter().filter(|g| g.level != "L1I").map(|g| format!("{} {} {}-way", g.level, hb(g.size as f64), g.ways)).collect();
-    let policy = d.geometry.first().map(|g| g.policy.clone()).unwrap_or_default();
-    let mut extra = String::new();
-    if let Some(p) = &d.profile {
-        if let Some(mhz) = p.get("clock_mhz").and_then(Value::as_f64) {
-            extra += &format!(", {} MHz", sig(mhz, 4));
-        }
-        if let Some(h) = p.get("hwpf").and_then(Value::as_str) {
-            extra += &format!(", hw prefetcher {h}");
-        }
-    }
-    out.push(line(
-        "model",
-        format!(
-            "profile {} ({policy}{extra}): {}; {} phases, {} warnings",
-            d.profile_name().unwrap_or_else(|| "?".into()),
-            geo.join(", "),
-            d.phases.len(),
-            d.warnings.len()
-        ),
-    ));
-
-    // Knees vs CCSIDR and silicon (a board profile's own core's silicon).
-    let inf = model::infer(run, d);
-    if let Some((core, cpu)) = &inf.profile_core {
-        out.push(line(
-            "",
-            format!(
-                "NOTE: profile {} models a {core} but QEMU emulates a {cpu}: knees and geometry below compare with {core} silicon (QEMU_CPU={} matches)",
-                d.profile_name().unwrap_or_default(),
-                core.to_ascii_lowercase()
-            ),
-        ));
-    }
-    let knees = model::knees(d);
-    let mut kparts = Vec::new();
-    for l in &inf.levels {
-        let Some(k) = knees.iter().filter(|k| k.level == l.level).min_by_key(|k| k.attr != "normal-wb") else { continue };
-        let sil = l.silicon.as_ref().map(|s| size_range(&s.0)).unwrap_or_else(|| "–".into());
-        kparts.push(format!(
-            "{} {}→{} (CCSIDR {}, silicon {sil})",
-            l.level,
-            hb(k.fits as f64),
-            hb(k.jump as f64),
-            l.ccsidr.map_or("–".into(), |c| hb(c.0 as f64))
-        ));
-    }
-    let curves = model::chase_curves(d);
-    out.push(line(
-        "knees",
-        if kparts.is_empty() {
-            if curves.is_empty() {
-                "no pointer-chase phases under the model".into()
-            } else {
-                "no knee within the chase ladder".into()
-            }
-        } else {
-            format!("(model miss rates: fits→misses) {}", kparts.join("; "))
-        },
-    ));
-    // Modelled latency.
-    if let Some(c) = curves.iter().find(|c| c.attr == "normal-wb").or(curves.first()) {
-        let lat: Vec<(u64, f64, Option<f64>)> =
-            c.points.iter().filter_map(|p| p.ns_per_access.map(|ns| (p.bytes, ns, p.cycles_per_access))).collect();
-        if let (Some(a), Some(b)) = (lat.first(), lat.last()) {
-            out.push(line(
-                "latency",
-                format!(
-                    "(model, {}) {} ns/access at {} → {} ns at {}{}",
-                    c.attr,
-                    n3(a.1),
-                    hb(a.0 as f64),
-                    n3(b.1),
-                    hb(b.0 as f64),
-                    b.2.map(|cy| format!(" ({} cycles)", n3(cy))).unwrap_or_default()
-                ),
-            ));
-        } else {
-            out.push(line("latency", "(model) no model-time records: this plugin models counts, not time"));
-        }
-    }
-    // Hand-off, one line per direction.
-    let h = model::handoff(d);
-    for dir in ["to-", "from-"] {
-        let parts: Vec<String> = h
-            .iter()
-            .filter(|r| r.variant.starts_with(dir))
-            .map(|r| {
-                let v = short_variant(&r.variant);
-                format!("{} {}/{}/{}", v.trim_start_matches(dir), n3(r.memory_reads), n3(r.memory_writebacks), n3(r.maint))
-            })
-            .collect();
-        if !parts.is_empty() {
-            let label = if dir == "to-" { "handoff" } else { "" };
-            out.push(line(label, format!("(model /MiB reads/writebacks/maint) {}device: {}", dir, parts.join(", "))));
-        }
-    }
-    let other: Vec<String> = h
-        .iter()
-        .filter(|r| !r.variant.starts_with("to-") && !r.variant.starts_with("from-"))
-        .map(|r| format!("{} {}/{}/{}", r.variant, n3(r.memory_reads), n3(r.memory_writebacks), n3(r.maint)))
-        .collect();
-    if !other.is_empty() {
-        out.push(line("handoff", format!("(model /MiB reads/writebacks/maint) {}", other.join(", "))));
-    }
-    // Bypass.
+/// The run-wide line of the phases that bypass the caches, per attribute (non-cacheable,
+/// Device, caches off).
+fn bypass_line(d: &ModelData) -> Option<String> {
     let mut by: Vec<(String, u64, u64)> = Vec::new();
     for p in &d.phases {
         let a = p.parsed.attr.clone();
@@ -727,114 +586,53 @@ fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
             )
         })
         .collect();
-    if !byp.is_empty() {
-        out.push(line("bypass", format!("(model) bypassing the caches: {}", byp.join(", "))));
-    }
-    // KV.
-    let starts = model::kv_starts(d);
-    if let Some(first) = starts.first() {
-        let shape = run.iter().find(|r| r.kind() == "kv-shape").and_then(|r| u(r, "bytes_per_token"));
-        let mut parts = Vec::new();
-        for st in starts.iter().filter(|st| st.variant == first.variant && st.attr == first.attr) {
-            parts.push(format!(
-                "{} holds {}, {}",
-                st.level,
-                st.capacity_tokens.map_or("?".into(), n3),
-                st.starts_at.map_or(format!("no misses up to {}", st.max_cached), |t| format!("misses from {t}"))
-            ));
+    (!byp.is_empty()).then(|| line("bypass", format!("(model) bypassing the caches: {}", byp.join(", "))))
+}
+
+fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
+    let mut out = Vec::new();
+    let geo: Vec<String> =
+        d.geometry.iter().filter(|g| g.level != "L1I").map(|g| format!("{} {} {}-way", g.level, hb(g.size as f64), g.ways)).collect();
+    let policy = d.geometry.first().map(|g| g.policy.clone()).unwrap_or_default();
+    let mut extra = String::new();
+    if let Some(p) = d.profile.as_ref().and_then(record::ModelProfileView::of) {
+        if let Some(mhz) = p.clock_mhz() {
+            extra += &format!(", {} MHz", sig(mhz as f64, 4));
         }
-        out.push(line(
-            "kv",
-            format!(
-                "(model, tokens) {}{} B/layer scanned; {} {}: {}",
-                shape.map(|b| format!("{b} B/token, ")).unwrap_or_default(),
-                n3(first.bytes_per_token),
-                first.variant,
-                first.attr,
-                parts.join("; ")
-            ),
-        ));
-    }
-    // The deep-learning patterns of issue 14.
-    for (label, text) in crate::dl::digest_lines(run, d) {
-        out.push(line(label, text));
-    }
-    // Prefetch.
-    let st = model::stream(d);
-    let wb: Vec<&model::StreamRow> = st.iter().filter(|r| r.attr == "normal-wb" || (r.bypass * 2 < r.data_accesses.max(1))).collect();
-    if let Some(base) = wb.iter().find(|r| r.variant == "read-ldp") {
-        let counted = wb.iter().any(|r| r.prefetches.is_some());
-        let mut parts: Vec<String> = wb
-            .iter()
-            .filter(|r| r.is_prefetch() && r.attr == base.attr)
-            .map(|r| {
-                let mut p = format!(
-                    "{} {} ({})",
-                    r.variant.trim_start_matches("read-ldp-"),
-                    n3(r.demand_misses as f64),
-                    pct(r.demand_misses as f64, base.demand_misses as f64)
-                );
-                if counted {
-                    p += &format!(" prefetches {} hits {}", n3(r.prefetches.unwrap_or(0) as f64), n3(r.prefetch_hits.unwrap_or(0) as f64));
-                }
-                p
-            })
-            .collect();
-        if !counted {
-            parts.push("(this plugin counts no prefetches)".into());
+        if let Some(h) = p.hwpf() {
+            extra += &format!(", hw prefetcher {h}");
         }
-        out.push(line(
-            "prefetch",
-            format!(
-                "(model, {} {}, L1D demand misses) read-ldp {}{}{}",
-                base.attr,
-                hb(base.bytes as f64),
-                n3(base.demand_misses as f64),
-                if parts.is_empty() { String::new() } else { "; ".into() },
-                parts.join("; ")
-            ),
-        ));
     }
-    // Geometry.
-    let has_infer = d.phases.iter().any(|p| p.parsed.bench == "infer");
     out.push(line(
-        "geometry",
-        if !has_infer && inf.levels.iter().all(|l| l.capacity.is_none()) {
-            "not inferred: no infer/ phases and no chase knees".to_string()
-        } else {
-            let mut parts = vec![format!("line {}", inf.line.as_ref().map_or("?".into(), |l| format!("{} B", l.value)))];
-            for l in &inf.levels {
-                let cap = l.capacity.as_ref().map(|c| hb(c.value as f64));
-                let ways = l.ways.as_ref().map(|w| format!("{}-way", w.value));
-                if cap.is_none() && ways.is_none() {
-                    continue;
-                }
-                parts.push(format!(
-                    "{} {} {} (CCSIDR {}{})",
-                    l.level,
-                    cap.unwrap_or_else(|| "?".into()),
-                    ways.unwrap_or_else(|| "?-way".into()),
-                    l.ccsidr.map_or("–".into(), |c| c.1.to_string()),
-                    l.silicon.as_ref().map(|s| format!(", silicon {}", s.1)).unwrap_or_default()
-                ));
-            }
-            if !has_infer {
-                parts.push("no infer/ phases".into());
-            }
-            format!("(inferred from model counts) {}", parts.join("; "))
-        },
+        "model",
+        format!(
+            "profile {} ({policy}{extra}): {}; {} phases, {} warnings",
+            d.profile_name().unwrap_or_else(|| "?".into()),
+            geo.join(", "),
+            d.phases.len(),
+            d.warnings.len()
+        ),
     ));
+
+    // Each benchmark's lines, and the run-wide bypass line, in the digest's order.
+    let inf = model::infer(run, d);
+    let cx = bench::Digest { run, d, inf: &inf };
+    for section in bench::DIGEST {
+        match section {
+            bench::Section::Bench(b) => out.extend(bench::view_of(*b).model_lines(&cx).into_iter().map(|(label, text)| line(label, text))),
+            bench::Section::Bypass => out.extend(bypass_line(d)),
+        }
+    }
     if let Some(h) = &d.hazard_total {
         // Hazards in phases that declared a deliberate mistake (`expect-hazard`) against the rest,
         // and the verdict: the runner's (`sanitizer-verdict`), else judged here the same way.
-        let declared: Vec<&str> = run.iter().filter(|r| r.kind() == "expect-hazard").filter_map(|r| s(r, "phase")).collect();
-        let phase_of = |o: &crate::records::Object| o.get("phase").and_then(Value::as_str).unwrap_or("").to_string();
+        let declared: Vec<&str> = run.iter().filter_map(|r| r.view::<record::ExpectHazardView<_>>()?.phase()).collect();
+        let phase_of = |o: &crate::records::Object| record::HazardView::of(o).and_then(|h| h.phase()).unwrap_or("").to_string();
         let (expected, other): (Vec<_>, Vec<_>) = d.hazards.iter().partition(|o| declared.contains(&phase_of(o).as_str()));
+        let per_kind = record::HazardTotalView::of(h).map(|t| t.per_kind()).unwrap_or_default();
         let mut kinds: Vec<String> = cachescope_arch::hazard::HazardKind::ALL
             .into_iter()
-            .filter_map(|k| {
-                h.get(k.total_field()).filter(|v| v.as_u64().unwrap_or(0) > 0).map(|v| format!("{} {}", k.name(), value_text(v)))
-            })
+            .filter_map(|k| per_kind[k as usize].filter(|n| *n > 0).map(|n| format!("{} {n}", k.name())))
             .collect();
         if kinds.is_empty() {
             kinds.push("none".into());

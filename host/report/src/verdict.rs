@@ -15,13 +15,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::{json, Value};
+use cachescope_arch::record;
 
-use crate::records::{hex, Object};
+use crate::records::Object;
 
 /// At most this many failed phases get their own `sanitizer-finding` record (the verdict record
 /// counts them all).
 pub const MAX_FINDING_RECORDS: usize = 20;
+
+/// Every runner record's `source`.
+const SOURCE: &str = "runner";
 
 /// The verdict's word in the `sanitizer-verdict` record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,25 +108,18 @@ impl Verdict {
         }
         let failed: Vec<&Finding> = self.failed().collect();
         for f in failed.iter().take(MAX_FINDING_RECORDS) {
-            let rec = json!({
-                "record": "sanitizer-finding",
-                "phase": f.phase,
-                "case": case_of(&f.phase),
-                "declared": f.declared,
-                "what": f.what,
-                "source": "runner",
-            });
-            out.push(format!("{}{rec}", cachescope_arch::record::PREFIX));
+            let case = case_of(&f.phase);
+            let rec = record::SanitizerFinding::new().phase(&f.phase).case(&case).declared(f.declared).what(&f.what).source(SOURCE);
+            out.push(format!("{}{rec}", record::PREFIX));
         }
-        let rec = json!({
-            "record": "sanitizer-verdict",
-            "verdict": self.word.name(),
-            "declared_phases": self.findings.iter().filter(|f| f.declared).count(),
-            "failed_phases": failed.len(),
-            "first": failed.first().map(|f| format!("{}: {}", phase_name(&f.phase), f.what)).unwrap_or_default(),
-            "source": "runner",
-        });
-        out.push(format!("{}{rec}", cachescope_arch::record::PREFIX));
+        let first = failed.first().map(|f| format!("{}: {}", phase_name(&f.phase), f.what)).unwrap_or_default();
+        let rec = record::SanitizerVerdict::new()
+            .verdict(self.word.name())
+            .declared_phases(self.findings.iter().filter(|f| f.declared).count() as u64)
+            .failed_phases(failed.len() as u64)
+            .first(&first)
+            .source(SOURCE);
+        out.push(format!("{}{rec}", record::PREFIX));
         if !self.passed() {
             out.push(format!(
                 "# sanitizer: the verdict is {}: the run's exit status is 1 ({} phase(s) failed)",
@@ -144,14 +140,6 @@ pub fn phase_name(phase: &str) -> &str {
     }
 }
 
-fn str_field<'a>(r: &'a Object, k: &str) -> &'a str {
-    r.get(k).and_then(Value::as_str).unwrap_or("")
-}
-
-fn kind(r: &Object) -> &str {
-    str_field(r, "record")
-}
-
 /// At most 8 (kind@line) named, then how many in all.
 fn show(s: &BTreeSet<(&str, u64)>) -> String {
     let mut t = s.iter().take(8).map(|(k, l)| format!("{k}@{l:#x}")).collect::<Vec<_>>().join(" ");
@@ -165,30 +153,26 @@ fn show(s: &BTreeSet<(&str, u64)>) -> String {
 /// `Err` when there is nothing to judge by: the model log has no `hazard-total` (the sanitizer's
 /// summary, written at exit), so the plugin did not finish or did not run.
 pub fn judge<'a>(log: impl IntoIterator<Item = &'a Object>, model: impl IntoIterator<Item = &'a Object>) -> Result<Verdict, String> {
-    let expected: Vec<&Object> = log.into_iter().filter(|r| kind(r) == "expect-hazard").collect();
-    let model: Vec<&Object> = model.into_iter().collect();
+    let expected: Vec<record::ExpectHazardView<'a, Object>> = log.into_iter().filter_map(record::ExpectHazardView::of).collect();
+    let model: Vec<&'a Object> = model.into_iter().collect();
     let total = model
         .iter()
-        .find(|r| kind(r) == "hazard-total")
+        .find_map(|r| record::HazardTotalView::of(*r))
         .ok_or("the model log has no hazard-total record: the sanitizer did not finish (QEMU stopped before the plugin's exit, or the model was off)")?;
-    if total.get("sanitize").and_then(Value::as_bool) == Some(false) {
+    if total.sanitize() == Some(false) {
         return Ok(Verdict { word: Word::Off, findings: Vec::new() });
     }
     // (phase → set of (kind, line)) as reported.
     let mut seen: BTreeMap<&str, BTreeSet<(&str, u64)>> = BTreeMap::new();
-    for h in model.iter().filter(|r| kind(r) == "hazard") {
-        seen.entry(str_field(h, "phase")).or_default().insert((str_field(h, "kind"), hex(h, "pa").unwrap_or(u64::MAX)));
+    for h in model.iter().filter_map(|r| record::HazardView::of(*r)) {
+        seen.entry(h.phase().unwrap_or("")).or_default().insert((h.kind().unwrap_or(""), h.pa().unwrap_or(u64::MAX)));
     }
     let mut want: BTreeMap<&str, BTreeSet<(&str, u64)>> = BTreeMap::new();
     for e in &expected {
-        let (pa, lines, stride) = (
-            hex(e, "pa").unwrap_or(0),
-            e.get("lines").and_then(Value::as_u64).unwrap_or(0),
-            e.get("stride").and_then(Value::as_u64).unwrap_or(0),
-        );
-        let set = want.entry(str_field(e, "phase")).or_default();
+        let (pa, lines, stride) = (e.pa().unwrap_or(0), e.lines().unwrap_or(0), e.stride().unwrap_or(0));
+        let set = want.entry(e.phase().unwrap_or("")).or_default();
         for i in 0..lines {
-            set.insert((str_field(e, "kind"), pa + i * stride));
+            set.insert((e.kind().unwrap_or(""), pa + i * stride));
         }
     }
     let mut findings = Vec::new();
@@ -220,8 +204,8 @@ pub fn judge<'a>(log: impl IntoIterator<Item = &'a Object>, model: impl IntoIter
     }
     // Hazards the plugin stopped recording (its bound on a hazard storm): never a pass, and
     // named first (the list above is incomplete).
-    let dropped = total.get("dropped").and_then(Value::as_u64).unwrap_or(0);
-    if dropped > 0 || total.get("truncated").and_then(Value::as_bool) == Some(true) {
+    let dropped = total.dropped().unwrap_or(0);
+    if dropped > 0 || total.truncated() == Some(true) {
         findings.insert(
             0,
             Finding {
@@ -243,21 +227,12 @@ pub fn judge<'a>(log: impl IntoIterator<Item = &'a Object>, model: impl IntoIter
 pub fn recorded<'a>(log: impl IntoIterator<Item = &'a Object>) -> Option<Recorded> {
     let mut findings = Vec::new();
     let mut verdict = None;
+    let text = |s: Option<&str>| s.unwrap_or("").to_string();
     for r in log {
-        match kind(r) {
-            "sanitizer-finding" => findings.push(RecordedFinding {
-                phase: str_field(r, "phase").to_string(),
-                case: str_field(r, "case").to_string(),
-                what: str_field(r, "what").to_string(),
-            }),
-            "sanitizer-verdict" => {
-                verdict = Some((
-                    Word::parse(str_field(r, "verdict"))?,
-                    r.get("failed_phases").and_then(Value::as_u64).unwrap_or(0),
-                    str_field(r, "first").to_string(),
-                ))
-            }
-            _ => {}
+        if let Some(f) = record::SanitizerFindingView::of(r) {
+            findings.push(RecordedFinding { phase: text(f.phase()), case: text(f.case()), what: text(f.what()) });
+        } else if let Some(v) = record::SanitizerVerdictView::of(r) {
+            verdict = Some((Word::parse(v.verdict().unwrap_or(""))?, v.failed_phases().unwrap_or(0), text(v.first())));
         }
     }
     let (word, failed_phases, first) = verdict?;
@@ -418,7 +393,7 @@ mod tests {
         assert!(lines.iter().any(|l| l.starts_with("# sanitizer: not ok x/y: a correct sequence produced stale-read-by-cpu@0x2000")));
         let recs = objs(&lines.join("\n"));
         for r in &recs {
-            let k = cachescope_arch::record::kind(kind(r)).expect("declared kind");
+            let k = cachescope_arch::record::kind(r.kind()).expect("declared kind");
             for (name, _) in r.iter().filter(|(n, _)| *n != "record") {
                 assert!(k.field(name).is_some(), "{} has no field {name}", k.name);
             }

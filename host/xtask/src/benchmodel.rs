@@ -60,10 +60,7 @@ fn run(root: &Path, elf: &Path, model: &str, plugin: Option<&str>, args: &str, a
         .map_err(|e| format!("cannot run scripts/qemu-run: {e}"))?;
     let wall = t0.elapsed().as_millis() as u64;
     let text = String::from_utf8_lossy(&out.stdout);
-    let ms = crate::records::records(&text)
-        .into_iter()
-        .find(|(_, r)| crate::records::kind(r) == "bench-model")
-        .and_then(|(_, r)| r.get("ms").and_then(serde_json::Value::as_u64));
+    let ms = crate::records::records(&text).into_iter().find_map(|(_, r)| cachescope_arch::record::BenchModelView::of(&r)?.ms());
     match ms {
         Some(ms) if out.status.success() => Ok((ms, wall)),
         _ => Err(format!(

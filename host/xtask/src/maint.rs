@@ -10,10 +10,10 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
 use cachescope_arch::cache::ops::MaintOp;
-use serde_json::Value;
+use cachescope_arch::record;
 
 use crate::boards::Board;
-use crate::records::{kind, records};
+use crate::records::records;
 use crate::run::say;
 
 /// What one run's log and plugin output say.
@@ -41,16 +41,14 @@ pub fn parse_executed(text: &str) -> Option<BTreeMap<String, u64>> {
 pub fn accounts(log: &str, plugin: &str) -> Accounts {
     let mut a = Accounts { executed: parse_executed(plugin), ..Accounts::default() };
     for (_, r) in records(log) {
-        match kind(&r) {
-            "setway" => {
-                a.setway_ops += r.get("ops").and_then(Value::as_u64).unwrap_or(0);
-                a.setway_walks += r.get("walks").and_then(Value::as_u64).unwrap_or(1);
-            }
-            "maint-total" => {
-                a.totals += 1;
-                a.recorded = Some(r.iter().filter_map(|(k, v)| Some((k.clone(), v.as_u64()?))).collect());
-            }
-            _ => {}
+        if let Some(w) = record::SetwayView::of(&r) {
+            a.setway_ops += w.ops().unwrap_or(0);
+            a.setway_walks += w.walks().unwrap_or(1);
+        }
+        if let Some(t) = record::MaintTotalView::of(&r) {
+            a.totals += 1;
+            let ops = t.ops();
+            a.recorded = Some(MaintOp::ALL.iter().filter_map(|op| Some((op.name().to_string(), ops[op.index()]?))).collect());
         }
     }
     a

@@ -15,6 +15,7 @@
 //!   fp16's (L1D and L2), and the caching allocator's reuse missing less than fresh memory below
 //!   the L2.
 
+use cachescope_arch::bench::Param;
 use cachescope_report::input::Log;
 use cachescope_report::model::{self, ModelData};
 use cachescope_report::records;
@@ -156,16 +157,15 @@ pub fn smp(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
             .fold((0, 0), |a, c| (a.0 + c.transfers, a.1 + c.invalidations))
     };
     let mut f = Vec::new();
-    for metric in run.iter().filter(|r| r.kind() == "metric") {
-        let (Some(phase), Some(reps)) = (metric.obj.get("phase").and_then(|v| v.as_str()), metric.obj.get("reps").and_then(|v| v.as_u64()))
-        else {
+    for metric in run.iter().filter_map(|r| r.view::<cachescope_arch::record::MetricView<_>>()) {
+        let (Some(phase), Some(reps)) = (metric.phase(), metric.reps()) else {
             continue;
         };
         let name = model::PhaseName::parse(phase);
         let (ivs, invs) = sum(phase);
         match (name.bench.as_str(), name.attr.as_str()) {
             ("pingpong", "normal-wb") => {
-                let want = 2 * name.num("iters").unwrap_or(0) * reps;
+                let want = 2 * name.num(Param::Iters).unwrap_or(0) * reps;
                 f.push((ivs == want, format!("{phase}: {ivs} transfers, expected 2 × iters × reps = {want}")));
             }
             ("pingpong", _) => {
@@ -179,7 +179,7 @@ pub fn smp(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
             // once per window: the fewest transfers N counters on one line can cost (exact here;
             // concurrent cores could cost up to one per increment).
             ("falseshare", _) => {
-                let want = name.num("cores").unwrap_or(0) * reps;
+                let want = name.num(Param::Cores).unwrap_or(0) * reps;
                 f.push((
                     invs == want && ivs == want,
                     format!(
@@ -192,13 +192,13 @@ pub fn smp(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
             // step 0, whose chunk the rank already pulled (Shared) at step n of the previous round:
             // reps × n × (2n − 3) × chunk lines (a warm-up round precedes the measured ones).
             ("allreduce", _) => {
-                let (n, lines) = (name.num("ranks").unwrap_or(0), name.bytes.unwrap_or(0).div_ceil(64));
+                let (n, lines) = (name.num(Param::Ranks).unwrap_or(0), name.bytes.unwrap_or(0).div_ceil(64));
                 let want = reps * n * (2 * n).saturating_sub(3) * lines;
                 f.push((ivs == want, format!("{phase}: {ivs} transfers, expected reps × ranks × (2 ranks − 3) × chunk lines = {want}")));
             }
             ("spsc", _) => {
                 let (batches, slots, bytes) =
-                    (name.num("batches").unwrap_or(0), name.num("slots").unwrap_or(1).max(1), name.bytes.unwrap_or(0));
+                    (name.num(Param::Batches).unwrap_or(0), name.num(Param::Slots).unwrap_or(1).max(1), name.bytes.unwrap_or(0));
                 let want = reps * batches * bytes.div_ceil(64) + 2 * reps * batches / slots;
                 f.push((ivs == want, format!("{phase}: {ivs} transfers, expected data lines + head/tail = {want}")));
             }

@@ -5,17 +5,18 @@
 use std::path::Path;
 use std::process::Command;
 
-use serde_json::{Map, Value};
+use cachescope_report::records::Object;
+use serde_json::Value;
 
 /// The records of a log or model file, read by the report tool's record parser
 /// (`cachescope_report::records::parse_line`: the one reader of `# cs: {…}` lines), each with
 /// the line as written (for verbatim baselines); broken record lines are left out.
-pub fn records(text: &str) -> Vec<(&str, Map<String, Value>)> {
+pub fn records(text: &str) -> Vec<(&str, Object)> {
     text.lines().filter_map(|line| Some((line, cachescope_report::records::parse_line(line)?.ok()?))).collect()
 }
 
 /// A record's kind (its `record` field).
-pub fn kind(rec: &Map<String, Value>) -> &str {
+pub fn kind(rec: &Object) -> &str {
     rec.get("record").and_then(Value::as_str).unwrap_or("")
 }
 
@@ -34,7 +35,7 @@ pub struct Select {
 
 impl Select {
     /// Whether `rec` passes.
-    pub fn keeps(&self, rec: &Map<String, Value>) -> bool {
+    pub fn keeps(&self, rec: &Object) -> bool {
         let field_is =
             |name: &str, want: &Option<String>| want.as_ref().is_none_or(|w| rec.get(name).and_then(Value::as_str) == Some(w.as_str()));
         let k = kind(rec);

@@ -11,7 +11,8 @@ use crate::geometry::Hierarchy;
 use crate::guest::Guest;
 use crate::model::{Level, Model, Totals};
 use crate::protocol;
-use crate::report::{self, Finished, Phases, Record};
+use crate::report::{self, Finished, Phases};
+use cachescope_arch::record;
 use crate::sanitize::{Hazards, MaintRange};
 
 /// The most `model-warning` records a run writes; past it they are only counted (`model-run`'s
@@ -115,12 +116,9 @@ impl Core {
         if self.stats.warnings > WARNING_LIMIT {
             return;
         }
-        let mut text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", what));
+        let mut text = report::warning_line(what);
         if self.stats.warnings == WARNING_LIMIT {
-            text += &report::line(
-                Record::new(&cachescope_arch::record::MODEL_WARNING)
-                    .str("what", &format!("{WARNING_LIMIT} warnings: further ones are only counted (model-run.warnings)")),
-            );
+            text += &report::warning_line(&format!("{WARNING_LIMIT} warnings: further ones are only counted (model-run.warnings)"));
         }
         self.emit(&text);
     }
@@ -135,7 +133,7 @@ impl Core {
                 "more than {limit} distinct hazards: further ones are only counted (hazard-total.dropped), not listed; the run fails (hazard-total.truncated)"
             );
             self.stats.warnings += 1;
-            let text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", &what))
+            let text = report::warning_line(&what)
                 + &format!("# model: hazard storm: {what}\n");
             self.emit(&text);
         }
@@ -188,7 +186,7 @@ impl Core {
             let what = format!(
                 "{n} phases have no model/model-time records: past {PHASE_RECORD_LIMIT} per-phase records (their counts are in model-total)"
             );
-            let text = report::line(Record::new(&cachescope_arch::record::MODEL_WARNING).str("what", &what));
+            let text = report::warning_line(&what);
             self.emit(&text);
         }
         let lower = self.lower_levels();
@@ -199,16 +197,17 @@ impl Core {
         }
         text += &report::hazard_total_line(&self.hazards, sanitize);
         text += &report::line(
-            Record::new(&cachescope_arch::record::MODEL_RUN)
-                .u64("protocol", protocol::VERSION)
-                .u64("markers", self.stats.markers)
-                .u64("phases", self.phases.finished())
-                .u64("va_learned", self.stats.va[0])
-                .u64("va_window", self.stats.va[1])
-                .u64("va_identity", self.stats.va[2])
-                .u64("setway_ops", self.stats.setway_ops)
-                .u64("warnings", self.stats.warnings)
-                .bool("fast", fast),
+            record::ModelRun::new()
+                .protocol(protocol::VERSION)
+                .markers(self.stats.markers)
+                .phases(self.phases.finished())
+                .va_learned(self.stats.va[0])
+                .va_window(self.stats.va[1])
+                .va_identity(self.stats.va[2])
+                .setway_ops(self.stats.setway_ops)
+                .warnings(self.stats.warnings)
+                .fast(fast)
+                .source(report::SOURCE),
         );
         self.emit(&text);
     }
@@ -220,16 +219,17 @@ impl Core {
         if !self.profile_emitted {
             self.profile_emitted = true;
             text += &report::line(
-                Record::new(&cachescope_arch::record::MODEL_PROFILE)
-                    .str("profile", settings.profile_name())
-                    .u64("clock_mhz", u64::from(lat.clock_mhz))
-                    .u64("memory_cycles", u64::from(lat.memory_cycles))
-                    .f64("memory_ns", lat.ns(u64::from(lat.memory_cycles)), 2)
-                    .str("hwpf", h.hwpf.kind.name())
-                    .u64("hwpf_distance", u64::from(h.hwpf.distance))
-                    .u64("hwpf_degree", u64::from(h.hwpf.degree))
-                    .str("latency_ref", &lat.reference)
-                    .str("hwpf_ref", &h.hwpf.reference),
+                record::ModelProfile::new()
+                    .profile(settings.profile_name())
+                    .clock_mhz(u64::from(lat.clock_mhz))
+                    .memory_cycles(u64::from(lat.memory_cycles))
+                    .memory_ns(lat.ns(u64::from(lat.memory_cycles)), 2)
+                    .hwpf(h.hwpf.kind.name())
+                    .hwpf_distance(u64::from(h.hwpf.distance))
+                    .hwpf_degree(u64::from(h.hwpf.degree))
+                    .latency_ref(&lat.reference)
+                    .hwpf_ref(&h.hwpf.reference)
+                    .source(report::SOURCE),
             );
         }
         let l1 = [(Level::L1I, h.l1i), (Level::L1D, h.l1d)];
@@ -238,18 +238,19 @@ impl Core {
             let sharing = if k < 2 { "private" } else { h.lower[k - 2].sharing.name() };
             let hit = u64::from(lat.hit_cycles[k.saturating_sub(1).min(2)]);
             text += &report::line(
-                Record::new(&cachescope_arch::record::MODEL_GEOMETRY)
-                    .str("level", level.name())
-                    .u64("size", g.size())
-                    .u64("line", u64::from(g.line))
-                    .u64("sets", u64::from(g.sets))
-                    .u64("ways", u64::from(g.ways))
-                    .str("sharing", sharing)
-                    .str("policy", h.policy.name())
-                    .str("origin", origin)
-                    .u64("vcpus", vcpus as u64)
-                    .u64("hit_cycles", hit)
-                    .f64("hit_ns", lat.ns(hit), 2),
+                record::ModelGeometry::new()
+                    .level(level.name())
+                    .size(g.size())
+                    .line(u64::from(g.line))
+                    .sets(u64::from(g.sets))
+                    .ways(u64::from(g.ways))
+                    .sharing(sharing)
+                    .policy(h.policy.name())
+                    .origin(origin)
+                    .vcpus(vcpus as u64)
+                    .hit_cycles(hit)
+                    .hit_ns(lat.ns(hit), 2)
+                    .source(report::SOURCE),
             );
         }
         self.emit(&text);

@@ -1,0 +1,49 @@
+//! The `handoff` benchmark under the model: reads, write-backs and maintenance per MiB, one
+//! line per direction.
+
+use super::{BenchView, Digest};
+use crate::model;
+use crate::summary::{n3, short_variant};
+use cachescope_arch::bench::Bench;
+
+/// The view.
+pub struct View;
+
+impl BenchView for View {
+    fn bench(&self) -> Bench {
+        Bench::Handoff
+    }
+
+    fn figures(&self) -> super::Figures {
+        super::Figures::Titled { heading: "Pinned DMA-like buffer hand-off", title: "DMA-like hand-off cost per attribute" }
+    }
+
+    fn model_lines(&self, cx: &Digest<'_>) -> Vec<(&'static str, String)> {
+        let d = cx.d;
+        let mut out = Vec::new();
+        let h = model::handoff(d);
+        for dir in ["to-", "from-"] {
+            let parts: Vec<String> = h
+                .iter()
+                .filter(|r| r.variant.starts_with(dir))
+                .map(|r| {
+                    let v = short_variant(&r.variant);
+                    format!("{} {}/{}/{}", v.trim_start_matches(dir), n3(r.memory_reads), n3(r.memory_writebacks), n3(r.maint))
+                })
+                .collect();
+            if !parts.is_empty() {
+                let label = if dir == "to-" { Bench::Handoff.name() } else { "" };
+                out.push((label, format!("(model /MiB reads/writebacks/maint) {}device: {}", dir, parts.join(", "))));
+            }
+        }
+        let other: Vec<String> = h
+            .iter()
+            .filter(|r| !r.variant.starts_with("to-") && !r.variant.starts_with("from-"))
+            .map(|r| format!("{} {}/{}/{}", r.variant, n3(r.memory_reads), n3(r.memory_writebacks), n3(r.maint)))
+            .collect();
+        if !other.is_empty() {
+            out.push((Bench::Handoff.name(), format!("(model /MiB reads/writebacks/maint) {}", other.join(", "))));
+        }
+        out
+    }
+}
