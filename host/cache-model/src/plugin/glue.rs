@@ -209,6 +209,16 @@ impl MemAccess for MemoryInfo<'_> {
     }
 }
 
+/// Whether this QEMU runs its vCPUs on one host thread (round-robin TCG), from its own command
+/// line: `-icount` forces it, `-accel tcg,thread=single` asks for it. (The plugin API does not
+/// say; MTTCG is QEMU's default for AArch64 guests on 64-bit hosts.)
+fn round_robin() -> bool {
+    let cmdline = std::fs::read("/proc/self/cmdline").unwrap_or_default();
+    let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+    args.iter().any(|a| *a == b"-icount" || *a == b"--icount")
+        || args.windows(2).any(|w| matches!(w[0], b"-accel" | b"--accel") && w[1].split(|&b| b == b',').any(|o| o == b"thread=single"))
+}
+
 /// The plugin instance QEMU's loader sees.
 #[derive(Default)]
 struct CacheModel {
@@ -232,7 +242,7 @@ impl Register for CacheModel {
             Board { last: entry(0), execs: entry(8) }
         });
         let host = Qemu { board, regs: OnceLock::new(), next_tb: AtomicU64::new(1) };
-        let state = Arc::new(Engine::new(settings, vcpus, out, host));
+        let state = Arc::new(Engine::new(settings, vcpus, out, host).with_round_robin(round_robin()));
         let s = state.clone();
         qemu_plugin_register_atexit_cb(id, move |_| s.at_exit())?;
         self.state = Some(state);
@@ -253,10 +263,22 @@ impl HasCallbacks for CacheModel {
         if std::env::var_os("CS_MODEL_LIST_REGS").is_some() {
             let names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
             eprintln!("{NAME}: {} registers: {}", names.len(), names.join(" "));
+            for (n, h) in &all {
+                if let Some(v) = read_register(*h) {
+                    eprintln!("{NAME}: at vCPU init {n} = {v:#x}");
+                }
+            }
         }
         let core_id = if state.vcpus > 1 { find("TPIDR_EL1") } else { None };
         let clidr = find("CLIDR_EL1").or_else(|| find("CLIDR"));
-        let _ = state.host.regs.set(Regs { x, ctr: find("CTR_EL0"), clidr, core_id });
+        let ctr = find("CTR_EL0");
+        // The CPU's identity and ID registers, before its first instruction: all constant, so
+        // readable now (reset-valued registers such as PMCR_EL0 or VPIDR_EL2 still read 0).
+        let key = crate::cpu::KEY_REGS.map(|n| find(n).and_then(read_register));
+        let id_ctr = ctr.and_then(|h| read_id_reg(Some(h), "CTR_EL0")).map(|raw| Ctr { raw });
+        let id_clidr = clidr.and_then(|h| read_id_reg(Some(h), "CLIDR_EL1")).map(Clidr::decode);
+        state.cpu_identified(key, id_ctr, id_clidr);
+        let _ = state.host.regs.set(Regs { x, ctr, clidr, core_id });
         Ok(())
     }
 
