@@ -56,7 +56,7 @@ thread_local! {
     /// The core (model vCPU) whose TB this host thread runs now, set by the TB's fetch callback
     /// when the plugin identifies cores by register; `u32::MAX` = not yet known.
     static CURRENT: Cell<u32> = const { Cell::new(u32::MAX) };
-    /// Whether that core came from a TPIDR_EL1 tag (else it is the callback's index).
+    /// Whether that core came from a TPIDR_EL1 tag or VMPIDR_EL2 (else it is the callback's index).
     static TAGGED: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -74,7 +74,7 @@ pub struct Engine<H> {
     /// `-accel tcg,thread=single`), where a callback's vCPU index is the translating vCPU's
     /// (see the module docs): with more than one vCPU, only a TPIDR_EL1 tag names the core.
     pub round_robin: bool,
-    /// A TB with a tagged TPIDR_EL1 ran (more than one vCPU).
+    /// A TB whose core was known (tagged TPIDR_EL1 or VMPIDR_EL2) ran (more than one vCPU).
     tagged_seen: AtomicBool,
     core: SpinLock<Core>,
 }
@@ -166,7 +166,22 @@ impl<H: Host> Engine<H> {
     /// At a TB's start (more than one vCPU): which core runs it, from TPIDR_EL1's value (`tpidr`)
     /// with its tagged core number; untagged or out of range, the callback's index.
     pub fn identify(&self, tpidr: Option<u64>, vcpu: u32) {
-        let core = tpidr.and_then(cachescope_arch::marker::core_of_id_value).filter(|&c| (c as usize) < self.vcpus);
+        self.identify_by(tpidr, || None, vcpu)
+    }
+
+    /// [`Engine::identify`], and when TPIDR_EL1 is untagged, VMPIDR_EL2 (`vmpidr`, asked only
+    /// then): QEMU resets it to the vCPU's MPIDR_EL1 and exposes it to plugins when the CPU has
+    /// EL2 (`virt,virtualization=on`), and Linux's EL2 set-up writes MPIDR_EL1's value into it,
+    /// so it names the executing vCPU (Aff0 on `virt` up to 8 vCPUs) until a hypervisor gives
+    /// it a guest's value. Accepted only with MPIDR's RES1 bit 31 set, Aff1..Aff3 = 0 and Aff0
+    /// below the vCPU count.
+    pub fn identify_by(&self, tpidr: Option<u64>, vmpidr: impl FnOnce() -> Option<u64>, vcpu: u32) {
+        let tagged = tpidr.and_then(cachescope_arch::marker::core_of_id_value).filter(|&c| (c as usize) < self.vcpus);
+        let core = tagged.or_else(|| {
+            let v = vmpidr()?;
+            let aff0 = (v & 0xff) as u32;
+            (v >> 31 & 1 == 1 && v & 0xff_0000_ff00 == 0 && (aff0 as usize) < self.vcpus && self.vcpus <= 8).then_some(aff0)
+        });
         CURRENT.with(|c| c.set(core.unwrap_or(vcpu)));
         TAGGED.with(|t| t.set(core.is_some()));
         if core.is_some() && !self.tagged_seen.load(Relaxed) {
@@ -349,7 +364,7 @@ impl<H: Host> Engine<H> {
 
     fn unattributed_warning(&self) -> String {
         format!(
-            "core attribution cannot be trusted: {} vCPUs under round-robin TCG (-icount or thread=single) and TPIDR_EL1 untagged, so a callback names the vCPU that translated its TB, not the one running it; hazards raised by untagged code are not reported (counted in the warning at exit). Tag TPIDR_EL1 (marker protocol 5) or run without -icount (MTTCG: correct, not reproducible)",
+            "core attribution cannot be trusted: {} vCPUs under round-robin TCG (-icount or thread=single) and TPIDR_EL1 untagged (VMPIDR_EL2 not usable: no EL2), so a callback names the vCPU that translated its TB, not the one running it; hazards raised by untagged code are not reported (counted in the warning at exit). Tag TPIDR_EL1 (marker protocol 5), give the CPU EL2 (virt,virtualization=on), or run without -icount (MTTCG: correct, not reproducible)",
             self.vcpus
         )
     }

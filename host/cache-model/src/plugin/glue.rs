@@ -51,6 +51,7 @@ struct Regs {
     ctr: Option<usize>,
     clidr: Option<usize>,
     core_id: Option<usize>,
+    vmpidr: Option<usize>,
 }
 
 /// What the engine asks of QEMU.
@@ -159,9 +160,11 @@ impl Qemu {
         regs.x.get(i).and_then(|&h| read_register(h)).unwrap_or(0)
     }
 
-    /// The raw handle of TPIDR_EL1 when cores are identified by it (more than one vCPU).
-    fn core_id_register(&self) -> Option<usize> {
-        self.regs.get()?.core_id
+    /// The raw handles of TPIDR_EL1 and VMPIDR_EL2 when cores are identified by them (more
+    /// than one vCPU).
+    fn core_id_registers(&self) -> Option<(usize, Option<usize>)> {
+        let r = self.regs.get()?;
+        Some((r.core_id?, r.vmpidr))
     }
 }
 
@@ -278,7 +281,8 @@ impl HasCallbacks for CacheModel {
         let id_ctr = ctr.and_then(|h| read_id_reg(Some(h), "CTR_EL0")).map(|raw| Ctr { raw });
         let id_clidr = clidr.and_then(|h| read_id_reg(Some(h), "CLIDR_EL1")).map(Clidr::decode);
         state.cpu_identified(key, id_ctr, id_clidr);
-        let _ = state.host.regs.set(Regs { x, ctr, clidr, core_id });
+        let vmpidr = if state.vcpus > 1 { find("VMPIDR_EL2") } else { None };
+        let _ = state.host.regs.set(Regs { x, ctr, clidr, core_id, vmpidr });
         Ok(())
     }
 
@@ -343,7 +347,7 @@ impl HasCallbacks for CacheModel {
             let repeats_inline = state.host.board.is_some() && plan.segments.is_empty();
             let s = state.clone();
             let fetch = move |vcpu| s.fetch(vcpu, start, first_len, repeats_inline);
-            let core_id = if state.vcpus > 1 { state.host.core_id_register() } else { None };
+            let core_id = if state.vcpus > 1 { state.host.core_id_registers() } else { None };
             match (&state.host.board, core_id) {
                 (Some(b), _) if repeats_inline => {
                     let key = state.host.next_tb.fetch_add(1, Relaxed);
@@ -356,10 +360,10 @@ impl HasCallbacks for CacheModel {
                     qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb, PluginOp::QEMU_PLUGIN_INLINE_STORE_U64, b.last, NO_TB);
                 }
                 // More than one vCPU (no shortcut): the TB's first callback learns which core runs.
-                (None, Some(handle)) => {
+                (None, Some((handle, vmpidr))) => {
                     let s = state.clone();
                     let identify_and_fetch = move |vcpu| {
-                        s.identify(read_register(handle), vcpu);
+                        s.identify_by(read_register(handle), || read_register(vmpidr?), vcpu);
                         fetch(vcpu)
                     };
                     tb.register_execute_callback_flags(identify_and_fetch, CallbackFlags::QEMU_PLUGIN_CB_R_REGS);

@@ -449,11 +449,21 @@ fn untagged_code_on_several_round_robin_vcpus_reports_no_hazard() {
     let steps = trace(7, 20_000, false);
     let tag = Some(cachescope_arch::marker::core_id_value(0));
     // (vCPUs, round-robin, TPIDR_EL1 tag): hazards reported?
-    for (vcpus, rr, tpidr, reported) in [(2, true, None, false), (2, true, tag, true), (2, false, None, true), (1, true, None, true)] {
+    // VMPIDR_EL2 as QEMU resets it for vCPU 0 (MPIDR: RES1 bit 31, Aff0 = 0), and one that
+    // names no vCPU of this run (Aff0 = 5).
+    let (mpidr0, other) = (Some(1 << 31), Some(1 << 31 | 5));
+    for (vcpus, rr, tpidr, vmpidr, reported) in [
+        (2, true, None, None, false),
+        (2, true, None, other, false),
+        (2, true, tag, None, true),
+        (2, true, None, mpidr0, true),
+        (2, false, None, None, true),
+        (1, true, None, None, true),
+    ] {
         let r = Run::with_vcpus(&["profile=rpi4"], false, vcpus, rr);
         for s in &steps {
             if vcpus > 1 {
-                r.engine.identify(tpidr, 0);
+                r.engine.identify_by(tpidr, || vmpidr, 0);
             }
             apply(&r, s);
         }
