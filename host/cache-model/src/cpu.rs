@@ -17,7 +17,8 @@
 //! The geometries are those the kernel's cache suite decodes from CCSIDR on each model under
 //! QEMU 10.0.2 (`cargo run -- only=cache -- -cpu NAME`, the `cache` records); the kernel's
 //! geometry markers, when sent, override the table, and the plugin warns when they disagree
-//! with it (so every kernel run on a listed CPU re-checks its entry).
+//! with it, so every kernel run on a listed CPU re-checks its entry: the catalogue's matrix rows
+//! (one per model, `profile=guest`) expect `model-run.warnings` 0.
 
 use cachescope_arch::cache::Kind;
 
