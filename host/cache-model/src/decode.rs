@@ -54,6 +54,69 @@ pub enum Insn {
     },
     /// PRFM PLD/PST (PLI is not decoded: the model ignores it).
     Prefetch(Prefetch),
+    /// MSR to a control register of EL2 or EL3 that decides cacheability or the regime.
+    MsrControl {
+        /// Which one.
+        reg: ControlReg,
+        /// Operand register.
+        rt: u8,
+    },
+}
+
+/// The EL2/EL3 control registers whose writes the plugin decodes (Arm ARM D19.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ControlReg {
+    /// SCTLR_EL2: M, C, I of the EL2 regime.
+    SctlrEl2,
+    /// SCTLR_EL3: M, C, I of the EL3 regime.
+    SctlrEl3,
+    /// HCR_EL2: VM (stage 2), DC (default cacheable), CD/ID (stage 2 cacheability), FWB.
+    HcrEl2,
+    /// SCR_EL3: NS, the security state of the levels below EL3.
+    ScrEl3,
+}
+
+impl ControlReg {
+    /// Every one, in [`ControlReg::index`] order.
+    pub const ALL: [Self; 4] = [Self::SctlrEl2, Self::SctlrEl3, Self::HcrEl2, Self::ScrEl3];
+
+    /// The architectural name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::SctlrEl2 => "SCTLR_EL2",
+            Self::SctlrEl3 => "SCTLR_EL3",
+            Self::HcrEl2 => "HCR_EL2",
+            Self::ScrEl3 => "SCR_EL3",
+        }
+    }
+
+    /// Its position in [`ControlReg::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The MSR encoding with Rt = 0: op0 = 3, (op1, CRn, CRm, op2) = SCTLR_EL2 (4, 1, 0, 0),
+    /// SCTLR_EL3 (6, 1, 0, 0), HCR_EL2 (4, 1, 1, 0), SCR_EL3 (6, 1, 1, 0).
+    const fn msr(self) -> u32 {
+        match self {
+            Self::SctlrEl2 => 0xd51c_1000,
+            Self::SctlrEl3 => 0xd51e_1000,
+            Self::HcrEl2 => 0xd51c_1100,
+            Self::ScrEl3 => 0xd51e_1100,
+        }
+    }
+
+    /// The bits set in `value` that change cacheability and that the model does not follow,
+    /// by name (SCR_EL3 has none: NS picks the security state, which the model does not
+    /// separate, and changes no memory type).
+    pub fn unfollowed(self, value: u64) -> Vec<&'static str> {
+        let bits: &[(u32, &str)] = match self {
+            Self::SctlrEl2 | Self::SctlrEl3 => &[(0, "M"), (2, "C"), (12, "I")],
+            Self::HcrEl2 => &[(0, "VM"), (12, "DC"), (32, "CD"), (33, "ID"), (46, "FWB")],
+            Self::ScrEl3 => &[],
+        };
+        bits.iter().filter(|(b, _)| value >> b & 1 == 1).map(|&(_, n)| n).collect()
+    }
 }
 
 /// How a PRFM forms its address.
@@ -116,6 +179,9 @@ pub struct Prefetch {
 pub fn decode(word: u32) -> Option<Insn> {
     if word == MARKER_ENCODING {
         return Some(Insn::Marker);
+    }
+    if let Some(reg) = ControlReg::ALL.into_iter().find(|r| word & !31 == r.msr()) {
+        return Some(Insn::MsrControl { reg, rt: (word & 31) as u8 });
     }
     let Some(SysInsn { op, rt }) = decode_sys(word) else {
         return decode_prfm(word).map(Insn::Prefetch);
@@ -360,6 +426,15 @@ mod tests {
         assert_eq!(decode(0xd508_8320), Some(Insn::Tlbi)); // tlbi vae1is, x0
         assert_eq!(decode(0xd518_1009), Some(Insn::MsrSctlr { rt: 9 })); // msr sctlr_el1, x9
         assert_eq!(decode(0xd538_1009), None); // mrs x9, sctlr_el1
+        assert_eq!(decode(0xd51c_1001), Some(Insn::MsrControl { reg: ControlReg::SctlrEl2, rt: 1 })); // msr sctlr_el2, x1
+        assert_eq!(decode(0xd51e_1002), Some(Insn::MsrControl { reg: ControlReg::SctlrEl3, rt: 2 })); // msr sctlr_el3, x2
+        assert_eq!(decode(0xd51c_1101), Some(Insn::MsrControl { reg: ControlReg::HcrEl2, rt: 1 })); // msr hcr_el2, x1
+        assert_eq!(decode(0xd51e_111f), Some(Insn::MsrControl { reg: ControlReg::ScrEl3, rt: 31 })); // msr scr_el3, xzr
+        assert_eq!(decode(0xd53c_1101), None); // mrs x1, hcr_el2
+        assert_eq!(ControlReg::HcrEl2.unfollowed(1 << 31), Vec::<&str>::new(), "RW changes no memory type");
+        assert_eq!(ControlReg::HcrEl2.unfollowed(1 << 12 | 1), vec!["VM", "DC"]);
+        assert_eq!(ControlReg::SctlrEl3.unfollowed(0x30c5_0838), Vec::<&str>::new(), "SCTLR_EL3's RES1 bits, MMU and caches off");
+        assert_eq!(ControlReg::SctlrEl2.unfollowed(0x30c5_1835), vec!["M", "C", "I"]);
         assert_eq!(decode(0xd503_201f), None); // nop
         assert_eq!(decode(0xd503_3f9f), None); // dsb sy
         assert_eq!(decode(0xf940_0000), None); // ldr x0, [x0]

@@ -8,6 +8,7 @@
 //! - [`protocol`]: the marker protocol (shared with the kernel's `src/model.rs`).
 //! - [`guest`]: SCTLR, attribute windows and learned VA→PA translations.
 //! - [`config`]: plugin arguments.
+//! - [`cpu`]: the guest CPU's cache geometry from the registers a plugin can read.
 //! - [`report`]: output records and phases.
 //! - [`sanitize`]: the cache-maintenance sanitizer's state and hazards.
 //! - [`plugin`]: the plugin around the model: translation planning, the shortcut, markers,
@@ -19,6 +20,7 @@
 
 pub mod cache;
 pub mod config;
+pub mod cpu;
 pub mod decode;
 pub mod geometry;
 pub mod guest;

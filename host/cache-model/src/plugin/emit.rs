@@ -74,6 +74,17 @@ pub struct Core {
     pub ctr: Option<Ctr>,
     /// CLIDR_EL1, once read (None: not exposed; every modelled level is before the PoC).
     pub clidr: Option<Clidr>,
+    /// The guest CPU's identification key ([`crate::cpu::KEY_REGS`]), read at the first
+    /// vCPU's init, and the table's model with that key.
+    pub cpu: Option<(crate::cpu::Key, Option<&'static crate::cpu::CpuModel>)>,
+    /// The last value each vCPU wrote to each EL2/EL3 control register
+    /// ([`crate::decode::ControlReg::ALL`] order).
+    pub control: Vec<[Option<u64>; 4]>,
+    /// The control bits already named in a `model-warning` (`SCTLR_EL2.C`, …).
+    pub unfollowed: Vec<String>,
+    /// Hazard occurrences not reported because the core that ran them is not known (more than
+    /// one vCPU under round-robin TCG, TPIDR_EL1 untagged).
+    pub unattributed: u64,
     /// Sanitizer reports suspended (marker 9).
     pub quiet: bool,
     /// Hazard occurrences dropped while quiet.
@@ -98,6 +109,10 @@ impl Core {
             maint: Vec::new(),
             ctr: None,
             clidr: None,
+            cpu: None,
+            control: Vec::new(),
+            unfollowed: Vec::new(),
+            unattributed: 0,
             quiet: false,
             quieted: 0,
             out,

@@ -5,12 +5,13 @@
 
 use std::cell::Cell;
 use std::io::Write;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use cachescope_arch::cache::id::{Clidr, Ctr};
 
 use crate::config::{GuestGeometry, Settings};
-use crate::decode::{decode_set_way, guest_to_model_slots, Insn, PrfAddr};
+use crate::cpu::{identify, key_text, Key};
+use crate::decode::{decode_set_way, guest_to_model_slots, ControlReg, Insn, PrfAddr};
 use crate::guest::Translation;
 use crate::model::{Level, MaintOp, Model, Totals};
 
@@ -55,6 +56,8 @@ thread_local! {
     /// The core (model vCPU) whose TB this host thread runs now, set by the TB's fetch callback
     /// when the plugin identifies cores by register; `u32::MAX` = not yet known.
     static CURRENT: Cell<u32> = const { Cell::new(u32::MAX) };
+    /// Whether that core came from a TPIDR_EL1 tag or VMPIDR_EL2 (else it is the callback's index).
+    static TAGGED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// The plugin's decisions (see the module docs).
@@ -67,6 +70,12 @@ pub struct Engine<H> {
     /// The shortcut runs ([`shortcut_allowed`]); TB repeats are then counted inline.
     pub fast_on: bool,
     pub(super) fast: Box<[Shortcut]>,
+    /// QEMU runs every vCPU on one host thread (round-robin TCG: `-icount`, or
+    /// `-accel tcg,thread=single`), where a callback's vCPU index is the translating vCPU's
+    /// (see the module docs): with more than one vCPU, only a TPIDR_EL1 tag names the core.
+    pub round_robin: bool,
+    /// A TB whose core was known (tagged TPIDR_EL1 or VMPIDR_EL2) ran (more than one vCPU).
+    tagged_seen: AtomicBool,
     core: SpinLock<Core>,
 }
 
@@ -105,6 +114,8 @@ impl<H: Host> Engine<H> {
             vcpus,
             fast_on,
             fast: (0..vcpus).map(|_| Shortcut::new()).collect(),
+            round_robin: false,
+            tagged_seen: AtomicBool::new(false),
             core: SpinLock::new(core),
         };
         if !engine.settings.wants_guest_geometry() {
@@ -112,6 +123,27 @@ impl<H: Host> Engine<H> {
             engine.model(&mut c);
         }
         engine
+    }
+
+    /// The same engine, told whether QEMU runs its vCPUs round-robin ([`Engine::round_robin`]).
+    pub fn with_round_robin(mut self, on: bool) -> Self {
+        self.round_robin = on;
+        self
+    }
+
+    /// At the first vCPU's init, before any instruction: the CPU's identification key
+    /// ([`crate::cpu::KEY_REGS`]), CTR_EL0 and CLIDR_EL1. The key picks the geometry the model
+    /// is built with when the guest sends no geometry markers; CTR and CLIDR are the
+    /// sanitizer's from the start (a marker no longer has to ask for them).
+    pub fn cpu_identified(&self, key: Key, ctr: Option<Ctr>, clidr: Option<Clidr>) {
+        let mut core = self.lock();
+        core.cpu = Some((key, identify(&key)));
+        if core.ctr.is_none() && (ctr.is_some() || clidr.is_some()) {
+            (core.ctr, core.clidr) = (ctr, clidr);
+            if let Some(m) = core.model.as_mut().filter(|_| self.settings.sanitize) {
+                apply_id_regs(m, ctr, clidr);
+            }
+        }
     }
 
     pub(super) fn lock(&self) -> Guard<'_, Core> {
@@ -134,8 +166,27 @@ impl<H: Host> Engine<H> {
     /// At a TB's start (more than one vCPU): which core runs it, from TPIDR_EL1's value (`tpidr`)
     /// with its tagged core number; untagged or out of range, the callback's index.
     pub fn identify(&self, tpidr: Option<u64>, vcpu: u32) {
-        let core = tpidr.and_then(cachescope_arch::marker::core_of_id_value).filter(|&c| (c as usize) < self.vcpus);
+        self.identify_by(tpidr, || None, vcpu)
+    }
+
+    /// [`Engine::identify`], and when TPIDR_EL1 is untagged, VMPIDR_EL2 (`vmpidr`, asked only
+    /// then): QEMU resets it to the vCPU's MPIDR_EL1 and exposes it to plugins when the CPU has
+    /// EL2 (`virt,virtualization=on`), and Linux's EL2 set-up writes MPIDR_EL1's value into it,
+    /// so it names the executing vCPU (Aff0 on `virt` up to 8 vCPUs) until a hypervisor gives
+    /// it a guest's value. Accepted only with MPIDR's RES1 bit 31 set, Aff1..Aff3 = 0 and Aff0
+    /// below the vCPU count.
+    pub fn identify_by(&self, tpidr: Option<u64>, vmpidr: impl FnOnce() -> Option<u64>, vcpu: u32) {
+        let tagged = tpidr.and_then(cachescope_arch::marker::core_of_id_value).filter(|&c| (c as usize) < self.vcpus);
+        let core = tagged.or_else(|| {
+            let v = vmpidr()?;
+            let aff0 = (v & 0xff) as u32;
+            (v >> 31 & 1 == 1 && v & 0xff_0000_ff00 == 0 && (aff0 as usize) < self.vcpus && self.vcpus <= 8).then_some(aff0)
+        });
         CURRENT.with(|c| c.set(core.unwrap_or(vcpu)));
+        TAGGED.with(|t| t.set(core.is_some()));
+        if core.is_some() && !self.tagged_seen.load(Relaxed) {
+            self.tagged_seen.store(true, Relaxed);
+        }
     }
 
     fn fast_totals(&self, core: &mut Core) -> Totals {
@@ -207,7 +258,28 @@ impl<H: Host> Engine<H> {
     #[inline(never)]
     fn build_model(&self, core: &mut Core) {
         core.geometry_changed = false;
-        let (h, origin) = match self.settings.resolve(&core.guest_geo) {
+        // The guest's markers, else the CPU's table entry, else the settings' fallback.
+        let cpu_model = core.cpu.and_then(|(_, m)| m);
+        let cpu_geo = cpu_model.map(|m| m.geometry());
+        let from_cpu = core.guest_geo.hierarchy().is_none() && cpu_geo.is_some();
+        let guest = if from_cpu { cpu_geo.as_ref().expect("checked") } else { &core.guest_geo };
+        let resolved = self.settings.resolve(guest).map(|(h, o)| (h, if from_cpu { o.replacen("guest", "cpu", 1) } else { o }));
+        if self.settings.wants_guest_geometry() {
+            match (&cpu_geo, cpu_model, core.cpu) {
+                (Some(g), Some(m), _) if !from_cpu && g.hierarchy() != core.guest_geo.hierarchy() => core.warn(&format!(
+                    "the guest's geometry markers differ from QEMU {}'s {} in the plugin's CPU table: the markers are followed",
+                    crate::cpu::QEMU_VERSION,
+                    m.name
+                )),
+                (None, _, Some((key, None))) if core.guest_geo.hierarchy().is_none() => core.warn(&format!(
+                    "no geometry markers and the CPU is not in the plugin's table (QEMU {}: {}): the rpi4 fallback geometry is modelled",
+                    crate::cpu::QEMU_VERSION,
+                    key_text(&key)
+                )),
+                _ => {}
+            }
+        }
+        let (h, origin) = match resolved {
             Ok(x) => x,
             Err(e) => {
                 core.warn(&format!("guest geometry unusable ({e}); using the rpi4 profile"));
@@ -270,10 +342,31 @@ impl<H: Host> Engine<H> {
             core.quieted += events.len() as u64;
             return;
         }
+        if !self.attributed() && !events.is_empty() {
+            if core.unattributed == 0 {
+                core.warn(&self.unattributed_warning());
+            }
+            core.unattributed += events.len() as u64;
+            return;
+        }
         let phase = core.phases.current();
         for e in events {
             core.add_hazard(e, va, pc, phase.as_ref(), current);
         }
+    }
+
+    /// Whether the running TB's core is known: one vCPU, or several under MTTCG (the callback's
+    /// index is the executing vCPU's), or a TPIDR_EL1 tag.
+    #[inline]
+    fn attributed(&self) -> bool {
+        self.vcpus == 1 || !self.round_robin || TAGGED.with(Cell::get)
+    }
+
+    fn unattributed_warning(&self) -> String {
+        format!(
+            "core attribution cannot be trusted: {} vCPUs under round-robin TCG (-icount or thread=single) and TPIDR_EL1 untagged (VMPIDR_EL2 not usable: no EL2), so a callback names the vCPU that translated its TB, not the one running it; hazards raised by untagged code are not reported (counted in the warning at exit). Tag TPIDR_EL1 (marker protocol 5), give the CPU EL2 (virt,virtualization=on), or run without -icount (MTTCG: correct, not reproducible)",
+            self.vcpus
+        )
     }
 
     /// A marker, maintenance, TLBI, SCTLR write or prefetch at `pc` (decoded at translation);
@@ -296,9 +389,14 @@ impl<H: Host> Engine<H> {
             Insn::DcVa { rt, .. } | Insn::DcSetWay { rt, .. } | Insn::DcZva { rt } | Insn::IcIvau { rt } | Insn::MsrSctlr { rt } => {
                 (x(rt), 0, 0, 0, 0)
             }
+            Insn::MsrControl { rt, .. } => (x(rt), 0, 0, 0, 0),
             Insn::IcIallu { .. } | Insn::Tlbi | Insn::Prefetch(_) => (0, 0, 0, 0, 0),
         };
         let mut core = self.lock();
+        if let Insn::MsrControl { reg, .. } = insn {
+            // Changes nothing the model or the shortcut follows: no settling.
+            return self.control_write(&mut core, cpu, reg, a);
+        }
         let drop_pages = matches!(insn, Insn::Tlbi | Insn::MsrSctlr { .. } | Insn::Marker);
         self.settle(&mut core, drop_pages);
         if matches!(insn, Insn::DcVa { .. } | Insn::DcZva { .. }) && !core.maint.is_empty() {
@@ -347,11 +445,32 @@ impl<H: Host> Engine<H> {
                 let iline = core.ctr.map_or(0, |c| u64::from(c.imin_line()));
                 self.model(&mut core).ic_invalidate_granule(cpu, pa, iline);
             }
-            Insn::Prefetch(_) => {}
+            Insn::Prefetch(_) | Insn::MsrControl { .. } => {}
         }
         if core.model.as_ref().is_some_and(|m| m.has_events()) {
             let va = if matches!(insn, Insn::DcSetWay { .. }) { 0 } else { a };
             self.hazards(&mut core, va, pc, None);
+        }
+    }
+
+    /// A write of `value` to an EL2/EL3 control register by `cpu`: kept per vCPU, and a
+    /// `model-warning` (once per register and bit in a run) for each cacheability control it
+    /// sets that the model does not follow (the model takes cacheability from SCTLR_EL1 and the
+    /// window markers only).
+    fn control_write(&self, core: &mut Core, cpu: usize, reg: ControlReg, value: u64) {
+        if core.control.len() <= cpu {
+            core.control.resize(cpu + 1, [None; 4]);
+        }
+        core.control[cpu][reg.index()] = Some(value);
+        for bit in reg.unfollowed(value) {
+            let name = format!("{}.{bit}", reg.name());
+            if core.unfollowed.contains(&name) {
+                continue;
+            }
+            core.warn(&format!(
+                "{name} set (vCPU {cpu}, {value:#x}): a cacheability control the model does not follow (it models SCTLR_EL1 and the window markers only), so accesses it governs are modelled as if it were clear"
+            ));
+            core.unfollowed.push(name);
         }
     }
 
@@ -376,7 +495,8 @@ impl<H: Host> Engine<H> {
     fn set_way(&self, core: &mut Core, cpu: usize, op: MaintOp, operand: u64) {
         core.stats.setway_ops += 1;
         let level = ((operand >> 1) & 7) as u32 + 1;
-        let guest = core.guest_geo.data_level(level);
+        // The geometry the guest walks by: its markers', else the CPU's (a profile's model may differ).
+        let guest = core.guest_geo.data_level(level).or_else(|| core.cpu.and_then(|(_, m)| m)?.geometry().data_level(level));
         let m = self.model(core);
         let Some(mg) = m.data_level_geometry(level) else {
             // A level the model does not have: counted nowhere, like the hardware ignores it.
@@ -402,6 +522,12 @@ impl<H: Host> Engine<H> {
         self.settle(&mut core, true);
         if let Some(m) = core.model.as_mut() {
             m.end_trace();
+        }
+        if core.unattributed > 0 {
+            let n = core.unattributed;
+            core.warn(&format!("{n} hazard occurrences were not reported: raised by untagged code whose core is not known"));
+        } else if self.vcpus > 1 && self.round_robin && !self.tagged_seen.load(Relaxed) {
+            core.warn(&self.unattributed_warning());
         }
         let now = self.now(&mut core);
         core.exit(&now, self.settings.sanitize, self.fast_on);

@@ -51,6 +51,7 @@ struct Regs {
     ctr: Option<usize>,
     clidr: Option<usize>,
     core_id: Option<usize>,
+    vmpidr: Option<usize>,
 }
 
 /// What the engine asks of QEMU.
@@ -159,9 +160,11 @@ impl Qemu {
         regs.x.get(i).and_then(|&h| read_register(h)).unwrap_or(0)
     }
 
-    /// The raw handle of TPIDR_EL1 when cores are identified by it (more than one vCPU).
-    fn core_id_register(&self) -> Option<usize> {
-        self.regs.get()?.core_id
+    /// The raw handles of TPIDR_EL1 and VMPIDR_EL2 when cores are identified by them (more
+    /// than one vCPU).
+    fn core_id_registers(&self) -> Option<(usize, Option<usize>)> {
+        let r = self.regs.get()?;
+        Some((r.core_id?, r.vmpidr))
     }
 }
 
@@ -209,6 +212,16 @@ impl MemAccess for MemoryInfo<'_> {
     }
 }
 
+/// Whether this QEMU runs its vCPUs on one host thread (round-robin TCG), from its own command
+/// line: `-icount` forces it, `-accel tcg,thread=single` asks for it. (The plugin API does not
+/// say; MTTCG is QEMU's default for AArch64 guests on 64-bit hosts.)
+fn round_robin() -> bool {
+    let cmdline = std::fs::read("/proc/self/cmdline").unwrap_or_default();
+    let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+    args.iter().any(|a| *a == b"-icount" || *a == b"--icount")
+        || args.windows(2).any(|w| matches!(w[0], b"-accel" | b"--accel") && w[1].split(|&b| b == b',').any(|o| o == b"thread=single"))
+}
+
 /// The plugin instance QEMU's loader sees.
 #[derive(Default)]
 struct CacheModel {
@@ -232,7 +245,7 @@ impl Register for CacheModel {
             Board { last: entry(0), execs: entry(8) }
         });
         let host = Qemu { board, regs: OnceLock::new(), next_tb: AtomicU64::new(1) };
-        let state = Arc::new(Engine::new(settings, vcpus, out, host));
+        let state = Arc::new(Engine::new(settings, vcpus, out, host).with_round_robin(round_robin()));
         let s = state.clone();
         qemu_plugin_register_atexit_cb(id, move |_| s.at_exit())?;
         self.state = Some(state);
@@ -253,10 +266,23 @@ impl HasCallbacks for CacheModel {
         if std::env::var_os("CS_MODEL_LIST_REGS").is_some() {
             let names: Vec<&str> = all.iter().map(|(n, _)| n.as_str()).collect();
             eprintln!("{NAME}: {} registers: {}", names.len(), names.join(" "));
+            for (n, h) in &all {
+                if let Some(v) = read_register(*h) {
+                    eprintln!("{NAME}: at vCPU init {n} = {v:#x}");
+                }
+            }
         }
         let core_id = if state.vcpus > 1 { find("TPIDR_EL1") } else { None };
         let clidr = find("CLIDR_EL1").or_else(|| find("CLIDR"));
-        let _ = state.host.regs.set(Regs { x, ctr: find("CTR_EL0"), clidr, core_id });
+        let ctr = find("CTR_EL0");
+        // The CPU's identity and ID registers, before its first instruction: all constant, so
+        // readable now (reset-valued registers such as PMCR_EL0 or VPIDR_EL2 still read 0).
+        let key = crate::cpu::KEY_REGS.map(|n| find(n).and_then(read_register));
+        let id_ctr = ctr.and_then(|h| read_id_reg(Some(h), "CTR_EL0")).map(|raw| Ctr { raw });
+        let id_clidr = clidr.and_then(|h| read_id_reg(Some(h), "CLIDR_EL1")).map(Clidr::decode);
+        state.cpu_identified(key, id_ctr, id_clidr);
+        let vmpidr = if state.vcpus > 1 { find("VMPIDR_EL2") } else { None };
+        let _ = state.host.regs.set(Regs { x, ctr, clidr, core_id, vmpidr });
         Ok(())
     }
 
@@ -321,7 +347,7 @@ impl HasCallbacks for CacheModel {
             let repeats_inline = state.host.board.is_some() && plan.segments.is_empty();
             let s = state.clone();
             let fetch = move |vcpu| s.fetch(vcpu, start, first_len, repeats_inline);
-            let core_id = if state.vcpus > 1 { state.host.core_id_register() } else { None };
+            let core_id = if state.vcpus > 1 { state.host.core_id_registers() } else { None };
             match (&state.host.board, core_id) {
                 (Some(b), _) if repeats_inline => {
                     let key = state.host.next_tb.fetch_add(1, Relaxed);
@@ -334,10 +360,10 @@ impl HasCallbacks for CacheModel {
                     qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb, PluginOp::QEMU_PLUGIN_INLINE_STORE_U64, b.last, NO_TB);
                 }
                 // More than one vCPU (no shortcut): the TB's first callback learns which core runs.
-                (None, Some(handle)) => {
+                (None, Some((handle, vmpidr))) => {
                     let s = state.clone();
                     let identify_and_fetch = move |vcpu| {
-                        s.identify(read_register(handle), vcpu);
+                        s.identify_by(read_register(handle), || read_register(vmpidr?), vcpu);
                         fetch(vcpu)
                     };
                     tb.register_execute_callback_flags(identify_and_fetch, CallbackFlags::QEMU_PLUGIN_CB_R_REGS);

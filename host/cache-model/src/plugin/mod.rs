@@ -44,7 +44,11 @@
 //! speaking marker protocol 5 sets to [`cachescope_arch::marker::core_id_value`] on every core,
 //! and every callback of the TB uses that core (a per-host-thread value: right under
 //! round-robin, where one thread runs every vCPU between TBs, and under MTTCG alike). Firmware
-//! that leaves the register untagged gets the callback's index, as before.
+//! that leaves the register untagged is identified by VMPIDR_EL2 where QEMU exposes it (EL2 or
+//! EL3 present; see `Engine::identify_by`), else gets the callback's index; under round-robin
+//! (QEMU's command line has `-icount` or `thread=single`) that index cannot be trusted, so
+//! hazards raised in such TBs are counted, not reported, and `model-warning`s say so
+//! (docs/cache-model.md has the measurements).
 //!
 //! # One lock (the trade-off under MTTCG)
 //! Every model call takes one global lock ([`lock::SpinLock`]) around the whole state ([`emit::Core`]:

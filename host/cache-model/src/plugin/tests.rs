@@ -96,11 +96,16 @@ const NO_TB: u64 = u64::MAX;
 
 impl Run {
     fn new(args: &[&str], fast: bool) -> Self {
+        Self::with_vcpus(args, fast, 1, false)
+    }
+
+    /// An engine for `vcpus` vCPUs (the trace runs on vCPU 0), QEMU round-robin or not.
+    fn with_vcpus(args: &[&str], fast: bool, vcpus: usize, round_robin: bool) -> Self {
         let mut words: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         words.push(format!("fast={}", if fast { "on" } else { "off" }));
         let settings = Settings::parse(&words).expect("valid settings");
         let out = Buf::default();
-        let engine = Engine::new(settings, 1, Box::new(out.clone()), FakeHost::default());
+        let engine = Engine::new(settings, vcpus, Box::new(out.clone()), FakeHost::default()).with_round_robin(round_robin);
         assert_eq!(engine.fast_on, fast);
         Self { engine, out }
     }
@@ -367,4 +372,128 @@ fn the_shortcut_needs_one_vcpu_and_no_trace() {
     assert!(!shortcut_allowed(&s(&[]), 2), "another core's access could change a remembered line");
     assert!(!shortcut_allowed(&s(&["fast=off"]), 1));
     assert!(!shortcut_allowed(&s(&["trace=/dev/null"]), 1), "a trace lists every access");
+}
+
+/// QEMU 10.0.2's Cortex-A72 as the glue reads it at vCPU init.
+fn a72_key() -> crate::cpu::Key {
+    crate::cpu::TABLE.iter().find(|m| m.name == "cortex-a72").unwrap().key.map(Some)
+}
+
+/// The `model-geometry` records' (level, sets, ways, origin).
+fn geometry_of(records: &str) -> Vec<(String, u64, u64, String)> {
+    records
+        .lines()
+        .filter(|l| l.contains("\"record\":\"model-geometry\""))
+        .map(|l| {
+            let field = |k: &str| {
+                let at = l.find(&format!("\"{k}\":")).unwrap() + k.len() + 3;
+                l[at..].split([',', '}']).next().unwrap().trim_matches('"').to_string()
+            };
+            (field("level"), field("sets").parse().unwrap(), field("ways").parse().unwrap(), field("origin"))
+        })
+        .collect()
+}
+
+/// A cacheable run with no geometry markers: the SCTLR marker, a store, a set/way clean.
+fn unmarked(r: &Run) {
+    r.marker(Marker::Sctlr(1 | 4 | 1 << 12), 0x8_0000);
+    r.engine.mem(0, &FakeAccess { size: 8, value: 1 }, VA_OFFSET + RAM + 0x8_0000, VA_OFFSET + RAM + 0x8_0000, true, None, Hint::default());
+}
+
+#[test]
+fn the_cpu_table_gives_the_geometry_without_markers() {
+    let r = Run::new(&[], false);
+    r.engine.cpu_identified(a72_key(), Some(Ctr { raw: 0x8444_c004 }), None);
+    unmarked(&r);
+    // Way 3 of set 127 exists only in the CPU's 128 × 4 L1D (the rpi4 fallback has 2 ways).
+    r.special(Insn::DcSetWay { op: MaintOp::Clean, rt: 3 }, 0x9000, &[(3, 3 << 30 | 127 << 6)]);
+    let records = r.finish();
+    let g = geometry_of(&records);
+    assert_eq!(g[1], ("L1D".into(), 128, 4, "cpu".into()), "{records}");
+    assert_eq!(g[0], ("L1I".into(), 256, 3, "cpu".into()));
+    assert_eq!(g[2], ("L2".into(), 1024, 16, "cpu".into()));
+    assert!(!records.contains("model-warning"), "{records}");
+}
+
+#[test]
+fn markers_override_the_table_and_disagreement_is_named() {
+    for (sets, warned) in [(128, false), (64, true)] {
+        let r = Run::new(&[], false);
+        r.engine.cpu_identified(a72_key(), None, None);
+        for (level, kind, line, sets, ways) in
+            [(1, Kind::Instruction, 64, 256, 3), (1, Kind::Data, 64, sets, 4), (2, Kind::Unified, 64, 1024, 16)]
+        {
+            r.marker(Marker::Geometry { level, kind, line, sets, ways }, 0x8_0000);
+        }
+        unmarked(&r);
+        let records = r.finish();
+        assert_eq!(geometry_of(&records)[1], ("L1D".into(), sets, 4, "guest".into()));
+        assert_eq!(records.contains("differ from QEMU 10.0.2's cortex-a72"), warned, "{records}");
+    }
+}
+
+#[test]
+fn an_unknown_cpu_gets_the_fallback_and_a_warning() {
+    let r = Run::new(&[], false);
+    let mut key = a72_key();
+    key[0] = Some(0x1234);
+    r.engine.cpu_identified(key, None, None);
+    unmarked(&r);
+    let records = r.finish();
+    assert_eq!(geometry_of(&records)[1], ("L1D".into(), 256, 2, "fallback".into()));
+    assert!(records.contains("not in the plugin's table (QEMU 10.0.2: CTR_EL0=0x1234 CLIDR=0xa200023"), "{records}");
+}
+
+#[test]
+fn untagged_code_on_several_round_robin_vcpus_reports_no_hazard() {
+    let steps = trace(7, 20_000, false);
+    let tag = Some(cachescope_arch::marker::core_id_value(0));
+    // (vCPUs, round-robin, TPIDR_EL1 tag): hazards reported?
+    // VMPIDR_EL2 as QEMU resets it for vCPU 0 (MPIDR: RES1 bit 31, Aff0 = 0), and one that
+    // names no vCPU of this run (Aff0 = 5).
+    let (mpidr0, other) = (Some(1 << 31), Some(1 << 31 | 5));
+    for (vcpus, rr, tpidr, vmpidr, reported) in [
+        (2, true, None, None, false),
+        (2, true, None, other, false),
+        (2, true, tag, None, true),
+        (2, true, None, mpidr0, true),
+        (2, false, None, None, true),
+        (1, true, None, None, true),
+    ] {
+        let r = Run::with_vcpus(&["profile=rpi4"], false, vcpus, rr);
+        for s in &steps {
+            if vcpus > 1 {
+                r.engine.identify_by(tpidr, || vmpidr, 0);
+            }
+            apply(&r, s);
+        }
+        let records = r.finish();
+        // Maintenance gaps come from the guest's own range markers, not from an access's core.
+        let listed = records.lines().any(|l| l.contains("\"record\":\"hazard\"") && !l.contains("maintenance-gap"));
+        assert_eq!(listed, reported, "{vcpus} vCPUs, round-robin {rr}, tag {tpidr:?}");
+        let warned = records.contains("core attribution cannot be trusted");
+        assert_eq!(warned, !reported, "{vcpus} vCPUs, round-robin {rr}, tag {tpidr:?}");
+        if !reported {
+            assert!(records.contains("hazard occurrences were not reported: raised by untagged code"), "{records}");
+        }
+    }
+}
+
+#[test]
+fn el2_and_el3_controls_the_model_does_not_follow_are_named_once() {
+    use crate::decode::ControlReg;
+    let r = Run::new(&["profile=rpi4"], false);
+    let msr = |reg, v| r.special(Insn::MsrControl { reg, rt: 1 }, 0x9000, &[(1, v)]);
+    msr(ControlReg::HcrEl2, 1 << 31); // RW only: the kernel's own EL2 set-up
+    msr(ControlReg::ScrEl3, 1); // NS: recorded, no memory type
+    msr(ControlReg::SctlrEl3, 0x30c5_0838); // RES1 bits, MMU and caches off
+    assert_eq!(r.engine.lock().control[0], [None, Some(0x30c5_0838), Some(1 << 31), Some(1)]);
+    msr(ControlReg::HcrEl2, 1 << 31 | 1 << 12);
+    msr(ControlReg::HcrEl2, 1 << 12);
+    msr(ControlReg::SctlrEl2, 1 | 1 << 2);
+    let records = r.finish();
+    let warnings: Vec<&str> = records.lines().filter(|l| l.contains("model-warning")).collect();
+    assert_eq!(warnings.len(), 3, "{records}");
+    assert!(warnings[0].contains("HCR_EL2.DC set (vCPU 0, 0x80001000)"), "{}", warnings[0]);
+    assert!(warnings[1].contains("SCTLR_EL2.M set") && warnings[2].contains("SCTLR_EL2.C set"), "{records}");
 }
