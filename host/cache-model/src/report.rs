@@ -44,7 +44,7 @@ pub fn time_line(name: &str, id: u64, counts: &Totals, lat: &Latency) -> String 
 
 /// A built record as one output line: `# cs: {…}` and a newline.
 pub fn line(r: impl Builder) -> String {
-    format!("{}{r}\n", record::PREFIX)
+    format!("{}{}\n", record::PREFIX, r.finish())
 }
 
 /// Finishes an untyped record as one output line: `# cs: {…,"source":"model"}` and a newline.
