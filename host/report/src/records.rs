@@ -276,6 +276,18 @@ fn check_declared(r: &Record, schema: u32, problems: &mut Vec<Problem>) {
             problems.push(Problem::new(r.line, format!("'{}' record has no \"{}\" field", kind.name, f.name)));
         }
     }
+    // Fields in declaration order (the wire format; schema-1 logs are read as they were).
+    let mut last: Option<(usize, &str)> = None;
+    for name in r.obj.keys().filter(|k| k.as_str() != "record") {
+        let Some(at) = kind.fields.iter().position(|f| f.name == name) else { continue };
+        if let Some((_, before)) = last.filter(|(l, _)| *l > at && schema >= 2) {
+            problems.push(Problem::new(
+                r.line,
+                format!("'{}' record: \"{name}\" comes after \"{before}\", against the declared order", kind.name),
+            ));
+        }
+        last = Some((at, name));
+    }
     for (name, v) in r.obj.iter().filter(|(k, _)| k.as_str() != "record") {
         match kind.field(name) {
             Some(f) if !has_type(v, f.ty) => problems.push(Problem::new(
@@ -709,6 +721,8 @@ mod tests {
         assert_has(&p, "'setway' record has an undeclared field \"bogus\"");
         let p = contract(&doc(&[BOOT, r#"# cs: {"record":"setway","op":"cisw","ops":1}"#], &format!("ok 1 a\n{end}\n")));
         assert_has(&p, "'setway' record has no \"scope\" field");
+        let p = contract(&doc(&[BOOT, r#"# cs: {"record":"setway","scope":"loc","op":"cisw","ops":1}"#], &format!("ok 1 a\n{end}\n")));
+        assert_has(&p, "'setway' record: \"op\" comes after \"scope\", against the declared order");
         let no_args = BOOT.replace(",\"args\":\"\"", "");
         assert_has(&contract(&doc(&[&no_args], &format!("ok 1 a\n{end}\n"))), "'boot' record has no \"args\" field");
     }
