@@ -149,10 +149,9 @@ mod target {
     }
 
     /// A measurement's further facts, as the `metric` record's typed setters (`&|m|
-    /// m.bytes_per_load(16)`; [`NO_NOTES`]: none). Applied by [`Metric::emit`], so the record is
-    /// built in its frame only (a builder in a benchmark's frame would deepen the stack of its
-    /// measured windows).
-    pub type Notes<'a> = &'a dyn for<'r> Fn(record::Metric<'r>) -> record::Metric<'r>;
+    /// m.bytes_per_load(16)`; [`NO_NOTES`]: none), applied by [`Metric::emit`] after the fields
+    /// they follow in the declaration.
+    pub type Notes<'a> = &'a dyn Fn(record::Metric) -> record::Metric;
 
     /// No further facts.
     pub const NO_NOTES: Notes<'static> = &|m| m;
@@ -219,7 +218,6 @@ mod target {
         /// The row shows the parameters that tell rows of one variant apart (e.g. a KV row's
         /// `tokens` and `wrapped`), and every figure at the precision its timer supports. It is
         /// marked `# point:` (the per-point rows a human console leaves in the saved log).
-        #[inline(never)]
         pub fn emit(&self, env: &Env) {
             let (min, median, max, mad, unit) = self.values(&env.timer);
             let d = self.decimals(&env.timer);
@@ -240,7 +238,7 @@ mod target {
                 mad
             );
             let id = &self.id;
-            (self.notes)(record::Metric::new())
+            let r = record::Metric::new()
                 .bench(id.bench)
                 .variant(id.variant)
                 .attr(id.attr)
@@ -254,8 +252,8 @@ mod target {
                 .mad(mad, d)
                 .unit(unit)
                 .source(env.timer.source.name())
-                .emulated(env.emulated)
-                .emit();
+                .emulated(env.emulated);
+            (self.notes)(r).emit();
         }
     }
 

@@ -16,20 +16,15 @@ pub trait Emit {
 }
 
 impl<B: Builder> Emit for B {
-    /// The record is formatted into a heap buffer first and printed with one console write:
-    /// the heap sees the same traffic as when the record was built in a `String`, so where later
-    /// allocations land (the benchmarks' sample vectors, inside measured windows) is unchanged.
     #[cfg(target_os = "none")]
     fn emit(self) {
-        use core::fmt::Write;
-        let mut json = alloc::string::String::with_capacity(128);
-        let _ = write!(json, "{self}");
+        let json = self.finish();
         crate::console::write_indented_line(format_args!("{PREFIX}{json}"));
     }
 
     /// Host builds (the library's unit tests) have no console.
     #[cfg(not(target_os = "none"))]
     fn emit(self) {
-        let _ = self;
+        let _ = self.finish();
     }
 }

@@ -19,14 +19,14 @@
 //! ```
 //!
 //! Each kind declared with `kind!` also has a typed builder (emitters: the kernel, the plugin, the
-//! runner) and a typed view (readers: the host tools), named after it: `END` → [`End`] and
-//! [`EndView`]. A builder has one setter per declared field, taking the field's type; `Display`
-//! writes the JSON object with the set fields in declaration order:
+//! runner; the `alloc` feature) and a typed view (readers: the host tools), named after it: `END`
+//! → `End` and [`EndView`]. A builder has one setter per declared field, taking the field's type,
+//! called in declaration order (the wire order):
 //!
 //! ```
-//! use cachescope_arch::record;
+//! use cachescope_arch::record::{self, Builder};
 //! let end = record::End::new().passed(3).failed(0).skipped(1);
-//! assert_eq!(format!("{end}"), r#"{"record":"end","passed":3,"failed":0,"skipped":1}"#);
+//! assert_eq!(end.finish(), r#"{"record":"end","passed":3,"failed":0,"skipped":1}"#);
 //! ```
 //!
 //! A field the kind does not declare is a compile error (here a misspelt `skipped`):
@@ -45,12 +45,12 @@
 
 use core::fmt;
 
+#[cfg(feature = "alloc")]
 mod emit;
 pub mod view;
 
-#[cfg(any(test, feature = "alloc"))]
-pub use emit::{push_json_str, Record};
-pub use emit::{write_json_str, write_record, Builder, Value};
+#[cfg(feature = "alloc")]
+pub use emit::{check, push_json_str, Broken, Builder, Record, Value};
 pub use view::{Object, View};
 
 /// Schema version of the wire format (the `boot` record's `schema`).
@@ -161,32 +161,6 @@ const fn wire_name(ident: &'static str) -> &'static str {
     }
 }
 
-/// Where field `name` is in `kind`'s declaration (a compile-time lookup of the builders).
-const fn index_of(kind: &Kind, name: &str) -> usize {
-    let mut i = 0;
-    while i < kind.fields.len() {
-        if same_bytes(kind.fields[i].name.as_bytes(), name.as_bytes()) {
-            return i;
-        }
-        i += 1;
-    }
-    panic!("no such field")
-}
-
-const fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut j = 0;
-    while j < a.len() {
-        if a[j] != b[j] {
-            return false;
-        }
-        j += 1;
-    }
-    true
-}
-
 macro_rules! emitter {
     (kernel) => {
         Emitter::Kernel
@@ -221,46 +195,45 @@ macro_rules! since {
 }
 
 /// A builder's setter of one field, by the field's type.
+#[cfg_attr(not(feature = "alloc"), allow(unused_macros))]
 macro_rules! setter {
-    ($l:lifetime, $K:ident, $f:ident, $doc:literal, $arg:ty, |$v:ident| $value:expr) => {
+    ($f:ident, $doc:literal, $arg:ty, |$v:ident| $value:expr) => {
         #[doc = concat!("`", stringify!($f), "`: ", $doc, ".")]
         #[inline]
         pub fn $f(mut self, $v: $arg) -> Self {
-            const I: usize = index_of(&$K, wire_name(stringify!($f)));
-            self.vals[I] = Some($value);
+            self.rec = self.rec.value(wire_name(stringify!($f)), $value);
             self
         }
     };
-    ($l:lifetime, $K:ident, $f:ident, Str, $doc:literal) => {
-        setter!($l, $K, $f, $doc, &$l str, |v| Value::Str(v));
+    ($f:ident, Str, $doc:literal) => {
+        setter!($f, $doc, &str, |v| Value::Str(v));
     };
-    ($l:lifetime, $K:ident, $f:ident, UInt, $doc:literal) => {
-        setter!($l, $K, $f, $doc, u64, |v| Value::UInt(v));
+    ($f:ident, UInt, $doc:literal) => {
+        setter!($f, $doc, u64, |v| Value::UInt(v));
     };
-    ($l:lifetime, $K:ident, $f:ident, Hex, $doc:literal) => {
-        setter!($l, $K, $f, $doc, u64, |v| Value::Hex(v));
+    ($f:ident, Hex, $doc:literal) => {
+        setter!($f, $doc, u64, |v| Value::Hex(v));
     };
-    ($l:lifetime, $K:ident, $f:ident, Bool, $doc:literal) => {
-        setter!($l, $K, $f, $doc, bool, |v| Value::Bool(v));
+    ($f:ident, Bool, $doc:literal) => {
+        setter!($f, $doc, bool, |v| Value::Bool(v));
     };
-    ($l:lifetime, $K:ident, $f:ident, UIntOrNull, $doc:literal) => {
-        setter!($l, $K, $f, $doc, Option<u64>, |v| v.map_or(Value::Null, Value::UInt));
+    ($f:ident, UIntOrNull, $doc:literal) => {
+        setter!($f, $doc, Option<u64>, |v| v.map_or(Value::Null, Value::UInt));
     };
-    ($l:lifetime, $K:ident, $f:ident, StrOrNull, $doc:literal) => {
-        setter!($l, $K, $f, $doc, Option<&$l str>, |v| v.map_or(Value::Null, Value::Str));
+    ($f:ident, StrOrNull, $doc:literal) => {
+        setter!($f, $doc, Option<&str>, |v| v.map_or(Value::Null, Value::Str));
     };
-    ($l:lifetime, $K:ident, $f:ident, UIntList, $doc:literal) => {
-        setter!($l, $K, $f, $doc, &$l [u64], |v| Value::UIntList(v));
+    ($f:ident, UIntList, $doc:literal) => {
+        setter!($f, $doc, &[u64], |v| Value::UIntList(v));
     };
-    ($l:lifetime, $K:ident, $f:ident, Params, $doc:literal) => {
-        setter!($l, $K, $f, $doc, &$l [(&$l str, u64)], |v| Value::Params(v));
+    ($f:ident, Params, $doc:literal) => {
+        setter!($f, $doc, &[(&str, u64)], |v| Value::Params(v));
     };
-    ($l:lifetime, $K:ident, $f:ident, Num, $doc:literal) => {
+    ($f:ident, Num, $doc:literal) => {
         #[doc = concat!("`", stringify!($f), "`: ", $doc, "; written with `decimals` decimals (`null` when not finite).")]
         #[inline]
         pub fn $f(mut self, v: f64, decimals: usize) -> Self {
-            const I: usize = index_of(&$K, wire_name(stringify!($f)));
-            self.vals[I] = Some(Value::Num(v, decimals));
+            self.rec = self.rec.value(wire_name(stringify!($f)), Value::Num(v, decimals));
             self
         }
     };
@@ -319,7 +292,8 @@ macro_rules! kind {
     ) => {
         kind! { $(#[$m])* $K, $B, $V = $em($name, $doc, [$($head)* $($greq($gf, $gty, $gdoc),)* $($tail)*]) }
 
-        impl $B<'_> {
+        #[cfg(feature = "alloc")]
+        impl $B {
             #[doc = concat!("Every field of [`", stringify!($G), "`] from `c`.")]
             #[inline]
             pub fn $method(self, c: &$G) -> Self {
@@ -355,40 +329,42 @@ macro_rules! kind {
             fields: &[$(field(wire_name(stringify!($f)), Ty::$ty, required!($req), since!($($since)?), $fdoc),)*],
         };
 
-        #[doc = concat!("Builds a `", $name, "` record ([`", stringify!($K), "`]): one setter per declared field; `Display` writes the JSON object, the set fields in declaration order.")]
-        #[must_use = "a record is only built: emit or format it"]
-        #[derive(Clone, Copy, Debug)]
-        pub struct $B<'a> {
-            vals: [Option<Value<'a>>; $K.fields.len()],
+        #[doc = concat!("Builds a `", $name, "` record ([`", stringify!($K), "`]): one setter per declared field, called in declaration order (the wire order; debug builds check it and the required fields when the record is finished).")]
+        #[cfg(feature = "alloc")]
+        #[must_use = "a record is only built: emit or finish it"]
+        #[derive(Debug)]
+        pub struct $B {
+            rec: Record,
         }
 
-        impl<'a> $B<'a> {
+        #[cfg(feature = "alloc")]
+        impl $B {
             #[doc = concat!("A `", $name, "` record with no field set yet.")]
             #[inline]
-            pub const fn new() -> Self {
-                Self { vals: [None; $K.fields.len()] }
+            pub fn new() -> Self {
+                Self { rec: Record::new(&$K) }
             }
 
-            $(setter!('a, $K, $f, $ty, $fdoc);)*
+            $(setter!($f, $ty, $fdoc);)*
         }
 
-        impl Default for $B<'_> {
+        #[cfg(feature = "alloc")]
+        impl Default for $B {
             fn default() -> Self {
                 Self::new()
             }
         }
 
-        impl Builder for $B<'_> {
+        #[cfg(feature = "alloc")]
+        impl Builder for $B {
             const KIND: &'static Kind = &$K;
 
-            fn values(&self) -> &[Option<Value<'_>>] {
-                &self.vals
+            fn record(&self) -> &Record {
+                &self.rec
             }
-        }
 
-        impl fmt::Display for $B<'_> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write_record(f, &$K, &self.vals)
+            fn into_record(self) -> Record {
+                self.rec
             }
         }
 
@@ -1037,30 +1013,26 @@ kind! {
     ],
 ) }
 
-/// Sets the `UInt` field `name` of a builder's values (the fields an enum names: the
-/// maintenance operations of `maint-total`, the hazard kinds of `hazard-total`). A name the kind
-/// does not declare panics: the tests of both enums keep their names equal to the fields.
-fn set_uint(kind: &Kind, vals: &mut [Option<Value<'_>>], name: &str, v: u64) {
-    vals[index_of(kind, name)] = Some(Value::UInt(v));
-}
-
-impl MaintTotal<'_> {
+#[cfg(feature = "alloc")]
+impl MaintTotal {
     /// Every operation's count, indexed by [`MaintOp::index`](crate::cache::ops::MaintOp::index)
-    /// (the fields are the operations' names, in [`MaintOp::ALL`](crate::cache::ops::MaintOp::ALL) order).
+    /// (the fields are the operations' names, in [`MaintOp::ALL`](crate::cache::ops::MaintOp::ALL)
+    /// order: a test keeps them so, and debug builds check each record).
     pub fn ops(mut self, counts: &[u64; crate::cache::ops::MaintOp::COUNT]) -> Self {
         for op in crate::cache::ops::MaintOp::ALL {
-            set_uint(&MAINT_TOTAL, &mut self.vals, op.name(), counts[op.index()]);
+            self.rec = self.rec.u64(op.name(), counts[op.index()]);
         }
         self
     }
 }
 
-impl HazardTotal<'_> {
+#[cfg(feature = "alloc")]
+impl HazardTotal {
     /// The hazard records of each kind, indexed by `HazardKind as usize` (the fields are the
-    /// kinds' [`total_field`](crate::hazard::HazardKind::total_field) names).
+    /// kinds' [`total_field`](crate::hazard::HazardKind::total_field) names, in order).
     pub fn per_kind(mut self, counts: &[u64; crate::hazard::HazardKind::ALL.len()]) -> Self {
         for k in crate::hazard::HazardKind::ALL {
-            set_uint(&HAZARD_TOTAL, &mut self.vals, k.total_field(), counts[k as usize]);
+            self.rec = self.rec.u64(k.total_field(), counts[k as usize]);
         }
         self
     }
@@ -1203,6 +1175,7 @@ mod tests {
     fn kinds_are_unique_and_well_formed() {
         for (i, k) in KINDS.iter().enumerate() {
             assert!(KINDS[..i].iter().all(|o| o.name != k.name), "{} declared twice", k.name);
+            assert!(k.fields.len() <= 64, "{}: the emitter's check keeps a 64-bit set of fields", k.name);
             for (j, f) in k.fields.iter().enumerate() {
                 assert!(k.fields[..j].iter().all(|o| o.name != f.name), "{}.{} declared twice", k.name, f.name);
                 assert!(f.name != "record" && (1..=SCHEMA).contains(&f.since), "{}.{}", k.name, f.name);
@@ -1227,8 +1200,8 @@ mod tests {
         assert_eq!(std::format!("{kv}"), "latency/chase/normal-wb/4096/tokens=320/wrapped=1");
     }
 
-    /// A builder writes exactly what the untyped writer writes for the same fields in
-    /// declaration order: every type, escaping, fixed decimals, null.
+    /// A builder writes exactly what the untyped writer writes for the same fields: every type,
+    /// escaping, fixed decimals, null.
     #[test]
     fn builders_write_the_wire_format() {
         let typed = Boot::new()
@@ -1293,19 +1266,16 @@ mod tests {
             r#"{"record":"clidr","raw":"0xa200023","ctype":[3,4,0],"levels":2,"louu":1,"louis":1,"loc":2,"icb":0,"ccsidr_format":"32bit"}"#
         );
         let mut empty = String::new();
-        Value::Params(&[]).write(&mut empty).unwrap();
-        Value::UIntList(&[]).write(&mut empty).unwrap();
+        Value::Params(&[]).push(&mut empty);
+        Value::UIntList(&[]).push(&mut empty);
         assert_eq!(empty, "{}[]");
     }
 
-    /// The wire order is the declaration's, whatever order the setters are called in; a field
-    /// set twice keeps its last value; `None` of a nullable field is `null`; `type` is a key.
+    /// `None` of a nullable field is `null`; `type` is a key; the enum-keyed setters follow
+    /// their enums.
     #[test]
-    fn builders_follow_the_declaration() {
-        let a = End::new().skipped(1).failed(0).passed(3).passed(4).finish();
-        assert_eq!(a, r#"{"record":"end","passed":4,"failed":0,"skipped":1}"#);
+    fn builders_of_special_fields() {
         let ctr = Ctr::new()
-            .tmin_line(None)
             .raw(0x8444c004)
             .imin_line(64)
             .dmin_line(64)
@@ -1313,7 +1283,8 @@ mod tests {
             .erg(Some(64))
             .cwg(None)
             .idc(false)
-            .dic(true);
+            .dic(true)
+            .tmin_line(None);
         assert_eq!(
             ctr.finish(),
             r#"{"record":"ctr","raw":"0x8444c004","imin_line":64,"dmin_line":64,"l1ip":"PIPT","erg":64,"cwg":null,"idc":false,"dic":true,"tmin_line":null}"#
@@ -1322,8 +1293,11 @@ mod tests {
         assert!(cache.starts_with(r#"{"record":"cache","level":1,"type":"data","#), "{cache}");
         let total = MaintTotal::new().ops(&core::array::from_fn(|i| i as u64)).finish();
         assert!(total.starts_with(r#"{"record":"maint-total","dc_isw":0,"dc_csw":1,"#) && total.ends_with(r#""dc_other":14}"#), "{total}");
-        let h = HazardTotal::new().per_kind(&[5, 4, 3, 2, 1]);
-        assert_eq!(h.values()[index_of(&HAZARD_TOTAL, "lost_write")], Some(Value::UInt(4)));
+        let h =
+            HazardTotal::new().sanitize(true).hazards(15).count(20).per_kind(&[5, 4, 3, 2, 1]).truncated(false).dropped(0).source("model");
+        assert!(h
+            .finish()
+            .contains(r#""stale_read_by_device":5,"lost_write":4,"stale_read_by_cpu":3,"stale_instruction":2,"maintenance_gap":1,"#));
     }
 
     /// The counts group is the `model` kinds' fields, in order, and the builders' and views'
@@ -1346,15 +1320,32 @@ mod tests {
     #[test]
     #[should_panic(expected = "a `end` record without its required field `failed`")]
     fn a_missing_required_field_panics() {
-        let r = End::new().passed(1).skipped(0);
-        assert_eq!(r.missing(), Some("failed"));
-        let _ = r.finish();
+        let _ = End::new().passed(1).skipped(0).finish();
+    }
+
+    #[test]
+    #[should_panic(expected = "a `end` record has a field out of declaration order")]
+    fn a_field_out_of_order_panics() {
+        let _ = End::new().failed(0).passed(1).skipped(0).finish();
+    }
+
+    /// What the debug check accepts and refuses, on text (strings holding commas, colons,
+    /// braces and escaped quotes do not confuse it).
+    #[test]
+    fn the_check_reads_keys_only() {
+        let ok = r#"{"record":"setway","op":"c,\"sw\":{","scope":"loc","ops":12,"error":"x"}"#;
+        assert_eq!(check(&SETWAY, ok), Ok(()));
+        assert_eq!(check(&SETWAY, r#"{"record":"setway","op":"cisw","ops":12}"#), Err(Broken::Missing("scope")));
+        assert_eq!(check(&SETWAY, r#"{"record":"setway","op":"cisw","scope":"loc"}"#), Err(Broken::Missing("ops")));
+        assert!(matches!(check(&SETWAY, r#"{"record":"setway","scope":"loc","op":"cisw","ops":1}"#), Err(Broken::OutOfOrder(_))));
+        assert!(matches!(check(&SETWAY, r#"{"record":"setway","op":"cisw","scope":"loc","ops":1,"bogus":1}"#), Err(Broken::OutOfOrder(_))));
+        let m = r#"{"record":"metric","bench":"b","variant":"v","attr":"a","bytes":1,"params":{"z":1,"a":2},"phase":"p","reps":1,"min":1,"median":1,"max":1,"mad":0,"unit":"ns","source":"cntvct","emulated":true}"#;
+        assert_eq!(check(&METRIC, m), Ok(()), "params' own keys are not fields");
     }
 
     #[test]
     fn optional_fields_may_be_absent() {
         let r = Setway::new().op("cisw").scope("loc").ops(12);
-        assert_eq!(r.missing(), None);
         assert_eq!(r.finish(), r#"{"record":"setway","op":"cisw","scope":"loc","ops":12}"#);
     }
 

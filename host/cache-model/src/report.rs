@@ -41,7 +41,7 @@ pub fn time_line(name: &str, id: u64, counts: &Totals, lat: &Latency) -> String 
 
 /// A built record as one output line: `# cs: {…}` and a newline.
 pub fn line(r: impl Builder) -> String {
-    format!("{}{r}\n", record::PREFIX)
+    format!("{}{}\n", record::PREFIX, r.finish())
 }
 
 /// A `model-warning` record as one output line.
@@ -109,12 +109,11 @@ pub fn hazard_lines(entries: &[crate::sanitize::Entry]) -> String {
             .count(e.count)
             .access(e.event.access)
             .cause(e.event.cause)
-            .cause_pc(e.event.cause_pc)
-            .source(SOURCE);
+            .cause_pc(e.event.cause_pc);
         if let Some(v) = e.current {
             r = r.current(v);
         }
-        out += &line(r);
+        out += &line(r.source(SOURCE));
         out += &format!(
             "# model: hazard {} pa={:#x} va={:#x} pc={:#x} phase={} count={} access={} cause={} cause_pc={:#x}\n",
             e.event.kind.name(),
@@ -210,6 +209,27 @@ impl Phases {
 mod tests {
     use super::*;
     use crate::model::Counts;
+
+    /// A hazard with and without the value the emulator held: `current` before `source`, as
+    /// declared (the builders' order is checked when a record is finished, in debug builds).
+    #[test]
+    fn hazard_records() {
+        let event = crate::sanitize::Event {
+            kind: crate::sanitize::HazardKind::LostWrite,
+            pa: 0x40,
+            access: "dc-ivac",
+            cause: "write",
+            cause_pc: 0x10,
+        };
+        let e = crate::sanitize::Entry { event, va: 0x1040, pc: 0x20, phase: "p".into(), phase_id: 3, count: 2, current: Some(7) };
+        let out = hazard_lines(&[e.clone(), crate::sanitize::Entry { current: None, ..e }]);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines[0],
+            r#"# cs: {"record":"hazard","kind":"lost-write","pa":"0x40","va":"0x1040","pc":"0x20","phase":"p","phase_id":3,"count":2,"access":"dc-ivac","cause":"write","cause_pc":"0x10","current":"0x7","source":"model"}"#
+        );
+        assert!(lines[2].ends_with(r#""cause_pc":"0x10","source":"model"}"#), "{}", lines[2]);
+    }
 
     #[test]
     fn record_format() {

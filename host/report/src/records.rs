@@ -276,6 +276,18 @@ fn check_declared(r: &Record, schema: u32, problems: &mut Vec<Problem>) {
             problems.push(Problem::new(r.line, format!("'{}' record has no \"{}\" field", kind.name, f.name)));
         }
     }
+    // Fields in declaration order (the wire format; schema-1 logs are read as they were).
+    let mut last: Option<(usize, &str)> = None;
+    for name in r.obj.keys().filter(|k| k.as_str() != "record") {
+        let Some(at) = kind.fields.iter().position(|f| f.name == name) else { continue };
+        if let Some((_, before)) = last.filter(|(l, _)| *l > at && schema >= 2) {
+            problems.push(Problem::new(
+                r.line,
+                format!("'{}' record: \"{name}\" comes after \"{before}\", against the declared order", kind.name),
+            ));
+        }
+        last = Some((at, name));
+    }
     for (name, v) in r.obj.iter().filter(|(k, _)| k.as_str() != "record") {
         match kind.field(name) {
             Some(f) if !has_type(v, f.ty) => problems.push(Problem::new(
@@ -299,7 +311,7 @@ pub fn check_contract(log: &Log, ktap: &ktap::Outcome) -> Vec<Problem> {
             problems.push(Problem::new(r.line, format!("'{}' (a runner's record) before the kernel's last record", r.kind())));
         }
     }
-    let schema_of_first = records.first().and_then(|r| r.obj.get("schema")).and_then(Value::as_u64);
+    let schema_of_first = records.first().and_then(|r| r.view::<record::BootView<_>>()?.schema());
     let runner: Vec<Record> = records.iter().filter(|r| is_runner(r)).cloned().collect();
     records.retain(|r| !is_runner(r));
     if schema_of_first.is_some_and(|s| s >= 2) {
@@ -331,7 +343,11 @@ pub fn check_contract(log: &Log, ktap: &ktap::Outcome) -> Vec<Problem> {
     }
     // Schema-1 logs are checked as the schema-1 tool checked them (any kind, any extra field);
     // from schema 2 every record must follow its declaration.
-    let schema = first.obj.get("schema").and_then(Value::as_u64).filter(|s| (OLDEST_SCHEMA..=SCHEMA).contains(s)).unwrap_or(OLDEST_SCHEMA);
+    let schema = first
+        .view::<record::BootView<_>>()
+        .and_then(|b| b.schema())
+        .filter(|s| (OLDEST_SCHEMA..=SCHEMA).contains(s))
+        .unwrap_or(OLDEST_SCHEMA);
     if schema >= 2 {
         for r in &records {
             check_declared(r, schema as u32, &mut problems);
@@ -412,20 +428,21 @@ impl ModelLogCheck {
 /// The fields of a `hazard` record as the plugin's readable twin line prints them
 /// (`# model: hazard KIND pa=… va=… pc=… phase=… count=… access=… cause=… cause_pc=…`).
 fn hazard_twin(o: &Object) -> String {
-    let s = |k: &str| o.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
-    let x = |k: &str| hex(o, k).map_or("?".to_string(), |v| format!("{v:#x}"));
-    let phase = s("phase");
+    let Some(h) = record::HazardView::of(o) else { return String::new() };
+    let s = |v: Option<&str>| v.unwrap_or("?").to_string();
+    let x = |v: Option<u64>| v.map_or("?".to_string(), |v| format!("{v:#x}"));
+    let phase = s(h.phase());
     format!(
         "# model: hazard {} pa={} va={} pc={} phase={} count={} access={} cause={} cause_pc={}",
-        s("kind"),
-        x("pa"),
-        x("va"),
-        x("pc"),
+        s(h.kind()),
+        x(h.pa()),
+        x(h.va()),
+        x(h.pc()),
         if phase.is_empty() { "-".to_string() } else { phase },
-        o.get("count").and_then(Value::as_u64).map_or("?".into(), |c| c.to_string()),
-        s("access"),
-        s("cause"),
-        x("cause_pc")
+        h.count().map_or("?".into(), |c| c.to_string()),
+        s(h.access()),
+        s(h.cause()),
+        x(h.cause_pc())
     )
 }
 
@@ -709,6 +726,8 @@ mod tests {
         assert_has(&p, "'setway' record has an undeclared field \"bogus\"");
         let p = contract(&doc(&[BOOT, r#"# cs: {"record":"setway","op":"cisw","ops":1}"#], &format!("ok 1 a\n{end}\n")));
         assert_has(&p, "'setway' record has no \"scope\" field");
+        let p = contract(&doc(&[BOOT, r#"# cs: {"record":"setway","scope":"loc","op":"cisw","ops":1}"#], &format!("ok 1 a\n{end}\n")));
+        assert_has(&p, "'setway' record: \"op\" comes after \"scope\", against the declared order");
         let no_args = BOOT.replace(",\"args\":\"\"", "");
         assert_has(&contract(&doc(&[&no_args], &format!("ok 1 a\n{end}\n"))), "'boot' record has no \"args\" field");
     }

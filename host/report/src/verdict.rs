@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use cachescope_arch::record;
+use cachescope_arch::record::{self, Builder};
 
 use crate::records::Object;
 
@@ -110,7 +110,7 @@ impl Verdict {
         for f in failed.iter().take(MAX_FINDING_RECORDS) {
             let case = case_of(&f.phase);
             let rec = record::SanitizerFinding::new().phase(&f.phase).case(&case).declared(f.declared).what(&f.what).source(SOURCE);
-            out.push(format!("{}{rec}", record::PREFIX));
+            out.push(format!("{}{}", record::PREFIX, rec.finish()));
         }
         let first = failed.first().map(|f| format!("{}: {}", phase_name(&f.phase), f.what)).unwrap_or_default();
         let rec = record::SanitizerVerdict::new()
@@ -119,7 +119,7 @@ impl Verdict {
             .failed_phases(failed.len() as u64)
             .first(&first)
             .source(SOURCE);
-        out.push(format!("{}{rec}", record::PREFIX));
+        out.push(format!("{}{}", record::PREFIX, rec.finish()));
         if !self.passed() {
             out.push(format!(
                 "# sanitizer: the verdict is {}: the run's exit status is 1 ({} phase(s) failed)",

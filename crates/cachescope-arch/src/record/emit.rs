@@ -1,17 +1,19 @@
-//! The record emitter: a record's JSON object, fields in declaration order, written to any
-//! [`fmt::Write`] (no allocation), and the untyped [`Record`] writer behind the `alloc` feature.
+//! The record emitter (the `alloc` feature): a record's JSON object built in a `String` as its
+//! fields are set, one `"key":value` appended per setter, exactly as the wire format has them.
 //!
-//! Every typed builder ([`super::Boot`], [`super::Metric`], …) stores one [`Value`] per declared
-//! field and writes them through [`write_record`]; its `Display` is the JSON object, so the
-//! kernel prints a record without allocating and the cache-model plugin formats it into its
-//! output. JSON strings are escaped by [`write_json_str`]; a number ([`super::Ty::Num`]) is
-//! written with a fixed number of decimals, `null` when it is not finite (JSON has no NaN).
+//! Every typed builder ([`super::Boot`], [`super::Metric`], …) wraps one [`Record`]; its setters
+//! append through [`Record::value`]. Setters must be called in declaration order (the wire
+//! order): debug builds check it, and that every required field was set, when the record is
+//! finished ([`check`]). JSON strings are escaped by [`push_json_str`]; a number
+//! ([`super::Ty::Num`]) is written with a fixed number of decimals, `null` when it is not finite
+//! (JSON has no NaN).
 
 use super::Kind;
-use core::fmt::{self, Write};
+use alloc::string::String;
+use core::fmt::Write;
 
-/// One field's value in a builder, of the field's declared [`super::Ty`] (the builder's setter
-/// decides which variant; nothing else constructs one).
+/// One field's value, of the field's declared [`super::Ty`] (the builder's setter decides
+/// which variant).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Value<'a> {
     /// A string ([`super::Ty::Str`], [`super::Ty::StrOrNull`]).
@@ -33,132 +35,166 @@ pub enum Value<'a> {
 }
 
 impl Value<'_> {
-    /// Writes the value as JSON.
-    pub fn write(&self, out: &mut dyn Write) -> fmt::Result {
-        match *self {
-            Value::Str(s) => write_json_str(out, s),
+    /// Appends the value as JSON.
+    pub fn push(&self, out: &mut String) {
+        // Writing into a String cannot fail.
+        let _ = match *self {
+            Value::Str(s) => {
+                push_json_str(out, s);
+                Ok(())
+            }
             Value::UInt(v) => write!(out, "{v}"),
             Value::Num(v, decimals) if v.is_finite() => write!(out, "{v:.decimals$}"),
             Value::Num(..) | Value::Null => out.write_str("null"),
             Value::Hex(v) => write!(out, "\"{v:#x}\""),
             Value::Bool(b) => out.write_str(if b { "true" } else { "false" }),
             Value::UIntList(vs) => {
-                out.write_char('[')?;
+                out.push('[');
                 for (i, v) in vs.iter().enumerate() {
                     if i > 0 {
-                        out.write_char(',')?;
+                        out.push(',');
                     }
-                    write!(out, "{v}")?;
+                    let _ = write!(out, "{v}");
                 }
                 out.write_char(']')
             }
             Value::Params(vs) => {
-                out.write_char('{')?;
+                out.push('{');
                 for (i, (name, v)) in vs.iter().enumerate() {
                     if i > 0 {
-                        out.write_char(',')?;
+                        out.push(',');
                     }
-                    write_json_str(out, name)?;
-                    write!(out, ":{v}")?;
+                    push_json_str(out, name);
+                    let _ = write!(out, ":{v}");
                 }
                 out.write_char('}')
             }
-        }
+        };
     }
 }
 
-/// What every generated builder is: a kind and one optional value per declared field (in
-/// declaration order); its `Display` is the record's JSON object ([`write_record`]).
-pub trait Builder: fmt::Display {
+/// What every generated builder is: a record of [`Builder::KIND`] under construction.
+pub trait Builder: Sized {
     /// The kind it builds.
     const KIND: &'static Kind;
 
-    /// One value per field of [`Builder::KIND`], in declaration order (`None`: not set).
-    fn values(&self) -> &[Option<Value<'_>>];
+    /// The record so far.
+    fn record(&self) -> &Record;
 
-    /// The first required field not set, if any (the record would break the contract).
-    fn missing(&self) -> Option<&'static str> {
-        Self::KIND.fields.iter().zip(self.values()).find(|(f, v)| f.required && v.is_none()).map(|(f, _)| f.name)
-    }
+    /// Takes the record out.
+    fn into_record(self) -> Record;
 
-    /// The record as a JSON string.
-    #[cfg(any(test, feature = "alloc"))]
-    fn finish(&self) -> alloc::string::String {
-        alloc::format!("{self}")
+    /// The finished JSON object. Debug builds panic when the fields were not set in declaration
+    /// order or a required one is missing ([`check`]): a bug in the emitter, caught by its tests.
+    fn finish(self) -> String {
+        let json = self.into_record().finish();
+        if cfg!(debug_assertions) {
+            if let Err(e) = check(Self::KIND, &json) {
+                panic!("a `{}` record {e}: {json}", Self::KIND.name);
+            }
+        }
+        json
     }
 }
 
-/// Writes `{"record":KIND,…}`: the set fields in declaration order. Debug builds check that
-/// every required field is set (a missing one is a bug in the emitter, caught by its tests).
-pub fn write_record(out: &mut dyn Write, kind: &Kind, values: &[Option<Value<'_>>]) -> fmt::Result {
-    debug_assert_eq!(kind.fields.len(), values.len());
-    if cfg!(debug_assertions) {
-        if let Some((f, _)) = kind.fields.iter().zip(values).find(|(f, v)| f.required && v.is_none()) {
-            panic!("a `{}` record without its required field `{}`", kind.name, f.name);
-        }
-    }
-    out.write_str("{\"record\":")?;
-    write_json_str(out, kind.name)?;
-    for (f, v) in kind.fields.iter().zip(values) {
-        if let Some(v) = v {
-            out.write_char(',')?;
-            write_json_str(out, f.name)?;
-            out.write_char(':')?;
-            v.write(out)?;
-        }
-    }
-    out.write_char('}')
+/// Why a record this module wrote breaks its kind's declaration: a field out of declaration
+/// order (or undeclared), or a required field missing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Broken {
+    /// This field is not declared after the one before it.
+    OutOfOrder(usize),
+    /// This required field is not set.
+    Missing(&'static str),
 }
 
-/// Writes `s` as a JSON string literal (quotes, backslashes and control characters escaped).
-/// The runs between escapes go out in one `write_str` each: on the kernel's console every call
-/// is a trip through the formatter, so a record costs a few calls per field, not one per byte.
-pub fn write_json_str(out: &mut dyn Write, s: &str) -> fmt::Result {
-    out.write_char('"')?;
-    let mut start = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let escape = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0..=0x1f => "",
-            _ => continue,
-        };
-        out.write_str(&s[start..i])?;
-        if escape.is_empty() {
-            write!(out, "\\u{b:04x}")?;
+impl core::fmt::Display for Broken {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Broken::OutOfOrder(at) => write!(f, "has a field out of declaration order at byte {at}"),
+            Broken::Missing(name) => write!(f, "without its required field `{name}`"),
+        }
+    }
+}
+
+/// Checks a finished record of `kind` (as [`Record`] writes it: keys are plain identifiers)
+/// against the declaration: its keys in declaration order, every required field present.
+pub fn check(kind: &Kind, json: &str) -> Result<(), Broken> {
+    let b = json.as_bytes();
+    let (mut depth, mut quoted, mut escaped) = (0usize, false, false);
+    let mut next = 0; // the first declared field the next key may be
+    let mut seen: u64 = 0; // fields present, by declaration index (a test keeps kinds within 64)
+    let mut seen_record = false;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if quoted {
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => quoted = false,
+                _ => {}
+            }
         } else {
-            out.write_str(escape)?;
+            match c {
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => depth = depth.saturating_sub(1),
+                b'"' if depth == 1 && matches!(b[i - 1], b'{' | b',') => {
+                    let end = i + 1 + b[i + 1..].iter().position(|&c| c == b'"').ok_or(Broken::OutOfOrder(i))?;
+                    let key = &json[i + 1..end];
+                    if !seen_record {
+                        seen_record = key == "record";
+                    } else {
+                        next += kind.fields[next..].iter().position(|f| f.name == key).ok_or(Broken::OutOfOrder(i))?;
+                        seen |= 1 << next;
+                        next += 1;
+                    }
+                    i = end;
+                }
+                b'"' => quoted = true,
+                _ => {}
+            }
         }
-        start = i + 1;
+        i += 1;
     }
-    out.write_str(&s[start..])?;
-    out.write_char('"')
+    match kind.fields.iter().enumerate().find(|(j, f)| f.required && seen & (1 << j) == 0) {
+        Some((_, f)) => Err(Broken::Missing(f.name)),
+        None => Ok(()),
+    }
 }
 
-/// Appends `s` as a JSON string literal.
-#[cfg(any(test, feature = "alloc"))]
-pub fn push_json_str(out: &mut alloc::string::String, s: &str) {
-    // Writing into a String cannot fail.
-    let _ = write_json_str(out, s);
+/// Appends `s` as a JSON string literal (quotes, backslashes and control characters escaped),
+/// one character at a time (the `String` grows as it did when records were first built so).
+pub fn push_json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
-/// The untyped writer: keys are not checked against the kind's declaration. Only the
-/// cache-model plugin's remaining sites use it; everything else builds records through the
-/// typed builders, where an undeclared field does not compile. Field order is insertion order.
-#[cfg(any(test, feature = "alloc"))]
+/// A record under construction: fields in the order they are added. The typed builders wrap
+/// one; used directly (the cache-model plugin's remaining sites) its keys are not checked
+/// against the declaration.
 #[must_use = "a record is only built: finish() returns it"]
+#[derive(Debug)]
 pub struct Record {
-    buf: alloc::string::String,
+    buf: String,
 }
 
-#[cfg(any(test, feature = "alloc"))]
 impl Record {
     /// Starts a record of the given kind (`"record":kind`).
     pub fn new(kind: &Kind) -> Self {
-        let mut r = Self { buf: alloc::string::String::with_capacity(128) };
+        let mut r = Self { buf: String::with_capacity(128) };
         r.buf.push('{');
         r.key("record");
         push_json_str(&mut r.buf, kind.name);
@@ -173,10 +209,10 @@ impl Record {
         self.buf.push(':');
     }
 
-    fn value(mut self, k: &str, v: Value<'_>) -> Self {
+    /// Adds field `k` with value `v`.
+    pub fn value(mut self, k: &str, v: Value<'_>) -> Self {
         self.key(k);
-        // Writing into a String cannot fail.
-        let _ = v.write(&mut self.buf);
+        v.push(&mut self.buf);
         self
     }
 
@@ -211,7 +247,7 @@ impl Record {
     }
 
     /// The finished JSON object.
-    pub fn finish(mut self) -> alloc::string::String {
+    pub fn finish(mut self) -> String {
         self.buf.push('}');
         self.buf
     }
