@@ -25,7 +25,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("console", 0),
     ("arch", 1),
     ("cpu", 1),
-    ("model", 2),
+    ("model_markers", 2),
     ("bsp", 3),
     ("boot_info", 4),
     ("panic", 4),

@@ -18,7 +18,7 @@ pub use cachescope_arch::{cpuid, exception};
 pub mod firmware;
 pub mod harness;
 pub mod mem;
-pub mod model;
+pub mod model_markers;
 pub mod smp;
 
 #[cfg(target_os = "none")]
@@ -51,7 +51,7 @@ macro_rules! kernel_main {
 /// The layering rule, checked on the sources: a module names only layers below its own (every
 /// path into the crate outside test items: `crate::`, `$crate::`, grouped `use crate::{…}`,
 /// `super::`, exported macros). Layers, bottom up: drivers, firmware, console, the library's
-/// re-exports (exception, cpuid) → arch and its facade cpu → model → bsp → boot_info, panic →
+/// re-exports (exception, cpuid) → arch and its facade cpu → model_markers → bsp → boot_info, panic →
 /// smp (the multicore runtime) → harness → cache → mem → bench → suites. Above boot_info the
 /// processor is named only through `cpu`, never `arch`.
 #[cfg(test)]

@@ -132,7 +132,7 @@ mod target {
     use crate::cpu::smp::{StartError, StartMethod, MAX_CORES};
     use crate::cpu::{self, trap};
     use crate::exception::TrapReport;
-    use crate::{bsp, model};
+    use crate::{bsp, model_markers};
     use cachescope_arch::sysreg::SCTLR_EL1;
     use tock_registers::interfaces::Readable;
 
@@ -397,7 +397,7 @@ mod target {
         // core's TLBs and I-cache were just invalidated and its data cache holds nothing after
         // power-on (PSCI CPU_ON / reset): nothing stale is hit when caching starts.
         unsafe { hw::write_sctlr(new) };
-        model::sctlr(new);
+        model_markers::sctlr(new);
         cachescope_arch::hw::count_executed(cachescope_arch::cache::ops::MaintOp::TlbiVmalle1is, 1);
         cachescope_arch::hw::count_executed(cachescope_arch::cache::ops::MaintOp::IcIallu, 1);
     }

@@ -6,7 +6,7 @@
 //! QEMU the MMU state does not change what the model sees, only the reported attribute does).
 //! Every measured loop is one `asm!` block so the phase contains exactly the accesses named.
 //!
-//! The harness announces the CPU's cache geometry to the model at boot (`model::announce`); the
+//! The harness announces the CPU's cache geometry to the model at boot (`model_markers::announce`); the
 //! set/way walk is the kernel's own (`cache::setway`).
 
 #![no_std]
@@ -19,7 +19,7 @@ use core::arch::asm;
 use cachescope::cache::setway::{self, Scope, SetWayOp};
 use cachescope::cache::Dczid;
 use cachescope::harness::{args::typed_args, record, Case, Ctx, Emit, KernelSpec, Suite};
-use cachescope::model::{self, ModelAttr};
+use cachescope::model_markers::{self, ModelAttr};
 use cachescope_arch::cache::ops::MaintOp;
 use cachescope_arch::hw::count_executed;
 use cachescope_arch::sysreg::DCZID_EL0;
@@ -126,32 +126,32 @@ fn dc_lines(base: usize, clean_only: bool) {
 /// Tells the model the caches are on (see the module docs).
 fn announce(ctx: &mut Ctx) {
     // The model's view: MMU, data and instruction caches on (M | C | I).
-    model::sctlr(1 | 1 << 2 | 1 << 12);
+    model_markers::sctlr(1 | 1 << 2 | 1 << 12);
     ctx.check(true, "SCTLR reported to the model");
 }
 
 fn scan_twice(ctx: &mut Ctx) {
     let b = buffer(ctx, 0);
-    model::phase(c"scan-cold", 1, || read_lines(b));
-    model::phase(c"scan-warm", 2, || read_lines(b));
+    model_markers::phase(c"scan-cold", 1, || read_lines(b));
+    model_markers::phase(c"scan-warm", 2, || read_lines(b));
 }
 
 fn cisw_then_miss(ctx: &mut Ctx) {
     let b = buffer(ctx, 0);
-    let n = model::phase(c"cisw-all", 3, || setway::dcsw(SetWayOp::CleanInvalidate, Scope::ToLoC));
+    let n = model_markers::phase(c"cisw-all", 3, || setway::dcsw(SetWayOp::CleanInvalidate, Scope::ToLoC));
     // The walk's `setway` record, printed after the phase (which holds only the walk).
     cachescope::cache::record_walk(SetWayOp::CleanInvalidate, Scope::ToLoC, &n);
-    model::phase(c"after-cisw", 4, || read_lines(b));
+    model_markers::phase(c"after-cisw", 4, || read_lines(b));
     ctx.check(n.is_ok_and(|n| n > 0), "set/way clean+invalidate to LoC issued");
 }
 
 fn nc_bypass(ctx: &mut Ctx) {
     let b = buffer(ctx, 1);
     // The MMU is off: PA = VA.
-    model::window(b, b as u64, BUF, ModelAttr::NormalNonCacheable);
-    model::phase(c"nc-scan", 5, || read_lines(b));
-    model::window(b, model::PA_UNKNOWN, 0, ModelAttr::NormalNonCacheable);
-    model::phase(c"wb-scan", 6, || read_lines(b));
+    model_markers::window(b, b as u64, BUF, ModelAttr::NormalNonCacheable);
+    model_markers::phase(c"nc-scan", 5, || read_lines(b));
+    model_markers::window(b, model_markers::PA_UNKNOWN, 0, ModelAttr::NormalNonCacheable);
+    model_markers::phase(c"wb-scan", 6, || read_lines(b));
     ctx.check(true, "windows declared");
 }
 
@@ -159,28 +159,28 @@ fn wb_vs_wt(ctx: &mut Ctx) {
     let wb = buffer(ctx, 2);
     let wt = buffer(ctx, 3);
     read_lines(wb);
-    model::phase(c"wb-write-clean", 7, || {
+    model_markers::phase(c"wb-write-clean", 7, || {
         write_lines(wb);
         dc_lines(wb, true);
     });
     count_executed(MaintOp::DcCvac, LINES as u64);
-    model::window(wt, wt as u64, BUF, ModelAttr::NormalWriteThrough);
+    model_markers::window(wt, wt as u64, BUF, ModelAttr::NormalWriteThrough);
     read_lines(wt);
-    model::phase(c"wt-write-clean", 8, || {
+    model_markers::phase(c"wt-write-clean", 8, || {
         write_lines(wt);
         dc_lines(wt, true);
     });
     count_executed(MaintOp::DcCvac, LINES as u64);
-    model::window(wt, model::PA_UNKNOWN, 0, ModelAttr::NormalWriteThrough);
+    model_markers::window(wt, model_markers::PA_UNKNOWN, 0, ModelAttr::NormalWriteThrough);
     ctx.check(true, "phases ran");
 }
 
 fn civac_then_miss(ctx: &mut Ctx) {
     let b = buffer(ctx, 4);
     read_lines(b);
-    model::phase(c"civac", 9, || dc_lines(b, false));
+    model_markers::phase(c"civac", 9, || dc_lines(b, false));
     count_executed(MaintOp::DcCivac, LINES as u64);
-    model::phase(c"after-civac", 10, || read_lines(b));
+    model_markers::phase(c"after-civac", 10, || read_lines(b));
 }
 
 fn zva(ctx: &mut Ctx) {
@@ -192,7 +192,7 @@ fn zva(ctx: &mut Ctx) {
     if dczid.prohibited() || dczid.block() != Some(LINE as u32) {
         return ctx.skip("DC ZVA is prohibited or its block is not one 64-byte line");
     }
-    model::phase(c"zva", 11, || {
+    model_markers::phase(c"zva", 11, || {
         // SAFETY: zeroes the test buffer this kernel owns.
         unsafe {
             asm!("1: dc zva, {p}", "add {p}, {p}, #64", "subs {n}, {n}, #1", "b.ne 1b",
@@ -200,14 +200,14 @@ fn zva(ctx: &mut Ctx) {
         }
     });
     count_executed(MaintOp::DcZva, LINES as u64);
-    model::phase(c"after-zva", 12, || read_lines(b));
+    model_markers::phase(c"after-zva", 12, || read_lines(b));
     // SAFETY: reading the buffer just zeroed.
     let all_zero = (0..BUF / 8).all(|i| unsafe { core::ptr::read_volatile((b as *const u64).add(i)) } == 0);
     ctx.check(all_zero, "DC ZVA zeroed the buffer");
 }
 
 fn ic_iallu(ctx: &mut Ctx) {
-    model::phase(c"ic-iallu", 13, || {
+    model_markers::phase(c"ic-iallu", 13, || {
         // SAFETY: invalidating the instruction cache loses nothing.
         unsafe { asm!("ic iallu", "dsb sy", "isb", options(nostack)) };
     });
@@ -216,15 +216,15 @@ fn ic_iallu(ctx: &mut Ctx) {
 }
 
 fn handoff_skips_clean(ctx: &mut Ctx) {
-    model::sctlr(1 | 1 << 2 | 1 << 12); // caches on, as `caches-on` tells the model
+    model_markers::sctlr(1 | 1 << 2 | 1 << 12); // caches on, as `caches-on` tells the model
     let b = buffer(ctx, 6);
     read_lines(b);
     write_lines(b); // the data for the device, dirty in the cache
                     // A correct hand-off cleans here (`dc_lines(b, true)`): the planted bug leaves it out. The
                     // device then reads memory, through a non-cacheable window.
-    model::window(b, b as u64, BUF, ModelAttr::NormalNonCacheable);
-    model::phase(c"planted/handoff-skips-clean", 14, || read_lines(b));
-    model::window(b, model::PA_UNKNOWN, 0, ModelAttr::NormalNonCacheable);
+    model_markers::window(b, b as u64, BUF, ModelAttr::NormalNonCacheable);
+    model_markers::phase(c"planted/handoff-skips-clean", 14, || read_lines(b));
+    model_markers::window(b, model_markers::PA_UNKNOWN, 0, ModelAttr::NormalNonCacheable);
     dc_lines(b, false);
     count_executed(MaintOp::DcCivac, LINES as u64);
     ctx.check(true, "hand-off performed without its clean");

@@ -300,7 +300,7 @@ mod target {
             return core::hint::black_box(f)();
         }
         let id = PHASE_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-        crate::model::phase(name, id, f)
+        crate::model_markers::phase(name, id, f)
     }
 
     /// A NUL-terminated phase name of at most `PHASE_NAME_MAX` bytes (longer text is cut).

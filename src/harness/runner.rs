@@ -46,7 +46,7 @@ pub fn run_kernel(boot: &BootInfo, spec: &KernelSpec) -> ! {
     let _ = ktap::header(&mut line, 0, None, selection.len());
     println!("{line}");
     emit_boot_record(boot);
-    crate::model::announce();
+    crate::model_markers::announce();
     // The runner loads the model only together with -icount: waits get their wall-time bound.
     crate::smp::set_icount(boot.model.is_some());
 

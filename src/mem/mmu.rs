@@ -37,7 +37,7 @@ use crate::cache::{
     setway::{self, Scope, SetWayOp},
 };
 use crate::cpu::mmu::{self as hw, SCTLR_C, SCTLR_I, SCTLR_M};
-use crate::model;
+use crate::model_markers;
 use cachescope_arch::sysreg::SCTLR_EL1;
 use tock_registers::interfaces::Readable;
 
@@ -157,12 +157,12 @@ pub fn build(boot: &BootInfo) -> Result<(), Error> {
     drop(st);
     let windows = WINDOWS.call_once(|| windows);
     for w in windows {
-        model::window(w.va, w.pa as u64, w.len, w.attr.model_attr());
+        model_markers::window(w.va, w.pa as u64, w.len, w.attr.model_attr());
     }
     for d in &devices {
         // Identity mapped: PA = VA.
         let page = d.base & !(PAGE_SIZE - 1);
-        model::window(page as usize, page, PAGE_SIZE as usize, model::ModelAttr::Device);
+        model_markers::window(page as usize, page, PAGE_SIZE as usize, model_markers::ModelAttr::Device);
     }
     Ok(())
 }
@@ -236,7 +236,7 @@ pub fn set_control(want: Control) -> Result<(), Error> {
     if cur.mmu && !want.mmu {
         hw::tlbi_all();
     }
-    model::sctlr(SCTLR_EL1.get());
+    model_markers::sctlr(SCTLR_EL1.get());
     Ok(())
 }
 
@@ -297,7 +297,7 @@ pub fn map(name: &'static str, va: u64, pa: u64, len: u64, attrs: Attributes, gr
     with_tables(|t| t.map(name, va, pa, len, attrs, gran))?;
     hw::dsb_ishst();
     hw::tlbi_sync();
-    model::window(va as usize, pa, len as usize, attrs.mem.model_attr());
+    model_markers::window(va as usize, pa, len as usize, attrs.mem.model_attr());
     Ok(())
 }
 
@@ -313,7 +313,7 @@ fn invalidate_tlb(vas: &[u64]) {
 pub fn unmap(va: u64, len: u64) -> Result<(), Error> {
     let vas = with_tables(|t| t.unmap(va, len))?;
     invalidate_tlb(&vas);
-    model::window(va as usize, model::PA_UNKNOWN, 0, model::ModelAttr::Device);
+    model_markers::window(va as usize, model_markers::PA_UNKNOWN, 0, model_markers::ModelAttr::Device);
     Ok(())
 }
 
@@ -332,7 +332,7 @@ pub fn make_range(va: u64, len: u64, attrs: Attributes) -> Result<(), Error> {
     let pa = with_tables(|t| t.make_range(va, len, attrs))?;
     hw::dsb_ishst();
     hw::tlbi_sync();
-    model::window(va as usize, pa.unwrap_or(model::PA_UNKNOWN), len as usize, attrs.mem.model_attr());
+    model_markers::window(va as usize, pa.unwrap_or(model_markers::PA_UNKNOWN), len as usize, attrs.mem.model_attr());
     Ok(())
 }
 

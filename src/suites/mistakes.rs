@@ -189,7 +189,7 @@ fn stride_gap(ctx: &mut Ctx) {
         for i in 0..2 * LINES {
             write(l.wb + i * l.line, 0x9a9 + i as u64);
         }
-        crate::model::maintenance_range(l.wb, bytes, || {
+        crate::model_markers::maintenance_range(l.wb, bytes, || {
             let mut a = l.wb;
             while a < l.wb + bytes {
                 hw::dc_cvac(a);
