@@ -820,7 +820,7 @@ kind! {
         req(ways, UInt, "ways"),
         req(sharing, Str, "private or shared"),
         req(policy, Str, "replacement policy: lru, fifo, random"),
-        req(origin, Str, "guest (the kernel's CCSIDR), a profile name, or the plugin arguments"),
+        req(origin, Str, "where the geometry came from: `guest` (the kernel's CCSIDR markers), `cpu` (the guest CPU model's CCSIDR, known from its ID registers before the first instruction), `fallback` (an unknown CPU without markers: the rpi4 profile), `profile NAME`, or the plugin arguments (`+arguments` when they change one of those)"),
         req(vcpus, UInt, "vCPUs"),
         req(hit_cycles, UInt, "modelled load-to-use latency of a hit in this level, core cycles"),
         req(hit_ns, Num, "the same in ns at the profile's clock"),
