@@ -7,8 +7,8 @@ use super::case::{self, Benchmark, Machine};
 use super::stream::{run as stream_run, Kernel, STREAM};
 use super::{measure, Env, Metric, MetricId, Region, Unit};
 use crate::diag;
-use crate::smp::{self, Barrier, Deadline, Sense};
 use crate::harness::{args::typed_args, Ctx};
+use crate::smp::{self, Barrier, Deadline, Sense};
 use cachescope_arch::bench::{Bench, Param, Variant};
 
 /// The shape of a `stream-double` run.

@@ -12,8 +12,8 @@ use crate::guest::Guest;
 use crate::model::{Level, Model, Totals};
 use crate::protocol;
 use crate::report::{self, Finished, Phases};
-use cachescope_arch::record;
 use crate::sanitize::{Hazards, MaintRange};
+use cachescope_arch::record;
 
 /// The most `model-warning` records a run writes; past it they are only counted (`model-run`'s
 /// `warnings`), so a guest that sends malformed markers in a loop cannot grow the log without
@@ -148,8 +148,7 @@ impl Core {
                 "more than {limit} distinct hazards: further ones are only counted (hazard-total.dropped), not listed; the run fails (hazard-total.truncated)"
             );
             self.stats.warnings += 1;
-            let text = report::warning_line(&what)
-                + &format!("# model: hazard storm: {what}\n");
+            let text = report::warning_line(&what) + &format!("# model: hazard storm: {what}\n");
             self.emit(&text);
         }
     }
