@@ -54,7 +54,7 @@ mod tests {
 
     #[test]
     fn the_record_contract_names_every_kind() {
-        let field = |kind: &crate::record::Kind, name: &str| kind.fields.iter().find(|f| f.name == name).map(|f| f.doc);
+        let field = |kind: &crate::record::RecordKind, name: &str| kind.fields.iter().find(|f| f.name == name).map(|f| f.doc);
         let doc = field(&crate::record::HAZARD, "kind").expect("hazard.kind");
         for k in HazardKind::ALL {
             assert!(doc.contains(k.name()), "{doc}");

@@ -131,7 +131,7 @@ pub enum Emitter {
 
 /// One record kind.
 #[derive(Clone, Copy, Debug)]
-pub struct Kind {
+pub struct RecordKind {
     /// The `"record"` value.
     pub name: &'static str,
     /// Who emits it.
@@ -142,7 +142,7 @@ pub struct Kind {
     pub fields: &'static [Field],
 }
 
-impl Kind {
+impl RecordKind {
     /// The declaration of field `name`.
     pub fn field(&self, name: &str) -> Option<&'static Field> {
         self.fields.iter().find(|f| f.name == name)
@@ -276,7 +276,7 @@ macro_rules! getter {
     };
 }
 
-/// One record kind, declared once: its [`Kind`] data (docs/records.md and the host's contract
+/// One record kind, declared once: its [`RecordKind`] data (docs/records.md and the host's contract
 /// check), its typed builder (one setter per field; an undeclared field does not compile) and
 /// its typed view (one accessor per field).
 ///
@@ -322,7 +322,7 @@ macro_rules! kind {
         ] $(,)?)
     ) => {
         $(#[$m])*
-        pub const $K: Kind = Kind {
+        pub const $K: RecordKind = RecordKind {
             name: $name,
             emitter: emitter!($em),
             doc: $doc,
@@ -357,7 +357,7 @@ macro_rules! kind {
 
         #[cfg(feature = "alloc")]
         impl Builder for $B {
-            const KIND: &'static Kind = &$K;
+            const KIND: &'static RecordKind = &$K;
 
             fn record(&self) -> &Record {
                 &self.rec
@@ -383,7 +383,7 @@ macro_rules! kind {
         impl<O: ?Sized> Copy for $V<'_, O> {}
 
         impl<'a, O: view::Object + ?Sized> view::View<'a, O> for $V<'a, O> {
-            const KIND: &'static Kind = &$K;
+            const KIND: &'static RecordKind = &$K;
 
             fn of(obj: &'a O) -> Option<Self> {
                 (obj.str("record") == Some($name)).then_some(Self { obj })
@@ -1054,7 +1054,7 @@ impl<O: view::Object + ?Sized> HazardTotalView<'_, O> {
 }
 
 /// Every record kind, kernel first.
-pub const KINDS: &[Kind] = &[
+pub const KINDS: &[RecordKind] = &[
     BOOT,
     END,
     CACHE,
@@ -1089,7 +1089,7 @@ pub const KINDS: &[Kind] = &[
 ];
 
 /// The declaration of record kind `name`.
-pub fn kind(name: &str) -> Option<&'static Kind> {
+pub fn kind(name: &str) -> Option<&'static RecordKind> {
     KINDS.iter().find(|k| k.name == name)
 }
 
@@ -1310,7 +1310,7 @@ mod tests {
             line,
             r#"{"record":"model-total","level":"L1D","accesses":8,"hits":7,"misses":1,"writebacks":2,"maint":3,"bypass":4,"prefetches":5,"prefetch_hits":6,"source":"model"}"#
         );
-        let names = |k: &Kind| k.fields.iter().map(|f| f.name).collect::<std::vec::Vec<_>>();
+        let names = |k: &RecordKind| k.fields.iter().map(|f| f.name).collect::<std::vec::Vec<_>>();
         assert_eq!(names(&MODEL)[3..], names(&MODEL_TOTAL)[1..]);
         assert_eq!(c + c - c, c);
         let obj = Obj::parse(&line);

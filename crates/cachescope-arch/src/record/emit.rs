@@ -8,7 +8,7 @@
 //! ([`super::Ty::Num`]) is written with a fixed number of decimals, `null` when it is not finite
 //! (JSON has no NaN).
 
-use super::Kind;
+use super::RecordKind;
 use alloc::string::String;
 use core::fmt::Write;
 
@@ -76,7 +76,7 @@ impl Value<'_> {
 /// What every generated builder is: a record of [`Builder::KIND`] under construction.
 pub trait Builder: Sized {
     /// The kind it builds.
-    const KIND: &'static Kind;
+    const KIND: &'static RecordKind;
 
     /// The record so far.
     fn record(&self) -> &Record;
@@ -118,7 +118,7 @@ impl core::fmt::Display for Broken {
 
 /// Checks a finished record of `kind` (as [`Record`] writes it: keys are plain identifiers)
 /// against the declaration: its keys in declaration order, every required field present.
-pub fn check(kind: &Kind, json: &str) -> Result<(), Broken> {
+pub fn check(kind: &RecordKind, json: &str) -> Result<(), Broken> {
     let b = json.as_bytes();
     let (mut depth, mut quoted, mut escaped) = (0usize, false, false);
     let mut next = 0; // the first declared field the next key may be
@@ -193,7 +193,7 @@ pub struct Record {
 
 impl Record {
     /// Starts a record of the given kind (`"record":kind`).
-    pub fn new(kind: &Kind) -> Self {
+    pub fn new(kind: &RecordKind) -> Self {
         let mut r = Self { buf: String::with_capacity(128) };
         r.buf.push('{');
         r.key("record");

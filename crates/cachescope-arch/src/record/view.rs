@@ -32,7 +32,7 @@ pub trait Object {
 /// What every generated view is: a record of one kind, read through typed accessors.
 pub trait View<'a, O: Object + ?Sized + 'a>: Sized {
     /// The kind it reads.
-    const KIND: &'static super::Kind;
+    const KIND: &'static super::RecordKind;
 
     /// The view of `obj` when it is a record of [`View::KIND`] (its `"record"` field).
     fn of(obj: &'a O) -> Option<Self>;
