@@ -379,18 +379,19 @@ impl Model {
     pub fn new(config: &Hierarchy, vcpus: usize) -> Self {
         let vcpus = vcpus.max(1);
         let mut id = 0u64;
-        let mut mk = |g: &crate::geometry::Geometry| {
+        let mut mk = |g: &crate::geometry::Geometry, k: usize| {
             id += 1;
-            Cache::new(g.line_shift(), g.sets, g.ways, config.policy, cache_seed(config.seed, id))
+            Cache::new(g.line_shift(), g.sets, g.ways, config.policy.level(k), cache_seed(config.seed, id))
         };
-        let l1i = (0..vcpus).map(|_| mk(&config.l1i)).collect();
-        let l1d = (0..vcpus).map(|_| mk(&config.l1d)).collect();
+        let l1i = (0..vcpus).map(|_| mk(&config.l1i, 0)).collect();
+        let l1d = (0..vcpus).map(|_| mk(&config.l1d, 1)).collect();
         let lower = config
             .lower
             .iter()
-            .map(|l| {
+            .enumerate()
+            .map(|(i, l)| {
                 let n = if l.sharing == Sharing::Shared { 1 } else { vcpus };
-                (0..n).map(|_| mk(&l.geometry)).collect()
+                (0..n).map(|_| mk(&l.geometry, 2 + i)).collect()
             })
             .collect();
         Self {
