@@ -142,6 +142,8 @@ pub struct RefModel {
     private: usize,
     /// Coherence counters per vCPU.
     pub coh: Vec<Coherence>,
+    /// Per lower level: inclusive of the L1Ds it serves (rule 18).
+    inclusive: Vec<bool>,
 }
 
 const I: usize = 0;
@@ -179,7 +181,33 @@ impl RefModel {
             coherent: vcpus > 1,
             private,
             coh: vec![Coherence::default(); vcpus],
+            inclusive: (0..h.lower.len()).map(|i| h.policy.inclusive[i]).collect(),
         }
+    }
+
+    /// Rule 18: lower position `p` (≥ 1) lost `old`; drop every L1D line inside its bytes in the
+    /// vCPUs that cache serves. Whether any of them held dirty data.
+    fn back_invalidate(&mut self, cpu: usize, p: usize, old: &RefLine) -> bool {
+        let (sharing, caches) = &self.lower[p - 1];
+        let bytes = u64::from(caches[0].geo.line);
+        let cpus: Vec<usize> = if *sharing == Sharing::Shared { (0..self.l1d.len()).collect() } else { vec![cpu] };
+        let mut dirty = false;
+        for k in cpus {
+            for set in self.l1d[k].sets.iter_mut() {
+                for way in set.iter_mut() {
+                    if let Some(l) = *way {
+                        if l.addr >= old.addr && l.addr < old.addr + bytes {
+                            if l.dirty {
+                                dirty = true;
+                                self.totals.levels[D].writebacks += 1;
+                            }
+                            *way = None;
+                        }
+                    }
+                }
+            }
+        }
+        dirty
     }
 
     // ---- coherence -------------------------------------------------------------------------
@@ -224,7 +252,8 @@ impl RefModel {
                     self.place(k, D, poc, line_addr, true, false);
                 }
                 let c = self.own(k, p);
-                let w = c.find(addr).unwrap();
+                // The write-back's allocation may have back-invalidated this very copy (rule 18).
+                let Some(w) = c.find(addr) else { continue };
                 let si = c.set_index(addr);
                 if write {
                     c.sets[si][w] = None;
@@ -318,7 +347,10 @@ impl RefModel {
                     continue;
                 }
             }
-            if let Some(old) = c.put(addr, dirty, pf, nt, now) {
+            if let Some(mut old) = c.put(addr, dirty, pf, nt, now) {
+                if p >= 1 && self.inclusive[p - 1] && self.back_invalidate(cpu, p, &old) {
+                    old.dirty = true;
+                }
                 if old.dirty {
                     self.totals.levels[ci].writebacks += 1;
                     work.push_back((p + 1, old.addr, true, false, false, false));

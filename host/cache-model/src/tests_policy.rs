@@ -143,3 +143,65 @@ fn plru_agrees_with_reference_with_odd_and_wide_ways() {
         check_agreement(&h, 2, (0..40_000).map(|_| random_op(&mut rng, 2, span, true)));
     }
 }
+
+/// `small` with the L2 (and the L3, if any) inclusive of L1D.
+fn inclusive(policy: Policy, sharing: Sharing, l3: bool) -> Hierarchy {
+    let h = small(policy, sharing, l3);
+    Hierarchy { policy: Replacement { inclusive: [true, l3], ..h.policy }, ..h }
+}
+
+/// Rule 18 by hand: L1D 2-way and L2 4-way, both 8 sets of 64-byte lines, so lines 512 bytes
+/// apart share a set in both. A written line that keeps hitting in L1D is never touched in L2,
+/// so the fifth line of the set evicts it there: an inclusive L2 takes the L1D copy with it
+/// (its dirty data leaves with the L2 victim: one L1D and one L2 write-back), and the next read
+/// misses; a non-inclusive L2 leaves L1D alone.
+#[test]
+fn inclusive_l2_back_invalidates_a_dirty_l1d_line() {
+    use crate::model::{Attr, Level, Model};
+    const BASE: u64 = 0x4000_0000;
+    let run = |h: &Hierarchy| {
+        let mut m = Model::new(h, 1);
+        let a = BASE;
+        m.data(0, a, 8, true, Attr::NormalWriteBack);
+        for k in 1..=4u64 {
+            m.data(0, BASE + 512 * k, 8, false, Attr::NormalWriteBack);
+            m.data(0, a, 8, false, Attr::NormalWriteBack);
+        }
+        m.totals()
+    };
+    let plain = run(&small(Policy::Lru, Sharing::Shared, false));
+    let incl = run(&inclusive(Policy::Lru, Sharing::Shared, false));
+    let (l1, l2) = (|t: &crate::model::Totals| *t.get(Level::L1D), |t: &crate::model::Totals| *t.get(Level::L2));
+    // Non-inclusive: A misses once, then hits 4 times; B..E miss once each.
+    assert_eq!((l1(&plain).misses, l1(&plain).hits, l1(&plain).writebacks), (5, 4, 0));
+    assert_eq!((l2(&plain).misses, l2(&plain).writebacks), (5, 0));
+    // Inclusive: E's L2 fill evicts A from L2 and L1D (dirty: written back), A's last read misses.
+    assert_eq!((l1(&incl).misses, l1(&incl).hits, l1(&incl).writebacks), (6, 3, 1));
+    assert_eq!((l2(&incl).misses, l2(&incl).writebacks), (6, 1));
+    // Against the reference too.
+    let mut rng = 3u64;
+    let ops = (0..2000).map(|_| random_op(&mut rng, 1, 4 << 10, false));
+    check_agreement(&inclusive(Policy::Lru, Sharing::Shared, false), 1, ops);
+}
+
+/// Rule 18 against the reference on random traces: inclusive L2 (shared and private) and an
+/// inclusive L3 with twice the L1D's line (two L1D lines per victim), every policy, one to
+/// three vCPUs (back-invalidation reaching other vCPUs' L1Ds), with and without a prefetcher.
+#[test]
+fn inclusion_agrees_with_reference_on_random_traces() {
+    let mut total = 0;
+    for policy in Policy::ALL {
+        for (sharing, l3, vcpus) in
+            [(Sharing::Shared, false, 1), (Sharing::Shared, true, 2), (Sharing::Private, true, 3), (Sharing::Shared, false, 4)]
+        {
+            for hwpf in [HwPfKind::Off, HwPfKind::NextLine] {
+                let h = with_hwpf(inclusive(policy, sharing, l3), hwpf, 1, 2);
+                for (seed, span, mixed) in [(7u64, 8 << 10, true), (8, 2 << 10, true), (9, 32 << 10, false)] {
+                    let mut rng = seed ^ policy as u64;
+                    total += check_agreement(&h, vcpus, (0..15_000).map(|_| random_op(&mut rng, vcpus, span, mixed)));
+                }
+            }
+        }
+    }
+    assert_eq!(total, 4 * 4 * 2 * 3 * 15_000);
+}
