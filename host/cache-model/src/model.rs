@@ -7,7 +7,7 @@
 //!    looks the line up in L1 (I for fetches, D otherwise); a hit makes it most recent (LRU).
 //!    A miss looks it up in L2, then L3, then memory; on the way back every level that missed
 //!    allocates the line clean, the deepest first, and L1 last (dirty for a write-back write).
-//!    Levels hold lines independently: nothing is inclusive or exclusive.
+//!    Levels hold lines independently, except for rule 18's inclusion; nothing is exclusive.
 //! 2. **Allocation** fills the lowest invalid way, else the policy's victim. A dirty victim is
 //!    written back into the next level (rule 3), or to memory from the last level; either way
 //!    it counts one `writebacks` at the evicting level.
