@@ -155,6 +155,9 @@ pub struct Cache {
     wide: Box<[u8]>,
     policy: Policy,
     rng: u64,
+    /// Tree PLRU with up to 64 leaves: per way, the tree bits on its path (mask) and their
+    /// values after a use of the way (each pointing away from it).
+    plru_path: Box<[(u64, u64)]>,
 }
 
 impl Cache {
@@ -188,6 +191,22 @@ impl Cache {
             wide,
             policy,
             rng: seed,
+            plru_path: if policy == Policy::Plru && plru_leaves(ways) <= 64 {
+                (0..ways)
+                    .map(|w| {
+                        let (mut node, mut mask, mut away) = (plru_leaves(ways) + w, 0u64, 0u64);
+                        while node > 1 {
+                            let right = (node & 1) as u64;
+                            node >>= 1;
+                            mask |= 1 << node;
+                            away |= (right ^ 1) << node;
+                        }
+                        (mask, away)
+                    })
+                    .collect()
+            } else {
+                Box::default()
+            },
         }
     }
 
@@ -364,50 +383,52 @@ impl Cache {
     }
 
     /// Points every tree node on way `w`'s path away from it (`away`: a use) or towards it (a
-    /// non-temporal fill: `w` is the next victim).
+    /// non-temporal fill: `w` is the next victim). Up to 64 leaves one masked store of the way's
+    /// precomputed path; wider trees node by node.
     #[inline]
     fn plru_mark(&mut self, set: usize, w: usize, away: bool) {
         let leaves = plru_leaves(self.ways);
         // Leaf of w is node leaves + w; walk up, setting each parent's bit to the side
-        // (0 = left, 1 = right) the victim should go.
+        // (0 = left, 1 = right) the victim should go: the other side of w when `away`, else w's.
         let mut node = leaves + w;
+        let away = u64::from(away);
         if leaves <= 64 {
-            let mut bits = self.packed[set];
-            while node > 1 {
-                let right = node & 1 == 1;
-                node >>= 1;
-                // The victim goes to the other side of w when `away`, else to w's side.
-                if right != away {
-                    bits |= 1 << node;
-                } else {
-                    bits &= !(1 << node);
-                }
-            }
-            self.packed[set] = bits;
+            // The path's bits at once: away = its use values, towards = their complement.
+            let (mask, used) = self.plru_path[w];
+            let value = if away == 1 { used } else { mask & !used };
+            self.packed[set] = (self.packed[set] & !mask) | value;
         } else {
             let tree = &mut self.wide[set * leaves..(set + 1) * leaves];
             while node > 1 {
-                let right = node & 1 == 1;
+                let right = (node & 1) as u64;
                 node >>= 1;
-                tree[node] = u8::from(right != away);
+                tree[node] = (right ^ away) as u8;
             }
         }
     }
 
-    /// The way the tree points to; a right subtree without ways is never entered.
+    /// The way the tree points to; a right subtree without ways is never entered (branch-free
+    /// per node, as [`Cache::plru_mark`]).
     #[inline]
     fn plru_victim(&self, set: usize) -> usize {
         let leaves = plru_leaves(self.ways);
+        if leaves == self.ways && leaves <= 64 {
+            // Every subtree has ways: follow the pointers, node = 2 node + bit.
+            let bits = self.packed[set];
+            let mut node = 1usize;
+            while node < leaves {
+                node = 2 * node + ((bits >> node) as usize & 1);
+            }
+            return node - leaves;
+        }
         let (mut node, mut first, mut span) = (1usize, 0usize, leaves);
+        let bits = if leaves <= 64 { self.packed[set] } else { 0 };
         while span > 1 {
             span /= 2;
-            let bit = if leaves <= 64 { self.packed[set] >> node & 1 == 1 } else { self.wide[set * leaves + node] == 1 };
-            if bit && first + span < self.ways {
-                node = 2 * node + 1;
-                first += span;
-            } else {
-                node *= 2;
-            }
+            let bit = if leaves <= 64 { (bits >> node) as usize & 1 } else { usize::from(self.wide[set * leaves + node]) };
+            let go = bit & usize::from(first + span < self.ways);
+            node = 2 * node + go;
+            first += span * go;
         }
         first
     }

@@ -205,3 +205,43 @@ fn inclusion_agrees_with_reference_on_random_traces() {
     }
     assert_eq!(total, 4 * 4 * 2 * 3 * 15_000);
 }
+
+/// The core's cost per line access, LRU against tree PLRU (`--ignored --nocapture`, release):
+/// an L1 hit loop, an L2 hit loop and an 8 MiB stream and random chase that miss both, under
+/// the guest-like shape (L1D 32 KiB 4-way, L2 1 MiB 16-way). Best of 9. A measurement, no
+/// assertion on times.
+#[test]
+#[ignore]
+fn policy_core_speed() {
+    use crate::cache::xorshift64star;
+    use crate::model::{Attr, Model};
+    const BASE: u64 = 0x4000_0000;
+    let base = Hierarchy { l1d: g("32K:4:64"), hwpf: HwPrefetch::off("test"), ..Hierarchy::profile("rpi4").unwrap() };
+    for (name, bytes, random) in [
+        ("L1 hit (16 KiB)", 16u64 << 10, false),
+        ("L2 hit (512 KiB)", 512 << 10, false),
+        ("miss (8 MiB stream)", 8 << 20, false),
+        ("miss (8 MiB chase)", 8 << 20, true),
+    ] {
+        let mut row = format!("{name:22}");
+        for policy in [Policy::Lru, Policy::Plru] {
+            let h = Hierarchy { policy: policy.into(), ..base.clone() };
+            let mut m = Model::new(&h, 1);
+            let lines = 16u64 << 20 >> 6;
+            let mut best = f64::MAX;
+            let mut rng = 9u64;
+            for _ in 0..9 {
+                let t = std::time::Instant::now();
+                let mut a = 0;
+                for _ in 0..lines {
+                    let pa = if random { xorshift64star(&mut rng) % bytes / 64 * 64 } else { a };
+                    m.data(0, BASE + pa, 8, false, Attr::NormalWriteBack);
+                    a = (a + 64) % bytes;
+                }
+                best = best.min(t.elapsed().as_nanos() as f64 / lines as f64);
+            }
+            row += &format!("  {}: {best:5.1} ns", policy.name());
+        }
+        eprintln!("{row}");
+    }
+}
