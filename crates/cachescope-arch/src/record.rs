@@ -487,7 +487,7 @@ pub const MODEL_GEOMETRY: Kind = model(
         req("sets", Ty::UInt, "sets"),
         req("ways", Ty::UInt, "ways"),
         req("sharing", Ty::Str, "private or shared"),
-        req("policy", Ty::Str, "replacement policy: lru, fifo, random"),
+        req("policy", Ty::Str, "replacement policy: lru, fifo, random, plru when every level has it and nothing is inclusive; else the hierarchy's per-level spelling `L1I/L1D/L2/L3` with `+incl` on an inclusive level (e.g. `lru/lru/random+incl/lru`; [cache-model.md](cache-model.md))"),
         req("origin", Ty::Str, "guest (the kernel's CCSIDR), a profile name, or the plugin arguments"),
         req("vcpus", Ty::UInt, "vCPUs"),
         req("hit_cycles", Ty::UInt, "modelled load-to-use latency of a hit in this level, core cycles"),
