@@ -819,7 +819,7 @@ kind! {
         req(sets, UInt, "sets"),
         req(ways, UInt, "ways"),
         req(sharing, Str, "private or shared"),
-        req(policy, Str, "replacement policy: lru, fifo, random"),
+        req(policy, Str, "replacement policy: lru, fifo, random, plru when every level has it and nothing is inclusive; else the hierarchy's per-level spelling `L1I/L1D/L2/L3` with `+incl` on an inclusive level (e.g. `lru/lru/random+incl/lru`; [cache-model.md](cache-model.md))"),
         req(origin, Str, "where the geometry came from: `guest` (the kernel's CCSIDR markers), `cpu` (the guest CPU model's CCSIDR, known from its ID registers before the first instruction), `fallback` (an unknown CPU without markers: the rpi4 profile), `profile NAME`, or the plugin arguments (`+arguments` when they change one of those)"),
         req(vcpus, UInt, "vCPUs"),
         req(hit_cycles, UInt, "modelled load-to-use latency of a hit in this level, core cycles"),

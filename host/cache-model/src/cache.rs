@@ -13,17 +13,20 @@ pub enum Policy {
     Fifo,
     /// Uniformly random way from a seeded xorshift64* stream (deterministic for a seed).
     Random,
+    /// Tree pseudo-LRU: a binary tree of `ways - 1` bits over the ways (rounded up to a power
+    /// of two; a subtree without a way is never chosen). Each node points to the half holding
+    /// the next victim; a hit or a fill makes every node on its way's path point away from it.
+    /// The victim is found by following the pointers from the root.
+    Plru,
 }
 
 impl Policy {
-    /// Parses `lru`, `fifo` or `random`.
+    /// Every policy, in argument order.
+    pub const ALL: [Policy; 4] = [Policy::Lru, Policy::Fifo, Policy::Random, Policy::Plru];
+
+    /// Parses `lru`, `fifo`, `random` or `plru`.
     pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "lru" => Some(Self::Lru),
-            "fifo" => Some(Self::Fifo),
-            "random" => Some(Self::Random),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|p| p.name() == text)
     }
 
     /// The argument spelling.
@@ -32,8 +35,15 @@ impl Policy {
             Self::Lru => "lru",
             Self::Fifo => "fifo",
             Self::Random => "random",
+            Self::Plru => "plru",
         }
     }
+}
+
+/// Tree-PLRU node count rounded up: the power of two of leaves over `ways` ways.
+#[inline]
+fn plru_leaves(ways: usize) -> usize {
+    ways.next_power_of_two()
 }
 
 /// xorshift64* step: the random policy's generator (also used by the reference simulator's tests
@@ -126,7 +136,9 @@ pub struct Evicted {
 /// (up to 256 ways) keep one byte per way. A set with an invalid way fills its lowest invalid
 /// way first, whatever the policy; its position in the list is then irrelevant, since the list
 /// decides only among valid ways. A non-temporal fill puts its way at the end of the list
-/// instead of the front (the next victim).
+/// instead of the front (the next victim). Under tree PLRU the same words hold the tree's bits
+/// instead (node `k` of the heap-ordered tree in bit `k`, up to 64 leaves; one byte per node
+/// beyond), and a non-temporal fill points the tree at its way.
 #[derive(Clone, Debug)]
 pub struct Cache {
     line_shift: u32,
@@ -143,6 +155,9 @@ pub struct Cache {
     wide: Box<[u8]>,
     policy: Policy,
     rng: u64,
+    /// Tree PLRU with up to 64 leaves: per way, the tree bits on its path (mask) and their
+    /// values after a use of the way (each pointing away from it).
+    plru_path: Box<[(u64, u64)]>,
 }
 
 impl Cache {
@@ -151,7 +166,14 @@ impl Cache {
         assert!((1..=256).contains(&ways), "associativity {ways} is not in 1..=256");
         let (sets, ways) = (sets as usize, ways as usize);
         let n = sets * ways;
-        let (packed, wide) = if ways <= PACKED_WAYS {
+        let (packed, wide) = if policy == Policy::Plru {
+            // Tree bits, node k (1-based, heap order) in bit k; wider trees one byte per node.
+            if plru_leaves(ways) <= 64 {
+                (vec![0; sets].into_boxed_slice(), Box::default())
+            } else {
+                (Box::default(), vec![0; sets * plru_leaves(ways)].into_boxed_slice())
+            }
+        } else if ways <= PACKED_WAYS {
             let identity = (0..ways as u64).fold(0, |o, w| o | w << (4 * w));
             (vec![identity; sets].into_boxed_slice(), Box::default())
         } else {
@@ -169,6 +191,22 @@ impl Cache {
             wide,
             policy,
             rng: seed,
+            plru_path: if policy == Policy::Plru && plru_leaves(ways) <= 64 {
+                (0..ways)
+                    .map(|w| {
+                        let (mut node, mut mask, mut away) = (plru_leaves(ways) + w, 0u64, 0u64);
+                        while node > 1 {
+                            let right = (node & 1) as u64;
+                            node >>= 1;
+                            mask |= 1 << node;
+                            away |= (right ^ 1) << node;
+                        }
+                        (mask, away)
+                    })
+                    .collect()
+            } else {
+                Box::default()
+            },
         }
     }
 
@@ -218,9 +256,7 @@ impl Cache {
     pub fn lookup(&mut self, line: u64) -> Option<usize> {
         let set = self.set_of(line);
         let w = self.find(set, line)?;
-        if self.policy == Policy::Lru {
-            self.promote(set, w);
-        }
+        self.used(set, w);
         Some(set * self.ways + w)
     }
 
@@ -245,9 +281,7 @@ impl Cache {
     pub fn access(&mut self, line: u64, fill: Fill) -> Result<Hit, (usize, Option<Evicted>)> {
         let set = self.set_of(line);
         if let Some(w) = self.find(set, line) {
-            if self.policy == Policy::Lru {
-                self.promote(set, w);
-            }
+            self.used(set, w);
             let slot = set * self.ways + w;
             let f = self.flags[slot];
             let new = if fill.dirty { (f & !(PREFETCHED | SHARED)) | DIRTY } else { f & !PREFETCHED };
@@ -273,9 +307,7 @@ impl Cache {
     pub fn touch(&mut self, line: u64) -> Option<Hit> {
         let set = self.set_of(line);
         let w = self.find(set, line)?;
-        if self.policy == Policy::Lru {
-            self.promote(set, w);
-        }
+        self.used(set, w);
         let slot = set * self.ways + w;
         let f = self.flags[slot];
         self.flags[slot] = f & !PREFETCHED;
@@ -293,7 +325,9 @@ impl Cache {
             // A set with fewer valid ways than ways has an invalid one.
             let w = self.tags[base..base + self.ways].iter().position(|&t| t == INVALID).unwrap_or(0);
             self.valid[set] += 1;
-            if self.policy != Policy::Random {
+            if self.policy == Policy::Plru {
+                self.plru_mark(set, w, !fill.nt);
+            } else if self.policy != Policy::Random {
                 if fill.nt {
                     self.demote(set, w);
                 } else {
@@ -304,6 +338,14 @@ impl Cache {
         } else {
             match self.policy {
                 Policy::Random => (xorshift64star(&mut self.rng) % self.ways as u64) as usize,
+                Policy::Plru => {
+                    let w = self.plru_victim(set);
+                    if !fill.nt {
+                        // A non-temporal fill leaves the pointers on it: the next victim.
+                        self.plru_mark(set, w, true);
+                    }
+                    w
+                }
                 _ if fill.nt => self.last_way(set),
                 _ if self.ways <= PACKED_WAYS => {
                     let order = self.packed[set];
@@ -329,6 +371,68 @@ impl Cache {
         (slot, (old != INVALID).then_some(Evicted { line: old, dirty: was & DIRTY != 0 }))
     }
 
+    /// A demand access used way `w` of `set`: LRU makes it the most recent, PLRU points the
+    /// tree away from it; FIFO and random change nothing.
+    #[inline(always)]
+    fn used(&mut self, set: usize, w: usize) {
+        match self.policy {
+            Policy::Lru => self.promote(set, w),
+            Policy::Plru => self.plru_mark(set, w, true),
+            Policy::Fifo | Policy::Random => {}
+        }
+    }
+
+    /// Points every tree node on way `w`'s path away from it (`away`: a use) or towards it (a
+    /// non-temporal fill: `w` is the next victim). Up to 64 leaves one masked store of the way's
+    /// precomputed path; wider trees node by node.
+    #[inline]
+    fn plru_mark(&mut self, set: usize, w: usize, away: bool) {
+        let leaves = plru_leaves(self.ways);
+        // Leaf of w is node leaves + w; walk up, setting each parent's bit to the side
+        // (0 = left, 1 = right) the victim should go: the other side of w when `away`, else w's.
+        let mut node = leaves + w;
+        let away = u64::from(away);
+        if leaves <= 64 {
+            // The path's bits at once: away = its use values, towards = their complement.
+            let (mask, used) = self.plru_path[w];
+            let value = if away == 1 { used } else { mask & !used };
+            self.packed[set] = (self.packed[set] & !mask) | value;
+        } else {
+            let tree = &mut self.wide[set * leaves..(set + 1) * leaves];
+            while node > 1 {
+                let right = (node & 1) as u64;
+                node >>= 1;
+                tree[node] = (right ^ away) as u8;
+            }
+        }
+    }
+
+    /// The way the tree points to; a right subtree without ways is never entered (branch-free
+    /// per node, as [`Cache::plru_mark`]).
+    #[inline]
+    fn plru_victim(&self, set: usize) -> usize {
+        let leaves = plru_leaves(self.ways);
+        if leaves == self.ways && leaves <= 64 {
+            // Every subtree has ways: follow the pointers, node = 2 node + bit.
+            let bits = self.packed[set];
+            let mut node = 1usize;
+            while node < leaves {
+                node = 2 * node + ((bits >> node) as usize & 1);
+            }
+            return node - leaves;
+        }
+        let (mut node, mut first, mut span) = (1usize, 0usize, leaves);
+        let bits = if leaves <= 64 { self.packed[set] } else { 0 };
+        while span > 1 {
+            span /= 2;
+            let bit = if leaves <= 64 { (bits >> node) as usize & 1 } else { usize::from(self.wide[set * leaves + node]) };
+            let go = bit & usize::from(first + span < self.ways);
+            node = 2 * node + go;
+            first += span * go;
+        }
+        first
+    }
+
     /// The last way of `set`'s replacement order (the next LRU/FIFO victim).
     #[inline]
     fn last_way(&self, set: usize) -> usize {
@@ -342,6 +446,9 @@ impl Cache {
     /// Moves way `w` of `set` to the end of the replacement order (a non-temporal fill into an
     /// invalid way; rare, so done plainly).
     fn demote(&mut self, set: usize, w: usize) {
+        if self.policy == Policy::Plru {
+            return self.plru_mark(set, w, false);
+        }
         let mut list: Vec<usize> = if self.ways <= PACKED_WAYS {
             (0..self.ways).map(|p| (self.packed[set] >> (4 * p) & 0xf) as usize).collect()
         } else {

@@ -6,7 +6,7 @@
 //! | `profile` | `guest`, `rpi4`, `rpi5` | `guest`: the geometry markers the kernel sends at boot |
 //! | `l1i`, `l1d`, `l2`, `l3` | `SIZE:WAYS[:LINE]` (e.g. `32K:2:64`); `l3=none` drops L3 | from the profile / guest |
 //! | `l2share`, `l3share` | `shared`, `private` | profile's; `shared` for the guest's |
-//! | `policy` | `lru`, `fifo`, `random` | `lru` |
+//! | `policy` | `lru`, `fifo`, `random`, `plru` (tree pseudo-LRU): every level (a profile's inclusion stays) | the profile's per level (`rpi4`, `rpi5`); `lru` for the guest's |
 //! | `seed` | integer (random policy) | `1` |
 //! | `zva` | DC ZVA block in bytes | `64` |
 //! | `out` | file for the records | standard error |
@@ -24,7 +24,7 @@
 use std::collections::BTreeMap;
 
 use crate::cache::Policy;
-use crate::geometry::{Geometry, Hierarchy, HwPfKind, HwPrefetch, Latency, LowerLevel, Sharing};
+use crate::geometry::{Geometry, Hierarchy, HwPfKind, HwPrefetch, Latency, LowerLevel, Replacement, Sharing};
 use crate::protocol::Kind;
 
 /// Accepted argument keys (for the error message).
@@ -73,8 +73,8 @@ pub struct Settings {
     pub l2share: Option<Sharing>,
     /// See `l2share`.
     pub l3share: Option<Sharing>,
-    /// Replacement policy.
-    pub policy: Policy,
+    /// Replacement policy of every level (`None` = the profile's, else LRU).
+    pub policy: Option<Policy>,
     /// Random-policy seed.
     pub seed: u64,
     /// DC ZVA block size.
@@ -109,7 +109,7 @@ impl Default for Settings {
             l3: None,
             l2share: None,
             l3share: None,
-            policy: Policy::Lru,
+            policy: None,
             seed: 1,
             zva: 64,
             out: None,
@@ -163,7 +163,8 @@ impl Settings {
                 "l2share" => s.l2share = Some(sharing(k, v)?),
                 "l3share" => s.l3share = Some(sharing(k, v)?),
                 "policy" => {
-                    s.policy = Policy::parse(v).ok_or_else(|| format!("bad value '{v}' for 'policy': expected lru, fifo or random"))?
+                    s.policy =
+                        Some(Policy::parse(v).ok_or_else(|| format!("bad value '{v}' for 'policy': expected lru, fifo, random or plru"))?)
                 }
                 "seed" => s.seed = v.parse().map_err(|_| format!("bad value '{v}' for 'seed': expected an unsigned integer"))?,
                 "zva" => {
@@ -265,6 +266,8 @@ impl Settings {
                     let mut h = Hierarchy::profile("rpi4").expect("built in");
                     h.hwpf = HwPrefetch::off(GENERIC_HWPF_REF);
                     h.latency = Latency::generic();
+                    // The generic default, as for a guest's own geometry: LRU, nothing inclusive.
+                    h.policy = Replacement::uniform(Policy::Lru);
                     (h, "fallback".to_string())
                 }
             },
@@ -311,7 +314,9 @@ impl Settings {
         if let Some(sh) = self.l3share {
             h.lower.get_mut(1).ok_or("l3share given but there is no L3")?.sharing = sh;
         }
-        h.policy = self.policy;
+        if let Some(p) = self.policy {
+            h.policy = Replacement { inclusive: h.policy.inclusive, ..p.into() };
+        }
         h.seed = self.seed;
         h.zva_bytes = self.zva;
         if explicit {
@@ -369,7 +374,7 @@ impl GuestGeometry {
             l1i,
             l1d,
             lower,
-            policy: Policy::Lru,
+            policy: Replacement::uniform(Policy::Lru),
             seed: 1,
             zva_bytes: 64,
             hwpf: HwPrefetch::off(GENERIC_HWPF_REF),
@@ -417,7 +422,7 @@ mod tests {
         assert_eq!((h.l1d.sets, h.l1d.ways, origin.as_str()), (256, 2, "profile rpi4"));
         let s = Settings::parse(&["profile=rpi5", "l3=none", "policy=fifo", "seed=9"]).unwrap();
         let (h, origin) = s.resolve(&qemu_a72()).unwrap();
-        assert_eq!((h.lower.len(), h.policy, h.seed, origin.as_str()), (1, Policy::Fifo, 9, "profile rpi5+arguments"));
+        assert_eq!((h.lower.len(), h.policy, h.seed, origin.as_str()), (1, Policy::Fifo.into(), 9, "profile rpi5+arguments"));
         let s = Settings::parse(&["l1d=16K:4:64", "l3=4M:16:64", "l3share=private"]).unwrap();
         let (h, _) = s.resolve(&qemu_a72()).unwrap();
         assert_eq!(h.l1d.size(), 16 << 10);
@@ -436,12 +441,24 @@ mod tests {
     }
 
     #[test]
+    fn plru_is_accepted_for_every_level() {
+        let s = Settings::parse(&["profile=rpi4", "policy=plru"]).unwrap();
+        assert_eq!(s.policy, Some(Policy::Plru));
+        let (h, _) = s.resolve(&qemu_a72()).unwrap();
+        assert!((0..4).all(|k| h.policy.level(k) == Policy::Plru), "{:?}", h.policy);
+        assert_eq!(h.policy.inclusive, Hierarchy::profile("rpi4").unwrap().policy.inclusive, "the profile's inclusion stays");
+        let (h, _) = Settings::parse(&["policy=plru"]).unwrap().resolve(&qemu_a72()).unwrap();
+        assert_eq!(h.policy, Replacement::uniform(Policy::Plru));
+        assert_eq!(h.policy.name(), "plru");
+    }
+
+    #[test]
     fn bad_arguments_are_named() {
         for (args, want) in [
             (&["bogus=1"][..], "unknown argument 'bogus'"),
             (&["profile=rpi3"], "bad value 'rpi3' for 'profile'"),
             (&["l1d=32K:3:64"], "bad value for 'l1d'"),
-            (&["policy=plru"], "bad value 'plru' for 'policy'"),
+            (&["policy=mru"], "bad value 'mru' for 'policy': expected lru, fifo, random or plru"),
             (&["zva=48"], "bad value '48' for 'zva'"),
             (&["fast=maybe"], "bad value 'maybe' for 'fast'"),
             (&["policy=lru", "policy=fifo"], "given twice"),

@@ -224,6 +224,94 @@ pub const RPI4_LATENCY_REF: &str = "Cortex-A72 at 1.5 GHz (BCM2711): L1D load-to
 pub const RPI5_LATENCY_REF: &str = "Cortex-A76 at 2.4 GHz (BCM2712), sbc-bench Raspberry Pi 5 figures: L1 1.67 ns = 4 cycles, \
      L2 5.0 ns = 12 cycles, L3 ~17 ns = 41 cycles, DRAM ~125 ns = 300 cycles";
 
+/// Replacement policy per level and inclusion (the [`Hierarchy::policy`] field).
+///
+/// Written `lru` when every level has one policy and nothing is inclusive, else per level
+/// `L1I/L1D/L2/L3`, each lower level optionally followed by `+incl` (inclusive of the L1Ds it
+/// serves: see rule 18 in `model.rs`), e.g. `lru/lru/random+incl/lru`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Replacement {
+    /// L1 instruction caches.
+    pub l1i: Policy,
+    /// L1 data caches.
+    pub l1d: Policy,
+    /// L2 and L3 (only as many as the hierarchy has are used).
+    pub lower: [Policy; 2],
+    /// Whether L2 / L3 is inclusive of the L1D caches it serves (back-invalidation).
+    pub inclusive: [bool; 2],
+}
+
+impl From<Policy> for Replacement {
+    fn from(p: Policy) -> Self {
+        Self::uniform(p)
+    }
+}
+
+impl Replacement {
+    /// One policy everywhere, nothing inclusive.
+    pub const fn uniform(p: Policy) -> Self {
+        Self { l1i: p, l1d: p, lower: [p; 2], inclusive: [false; 2] }
+    }
+
+    /// The policy at path position `k` in record order: 0 = L1I, 1 = L1D, 2 = L2, 3 = L3.
+    pub fn level(&self, k: usize) -> Policy {
+        match k {
+            0 => self.l1i,
+            1 => self.l1d,
+            _ => self.lower[(k - 2).min(1)],
+        }
+    }
+
+    /// The spelling above (L3's part is written whether or not the hierarchy has an L3).
+    pub fn spelling(&self) -> String {
+        let uniform = (0..4).all(|k| self.level(k) == self.l1d) && !self.inclusive.contains(&true);
+        if uniform {
+            return self.l1d.name().to_string();
+        }
+        let mut s = format!("{}/{}", self.l1i.name(), self.l1d.name());
+        for i in 0..2 {
+            s += &format!("/{}{}", self.lower[i].name(), if self.inclusive[i] { "+incl" } else { "" });
+        }
+        s
+    }
+
+    /// [`Replacement::spelling`] as a `&'static str` (for records): each distinct spelling is
+    /// kept once for the process (there are at most 4⁴ × 4 of them).
+    pub fn name(&self) -> &'static str {
+        static SEEN: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+        let text = self.spelling();
+        let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = seen.iter().find(|s| **s == text) {
+            return s;
+        }
+        let s: &'static str = Box::leak(text.into_boxed_str());
+        seen.push(s);
+        s
+    }
+
+    /// Parses [`Replacement::spelling`]'s forms.
+    pub fn parse(text: &str) -> Option<Self> {
+        if let Some(p) = Policy::parse(text) {
+            return Some(Self::uniform(p));
+        }
+        let parts: Vec<&str> = text.split('/').collect();
+        if parts.len() != 4 {
+            return None;
+        }
+        let mut r = Self::uniform(Policy::parse(parts[1])?);
+        r.l1i = Policy::parse(parts[0])?;
+        for (i, p) in parts[2..].iter().enumerate() {
+            let (name, incl) = match p.strip_suffix("+incl") {
+                Some(n) => (n, true),
+                None => (*p, false),
+            };
+            r.lower[i] = Policy::parse(name)?;
+            r.inclusive[i] = incl;
+        }
+        Some(r)
+    }
+}
+
 /// The whole modelled hierarchy.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hierarchy {
@@ -233,8 +321,8 @@ pub struct Hierarchy {
     pub l1d: Geometry,
     /// Unified levels below L1 in order (L2, then L3); at most two.
     pub lower: Vec<LowerLevel>,
-    /// Replacement policy of every cache.
-    pub policy: Policy,
+    /// Replacement policy of each level, and which lower levels are inclusive.
+    pub policy: Replacement,
     /// Seed of the random policy (each cache derives its own stream from it).
     pub seed: u64,
     /// DC ZVA block size in bytes (DCZID_EL0: 64 on the QEMU Cortex models).
@@ -278,7 +366,7 @@ impl Hierarchy {
                 l1i: g("48K:3:64"),
                 l1d: g("32K:2:64"),
                 lower: vec![LowerLevel { geometry: g("1M:16:64"), sharing: Sharing::Shared }],
-                policy: Policy::Lru,
+                policy: Replacement::uniform(Policy::Lru),
                 seed: 1,
                 zva_bytes: 64,
                 hwpf: HwPrefetch { kind: HwPfKind::Stride, distance: 2, degree: 2, reference: RPI4_HWPF_REF.into() },
@@ -292,7 +380,7 @@ impl Hierarchy {
                     LowerLevel { geometry: g("512K:8:64"), sharing: Sharing::Private },
                     LowerLevel { geometry: g("2M:16:64"), sharing: Sharing::Shared },
                 ],
-                policy: Policy::Lru,
+                policy: Replacement::uniform(Policy::Lru),
                 seed: 1,
                 zva_bytes: 64,
                 hwpf: HwPrefetch { kind: HwPfKind::Stride, distance: 4, degree: 2, reference: RPI5_HWPF_REF.into() },

@@ -7,7 +7,7 @@
 //!    looks the line up in L1 (I for fetches, D otherwise); a hit makes it most recent (LRU).
 //!    A miss looks it up in L2, then L3, then memory; on the way back every level that missed
 //!    allocates the line clean, the deepest first, and L1 last (dirty for a write-back write).
-//!    Levels hold lines independently: nothing is inclusive or exclusive.
+//!    Levels hold lines independently, except for rule 18's inclusion; nothing is exclusive.
 //! 2. **Allocation** fills the lowest invalid way, else the policy's victim. A dirty victim is
 //!    written back into the next level (rule 3), or to memory from the last level; either way
 //!    it counts one `writebacks` at the evicting level.
@@ -93,6 +93,20 @@
 //!     - Non-cacheable and Device accesses are not snooped (rule 5); TLBs are not modelled.
 //!       A private level below a shared one (`l2share=shared,l3share=private`) lies beyond the
 //!       PoC and is never snooped.
+//!
+//! 18. **Inclusion** (a lower level marked inclusive, [`crate::geometry::Replacement::inclusive`]; the `rpi4`
+//!     profile's L2, as the Cortex-A72 TRM's "inclusion property with L1 data caches"): when
+//!     an allocation in that level replaces a valid line (rule 2: a demand fill, a prefetch
+//!     fill or a write-back's allocation), every L1D copy of the victim's bytes in the vCPUs
+//!     the level serves (all of them when shared, the issuing one when private) is invalidated
+//!     first (back-invalidation). A dirty L1D copy is written into the victim (one L1D
+//!     `writebacks` per copy), so the victim leaves dirty (rule 2: one `writebacks` at the
+//!     level, into the next level or memory): no data is lost. On an L1D miss under inclusion
+//!     the lower levels are filled first and L1D allocates last (the linefill's order), so a
+//!     back-invalidated way of the same set is the L1D's free way. Only replacement
+//!     back-invalidates: set/way maintenance of the inclusive level (rule 8) removes only its
+//!     own copy, DC ZVA (rule 9) allocates in L1D without a lower-level line, and the L1I is
+//!     not covered (the TRM names the L1 data caches).
 
 use std::io::Write;
 use std::ops::{Add, Sub};
@@ -171,7 +185,7 @@ impl Sub for Coherence {
     }
 }
 
-use crate::cache::{cache_seed, Cache, Fill};
+use crate::cache::{cache_seed, Cache, Evicted, Fill};
 use crate::geometry::{Hierarchy, HwPfKind, HwPrefetch, Sharing};
 use crate::sanitize::{Event, HazardKind, Sanitizer};
 
@@ -332,6 +346,8 @@ pub struct Model {
     poc: usize,
     /// Operation trace (see [`Model::trace_to`]).
     trace: Option<Box<dyn Write + Send>>,
+    /// Rule 18: per lower level, whether it is inclusive of the L1Ds it serves.
+    inclusive: [bool; 2],
 }
 
 impl Model {
@@ -340,18 +356,19 @@ impl Model {
     pub fn new(config: &Hierarchy, vcpus: usize) -> Self {
         let vcpus = vcpus.max(1);
         let mut id = 0u64;
-        let mut mk = |g: &crate::geometry::Geometry| {
+        let mut mk = |g: &crate::geometry::Geometry, k: usize| {
             id += 1;
-            Cache::new(g.line_shift(), g.sets, g.ways, config.policy, cache_seed(config.seed, id))
+            Cache::new(g.line_shift(), g.sets, g.ways, config.policy.level(k), cache_seed(config.seed, id))
         };
-        let l1i = (0..vcpus).map(|_| mk(&config.l1i)).collect();
-        let l1d = (0..vcpus).map(|_| mk(&config.l1d)).collect();
+        let l1i = (0..vcpus).map(|_| mk(&config.l1i, 0)).collect();
+        let l1d = (0..vcpus).map(|_| mk(&config.l1d, 1)).collect();
         let lower = config
             .lower
             .iter()
-            .map(|l| {
+            .enumerate()
+            .map(|(i, l)| {
                 let n = if l.sharing == Sharing::Shared { 1 } else { vcpus };
-                (0..n).map(|_| mk(&l.geometry)).collect()
+                (0..n).map(|_| mk(&l.geometry, 2 + i)).collect()
             })
             .collect();
         Self {
@@ -371,6 +388,7 @@ impl Model {
             buffers: Vec::new(),
             poc: usize::MAX,
             trace: None,
+            inclusive: std::array::from_fn(|i| i < config.lower.len() && config.policy.inclusive[i]),
         }
     }
 
@@ -724,9 +742,13 @@ impl Model {
             Attr::NormalWriteBack | Attr::NormalWriteThrough => {
                 let (slot, depth, trigger) = self.demand_l1(cpu, false, addr, Fill { dirty: write, prefetch: false, nt: hint.nt }, hint.pc);
                 self.totals.served[if depth > self.lower.len() { SERVED_MEMORY } else { depth }] += 1;
-                if trigger && self.hwpf.kind != HwPfKind::Off {
+                let prefetched = trigger && self.hwpf.kind != HwPfKind::Off;
+                if prefetched {
                     self.hw_prefetch(cpu, addr, hint.pc);
-                    // The prefetches may have evicted the line itself (a small, busy set).
+                }
+                // The prefetches, or a back-invalidation by a lower level's victim (rule 18),
+                // may have removed the line itself (a small, busy set).
+                if prefetched || self.inclusive != [false; 2] {
                     let c = &self.l1d[cpu];
                     if c.slot(slot).map(|e| e.line) != Some(c.line_of(addr)) {
                         return None;
@@ -748,7 +770,9 @@ impl Model {
         let c = if instr { &mut self.l1i[cpu] } else { &mut self.l1d[cpu] };
         let line = c.line_of(addr);
         let shift = c.line_shift();
-        let r = c.access(line, fill);
+        // Rule 18: under inclusion an L1D miss allocates after the lower levels' fills.
+        let defer = !instr && self.inclusive != [false; 2] && c.probe(line).is_none();
+        let r = if defer { Err((usize::MAX, None)) } else { c.access(line, fill) };
         let t = self.totals.at(level);
         t.accesses += 1;
         match r {
@@ -777,10 +801,20 @@ impl Model {
                 }
                 // The lower levels are looked up (and filled) first, then the L1 victim is
                 // written back: the order of rules 1 and 2.
-                let (depth, stale) = self.demand_lower(cpu, addr, instr, fill.dirty);
+                let (depth, stale, mark) = self.demand_lower(cpu, addr, instr, fill.dirty);
                 if stale && !fill.dirty {
                     self.san_stale_hit(addr, instr);
                 }
+                let (slot, victim) = if defer {
+                    let (slot, victim) = self.l1d[cpu].insert_with(line, fill);
+                    // The shared mark rule 17 gave the private copies (the L1D had none yet).
+                    if mark {
+                        self.l1d[cpu].set_shared(slot, true);
+                    }
+                    (slot, victim)
+                } else {
+                    (slot, victim)
+                };
                 if let Some(v) = victim.filter(|v| v.dirty) {
                     self.totals.at(level).writebacks += 1;
                     self.writeback_into(cpu, 0, v.line << shift);
@@ -797,8 +831,9 @@ impl Model {
     /// Kept out of line so the L1 hit path stays small.
     /// With coherence (rule 17) the snoop comes before the PoC's lookup, and the upgrade and the
     /// shared marks of the new copies after the write-backs.
+    /// The third value is the shared mark the new copies got (rule 17).
     #[inline(never)]
-    fn demand_lower(&mut self, cpu: usize, addr: u64, instr: bool, write: bool) -> (usize, bool) {
+    fn demand_lower(&mut self, cpu: usize, addr: u64, instr: bool, write: bool) -> (usize, bool, bool) {
         // At most L2 and L3: the victims' addresses, by level.
         let mut victims = [None; 2];
         let mut depth = 0;
@@ -834,7 +869,7 @@ impl Model {
                 }
                 Err((_, victim)) => {
                     t.misses += 1;
-                    victims[i] = victim.filter(|v| v.dirty).map(|v| v.line << shift);
+                    victims[i] = victim.filter(|v| v.dirty || self.inclusive[i]).map(|v| Evicted { line: v.line << shift, ..v });
                 }
             }
         }
@@ -844,9 +879,9 @@ impl Model {
             snooped = true;
         }
         for i in (0..depth).rev() {
-            if let Some(a) = victims[i] {
-                self.totals.at(Level::lower(i)).writebacks += 1;
-                self.writeback_into(cpu, i + 1, a);
+            if let Some(v) = victims[i] {
+                // `v.line` holds the victim's address here.
+                self.evicted_lower(cpu, i, v.line, v.dirty);
             }
         }
         if coh {
@@ -857,7 +892,7 @@ impl Model {
             }
             self.set_own_shared(cpu, addr, shared && !write, !instr);
         }
-        (served, stale)
+        (served, stale, coh && shared && !write)
     }
 
     /// Rule 17a: snoops every vCPU but `cpu` for the line holding `addr`, for a read (copies
@@ -1043,10 +1078,48 @@ impl Model {
         let c = self.lower_mut(i, cpu);
         let shift = c.line_shift();
         let (_, victim) = c.insert_with(line, fill);
-        if let Some(v) = victim.filter(|v| v.dirty) {
-            self.totals.at(Level::lower(i)).writebacks += 1;
-            self.writeback_into(cpu, i + 1, v.line << shift);
+        if let Some(v) = victim {
+            self.evicted_lower(cpu, i, v.line << shift, v.dirty);
         }
+    }
+
+    /// Rules 2 and 18: lower level `i` (reached by `cpu`) replaced the line at `addr`; an
+    /// inclusive level first back-invalidates the L1D copies, whose dirty data joins the victim;
+    /// a dirty victim is written back into the next level.
+    fn evicted_lower(&mut self, cpu: usize, i: usize, addr: u64, mut dirty: bool) {
+        if self.inclusive[i] {
+            dirty |= self.back_invalidate(cpu, i, addr);
+        }
+        if dirty {
+            self.totals.at(Level::lower(i)).writebacks += 1;
+            self.writeback_into(cpu, i + 1, addr);
+        }
+    }
+
+    /// Rule 18: invalidates every L1D copy of the bytes of lower level `i`'s line at `addr` in
+    /// the vCPUs that level serves; returns whether any was dirty (each dirty one counts an L1D
+    /// write-back).
+    #[cold]
+    fn back_invalidate(&mut self, cpu: usize, i: usize, addr: u64) -> bool {
+        let bytes = 1u64 << self.lower_mut(i, cpu).line_shift();
+        let start = addr & !(bytes - 1);
+        let served = if self.sharing[i] == Sharing::Shared { 0..self.vcpus } else { cpu..cpu + 1 };
+        let mut dirty = false;
+        for k in served {
+            let c = &mut self.l1d[k];
+            let step = 1u64 << c.line_shift();
+            let mut a = start;
+            while a < start + bytes {
+                if let Some(slot) = c.probe(c.line_of(a)) {
+                    if c.invalidate_slot(slot).is_some_and(|e| e.dirty) {
+                        dirty = true;
+                        self.totals.at(Level::L1D).writebacks += 1;
+                    }
+                }
+                a += step;
+            }
+        }
+        dirty
     }
 
     /// Rule 3: a dirty line arrives at lower level `i` (or memory).

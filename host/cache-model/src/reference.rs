@@ -27,11 +27,61 @@ struct RefCache {
     sets: Vec<Vec<Option<RefLine>>>,
     policy: Policy,
     rng: u64,
+    /// Tree PLRU: per set, the decision of every inner node of a binary tree over the ways,
+    /// keyed by the node's range of ways `(first, len)` (len a power of two ≥ 2): `true` = the
+    /// victim lies in the upper half.
+    tree: Vec<std::collections::HashMap<(usize, usize), bool>>,
 }
 
 impl RefCache {
     fn new(geo: Geometry, policy: Policy, seed: u64) -> Self {
-        Self { geo, sets: vec![vec![None; geo.ways as usize]; geo.sets as usize], policy, rng: seed }
+        let tree = vec![std::collections::HashMap::new(); geo.sets as usize];
+        Self { geo, sets: vec![vec![None; geo.ways as usize]; geo.sets as usize], policy, rng: seed, tree }
+    }
+    /// Tree PLRU: way `w` of set `si` was used (`toward` false) or is to be the next victim
+    /// (`toward` true): every range containing `w` decides for the half without it, or with it.
+    fn plru_set(&mut self, si: usize, w: usize, toward: bool) {
+        let ways = self.sets[si].len();
+        let mut len = 1;
+        while len < ways {
+            len *= 2;
+        }
+        let mut first = 0;
+        while len >= 2 {
+            let half = len / 2;
+            let upper = w >= first + half;
+            self.tree[si].insert((first, len), upper == toward);
+            if upper {
+                first += half;
+            }
+            len = half;
+        }
+    }
+    /// Tree PLRU: the way the decisions lead to; an upper half with no ways is never taken.
+    fn plru_victim(&self, si: usize) -> usize {
+        let ways = self.sets[si].len();
+        let mut len = 1;
+        while len < ways {
+            len *= 2;
+        }
+        let mut first = 0;
+        while len >= 2 {
+            let half = len / 2;
+            let upper = self.tree[si].get(&(first, len)).copied().unwrap_or(false);
+            if upper && first + half < ways {
+                first += half;
+            }
+            len = half;
+        }
+        first
+    }
+    /// A demand use of way `w` of set `si` at time `now`: LRU stamps it, PLRU points away.
+    fn used(&mut self, si: usize, w: usize, now: u64) {
+        match self.policy {
+            Policy::Lru => self.sets[si][w].as_mut().unwrap().used = now as i64,
+            Policy::Plru => self.plru_set(si, w, false),
+            Policy::Fifo | Policy::Random => {}
+        }
     }
     fn base(&self, addr: u64) -> u64 {
         addr / u64::from(self.geo.line) * u64::from(self.geo.line)
@@ -62,11 +112,15 @@ impl RefCache {
                 Policy::Lru => (0..ways).min_by_key(|&w| self.sets[si][w].unwrap().used).unwrap(),
                 Policy::Fifo => (0..ways).min_by_key(|&w| self.sets[si][w].unwrap().filled).unwrap(),
                 Policy::Random => (xorshift64star(&mut self.rng) % ways as u64) as usize,
+                Policy::Plru => self.plru_victim(si),
             },
         };
         let old = self.sets[si][w];
         let t = if nt { -(now as i64) } else { now as i64 };
         self.sets[si][w] = Some(RefLine { addr: b, dirty, pf, shared: false, used: t, filled: t });
+        if self.policy == Policy::Plru {
+            self.plru_set(si, w, nt);
+        }
         old
     }
 }
@@ -88,6 +142,8 @@ pub struct RefModel {
     private: usize,
     /// Coherence counters per vCPU.
     pub coh: Vec<Coherence>,
+    /// Per lower level: inclusive of the L1Ds it serves (rule 18).
+    inclusive: Vec<bool>,
 }
 
 const I: usize = 0;
@@ -101,12 +157,12 @@ impl RefModel {
             id += 1;
             cache_seed(h.seed, id)
         };
-        let l1i = (0..vcpus).map(|_| RefCache::new(h.l1i, h.policy, next())).collect();
-        let l1d = (0..vcpus).map(|_| RefCache::new(h.l1d, h.policy, next())).collect();
+        let l1i = (0..vcpus).map(|_| RefCache::new(h.l1i, h.policy.l1i, next())).collect();
+        let l1d = (0..vcpus).map(|_| RefCache::new(h.l1d, h.policy.l1d, next())).collect();
         let mut lower = Vec::new();
-        for l in &h.lower {
+        for (i, l) in h.lower.iter().enumerate() {
             let n = if l.sharing == Sharing::Shared { 1 } else { vcpus };
-            let v = (0..n).map(|_| RefCache::new(l.geometry, h.policy, next())).collect();
+            let v = (0..n).map(|_| RefCache::new(l.geometry, h.policy.lower[i], next())).collect();
             lower.push((l.sharing, v));
         }
         let stride = vec![vec![(u64::MAX, 0, 0, 0); 16]; vcpus];
@@ -125,7 +181,33 @@ impl RefModel {
             coherent: vcpus > 1,
             private,
             coh: vec![Coherence::default(); vcpus],
+            inclusive: (0..h.lower.len()).map(|i| h.policy.inclusive[i]).collect(),
         }
+    }
+
+    /// Rule 18: lower position `p` (≥ 1) lost `old`; drop every L1D line inside its bytes in the
+    /// vCPUs that cache serves. Whether any of them held dirty data.
+    fn back_invalidate(&mut self, cpu: usize, p: usize, old: &RefLine) -> bool {
+        let (sharing, caches) = &self.lower[p - 1];
+        let bytes = u64::from(caches[0].geo.line);
+        let cpus: Vec<usize> = if *sharing == Sharing::Shared { (0..self.l1d.len()).collect() } else { vec![cpu] };
+        let mut dirty = false;
+        for k in cpus {
+            for set in self.l1d[k].sets.iter_mut() {
+                for way in set.iter_mut() {
+                    if let Some(l) = *way {
+                        if l.addr >= old.addr && l.addr < old.addr + bytes {
+                            if l.dirty {
+                                dirty = true;
+                                self.totals.levels[D].writebacks += 1;
+                            }
+                            *way = None;
+                        }
+                    }
+                }
+            }
+        }
+        dirty
     }
 
     // ---- coherence -------------------------------------------------------------------------
@@ -170,7 +252,8 @@ impl RefModel {
                     self.place(k, D, poc, line_addr, true, false);
                 }
                 let c = self.own(k, p);
-                let w = c.find(addr).unwrap();
+                // The write-back's allocation may have back-invalidated this very copy (rule 18).
+                let Some(w) = c.find(addr) else { continue };
                 let si = c.set_index(addr);
                 if write {
                     c.sets[si][w] = None;
@@ -264,7 +347,10 @@ impl RefModel {
                     continue;
                 }
             }
-            if let Some(old) = c.put(addr, dirty, pf, nt, now) {
+            if let Some(mut old) = c.put(addr, dirty, pf, nt, now) {
+                if p >= 1 && self.inclusive[p - 1] && self.back_invalidate(cpu, p, &old) {
+                    old.dirty = true;
+                }
                 if old.dirty {
                     self.totals.levels[ci].writebacks += 1;
                     work.push_back((p + 1, old.addr, true, false, false, false));
@@ -277,14 +363,11 @@ impl RefModel {
     fn lookup(&mut self, cpu: usize, side: usize, p: usize, addr: u64) -> (bool, bool) {
         let now = self.tick();
         let (ci, c) = self.at(cpu, side, p);
-        let policy = c.policy;
         let (hit, pf) = match c.find(addr) {
             Some(w) => {
                 let si = c.set_index(addr);
+                c.used(si, w, now);
                 let l = c.sets[si][w].as_mut().unwrap();
-                if policy == Policy::Lru {
-                    l.used = now as i64;
-                }
                 let pf = l.pf;
                 l.pf = false;
                 (true, pf)
@@ -603,12 +686,8 @@ impl RefModel {
                     match c.find(a) {
                         Some(w) => {
                             let si = c.set_index(a);
-                            let policy = c.policy;
-                            let l = c.sets[si][w].as_mut().unwrap();
-                            l.dirty = true;
-                            if policy == Policy::Lru {
-                                l.used = now as i64;
-                            }
+                            c.sets[si][w].as_mut().unwrap().dirty = true;
+                            c.used(si, w, now);
                         }
                         None => self.place(cpu, D, 0, a, true, true),
                     }

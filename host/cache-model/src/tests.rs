@@ -2,7 +2,7 @@
 
 use crate::cache::{xorshift64star, Policy};
 use crate::decode::{decode_set_way, encode_set_way};
-use crate::geometry::{Geometry, Hierarchy, HwPfKind, HwPrefetch, Latency, LowerLevel, Sharing};
+use crate::geometry::{Geometry, Hierarchy, HwPfKind, HwPrefetch, Latency, LowerLevel, Replacement, Sharing};
 use crate::model::{Attr, Coherence, Hint, Level, MaintOp, Model, Point, Totals};
 use crate::reference::RefModel;
 
@@ -27,7 +27,7 @@ fn small(policy: Policy, sharing: Sharing, l3: bool) -> Hierarchy {
         l1i: g("512:2:32"),
         l1d: g("1K:2:64"),
         lower,
-        policy,
+        policy: policy.into(),
         seed: 42,
         zva_bytes: 128,
         hwpf: HwPrefetch::off("test"),
@@ -87,7 +87,7 @@ fn lru_set_conflict() {
     let (a, b, c) = (BASE, BASE + way_stride, BASE + 2 * way_stride);
     for (policy, survivor, victim) in [(Policy::Lru, a, b), (Policy::Fifo, b, a)] {
         let mut h = rpi4();
-        h.policy = policy;
+        h.policy = policy.into();
         let mut m = Model::new(&h, 1);
         for x in [a, b, a, c] {
             m.data(0, x, 8, false, WB);
@@ -563,7 +563,7 @@ fn agrees_with_reference_with_odd_and_wide_ways() {
             l1i: g("1K:1:64"),
             l1d: g("1536:3:64"),
             lower,
-            policy,
+            policy: policy.into(),
             seed: 5,
             zva_bytes: 64,
             hwpf: HwPrefetch::off("test"),
@@ -579,7 +579,7 @@ fn agrees_with_reference_with_odd_and_wide_ways() {
 #[test]
 fn agrees_with_reference_on_structured_traces() {
     for policy in [Policy::Lru, Policy::Fifo, Policy::Random] {
-        let h = Hierarchy { policy, ..rpi4() };
+        let h = Hierarchy { policy: policy.into(), ..rpi4() };
         // Strided scans at the capacity knees, read then write, then set/way and by-address maintenance.
         let mut ops = Vec::new();
         for &(bytes, stride) in
@@ -631,8 +631,8 @@ fn core_speed() {
         ("L1 hit (16 KiB loop)", rpi4(), 16 << 10, Level::L1D as u64),
         ("L1 miss, L2 hit (512 KiB loop)", rpi4(), 512 << 10, Level::L2 as u64),
         ("L1+L2 miss, LRU (8 MiB stream)", rpi4(), 8 << 20, Level::L2 as u64),
-        ("L1+L2 miss, FIFO (8 MiB stream)", Hierarchy { policy: Policy::Fifo, ..rpi4() }, 8 << 20, Level::L2 as u64),
-        ("L1+L2 miss, random (8 MiB stream)", Hierarchy { policy: Policy::Random, ..rpi4() }, 8 << 20, Level::L2 as u64),
+        ("L1+L2 miss, FIFO (8 MiB stream)", Hierarchy { policy: Policy::Fifo.into(), ..rpi4() }, 8 << 20, Level::L2 as u64),
+        ("L1+L2 miss, random (8 MiB stream)", Hierarchy { policy: Policy::Random.into(), ..rpi4() }, 8 << 20, Level::L2 as u64),
         (
             "L1+L2 miss, 32-way L2 (8 MiB stream)",
             Hierarchy { lower: vec![LowerLevel { geometry: g("1M:32:64"), sharing: Sharing::Shared }], ..rpi4() },
@@ -663,7 +663,7 @@ fn core_speed() {
                 assert_eq!(c.hits, lines, "{name}: every line hits L1");
             } else if bytes == 512 << 10 {
                 assert_eq!((c.accesses, c.hits), (lines, lines), "{name}: every line misses L1 and hits L2");
-            } else if h.policy != Policy::Random {
+            } else if h.policy.lower[0] != Policy::Random {
                 assert_eq!((c.accesses, c.misses), (lines, lines), "{name}: every line misses L1 and L2");
             }
         }
@@ -725,7 +725,7 @@ fn replay_plugin_trace() {
                 l1i: g(w[2]),
                 l1d: g(w[3]),
                 lower,
-                policy: Policy::parse(w[n - 6]).unwrap(),
+                policy: Replacement::parse(w[n - 6]).unwrap(),
                 seed: num(w[n - 5]),
                 zva_bytes: num(w[n - 4]) as u32,
                 hwpf: HwPrefetch {
@@ -1239,3 +1239,6 @@ fn coherence_agrees_with_reference_on_random_traces() {
     // Every counter is exercised.
     assert!(events.values().iter().all(|&v| v > 1000), "{events:?}");
 }
+
+#[path = "tests_policy.rs"]
+mod policy;
