@@ -1,9 +1,11 @@
 //! The `handoff` benchmark under the model: reads, write-backs and maintenance per MiB, one
 //! line per direction.
 
-use super::{BenchView, Digest};
+use super::MODEL_SOURCE;
+use super::{BenchView, Digest, Draw};
 use crate::model;
 use crate::summary::{n3, short_variant};
+use crate::svg::BarChart;
 use cachescope_arch::bench::Bench;
 
 /// The view.
@@ -45,5 +47,29 @@ impl BenchView for View {
             out.push((Bench::Handoff.name(), format!("(model /MiB reads/writebacks/maint) {}", other.join(", "))));
         }
         out
+    }
+
+    fn model_figures(&self, cx: &mut Draw<'_>) {
+        // Misses, memory reads and writebacks and maintained lines per MiB handed off.
+        let d = cx.d;
+        // Hand-off per MiB.
+        let h = model::handoff(d);
+        if !h.is_empty() {
+            let chart = BarChart {
+                labels: cx.labels("DMA-like hand-off per MiB [model]", "variant", "per MiB handed off"),
+                categories: h.iter().map(|r| r.variant.clone()).collect(),
+                series: vec![
+                    ("L1D misses".into(), h.iter().map(|r| Some(r.l1d_misses)).collect()),
+                    ("memory reads".into(), h.iter().map(|r| Some(r.memory_reads)).collect()),
+                    ("memory writebacks".into(), h.iter().map(|r| Some(r.memory_writebacks)).collect()),
+                    ("maint lines".into(), h.iter().map(|r| Some(r.maint)).collect()),
+                ],
+            };
+            cx.figure(
+                "model-handoff".into(),
+                format!("Hand-off variants under the cache model, per MiB handed off: L1D misses, reads from memory (last-level misses), writebacks to memory (last-level writebacks), lines touched by maintenance at all levels (bar = exact count ÷ MiB). NC variants bypass the caches. {MODEL_SOURCE}."),
+                chart,
+            );
+        }
     }
 }

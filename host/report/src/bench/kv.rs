@@ -1,10 +1,13 @@
 //! The `kv` benchmark as the report tool reads it: the aligned ring's append and scan on the
 //! timer, and under the model the token count where each level starts missing.
 
-use super::{BenchView, Digest};
+use super::MODEL_SOURCE;
+use super::{BenchView, Digest, Draw};
+use crate::metrics::sig;
 use crate::metrics::Metric;
 use crate::model;
 use crate::summary::{ends, n3, u, unit_label};
+use crate::svg::{LinePlot, Marker, Point, Series, XScale};
 use cachescope_arch::bench::{Bench, Param, Variant};
 
 /// The view.
@@ -59,5 +62,60 @@ impl BenchView for View {
             ));
         }
         out
+    }
+
+    fn model_figures(&self, cx: &mut Draw<'_>) {
+        // The scans' misses per token vs cached tokens, with the capacities in tokens.
+        let d = cx.d;
+        // KV: misses per token vs cached tokens, scans.
+        let kv: Vec<model::KvPoint> = model::kv_points(d).into_iter().filter(|p| p.variant.starts_with("scan")).collect();
+        let starts = model::kv_starts(d);
+        if !kv.is_empty() && !starts.is_empty() {
+            let mut series: Vec<Series> = Vec::new();
+            for p in &kv {
+                if starts.iter().all(|s| s.variant != p.variant || s.attr != p.attr) {
+                    continue; // bypassing attribute
+                }
+                for (l, v) in &p.misses_per_token {
+                    let name = format!("{} {} {l}", p.variant.trim_start_matches("scan-"), p.attr);
+                    let pt = Point { x: p.cached as f64, y: *v, lo: None, hi: None };
+                    match series.iter_mut().find(|s| s.name == name) {
+                        Some(s) => {
+                            // Past the ring wrap the cached count repeats: keep the first.
+                            if !s.points.iter().any(|q| q.x == pt.x) {
+                                s.points.push(pt)
+                            }
+                        }
+                        None => series.push(Series { name, points: vec![pt] }),
+                    }
+                }
+            }
+            let mut markers: Vec<Marker> = Vec::new();
+            let first = &starts[0];
+            for s in starts.iter().filter(|s| s.variant == first.variant && s.attr == first.attr) {
+                if let Some(tk) = s.capacity_tokens {
+                    markers.push(Marker { x: tk, label: format!("{} holds {} tokens", s.level, sig(tk, 3)), knee: false });
+                }
+            }
+            let plot = LinePlot {
+                labels: cx.labels(
+                    "KV-cache scan: misses per token vs cached tokens [model]",
+                    "cached tokens (log2 scale); dashed: level capacity in tokens (one layer's bytes per token)",
+                    "misses per cached token",
+                ),
+                x_scale: XScale::Log2,
+                y_log: false,
+                series,
+                markers,
+            };
+            cx.figure(
+                "model-kv".into(),
+                format!(
+                    "KV-cache attention scans under the cache model: misses per cached token at each level vs the tokens held; dashed lines where the cache level holds the scanned layer ({} B per token). {MODEL_SOURCE}.",
+                    sig(first.bytes_per_token, 4)
+                ),
+                plot,
+            );
+        }
     }
 }

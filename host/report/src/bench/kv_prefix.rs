@@ -1,6 +1,9 @@
 //! `kv-prefix` under the model: hits and misses with the prefix shared and private, and the bytes sharing saves.
 
-use super::{BenchView, Digest};
+use super::MODEL_SOURCE;
+use super::{BenchView, Digest, Draw};
+use crate::metrics::human_bytes;
+use crate::svg::BarChart;
 use cachescope_arch::bench::{Bench, Variant};
 
 /// The view.
@@ -28,5 +31,53 @@ impl BenchView for View {
             out.push((Bench::KvPrefix.name(), format!("(model, hits/misses) {}{s}", parts.join("; "))));
         }
         out
+    }
+
+    fn model_figures(&self, cx: &mut Draw<'_>) {
+        // Hits and misses per level, shared against private prefixes.
+        let (d, recs, levels) = (cx.d, cx.run, cx.levels);
+        // kv-prefix: hits and misses per level, shared against private prefixes.
+        let pr = crate::dl::prefix(d);
+        if !pr.is_empty() {
+            let mut cats: Vec<String> = Vec::new();
+            for level in levels {
+                cats.push(format!("{level} hits"));
+                cats.push(format!("{level} misses"));
+            }
+            let series: Vec<(String, Vec<Option<f64>>)> = pr
+                .iter()
+                .map(|r| {
+                    let v = levels
+                        .iter()
+                        .flat_map(|l| {
+                            let c = r.levels.iter().find(|x| &x.0 == l);
+                            [c.map(|c| c.1 as f64), c.map(|c| c.2 as f64)]
+                        })
+                        .collect();
+                    (format!("{} prefix", r.variant), v)
+                })
+                .collect();
+            let chart = BarChart {
+                labels: cx.labels(
+                    "kv-prefix: hits and misses per level, shared vs private prefix [model]",
+                    "level and count",
+                    "count over the phase",
+                ),
+                categories: cats,
+                series,
+            };
+            let pool = |v| super::metric_of(recs, v).and_then(|r| r.obj.get("pool_bytes").and_then(serde_json::Value::as_u64));
+            let saved = match (pool(Variant::Shared), pool(Variant::Private)) {
+                (Some(a), Some(b)) if b >= a => {
+                    format!(" Sharing holds {} of KV instead of {} (all layers).", human_bytes(a as f64), human_bytes(b as f64))
+                }
+                _ => String::new(),
+            };
+            cx.figure(
+                "model-kv-prefix".into(),
+                format!("Prefix sharing (bench kv-prefix) under the cache model: sequences scanned one after the other, their common prefix one copy referenced by every block table (shared) or copied per sequence (private); hits and misses per level over the phase (bar = exact count). The shared prefix stays cached and hits across sequences; private copies miss.{saved} {MODEL_SOURCE}."),
+                chart,
+            );
+        }
     }
 }

@@ -1,10 +1,13 @@
 //! The `stream` benchmark under the model: L1D demand misses of each prefetching kernel
 //! against plain `read-ldp`.
 
-use super::{BenchView, Digest};
+use super::MODEL_SOURCE;
+use super::{BenchView, Digest, Draw};
 use crate::metrics::human_bytes as hb;
+use crate::metrics::human_bytes;
 use crate::model;
 use crate::summary::{n3, pct};
+use crate::svg::BarChart;
 use cachescope_arch::bench::{Bench, Variant};
 
 /// The view.
@@ -62,5 +65,42 @@ impl BenchView for View {
             ));
         }
         out
+    }
+
+    fn model_figures(&self, cx: &mut Draw<'_>) {
+        // Demand misses and prefetches per variant (cached attributes).
+        let d = cx.d;
+        // Stream: demand misses and prefetches per variant (cached attributes).
+        let st: Vec<model::StreamRow> = model::stream(d).into_iter().filter(|r| r.bypass * 2 < r.data_accesses.max(1)).collect();
+        if !st.is_empty() {
+            let cats: Vec<String> = st
+                .iter()
+                .map(|r| if st.iter().all(|x| x.attr == r.attr) { r.variant.clone() } else { format!("{} {}", r.variant, r.attr) })
+                .collect();
+            let mut series = vec![("L1D demand misses".to_string(), st.iter().map(|r| Some(r.demand_misses as f64)).collect::<Vec<_>>())];
+            if st.iter().any(|r| r.prefetches.is_some()) {
+                series.push(("prefetches".into(), st.iter().map(|r| r.prefetches.map(|v| v as f64)).collect()));
+                series.push(("prefetch hits".into(), st.iter().map(|r| r.prefetch_hits.map(|v| v as f64)).collect()));
+            }
+            let chart = BarChart {
+                labels: cx.labels(
+                    &format!("Stream: demand misses and prefetches per variant ({}) [model]", human_bytes(st[0].bytes as f64)),
+                    "variant",
+                    "count over the phase",
+                ),
+                categories: cats,
+                series,
+            };
+            let counted = if st.iter().any(|r| r.prefetches.is_some()) {
+                ""
+            } else {
+                " This plugin counts no prefetches (older plugin): only demand misses are shown."
+            };
+            cx.figure(
+                "model-stream".into(),
+                format!("Streaming loops under the cache model: L1D demand misses, prefetch fills and demand hits on prefetched lines per variant (bar = count over the phase, no whiskers: the model is exact).{counted} {MODEL_SOURCE}."),
+                chart,
+            );
+        }
     }
 }
