@@ -23,7 +23,6 @@ use crate::metrics::{human_bytes, sig, Metric};
 use crate::model::{self, ModelData};
 use crate::records::{self, Record};
 use crate::svg::{esc, BarChart, Labels, LinePlot, Marker, Point, Series, XScale};
-use cachescope_arch::bench::Bench;
 use cachescope_arch::record;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -317,11 +316,11 @@ impl Ctx<'_> {
         c
     }
 
-    fn latency(&mut self, ms: &[&Metric], records: &[Record], level: u8) {
+    fn latency(&mut self, bench: &str, ms: &[&Metric], records: &[Record], level: u8) {
         let markers = cache_markers(records);
         self.blocks.push(Block::Heading(level, "Latency vs working set".into()));
         if ms.is_empty() {
-            self.blocks.push(Block::Para(format!("No `{}` metrics in this log.", Bench::Latency)));
+            self.blocks.push(Block::Para(format!("No `{bench}` metrics in this log.")));
             return;
         }
         for ((source, unit), group) in by_source_unit(ms) {
@@ -342,14 +341,14 @@ impl Ctx<'_> {
                     &group,
                     x_label,
                     &unit,
-                    Bench::Latency.name(),
+                    bench,
                 ),
                 x_scale: XScale::Log2Bytes,
                 y_log: wants_log_y(&group),
                 series,
                 markers: markers.iter().cloned().chain(knees).collect(),
             };
-            let cap = self.caption("Latency vs working set (bench latency), one line per attribute, dashed lines at the data/unified cache capacities from CCSIDR", &source, &unit, &group);
+            let cap = self.caption(&format!("Latency vs working set (bench {bench}), one line per attribute, dashed lines at the data/unified cache capacities from CCSIDR"), &source, &unit, &group);
             self.figure(format!("latency-{source}"), cap, plot);
         }
     }
@@ -1094,7 +1093,7 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
     for v in &always {
         let name = v.bench().name();
         match v.figures() {
-            Figures::Latency => c.latency(&of(name), &recs, level),
+            Figures::Latency => c.latency(name, &of(name), &recs, level),
             Figures::Bars { heading, title } => {
                 c.blocks.push(Block::Heading(level, heading.into()));
                 let ms = of(name);
