@@ -335,14 +335,7 @@ impl Ctx<'_> {
                 "working set (bytes, log2 scale; K = KiB, M = MiB); dashed: CCSIDR capacities, dotted: inferred knees"
             };
             let plot = LinePlot {
-                labels: self.labels(
-                    title_for("Latency vs working set", &source, &unit),
-                    &source,
-                    &group,
-                    x_label,
-                    &unit,
-                    bench,
-                ),
+                labels: self.labels(title_for("Latency vs working set", &source, &unit), &source, &group, x_label, &unit, bench),
                 x_scale: XScale::Log2Bytes,
                 y_log: wants_log_y(&group),
                 series,

@@ -15,6 +15,7 @@ use crate::ktap;
 use crate::metrics::{human_bytes as hb, sig, Metric};
 use crate::model::{self, ModelData};
 use crate::records::{self, Record};
+use cachescope_arch::bench::{SmpBench, SmpVariant};
 use cachescope_arch::cache::ops::MaintOp;
 use cachescope_arch::cache::silicon;
 use cachescope_arch::cpuid::Midr;
@@ -533,12 +534,12 @@ fn coherence_line(d: &ModelData) -> Option<String> {
     for p in &d.phases {
         let (Some(c), name) = (p.coherence, &p.parsed) else { continue };
         // The multicore benchmarks (bcast's effect is remote maintenance, not line transfers).
-        if !["pingpong", "falseshare", "spsc", "allreduce"].contains(&name.bench.as_str()) {
-            continue;
-        }
-        let key = match name.bench.as_str() {
-            "falseshare" => format!("falseshare {}", name.variant.split('-').next().unwrap_or("")),
-            b => format!("{b} {}", name.attr.trim_start_matches("normal-")),
+        let Some(bench) = SmpBench::from_name(&name.bench) else { continue };
+        let key = match (bench, SmpVariant::of(bench, &name.variant)) {
+            (SmpBench::Bcast, _) | (_, None) => continue,
+            (SmpBench::Falseshare, Some(SmpVariant::SharedLine)) => format!("{bench} shared"),
+            (SmpBench::Falseshare, Some(_)) => format!("{bench} padded"),
+            _ => format!("{bench} {}", name.attr.trim_start_matches("normal-")),
         };
         match per.iter_mut().find(|(k, ..)| *k == key) {
             Some(e) => {
