@@ -1756,7 +1756,6 @@ fn html_block(s: &mut String, b: &Block, r: &mut Render<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dl;
 
     const RUN: &str = concat!(
         "KTAP version 1\n1..1\n",
@@ -2100,7 +2099,7 @@ mod tests {
             assert!(reuse.contains(needle), "alloc-reuse: {needle}");
         }
         // 2048 misses over 1024 lines and 2 windows: one miss per line.
-        let rows = dl::reuse_per_line(
+        let rows = crate::bench::alloc_reuse::reuse_per_line(
             &crate::records::extract(&Log::from_bytes("r", (run.clone() + &m).as_bytes())).0,
             &ModelData::from_records(&crate::records::extract(&Log::from_bytes("m", m.as_bytes())).0),
         );

@@ -16,6 +16,7 @@
 //!   the L2.
 
 use cachescope_arch::bench::Param;
+use cachescope_report::bench::stream::{stream, StreamRow};
 use cachescope_report::input::Log;
 use cachescope_report::model::{self, ModelData};
 use cachescope_report::records;
@@ -70,7 +71,7 @@ pub fn benchmarks(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
         )),
         other => f.push((false, format!("modelled latency missing (model-time records?): {other:?}"))),
     }
-    let stream: Vec<_> = model::stream(d).into_iter().filter(|r| r.attr == "normal-wb" && r.variant.starts_with("read-")).collect();
+    let stream: Vec<_> = stream(d).into_iter().filter(|r| r.attr == "normal-wb" && r.variant.starts_with("read-")).collect();
     match stream.iter().find(|r| r.variant == "read-ldp") {
         None => f.push((false, "no stream/read-ldp/normal-wb phase under the model".into())),
         Some(plain) => {
@@ -87,7 +88,7 @@ pub fn benchmarks(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
                 } else {
                     "L1D"
                 };
-                let misses = |row: &model::StreamRow| row.misses.iter().find(|(l, _)| l == level).map(|&(_, n)| n);
+                let misses = |row: &StreamRow| row.misses.iter().find(|(l, _)| l == level).map(|&(_, n)| n);
                 let (with, without) = (misses(r), misses(plain));
                 f.push((
                     matches!((with, without), (Some(a), Some(b)) if a < b),

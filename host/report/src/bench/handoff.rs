@@ -3,7 +3,7 @@
 
 use super::MODEL_SOURCE;
 use super::{BenchView, Digest, Draw};
-use crate::model;
+use crate::model::ModelData;
 use crate::summary::{n3, short_variant};
 use crate::svg::BarChart;
 use cachescope_arch::bench::Bench;
@@ -23,7 +23,7 @@ impl BenchView for View {
     fn model_lines(&self, cx: &Digest<'_>) -> Vec<(&'static str, String)> {
         let d = cx.d;
         let mut out = Vec::new();
-        let h = model::handoff(d);
+        let h = handoff(d);
         for dir in ["to-", "from-"] {
             let parts: Vec<String> = h
                 .iter()
@@ -53,7 +53,7 @@ impl BenchView for View {
         // Misses, memory reads and writebacks and maintained lines per MiB handed off.
         let d = cx.d;
         // Hand-off per MiB.
-        let h = model::handoff(d);
+        let h = handoff(d);
         if !h.is_empty() {
             let chart = BarChart {
                 labels: cx.labels("DMA-like hand-off per MiB [model]", "variant", "per MiB handed off"),
@@ -72,4 +72,48 @@ impl BenchView for View {
             );
         }
     }
+}
+
+/// One hand-off phase (`handoff/VARIANT/ATTR/BYTES`) per MiB handed off.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HandoffRow {
+    /// Variant (`to-device-va-maint`, …).
+    pub variant: String,
+    /// Attribute.
+    pub attr: String,
+    /// Bytes handed off.
+    pub bytes: u64,
+    /// L1D misses per MiB.
+    pub l1d_misses: f64,
+    /// Last-level misses per MiB (reads from memory).
+    pub memory_reads: f64,
+    /// Last-level writebacks per MiB (writes to memory).
+    pub memory_writebacks: f64,
+    /// Lines touched by maintenance, all levels, per MiB.
+    pub maint: f64,
+    /// Accesses that bypassed the caches, per MiB.
+    pub bypass: f64,
+}
+
+/// The hand-off phases per MiB, in phase order.
+pub fn handoff(d: &ModelData) -> Vec<HandoffRow> {
+    d.phases
+        .iter()
+        .filter(|p| p.parsed.of(Bench::Handoff) && p.parsed.bytes.is_some_and(|b| b > 0))
+        .map(|p| {
+            let bytes = p.parsed.bytes.unwrap_or(1);
+            let per = |v: u64| v as f64 * 1048576.0 / bytes as f64;
+            let last = p.data_levels().last();
+            HandoffRow {
+                variant: p.parsed.variant.clone(),
+                attr: p.parsed.attr.clone(),
+                bytes,
+                l1d_misses: per(p.level("L1D").map_or(0, |l| l.misses)),
+                memory_reads: per(last.map_or(0, |l| l.misses)),
+                memory_writebacks: per(last.map_or(0, |l| l.writebacks)),
+                maint: per(p.data_levels().map(|l| l.maint).sum()),
+                bypass: per(p.bypass()),
+            }
+        })
+        .collect()
 }

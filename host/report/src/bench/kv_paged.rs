@@ -2,9 +2,12 @@
 
 use super::MODEL_SOURCE;
 use super::{BenchView, Digest, Draw};
+use crate::dl::{misses, scan_curve, ScanCurve};
 use crate::metrics::sig;
+use crate::model::{ModelData, Phase};
 use crate::svg::{LinePlot, Marker, XScale};
 use cachescope_arch::bench::Bench;
+use cachescope_arch::bench::{Param, Variant};
 
 /// The view.
 pub struct View;
@@ -17,7 +20,7 @@ impl BenchView for View {
     fn model_lines(&self, cx: &Digest<'_>) -> Vec<(&'static str, String)> {
         let d = cx.d;
         let mut out = Vec::new();
-        let rows = crate::dl::paged(d);
+        let rows = paged(d);
         if !rows.is_empty() {
             let parts: Vec<String> = rows
                 .iter()
@@ -39,7 +42,7 @@ impl BenchView for View {
         // One figure per level: the contiguous ring and each block size as series.
         let (d, levels) = (cx.d, cx.levels);
         // kv-paged: one figure per level, the contiguous ring and each block size as series.
-        let paged = crate::dl::paged_curves(d);
+        let paged = paged_curves(d);
         if let Some(contiguous) = paged.first().filter(|c| c.bytes_per_token > 0.0) {
             let bpt = contiguous.bytes_per_token;
             let markers: Vec<Marker> = levels
@@ -92,4 +95,46 @@ impl BenchView for View {
             }
         }
     }
+}
+
+/// One kv-paged layout: its scans' misses per token over the whole sweep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PagedRow {
+    /// Tokens per block (the capacity for the contiguous layout).
+    pub block: u64,
+    /// The contiguous layout.
+    pub contiguous: bool,
+    /// (level, misses summed over every scan ÷ tokens summed over them).
+    pub misses_per_token: Vec<(String, f64)>,
+}
+
+/// The kv-paged layouts, contiguous first.
+pub fn paged(d: &ModelData) -> Vec<PagedRow> {
+    let mut rows: Vec<PagedRow> = Vec::new();
+    for variant in [Variant::ScanContiguous, Variant::ScanPaged] {
+        let mut blocks: Vec<u64> = d.phases_of(variant).filter_map(|p| p.parsed.num(Param::Block)).collect();
+        blocks.sort_unstable();
+        blocks.dedup();
+        for b in blocks {
+            let ps: Vec<&Phase> = d.phases_of(variant).filter(|p| p.parsed.num(Param::Block) == Some(b)).collect();
+            let tokens: u64 = ps.iter().filter_map(|p| p.parsed.num(Param::Tokens)).sum();
+            let levels = d.data_level_names();
+            let mpt =
+                levels.iter().map(|l| (l.clone(), ps.iter().map(|p| misses(p, l)).sum::<u64>() as f64 / tokens.max(1) as f64)).collect();
+            rows.push(PagedRow { block: b, contiguous: variant == Variant::ScanContiguous, misses_per_token: mpt });
+        }
+    }
+    rows
+}
+
+/// The kv-paged scans per layout: the contiguous ring first, then each block size, ascending.
+pub fn paged_curves(d: &ModelData) -> Vec<ScanCurve> {
+    paged(d)
+        .iter()
+        .map(|r| {
+            let variant = if r.contiguous { Variant::ScanContiguous } else { Variant::ScanPaged };
+            let ps = d.phases_of(variant).filter(|p| p.parsed.num(Param::Block) == Some(r.block)).collect();
+            scan_curve(d, if r.contiguous { "contiguous".into() } else { format!("block {}", r.block) }, ps)
+        })
+        .collect()
 }

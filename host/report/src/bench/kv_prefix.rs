@@ -3,6 +3,7 @@
 use super::MODEL_SOURCE;
 use super::{BenchView, Digest, Draw};
 use crate::metrics::human_bytes;
+use crate::model::ModelData;
 use crate::svg::BarChart;
 use cachescope_arch::bench::{Bench, Variant};
 
@@ -17,7 +18,7 @@ impl BenchView for View {
     fn model_lines(&self, cx: &Digest<'_>) -> Vec<(&'static str, String)> {
         let (run, d) = (cx.run, cx.d);
         let mut out = Vec::new();
-        let pr = crate::dl::prefix(d);
+        let pr = prefix(d);
         if !pr.is_empty() {
             let parts: Vec<String> = pr
                 .iter()
@@ -37,7 +38,7 @@ impl BenchView for View {
         // Hits and misses per level, shared against private prefixes.
         let (d, recs, levels) = (cx.d, cx.run, cx.levels);
         // kv-prefix: hits and misses per level, shared against private prefixes.
-        let pr = crate::dl::prefix(d);
+        let pr = prefix(d);
         if !pr.is_empty() {
             let mut cats: Vec<String> = Vec::new();
             for level in levels {
@@ -80,4 +81,28 @@ impl BenchView for View {
             );
         }
     }
+}
+
+/// One kv-prefix variant: hits and misses per level over its scans.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrefixRow {
+    /// `shared` or `private`.
+    pub variant: String,
+    /// (level, hits, misses).
+    pub levels: Vec<(String, u64, u64)>,
+}
+
+/// The kv-prefix variants.
+pub fn prefix(d: &ModelData) -> Vec<PrefixRow> {
+    Bench::KvPrefix
+        .variants()
+        .iter()
+        .filter_map(|&v| {
+            let p = d.phases_of(v).next()?;
+            Some(PrefixRow {
+                variant: v.name().to_string(),
+                levels: p.data_levels().map(|l| (l.level.clone(), l.hits, l.misses)).collect(),
+            })
+        })
+        .collect()
 }

@@ -2,8 +2,12 @@
 
 use super::MODEL_SOURCE;
 use super::{BenchView, Digest, Draw};
+use crate::dl::{hits, misses, windows_of};
+use crate::model::ModelData;
+use crate::records::Record;
 use crate::svg::BarChart;
 use cachescope_arch::bench::Bench;
+use serde_json::Value;
 
 /// The view.
 pub struct View;
@@ -16,7 +20,7 @@ impl BenchView for View {
     fn model_lines(&self, cx: &Digest<'_>) -> Vec<(&'static str, String)> {
         let d = cx.d;
         let mut out = Vec::new();
-        let dbl = crate::dl::double(d);
+        let dbl = double(d);
         if !dbl.is_empty() {
             let parts: Vec<String> = dbl.iter().map(|(v, l1, l2, _)| format!("{v} {l1}/{l2}")).collect();
             out.push((Bench::StreamDouble.name(), format!("(model, L1D/L2 misses) {}", parts.join(", "))));
@@ -28,7 +32,7 @@ impl BenchView for View {
         // Misses per window: none, PRFM, double-buffered.
         let (d, recs) = (cx.d, cx.run);
         // stream-double: demand misses per variant.
-        let dbl = crate::dl::double_rows(recs, d);
+        let dbl = double_rows(recs, d);
         if !dbl.is_empty() {
             let cats: Vec<String> =
                 dbl.iter().map(|r| format!("{} ({} core{})", r.variant, r.cores, if r.cores == 1 { "" } else { "s" })).collect();
@@ -61,4 +65,57 @@ impl BenchView for View {
             );
         }
     }
+}
+
+/// The stream-double variants: (variant, L1D misses, L2 misses, L1D hits).
+pub fn double(d: &ModelData) -> Vec<(String, u64, u64, u64)> {
+    Bench::StreamDouble
+        .variants()
+        .iter()
+        .filter_map(|&v| d.phases_of(v).next().map(|p| (v.name().to_string(), misses(p, "L1D"), misses(p, "L2"), hits(p, "L1D"))))
+        .collect()
+}
+
+/// One stream-double variant under the model, per window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DoubleRow {
+    /// `none`, `prfm` or `double`.
+    pub variant: String,
+    /// Cores that ran it (the metric's `cores` note; 1 without one).
+    pub cores: u64,
+    /// L1D demand misses (every core's).
+    pub l1d_misses: f64,
+    /// L2 misses.
+    pub l2_misses: f64,
+    /// Demand hits on lines a prefetch brought in (L1D).
+    pub prefetch_hits: f64,
+    /// Lines one core's read took from another core's cache (`model-coherence` interventions,
+    /// summed over the vCPUs).
+    pub interventions: f64,
+}
+
+/// The stream-double variants, counts per measured window.
+pub fn double_rows(recs: &[Record], d: &ModelData) -> Vec<DoubleRow> {
+    Bench::StreamDouble
+        .variants()
+        .iter()
+        .filter_map(|&v| {
+            let p = d.phases_of(v).next()?;
+            let w = windows_of(recs, &p.name) as f64;
+            let metric = recs.iter().find(|r| r.kind() == "metric" && r.obj.get("phase").and_then(Value::as_str) == Some(&p.name));
+            let interventions: u64 = recs
+                .iter()
+                .filter(|r| r.kind() == "model-coherence" && r.obj.get("phase_id").and_then(Value::as_u64) == Some(p.id))
+                .filter_map(|r| r.obj.get("interventions").and_then(Value::as_u64))
+                .sum();
+            Some(DoubleRow {
+                variant: v.to_string(),
+                cores: metric.and_then(|m| m.obj.get("cores").and_then(Value::as_u64)).unwrap_or(1),
+                l1d_misses: misses(p, "L1D") as f64 / w,
+                l2_misses: misses(p, "L2") as f64 / w,
+                prefetch_hits: p.level("L1D").and_then(|l| l.prefetch_hits()).unwrap_or(0) as f64 / w,
+                interventions: interventions as f64 / w,
+            })
+        })
+        .collect()
 }
