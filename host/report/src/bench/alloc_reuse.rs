@@ -74,6 +74,24 @@ impl BenchView for View {
             );
         }
     }
+
+    fn model_checks(&self, _run: &[Record], d: &ModelData) -> Vec<(bool, String)> {
+        let mut f = Vec::new();
+        let r = reuse(d);
+        if let Some(l2) = d.geometry_of("L2").map(|g| g.size) {
+            let below: Vec<&(u64, String, u64, u64)> = r.iter().filter(|x| x.1 == "L2" && x.0 < l2).collect();
+            if !below.is_empty() {
+                f.push((
+                    below.iter().all(|x| x.2 < x.3),
+                    format!(
+                        "alloc-reuse: L2 misses reuse/fresh below the L2: {}",
+                        below.iter().map(|x| format!("{} KiB {}/{}", x.0 >> 10, x.2, x.3)).collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+            }
+        }
+        f
+    }
 }
 
 /// One alloc-reuse size: (bytes, level, misses with reuse, misses with fresh memory).

@@ -5,6 +5,7 @@ use super::{BenchView, Digest, Draw};
 use crate::dl::{misses, scan_curve, ScanCurve};
 use crate::metrics::sig;
 use crate::model::{ModelData, Phase};
+use crate::records::Record;
 use crate::svg::{LinePlot, Marker, XScale};
 use cachescope_arch::bench::Bench;
 use cachescope_arch::bench::{Param, Variant};
@@ -94,6 +95,32 @@ impl BenchView for View {
                 );
             }
         }
+    }
+
+    fn model_checks(&self, _run: &[Record], d: &ModelData) -> Vec<(bool, String)> {
+        let mut f = Vec::new();
+        let rows = paged(d);
+        if let Some(c) = rows.iter().find(|r| r.contiguous) {
+            let l1 = |r: &PagedRow| r.misses_per_token.iter().find(|(l, _)| l == "L1D").map_or(0.0, |x| x.1);
+            let paged: Vec<&PagedRow> = rows.iter().filter(|r| !r.contiguous).collect();
+            if let (Some(small), Some(large)) = (paged.first(), paged.last()) {
+                let (dc, ds, dl) = (l1(c), l1(small) - l1(c), l1(large) - l1(c));
+                f.push((
+                    ds > 0.0 && dl.abs() < ds,
+                    format!(
+                        "kv-paged: L1D misses/token over the sweep: contiguous {:.2}, block {} {:.2} (+{:.2}), block {} {:.2} ({:+.2}): paged misses more at small blocks and converges",
+                        dc,
+                        small.block,
+                        l1(small),
+                        ds,
+                        large.block,
+                        l1(large),
+                        dl
+                    ),
+                ));
+            }
+        }
+        f
     }
 }
 

@@ -4,6 +4,7 @@ use super::MODEL_SOURCE;
 use super::{BenchView, Digest, Draw};
 use crate::metrics::human_bytes;
 use crate::model::ModelData;
+use crate::records::Record;
 use crate::svg::BarChart;
 use cachescope_arch::bench::{Bench, Variant};
 
@@ -80,6 +81,25 @@ impl BenchView for View {
                 chart,
             );
         }
+    }
+
+    fn model_checks(&self, _run: &[Record], d: &ModelData) -> Vec<(bool, String)> {
+        let mut f = Vec::new();
+        let pr = prefix(d);
+        if let (Some(s), Some(p)) =
+            (pr.iter().find(|r| r.variant == Variant::Shared.name()), pr.iter().find(|r| r.variant == Variant::Private.name()))
+        {
+            let l2 = |r: &PrefixRow| r.levels.iter().find(|l| l.0 == "L2").map_or((0, 0), |l| (l.1, l.2));
+            let (sh, ph) = (l2(s), l2(p));
+            f.push((
+                sh.0 > ph.0 && sh.1 < ph.1,
+                format!(
+                    "kv-prefix: L2 hits/misses shared {}/{}, private {}/{}: the shared prefix hits across sequences",
+                    sh.0, sh.1, ph.0, ph.1
+                ),
+            ));
+        }
+        f
     }
 }
 

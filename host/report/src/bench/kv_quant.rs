@@ -2,7 +2,7 @@
 
 use super::MODEL_SOURCE;
 use super::{BenchView, Digest, Draw};
-use crate::dl::{scan_curve, ScanCurve};
+use crate::dl::{ladder_steps, scan_curve, ScanCurve};
 use crate::model::{ModelData, Phase};
 use crate::records::Record;
 use crate::svg::{LinePlot, Marker, XScale};
@@ -87,6 +87,28 @@ impl BenchView for View {
                 );
             }
         }
+    }
+
+    fn model_checks(&self, run: &[Record], d: &ModelData) -> Vec<(bool, String)> {
+        let mut f = Vec::new();
+        let knees = quant_knees(run, d);
+        for level in ["L1D", "L2"] {
+            let k = |dt: &str| knees.iter().find(|k| k.dtype == dt && k.level == level);
+            if let (Some(h), Some(i)) = (k("fp16"), k("int8")) {
+                let ok = match (h.measured, i.measured) {
+                    (Some(a), Some(b)) => ladder_steps(&i.ladder, b, 2 * a).is_some_and(|s| s <= 1),
+                    _ => false,
+                };
+                f.push((
+                    ok,
+                    format!(
+                        "kv-quant {level} knee (tokens, measured/formula): fp16 {:?}/{:?}, int8 {:?}/{:?}: int8 within one sweep step of twice fp16",
+                        h.measured, h.predicted, i.measured, i.predicted
+                    ),
+                ));
+            }
+        }
+        f
     }
 }
 

@@ -56,6 +56,12 @@ pub trait BenchView: Sync {
     /// Its figures (and tables) in the report's cache-model section, drawn into `cx`.
     fn model_figures(&self, _cx: &mut Draw<'_>) {}
 
+    /// The checks its counts under the model must pass (issue 14's deep-learning patterns,
+    /// for `xtask model-observe`): (passed, what).
+    fn model_checks(&self, _run: &[Record], _d: &ModelData) -> Vec<(bool, String)> {
+        Vec::new()
+    }
+
     /// How the report draws its timed metrics.
     fn figures(&self) -> Figures {
         Figures::Plain
@@ -168,6 +174,15 @@ pub const MODEL_FIGURES: &[Bench] = &[
     Bench::StreamDouble,
     Bench::Infer,
 ];
+
+/// The order of the model checks ([`BenchView::model_checks`], [`model_checks`]).
+pub const MODEL_CHECKS: &[Bench] = &[Bench::KvPaged, Bench::KvPrefix, Bench::KvQuant, Bench::AllocReuse, Bench::StreamDouble];
+
+/// The checks issue 14 asks of a run under the model, benchmark by benchmark: (passed, what).
+/// Empty when the run has none of these benchmarks.
+pub fn model_checks(run: &[Record], d: &ModelData) -> Vec<(bool, String)> {
+    MODEL_CHECKS.iter().flat_map(|&b| view_of(b).model_checks(run, d)).collect()
+}
 
 /// Where a model figure says its numbers come from.
 pub const MODEL_SOURCE: &str = "source: model (cache-model TCG plugin: simulated caches, deterministic counts)";

@@ -6,7 +6,7 @@ use crate::dl::{hits, misses, windows_of};
 use crate::model::ModelData;
 use crate::records::Record;
 use crate::svg::BarChart;
-use cachescope_arch::bench::Bench;
+use cachescope_arch::bench::{Bench, Variant};
 use serde_json::Value;
 
 /// The view.
@@ -53,7 +53,7 @@ impl BenchView for View {
                 categories: cats,
                 series,
             };
-            let single = if dbl.iter().any(|r| r.variant == "double") {
+            let single = if dbl.iter().any(|r| r.variant == Variant::Double.name()) {
                 ""
             } else {
                 " One core: the double-buffered variant did not run (it degrades to fill-then-consume, the `none` bars)."
@@ -64,6 +64,26 @@ impl BenchView for View {
                 chart,
             );
         }
+    }
+
+    fn model_checks(&self, run: &[Record], d: &ModelData) -> Vec<(bool, String)> {
+        let mut f = Vec::new();
+        let dbl = double_rows(run, d);
+        if let (Some(none), Some(prfm)) =
+            (dbl.iter().find(|r| r.variant == Variant::None.name()), dbl.iter().find(|r| r.variant == Variant::Prfm.name()))
+        {
+            let double = dbl.iter().find(|r| r.variant == Variant::Double.name()).map_or(String::new(), |r| {
+                format!("; double buffering {:.0} over {} cores ({:.0} lines from the other core)", r.l1d_misses, r.cores, r.interventions)
+            });
+            f.push((
+                prfm.l1d_misses < none.l1d_misses && prfm.prefetch_hits > 0.0,
+                format!(
+                    "stream-double: L1D misses per window: none {:.0}, prfm {:.0} ({:.0} prefetch hits){double}: PRFM turns read misses into prefetch hits",
+                    none.l1d_misses, prfm.l1d_misses, prfm.prefetch_hits
+                ),
+            ));
+        }
+        f
     }
 }
 
