@@ -436,7 +436,13 @@ mod target {
         let (mut seq, mut bad, mut stuck) = (0u64, 0u64, false);
         let variant = fence.variant(gap >= 64);
         let params = [(Param::Slots.name(), shape.slots), (Param::Batches.name(), shape.batches)];
-        let id = MetricId { bench: SmpBench::Spsc.name(), variant: variant.name(), attr: "normal-wb", bytes: shape.batch as u64, params: &params };
+        let id = MetricId {
+            bench: SmpBench::Spsc.name(),
+            variant: variant.name(),
+            attr: "normal-wb",
+            bytes: shape.batch as u64,
+            params: &params,
+        };
         let summary = measure(env, id, || {
             for _ in 0..shape.batches {
                 if stuck || !wait_for(&deadline, || load(head) > seq) {
@@ -503,7 +509,13 @@ mod target {
         let mut s = Sense::new();
         let moved = allreduce_bytes(n, chunk);
         let params = [(Param::Ranks.name(), n as u64)];
-        let id = MetricId { bench: SmpBench::Allreduce.name(), variant: SmpVariant::Ring.name(), attr: "normal-wb", bytes: chunk as u64, params: &params };
+        let id = MetricId {
+            bench: SmpBench::Allreduce.name(),
+            variant: SmpVariant::Ring.name(),
+            attr: "normal-wb",
+            bytes: chunk as u64,
+            params: &params,
+        };
         let summary = measure(env, id, || {
             let _ = one_round(0, &mut s, &barrier, &deadline);
         });
@@ -551,9 +563,12 @@ mod target {
         }
         let mut out = Vec::new();
         let total = env.warmup + env.reps;
-        for (dc, name) in
-            [(Dc::Handshake, SmpVariant::Handshake), (Dc::Remote, SmpVariant::DcCivacRemote), (Dc::StoreLocal, SmpVariant::StoreLocal), (Dc::Local, SmpVariant::DcCivacLocal)]
-        {
+        for (dc, name) in [
+            (Dc::Handshake, SmpVariant::Handshake),
+            (Dc::Remote, SmpVariant::DcCivacRemote),
+            (Dc::StoreLocal, SmpVariant::StoreLocal),
+            (Dc::Local, SmpVariant::DcCivacLocal),
+        ] {
             let barrier = Arc::new(Barrier::new(2));
             let b = barrier.clone();
             let job = smp::launch(&[peer], move |_| {
@@ -574,7 +589,13 @@ mod target {
             let deadline = Deadline::after_ms(timeout_ms);
             let mut s = Sense::new();
             let params = [(Param::Lines.name(), lines as u64), (Param::Peer.name(), peer as u64)];
-            let id = MetricId { bench: SmpBench::Bcast.name(), variant: name.name(), attr: "normal-wb", bytes: (lines * line) as u64, params: &params };
+            let id = MetricId {
+                bench: SmpBench::Bcast.name(),
+                variant: name.name(),
+                attr: "normal-wb",
+                bytes: (lines * line) as u64,
+                params: &params,
+            };
             let summary = measure(env, id, || {
                 if barrier.wait(&mut s, || deadline.expired()).is_err() {
                     return;
@@ -647,7 +668,13 @@ mod target {
         if ready {
             for (name, count, f) in ops {
                 let params = [(Param::Ops.name(), count), (Param::Peer.name(), peer as u64)];
-                let id = MetricId { bench: SmpBench::Bcast.name(), variant: name.name(), attr: "normal-wb", bytes: (pages * 4096) as u64, params: &params };
+                let id = MetricId {
+                    bench: SmpBench::Bcast.name(),
+                    variant: name.name(),
+                    attr: "normal-wb",
+                    bytes: (pages * 4096) as u64,
+                    params: &params,
+                };
                 let summary = measure(env, id, f);
                 out.push((name, emit(env, id, summary, count, Unit::TimePerOp, NO_NOTES)));
             }

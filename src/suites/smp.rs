@@ -12,12 +12,12 @@
 use alloc::{format, string::String, vec::Vec};
 
 use crate::bench::coherence::{self as co, Fence, PingOp, RingShape};
-use cachescope_arch::bench::SmpVariant;
 use crate::bench::{timer::Timer, Env};
 use crate::diag;
 use crate::harness::smp::{self, CoreError};
 use crate::harness::{args::typed_args, ArgSpec, Case, Ctx, Suite};
 use crate::mem::{alias::AliasWindow, attr::MemAttr};
+use cachescope_arch::bench::SmpVariant;
 
 /// The multicore suite.
 pub const SUITE: Suite = Suite {

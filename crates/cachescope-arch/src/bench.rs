@@ -380,8 +380,11 @@ mod tests {
     #[test]
     fn names_are_phase_name_parts() {
         // A phase name is `bench/variant/attr/bytes/key=value…`: no part may hold '/' or '='.
-        let parts =
-            Bench::ALL.iter().map(|b| b.name()).chain(Variant::ALL.iter().map(|v| v.name())).chain(Param::ALL.iter().map(|p| p.name()))
+        let parts = Bench::ALL
+            .iter()
+            .map(|b| b.name())
+            .chain(Variant::ALL.iter().map(|v| v.name()))
+            .chain(Param::ALL.iter().map(|p| p.name()))
             .chain(SmpBench::ALL.iter().map(|b| b.name()))
             .chain(SmpVariant::ALL.iter().map(|v| v.name()));
         for n in parts {
