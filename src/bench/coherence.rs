@@ -79,6 +79,7 @@ mod target {
     use super::{allreduce_bytes, allreduce_chunk};
     use crate::bench::stats::Summary;
     use crate::smp::{self, relax, Barrier, CoreError, Deadline, Sense};
+    use cachescope_arch::bench::{Param, SmpBench, SmpVariant};
     use cachescope_arch::hw;
 
     /// A failure of one benchmark, as one line for the case's log.
@@ -164,13 +165,18 @@ mod target {
         /// Every variant.
         pub const ALL: [Self; 3] = [Self::Plain, Self::Exclusive, Self::Ldadd];
 
+        /// Its variant of the `pingpong` benchmark.
+        pub const fn variant(self) -> SmpVariant {
+            match self {
+                Self::Plain => SmpVariant::Plain,
+                Self::Exclusive => SmpVariant::LdxrStxr,
+                Self::Ldadd => SmpVariant::Ldadd,
+            }
+        }
+
         /// Variant name in records.
         pub const fn name(self) -> &'static str {
-            match self {
-                Self::Plain => "plain",
-                Self::Exclusive => "ldxr-stxr",
-                Self::Ldadd => "ldadd",
-            }
+            self.variant().name()
         }
 
         /// Adds 1 to the word at `addr` this way.
@@ -239,8 +245,8 @@ mod target {
         let deadline = Deadline::after_ms(timeout_ms);
         let mut round = 0u64;
         let mut stuck = None;
-        let params = [("iters", iters), ("peer", peer as u64)];
-        let id = MetricId { bench: "pingpong", variant: op.name(), attr, bytes: line_bytes, params: &params };
+        let params = [(Param::Iters.name(), iters), (Param::Peer.name(), peer as u64)];
+        let id = MetricId { bench: SmpBench::Pingpong.name(), variant: op.name(), attr, bytes: line_bytes, params: &params };
         let summary = measure(env, id, || {
             for _ in 0..iters {
                 if stuck.is_some() || !wait_eq(line, 2 * round, &deadline) {
@@ -269,18 +275,18 @@ mod target {
     }
 
     /// The identity of a false-sharing figure: `n` cores, counters `stride` bytes apart.
-    pub fn false_sharing_id<'a>(variant: &'a str, n: usize, stride: usize, params: &'a [(&'a str, u64)]) -> MetricId<'a> {
-        MetricId { bench: "falseshare", variant, attr: "normal-wb", bytes: (n * stride) as u64, params }
+    pub fn false_sharing_id<'a>(variant: SmpVariant, n: usize, stride: usize, params: &'a [(&'a str, u64)]) -> MetricId<'a> {
+        MetricId { bench: SmpBench::Falseshare.name(), variant: variant.name(), attr: "normal-wb", bytes: (n * stride) as u64, params }
     }
 
     /// The parameters of [`false_sharing_id`].
     pub fn false_sharing_params(n: usize, stride: usize, incs: u64) -> [(&'static str, u64); 3] {
-        [("cores", n as u64), ("incs", incs), ("stride", stride as u64)]
+        [(Param::Cores.name(), n as u64), (Param::Incs.name(), incs), (Param::Stride.name(), stride as u64)]
     }
 
     /// Emits a false-sharing figure measured by [`false_sharing`] (the caller adds the
     /// slowdown to the shared variant's notes once both are measured).
-    pub fn emit_false_sharing(env: &Env, variant: &str, n: usize, stride: usize, incs: u64, summary: Summary, notes: Notes<'_>) {
+    pub fn emit_false_sharing(env: &Env, variant: SmpVariant, n: usize, stride: usize, incs: u64, summary: Summary, notes: Notes<'_>) {
         let params = false_sharing_params(n, stride, incs);
         emit(env, false_sharing_id(variant, n, stride, &params), summary, incs, Unit::TimePerOp, notes);
     }
@@ -290,7 +296,7 @@ mod target {
     /// summary (not emitted: see [`emit_false_sharing`]).
     pub fn false_sharing(
         env: &Env,
-        variant: &'static str,
+        variant: SmpVariant,
         base: usize,
         stride: usize,
         cores: &[usize],
@@ -359,11 +365,14 @@ mod target {
         /// Both.
         pub const ALL: [Self; 2] = [Self::DmbIsh, Self::DsbSy];
 
-        /// Name in variants.
-        pub const fn name(self) -> &'static str {
-            match self {
-                Self::DmbIsh => "dmb-ish",
-                Self::DsbSy => "dsb-sy",
+        /// Its variant of the `spsc` benchmark, head and tail a granule apart (`separate`) or in
+        /// one line.
+        pub const fn variant(self, separate: bool) -> SmpVariant {
+            match (self, separate) {
+                (Self::DmbIsh, false) => SmpVariant::DmbIshShared,
+                (Self::DmbIsh, true) => SmpVariant::DmbIshSeparate,
+                (Self::DsbSy, false) => SmpVariant::DsbSyShared,
+                (Self::DsbSy, true) => SmpVariant::DsbSySeparate,
             }
         }
 
@@ -425,10 +434,15 @@ mod target {
         });
         let deadline = Deadline::after_ms(timeout_ms);
         let (mut seq, mut bad, mut stuck) = (0u64, 0u64, false);
-        let layout = if gap >= 64 { "separate" } else { "shared" };
-        let variant = format!("{}-{layout}", fence.name());
-        let params = [("slots", shape.slots), ("batches", shape.batches)];
-        let id = MetricId { bench: "spsc", variant: &variant, attr: "normal-wb", bytes: shape.batch as u64, params: &params };
+        let variant = fence.variant(gap >= 64);
+        let params = [(Param::Slots.name(), shape.slots), (Param::Batches.name(), shape.batches)];
+        let id = MetricId {
+            bench: SmpBench::Spsc.name(),
+            variant: variant.name(),
+            attr: "normal-wb",
+            bytes: shape.batch as u64,
+            params: &params,
+        };
         let summary = measure(env, id, || {
             for _ in 0..shape.batches {
                 if stuck || !wait_for(&deadline, || load(head) > seq) {
@@ -494,8 +508,14 @@ mod target {
         let deadline = Deadline::after_ms(timeout_ms);
         let mut s = Sense::new();
         let moved = allreduce_bytes(n, chunk);
-        let params = [("ranks", n as u64)];
-        let id = MetricId { bench: "allreduce", variant: "ring", attr: "normal-wb", bytes: chunk as u64, params: &params };
+        let params = [(Param::Ranks.name(), n as u64)];
+        let id = MetricId {
+            bench: SmpBench::Allreduce.name(),
+            variant: SmpVariant::Ring.name(),
+            attr: "normal-wb",
+            bytes: chunk as u64,
+            params: &params,
+        };
         let summary = measure(env, id, || {
             let _ = one_round(0, &mut s, &barrier, &deadline);
         });
@@ -533,7 +553,7 @@ mod target {
         pages: usize,
         peer: usize,
         timeout_ms: u64,
-    ) -> Result<Vec<(&'static str, u64)>, String> {
+    ) -> Result<Vec<(SmpVariant, u64)>, String> {
         #[derive(Clone, Copy, PartialEq)]
         enum Dc {
             Handshake,
@@ -543,9 +563,12 @@ mod target {
         }
         let mut out = Vec::new();
         let total = env.warmup + env.reps;
-        for (dc, name) in
-            [(Dc::Handshake, "handshake"), (Dc::Remote, "dc-civac-remote"), (Dc::StoreLocal, "store-local"), (Dc::Local, "dc-civac-local")]
-        {
+        for (dc, name) in [
+            (Dc::Handshake, SmpVariant::Handshake),
+            (Dc::Remote, SmpVariant::DcCivacRemote),
+            (Dc::StoreLocal, SmpVariant::StoreLocal),
+            (Dc::Local, SmpVariant::DcCivacLocal),
+        ] {
             let barrier = Arc::new(Barrier::new(2));
             let b = barrier.clone();
             let job = smp::launch(&[peer], move |_| {
@@ -565,8 +588,14 @@ mod target {
             });
             let deadline = Deadline::after_ms(timeout_ms);
             let mut s = Sense::new();
-            let params = [("lines", lines as u64), ("peer", peer as u64)];
-            let id = MetricId { bench: "bcast", variant: name, attr: "normal-wb", bytes: (lines * line) as u64, params: &params };
+            let params = [(Param::Lines.name(), lines as u64), (Param::Peer.name(), peer as u64)];
+            let id = MetricId {
+                bench: SmpBench::Bcast.name(),
+                variant: name.name(),
+                attr: "normal-wb",
+                bytes: (lines * line) as u64,
+                params: &params,
+            };
             let summary = measure(env, id, || {
                 if barrier.wait(&mut s, || deadline.expired()).is_err() {
                     return;
@@ -584,7 +613,7 @@ mod target {
                 }
                 let _ = barrier.wait(&mut s, || deadline.expired());
             });
-            let results = gather(name, job.join(timeout_ms))?;
+            let results = gather(name.name(), job.join(timeout_ms))?;
             if barrier.is_broken() || results.iter().any(|(_, r)| r.is_err()) {
                 return Err(format!("bcast {name}: core {peer} stopped answering (barrier broken)"));
             }
@@ -607,7 +636,7 @@ mod target {
         let mut s = Sense::new();
         let ready = barrier.wait(&mut s, || deadline.expired()).is_ok();
         let operand = |p: usize| hw::tlbi_vaae1is_operand((base + p * 4096) as u64);
-        type Op<'a> = (&'static str, u64, &'a dyn Fn());
+        type Op<'a> = (SmpVariant, u64, &'a dyn Fn());
         let tlbi_is = || {
             hw::dsb_ishst();
             (0..pages).for_each(|p| hw::tlbi_vae1is(operand(p)));
@@ -631,15 +660,21 @@ mod target {
             hw::isb();
         };
         let ops: [Op; 4] = [
-            ("tlbi-vae1is", pages as u64, &tlbi_is),
-            ("tlbi-vae1", pages as u64, &tlbi_local),
-            ("ic-ialluis", lines as u64, &ic_is),
-            ("ic-iallu", lines as u64, &ic_local),
+            (SmpVariant::TlbiVae1is, pages as u64, &tlbi_is),
+            (SmpVariant::TlbiVae1, pages as u64, &tlbi_local),
+            (SmpVariant::IcIalluis, lines as u64, &ic_is),
+            (SmpVariant::IcIallu, lines as u64, &ic_local),
         ];
         if ready {
             for (name, count, f) in ops {
-                let params = [("ops", count), ("peer", peer as u64)];
-                let id = MetricId { bench: "bcast", variant: name, attr: "normal-wb", bytes: (pages * 4096) as u64, params: &params };
+                let params = [(Param::Ops.name(), count), (Param::Peer.name(), peer as u64)];
+                let id = MetricId {
+                    bench: SmpBench::Bcast.name(),
+                    variant: name.name(),
+                    attr: "normal-wb",
+                    bytes: (pages * 4096) as u64,
+                    params: &params,
+                };
                 let summary = measure(env, id, f);
                 out.push((name, emit(env, id, summary, count, Unit::TimePerOp, NO_NOTES)));
             }

@@ -304,10 +304,16 @@ mod target {
     }
 
     /// A NUL-terminated phase name of at most `PHASE_NAME_MAX` bytes (longer text is cut).
+    /// Its name bytes come first, in a 128-byte aligned block, so they never straddle a page:
+    /// the cache model reads a name within its first page only, and a name cut there came out
+    /// as `phase-ID`.
+    #[repr(C, align(128))]
     struct PhaseName {
         buf: [u8; PHASE_NAME_MAX + 1],
         len: usize,
     }
+
+    const _: () = assert!(PHASE_NAME_MAX < 128, "a phase name must fit its aligned block");
 
     impl core::fmt::Write for PhaseName {
         fn write_str(&mut self, s: &str) -> core::fmt::Result {

@@ -17,6 +17,7 @@ use crate::diag;
 use crate::harness::{args::typed_args, ArgSpec, Case, Ctx, Suite};
 use crate::mem::{alias::AliasWindow, attr::MemAttr};
 use crate::smp::{self, CoreError};
+use cachescope_arch::bench::SmpVariant;
 
 /// The multicore suite.
 pub const SUITE: Suite = Suite {
@@ -234,13 +235,13 @@ fn false_sharing(ctx: &mut Ctx) {
     if 8 * n > line {
         diag!("false sharing: {n} counters of 8 B do not fit one {line} B line: the shared variant spans lines");
     }
-    let shared = co::false_sharing(&env, "shared-line", base, 8, &cores, incs, t);
-    let padded = co::false_sharing(&env, "padded-cwg", base, cwg, &cores, incs, t);
+    let shared = co::false_sharing(&env, SmpVariant::SharedLine, base, 8, &cores, incs, t);
+    let padded = co::false_sharing(&env, SmpVariant::PaddedCwg, base, cwg, &cores, incs, t);
     match (shared, padded) {
         (Ok(s), Ok(p)) => {
             let factor = s.median as f64 / p.median.max(1) as f64;
-            co::emit_false_sharing(&env, "padded-cwg", n, cwg, incs, p, &|m| m.cwg(cwg as u64));
-            co::emit_false_sharing(&env, "shared-line", n, 8, incs, s, &|m| m.slowdown_permille((factor * 1000.0) as u64));
+            co::emit_false_sharing(&env, SmpVariant::PaddedCwg, n, cwg, incs, p, &|m| m.cwg(cwg as u64));
+            co::emit_false_sharing(&env, SmpVariant::SharedLine, n, 8, incs, s, &|m| m.slowdown_permille((factor * 1000.0) as u64));
             diag!(
                 "false sharing: {n} cores, counters in one line vs padded to CWG {cwg} B: slowdown {factor:.2}x (median windows, {})",
                 env.timer.source.name()
@@ -292,11 +293,11 @@ fn broadcast(ctx: &mut Ctx) {
     let lines = ctx.args.get(SMP.smp_lines) as usize;
     match co::broadcast(&env, wb.va + at::BCAST, line, lines, lines, cores[0], timeout(ctx)) {
         Ok(figures) => {
-            let get = |n: &str| figures.iter().find(|(v, _)| *v == n).map(|&(_, m)| m as f64);
+            let get = |n: SmpVariant| figures.iter().find(|(v, _)| *v == n).map(|&(_, m)| m as f64);
             if env.emulated {
                 diag!("broadcast: emulated: the hand-shake's noise dominates the DC CIVAC windows; under the cache model its counts show the remote effect");
             } else if let (Some(h), Some(r), Some(s), Some(l)) =
-                (get("handshake"), get("dc-civac-remote"), get("store-local"), get("dc-civac-local"))
+                (get(SmpVariant::Handshake), get(SmpVariant::DcCivacRemote), get(SmpVariant::StoreLocal), get(SmpVariant::DcCivacLocal))
             {
                 let per = |x: f64| env.timer.to_ns(x / lines as f64).unwrap_or(x / lines as f64);
                 diag!(

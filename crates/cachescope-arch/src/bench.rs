@@ -1,5 +1,6 @@
-//! The benchmark identities: every benchmark of the `bench` suite, every variant it measures
-//! and the parameters that tell its measurements apart. The kernel names its `metric` records
+//! The benchmark identities: every benchmark of the `bench` suite ([`Bench`], [`Variant`]) and
+//! of the multicore `smp` suite ([`SmpBench`], [`SmpVariant`]), every variant it measures and the
+//! parameters that tell its measurements apart ([`Param`]). The kernel names its `metric` records
 //! and cache-model phases with these (`MetricId`'s `bench`, `variant` and `params`); the report
 //! tool matches on the same enums, so a variant the kernel does not declare does not compile on
 //! the host. Each wire name is written once, here. Pure.
@@ -11,28 +12,30 @@
 //! assert_eq!(Variant::ScanPaged.bench(), Bench::KvPaged);
 //! ```
 
-/// Declares [`Bench`] and [`Variant`] from one table: each benchmark with its wire name and its
-/// variants with theirs.
+/// Declares a benchmark enum and its variant enum from one table: each benchmark with its wire
+/// name and its variants with theirs.
 macro_rules! identities {
-    ($( $(#[$bm:meta])* $bench:ident = $bname:literal { $( $(#[$vm:meta])* $var:ident = $vname:literal, )* } )*) => {
-        /// A benchmark of the `bench` suite: its KTAP case and the `bench` field of its records.
+    (
+        $(#[$bdoc:meta])* $B:ident, $(#[$vdoc:meta])* $V:ident;
+        $( $(#[$bm:meta])* $bench:ident = $bname:literal { $( $(#[$vm:meta])* $var:ident = $vname:literal, )* } )*
+    ) => {
+        $(#[$bdoc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum Bench {
+        pub enum $B {
             $( $(#[$bm])* $bench, )*
         }
 
-        /// What one benchmark measures (the `variant` field of its records and the second part of
-        /// its phase names). Every variant belongs to one benchmark ([`Variant::bench`]).
+        $(#[$vdoc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum Variant {
+        pub enum $V {
             $( $( $(#[$vm])* $var, )* )*
         }
 
-        impl Bench {
+        impl $B {
             /// Every benchmark, in the suite's order.
-            pub const ALL: &'static [Bench] = &[$(Self::$bench),*];
+            pub const ALL: &'static [$B] = &[$(Self::$bench),*];
 
-            /// The wire name (case name, `bench` field).
+            /// The wire name (`bench` field).
             pub const fn name(self) -> &'static str {
                 match self {
                     $(Self::$bench => $bname,)*
@@ -40,16 +43,21 @@ macro_rules! identities {
             }
 
             /// The variants this benchmark measures, in the order it runs them.
-            pub const fn variants(self) -> &'static [Variant] {
+            pub const fn variants(self) -> &'static [$V] {
                 match self {
-                    $(Self::$bench => &[$(Variant::$var),*],)*
+                    $(Self::$bench => &[$($V::$var),*],)*
                 }
+            }
+
+            /// The benchmark a wire name names.
+            pub fn from_name(name: &str) -> Option<$B> {
+                Self::ALL.iter().copied().find(|b| b.name() == name)
             }
         }
 
-        impl Variant {
+        impl $V {
             /// Every variant, benchmark by benchmark.
-            pub const ALL: &'static [Variant] = &[$($(Self::$var,)*)*];
+            pub const ALL: &'static [$V] = &[$($(Self::$var,)*)*];
 
             /// The wire name (`variant` field).
             pub const fn name(self) -> &'static str {
@@ -59,16 +67,43 @@ macro_rules! identities {
             }
 
             /// The benchmark that measures it.
-            pub const fn bench(self) -> Bench {
+            pub const fn bench(self) -> $B {
                 match self {
-                    $($(Self::$var => Bench::$bench,)*)*
+                    $($(Self::$var => $B::$bench,)*)*
                 }
+            }
+
+            /// The variant a wire name names.
+            pub fn from_name(name: &str) -> Option<$V> {
+                Self::ALL.iter().copied().find(|v| v.name() == name)
+            }
+
+            /// The variant of `bench` named `name`.
+            pub fn of(bench: $B, name: &str) -> Option<$V> {
+                bench.variants().iter().copied().find(|v| v.name() == name)
+            }
+        }
+
+        impl core::fmt::Display for $B {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl core::fmt::Display for $V {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.write_str(self.name())
             }
         }
     };
 }
 
 identities! {
+    /// A benchmark of the `bench` suite: its KTAP case and the `bench` field of its records.
+    Bench,
+    /// What one benchmark measures (the `variant` field of its records and the second part of
+    /// its phase names). Every variant belongs to one benchmark ([`Variant::bench`]).
+    Variant;
     /// Pointer-chase latency against the working-set size.
     Latency = "latency" {
         /// The randomised pointer chase, one line per load.
@@ -177,34 +212,64 @@ identities! {
     }
 }
 
-impl Bench {
-    /// The benchmark a wire name names.
-    pub fn from_name(name: &str) -> Option<Bench> {
-        Self::ALL.iter().copied().find(|b| b.name() == name)
+identities! {
+    /// A benchmark of the multicore (`smp`) suite: the `bench` field of its records (its KTAP
+    /// cases are named apart, `src/suites/smp.rs`).
+    SmpBench,
+    /// What one multicore benchmark measures (the `variant` field of its records). Every
+    /// variant belongs to one benchmark ([`SmpVariant::bench`]).
+    SmpVariant;
+    /// A line handed back and forth between two cores.
+    Pingpong = "pingpong" {
+        /// A plain store (STR).
+        Plain = "plain",
+        /// LDXR / STXR, retried until the store-exclusive succeeds.
+        LdxrStxr = "ldxr-stxr",
+        /// LDADD (FEAT_LSE), one far atomic.
+        Ldadd = "ldadd",
     }
-}
-
-impl Variant {
-    /// The variant a wire name names.
-    pub fn from_name(name: &str) -> Option<Variant> {
-        Self::ALL.iter().copied().find(|v| v.name() == name)
+    /// Per-core counters in one line against counters padded apart.
+    Falseshare = "falseshare" {
+        /// Every counter in one line.
+        SharedLine = "shared-line",
+        /// Counters one cache writeback granule apart.
+        PaddedCwg = "padded-cwg",
     }
-
-    /// The variant of `bench` named `name`.
-    pub fn of(bench: Bench, name: &str) -> Option<Variant> {
-        bench.variants().iter().copied().find(|v| v.name() == name)
+    /// A single-producer single-consumer ring, per fence and index layout.
+    Spsc = "spsc" {
+        /// DMB ISH; head and tail in one line.
+        DmbIshShared = "dmb-ish-shared",
+        /// DMB ISH; head and tail a granule apart.
+        DmbIshSeparate = "dmb-ish-separate",
+        /// DSB SY; head and tail in one line.
+        DsbSyShared = "dsb-sy-shared",
+        /// DSB SY; head and tail a granule apart.
+        DsbSySeparate = "dsb-sy-separate",
     }
-}
-
-impl core::fmt::Display for Bench {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(self.name())
+    /// A ring all-reduce over the cores.
+    Allreduce = "allreduce" {
+        /// Reduce-scatter then all-gather around the ring.
+        Ring = "ring",
     }
-}
-
-impl core::fmt::Display for Variant {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(self.name())
+    /// Broadcast maintenance: DC CIVAC on lines another core holds, TLBI and IC, Inner
+    /// Shareable against local.
+    Bcast = "bcast" {
+        /// The barrier hand-shake alone (what the DC windows take out).
+        Handshake = "handshake",
+        /// DC CIVAC on lines the other core wrote.
+        DcCivacRemote = "dc-civac-remote",
+        /// Stores to own lines (what the local DC window takes out).
+        StoreLocal = "store-local",
+        /// DC CIVAC on own dirty lines.
+        DcCivacLocal = "dc-civac-local",
+        /// TLBI VAE1IS, broadcast.
+        TlbiVae1is = "tlbi-vae1is",
+        /// TLBI VAE1, local.
+        TlbiVae1 = "tlbi-vae1",
+        /// IC IALLUIS, broadcast.
+        IcIalluis = "ic-ialluis",
+        /// IC IALLU, local.
+        IcIallu = "ic-iallu",
     }
 }
 
@@ -301,13 +366,27 @@ mod tests {
         assert_eq!(Variant::of(Bench::Kv, "scan-paged"), None);
         let params: HashSet<&str> = Param::ALL.iter().map(|p| p.name()).collect();
         assert_eq!(params.len(), Param::ALL.len());
+        let names: HashSet<&str> = SmpVariant::ALL.iter().map(|v| v.name()).collect();
+        assert_eq!(names.len(), SmpVariant::ALL.len());
+        for &b in SmpBench::ALL {
+            assert_eq!(SmpBench::from_name(b.name()), Some(b));
+            assert_eq!(Bench::from_name(b.name()), None, "{b}: a name of both suites");
+            for &v in b.variants() {
+                assert_eq!((v.bench(), SmpVariant::of(b, v.name())), (b, Some(v)));
+            }
+        }
     }
 
     #[test]
     fn names_are_phase_name_parts() {
         // A phase name is `bench/variant/attr/bytes/key=value…`: no part may hold '/' or '='.
-        let parts =
-            Bench::ALL.iter().map(|b| b.name()).chain(Variant::ALL.iter().map(|v| v.name())).chain(Param::ALL.iter().map(|p| p.name()));
+        let parts = Bench::ALL
+            .iter()
+            .map(|b| b.name())
+            .chain(Variant::ALL.iter().map(|v| v.name()))
+            .chain(Param::ALL.iter().map(|p| p.name()))
+            .chain(SmpBench::ALL.iter().map(|b| b.name()))
+            .chain(SmpVariant::ALL.iter().map(|v| v.name()));
         for n in parts {
             assert!(!n.is_empty() && n.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_'), "{n}");
         }

@@ -51,9 +51,6 @@ pub const KNEE_HIGH: f64 = 0.5;
 pub const LINE_FULL_MISS: f64 = infer::FULL_FILL;
 /// The associativity sweep: K lines still fit one set while the level's miss rate is below this.
 pub const WAYS_MISS: f64 = infer::NO_LONGER_FITS;
-/// KV scans "start to miss" a level at the first cached-token count whose global miss rate at
-/// that level reaches this.
-pub const KV_START_MISS: f64 = 0.01;
 
 /// One cache level's counts (a `model` record, or a `model-total` record): the record
 /// contract's counts group ([`record::LevelCounts`], the simulator's own counters), which this
@@ -516,208 +513,6 @@ pub fn knees(d: &ModelData) -> Vec<Knee> {
     chase_curves(d).iter().filter(|c| !c.bypasses()).flat_map(|c| levels.iter().filter_map(|l| knee_of(c, l)).collect::<Vec<_>>()).collect()
 }
 
-/// One stream phase (`stream/VARIANT/ATTR/BYTES/…`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct StreamRow {
-    /// Variant (`read-ldp`, `read-ldp-pldl1strm`, …).
-    pub variant: String,
-    /// Attribute.
-    pub attr: String,
-    /// Bytes streamed.
-    pub bytes: u64,
-    /// Data accesses.
-    pub data_accesses: u64,
-    /// L1D demand misses.
-    pub demand_misses: u64,
-    /// Misses per data level.
-    pub misses: Vec<(String, u64)>,
-    /// Prefetch fills over every level (None when the plugin does not count them).
-    pub prefetches: Option<u64>,
-    /// Demand hits on prefetched lines over every level (None when not counted).
-    pub prefetch_hits: Option<u64>,
-    /// Accesses that bypassed the caches.
-    pub bypass: u64,
-}
-
-impl StreamRow {
-    /// True for the software-prefetch variants (PRFM: `pld…`/`pst…`/`prfm` in the name).
-    pub fn is_prefetch(&self) -> bool {
-        self.variant.contains("pld") || self.variant.contains("pst") || self.variant.contains("prfm")
-    }
-}
-
-fn sum_opt(it: impl Iterator<Item = Option<u64>>) -> Option<u64> {
-    it.fold(None, |acc, v| match (acc, v) {
-        (a, None) => a,
-        (None, Some(v)) => Some(v),
-        (Some(a), Some(v)) => Some(a + v),
-    })
-}
-
-/// The stream phases, in phase order.
-pub fn stream(d: &ModelData) -> Vec<StreamRow> {
-    d.phases
-        .iter()
-        .filter(|p| p.parsed.of(Bench::Stream))
-        .map(|p| StreamRow {
-            variant: p.parsed.variant.clone(),
-            attr: p.parsed.attr.clone(),
-            bytes: p.parsed.bytes.unwrap_or(0),
-            data_accesses: p.data_accesses(),
-            demand_misses: p.level("L1D").map_or(0, |l| l.misses),
-            misses: p.data_levels().map(|l| (l.level.clone(), l.misses)).collect(),
-            prefetches: sum_opt(p.data_levels().map(|l| l.prefetches())),
-            prefetch_hits: sum_opt(p.data_levels().map(|l| l.prefetch_hits())),
-            bypass: p.bypass(),
-        })
-        .collect()
-}
-
-/// One hand-off phase (`handoff/VARIANT/ATTR/BYTES`) per MiB handed off.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HandoffRow {
-    /// Variant (`to-device-va-maint`, …).
-    pub variant: String,
-    /// Attribute.
-    pub attr: String,
-    /// Bytes handed off.
-    pub bytes: u64,
-    /// L1D misses per MiB.
-    pub l1d_misses: f64,
-    /// Last-level misses per MiB (reads from memory).
-    pub memory_reads: f64,
-    /// Last-level writebacks per MiB (writes to memory).
-    pub memory_writebacks: f64,
-    /// Lines touched by maintenance, all levels, per MiB.
-    pub maint: f64,
-    /// Accesses that bypassed the caches, per MiB.
-    pub bypass: f64,
-}
-
-/// The hand-off phases per MiB, in phase order.
-pub fn handoff(d: &ModelData) -> Vec<HandoffRow> {
-    d.phases
-        .iter()
-        .filter(|p| p.parsed.of(Bench::Handoff) && p.parsed.bytes.is_some_and(|b| b > 0))
-        .map(|p| {
-            let bytes = p.parsed.bytes.unwrap_or(1);
-            let per = |v: u64| v as f64 * 1048576.0 / bytes as f64;
-            let last = p.data_levels().last();
-            HandoffRow {
-                variant: p.parsed.variant.clone(),
-                attr: p.parsed.attr.clone(),
-                bytes,
-                l1d_misses: per(p.level("L1D").map_or(0, |l| l.misses)),
-                memory_reads: per(last.map_or(0, |l| l.misses)),
-                memory_writebacks: per(last.map_or(0, |l| l.writebacks)),
-                maint: per(p.data_levels().map(|l| l.maint).sum()),
-                bypass: per(p.bypass()),
-            }
-        })
-        .collect()
-}
-
-/// One KV phase (`kv/VARIANT/ATTR/BYTES/tokens=…/cached=…/…`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct KvPoint {
-    /// Variant (`scan-aligned`, `append-misaligned`, …).
-    pub variant: String,
-    /// Attribute.
-    pub attr: String,
-    /// Tokens appended so far.
-    pub tokens: u64,
-    /// Tokens held in the ring (what a scan reads).
-    pub cached: u64,
-    /// Bytes a scan reads.
-    pub bytes: u64,
-    /// (level, misses per cached token over the phase) per data level.
-    pub misses_per_token: Vec<(String, f64)>,
-    /// (level, global miss rate) per data level.
-    pub global: Vec<(String, f64)>,
-}
-
-/// The KV phases, in phase order.
-pub fn kv_points(d: &ModelData) -> Vec<KvPoint> {
-    d.phases
-        .iter()
-        .filter(|p| p.parsed.of(Bench::Kv))
-        .filter_map(|p| {
-            let tokens = p.parsed.num(Param::Tokens)?;
-            let cached = p.parsed.num(Param::Cached).unwrap_or(tokens).max(1);
-            let n = p.data_accesses();
-            Some(KvPoint {
-                variant: p.parsed.variant.clone(),
-                attr: p.parsed.attr.clone(),
-                tokens,
-                cached,
-                bytes: p.parsed.bytes.unwrap_or(0),
-                misses_per_token: p.data_levels().map(|l| (l.level.clone(), l.misses as f64 / cached as f64)).collect(),
-                global: p.data_levels().map(|l| (l.level.clone(), if n == 0 { 0.0 } else { l.misses as f64 / n as f64 })).collect(),
-            })
-        })
-        .collect()
-}
-
-/// Where a KV scan starts to miss a level.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KvStart {
-    /// Scan variant.
-    pub variant: String,
-    /// Attribute.
-    pub attr: String,
-    /// Level.
-    pub level: String,
-    /// Bytes one cached token occupies in the scanned layer (scan bytes ÷ cached tokens).
-    pub bytes_per_token: f64,
-    /// Tokens the level's capacity holds at that size (model geometry).
-    pub capacity_tokens: Option<f64>,
-    /// The first cached-token count whose global miss rate reaches [`KV_START_MISS`]; None
-    /// when no measured count does.
-    pub starts_at: Option<u64>,
-    /// The largest cached-token count measured.
-    pub max_cached: u64,
-}
-
-/// For each cached scan variant and data level: where scans start to miss.
-pub fn kv_starts(d: &ModelData) -> Vec<KvStart> {
-    let pts = kv_points(d);
-    let mut out = Vec::new();
-    let mut seen: Vec<(String, String)> = Vec::new();
-    for p in pts.iter().filter(|p| p.variant.starts_with("scan")) {
-        let k = (p.variant.clone(), p.attr.clone());
-        if seen.contains(&k) {
-            continue;
-        }
-        seen.push(k);
-        let mut series: Vec<&KvPoint> = pts.iter().filter(|q| q.variant == p.variant && q.attr == p.attr).collect();
-        series.sort_by_key(|q| (q.cached, q.tokens));
-        let (bypass, total) = d
-            .phases
-            .iter()
-            .filter(|ph| ph.parsed.of(Bench::Kv) && ph.parsed.variant == p.variant && ph.parsed.attr == p.attr)
-            .fold((0, 0), |(b, n), ph| (b + ph.bypass(), n + ph.data_accesses()));
-        let bypassing = bypass * 2 > total;
-        if bypassing {
-            continue;
-        }
-        let last = series.last().copied().unwrap_or(p);
-        let bpt = last.bytes as f64 / last.cached as f64;
-        for level in d.data_level_names() {
-            let starts_at = series.iter().find(|q| q.global.iter().any(|(l, r)| *l == level && *r >= KV_START_MISS)).map(|q| q.cached);
-            out.push(KvStart {
-                variant: p.variant.clone(),
-                attr: p.attr.clone(),
-                level: level.clone(),
-                bytes_per_token: bpt,
-                capacity_tokens: d.geometry_of(&level).filter(|_| bpt > 0.0).map(|g| g.size as f64 / bpt),
-                starts_at,
-                max_cached: last.cached,
-            });
-        }
-    }
-    out
-}
-
 /// What one source says about a value, with where it comes from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sourced<T> {
@@ -1025,6 +820,9 @@ impl Inferred {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::handoff::handoff;
+    use crate::bench::kv::{kv_points, kv_starts};
+    use crate::bench::stream::stream;
     use crate::input::Log;
 
     /// A `model` record line.

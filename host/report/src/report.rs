@@ -16,15 +16,13 @@
 //! metric's. Model `metric` records are ordinary metrics with source `model`: they get their
 //! own figures and sit next to the timing rows of the same point in the tables.
 
-use crate::bench::{self, BenchView, Figures};
-use crate::dl;
+use crate::bench::{self, BenchView, Figures, ModelBlock, ModelFigure};
 use crate::input::{Error, Log, Result};
 use crate::ktap;
 use crate::metrics::{human_bytes, sig, Metric};
 use crate::model::{self, ModelData};
 use crate::records::{self, Record};
 use crate::svg::{esc, BarChart, Labels, LinePlot, Marker, Point, Series, XScale};
-use cachescope_arch::bench::{Bench, Variant};
 use cachescope_arch::record;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -318,11 +316,11 @@ impl Ctx<'_> {
         c
     }
 
-    fn latency(&mut self, ms: &[&Metric], records: &[Record], level: u8) {
+    fn latency(&mut self, bench: &str, ms: &[&Metric], records: &[Record], level: u8) {
         let markers = cache_markers(records);
         self.blocks.push(Block::Heading(level, "Latency vs working set".into()));
         if ms.is_empty() {
-            self.blocks.push(Block::Para(format!("No `{}` metrics in this log.", Bench::Latency)));
+            self.blocks.push(Block::Para(format!("No `{bench}` metrics in this log.")));
             return;
         }
         for ((source, unit), group) in by_source_unit(ms) {
@@ -337,20 +335,13 @@ impl Ctx<'_> {
                 "working set (bytes, log2 scale; K = KiB, M = MiB); dashed: CCSIDR capacities, dotted: inferred knees"
             };
             let plot = LinePlot {
-                labels: self.labels(
-                    title_for("Latency vs working set", &source, &unit),
-                    &source,
-                    &group,
-                    x_label,
-                    &unit,
-                    Bench::Latency.name(),
-                ),
+                labels: self.labels(title_for("Latency vs working set", &source, &unit), &source, &group, x_label, &unit, bench),
                 x_scale: XScale::Log2Bytes,
                 y_log: wants_log_y(&group),
                 series,
                 markers: markers.iter().cloned().chain(knees).collect(),
             };
-            let cap = self.caption("Latency vs working set (bench latency), one line per attribute, dashed lines at the data/unified cache capacities from CCSIDR", &source, &unit, &group);
+            let cap = self.caption(&format!("Latency vs working set (bench {bench}), one line per attribute, dashed lines at the data/unified cache capacities from CCSIDR"), &source, &unit, &group);
             self.figure(format!("latency-{source}"), cap, plot);
         }
     }
@@ -518,19 +509,7 @@ fn capacity_markers(recs: &[Record], d: &ModelData, levels: &[String]) -> Vec<Ma
         .collect()
 }
 
-const MODEL_SOURCE: &str = "source: model (cache-model TCG plugin: simulated caches, deterministic counts)";
-
 impl Ctx<'_> {
-    fn model_labels(&self, title: &str, x: &str, y: &str) -> Labels {
-        Labels {
-            title: title.into(),
-            subtitle: format!("{MODEL_SOURCE} · {}", self.run_name),
-            warning: Some("SIMULATED by the cache model under QEMU: modelled cache behaviour, not a hardware measurement".into()),
-            x: x.into(),
-            y: y.into(),
-        }
-    }
-
     /// The cache model's figures: miss rate and modelled latency vs working set, stream
     /// prefetch effect, hand-off per MiB, KV misses per token, inferred geometry.
     fn model_section(&mut self, d: &ModelData, recs: &[Record]) {
@@ -546,511 +525,18 @@ impl Ctx<'_> {
         )));
         let levels = d.data_level_names();
         let caps = capacity_markers(recs, d, &levels);
-        let curves = model::chase_curves(d);
-        let bypassing: Vec<String> = curves
-            .iter()
-            .filter(|c| c.bypasses())
-            .map(|c| {
-                let f = c.points.iter().map(|p| p.bypass_fraction).sum::<f64>() / c.points.len().max(1) as f64;
-                format!("{} ({:.1}% of data accesses bypass the caches)", c.attr, f * 100.0)
-            })
-            .collect();
-        for c in curves.iter().filter(|c| !c.bypasses()) {
-            let series: Vec<Series> = levels
-                .iter()
-                .map(|l| Series {
-                    name: format!("{l} misses / access"),
-                    points: c
-                        .points
-                        .iter()
-                        .filter_map(|p| p.global_rate(l).map(|y| Point { x: p.bytes as f64, y, lo: None, hi: None }))
-                        .collect(),
-                })
-                .filter(|s| !s.points.is_empty())
-                .collect();
-            let knees: Vec<Marker> = levels
-                .iter()
-                .filter_map(|l| model::knee_of(c, l))
-                .map(|k| Marker { x: k.fits as f64, label: format!("{} knee: fits {}", k.level, human_bytes(k.fits as f64)), knee: true })
-                .collect();
-            let plot = LinePlot {
-                labels: self.model_labels(
-                    &format!("Miss rate per level vs working set: {} [model]", c.attr),
-                    "working set (bytes, log2); dashed: CCSIDR and published silicon capacities; dotted: model knees",
-                    "misses per data access",
-                ),
-                x_scale: XScale::Log2Bytes,
-                y_log: false,
-                series,
-                markers: caps.iter().cloned().chain(knees).collect(),
-            };
-            let mut cap = format!(
-                "Pointer chase under the cache model ({}): misses at each level per data access vs working set; dashed lines at the CCSIDR and published silicon capacities, dotted at the knees the model's miss rates give. {MODEL_SOURCE}.",
-                c.attr
-            );
-            if !bypassing.is_empty() {
-                cap.push_str(&format!(" Not plotted, bypassing the caches: {}.", bypassing.join(", ")));
+        let mut cx = bench::Draw::new(recs, d, &levels, &caps, self.run_name);
+        for &b in bench::MODEL_FIGURES {
+            bench::view_of(b).model_figures(&mut cx);
+        }
+        for b in cx.into_blocks() {
+            match b {
+                ModelBlock::Figure(stem, caption, ModelFigure::Line(p)) => self.figure(stem, caption, p),
+                ModelBlock::Figure(stem, caption, ModelFigure::Bars(c)) => self.figure(stem, caption, c),
+                ModelBlock::Para(t) => self.blocks.push(Block::Para(t)),
+                ModelBlock::Heading(n, t) => self.blocks.push(Block::Heading(n, t)),
+                ModelBlock::Table(h, rows) => self.blocks.push(Block::Table(h, rows)),
             }
-            self.figure(format!("model-missrate-{}", c.attr), cap, plot);
-        }
-        // Modelled latency.
-        let lat: Vec<Series> = curves
-            .iter()
-            .map(|c| Series {
-                name: c.attr.clone(),
-                points: c
-                    .points
-                    .iter()
-                    .filter_map(|p| p.ns_per_access.map(|y| Point { x: p.bytes as f64, y, lo: None, hi: None }))
-                    .collect(),
-            })
-            .filter(|s| !s.points.is_empty())
-            .collect();
-        if lat.is_empty() {
-            self.blocks
-                .push(Block::Para("No modelled latency: the plugin wrote no `model-time` records (it models counts, not time).".into()));
-        } else {
-            let knees: Vec<Marker> = model::knees(d)
-                .into_iter()
-                .filter(|k| k.attr == "normal-wb")
-                .map(|k| Marker { x: k.fits as f64, label: format!("{} knee {}", k.level, human_bytes(k.fits as f64)), knee: true })
-                .collect();
-            let y_log = lat.iter().flat_map(|s| s.points.iter()).map(|p| p.y).fold((f64::INFINITY, 0f64), |(a, b), y| (a.min(y), b.max(y)));
-            let plot = LinePlot {
-                labels: self.model_labels(
-                    "Modelled latency vs working set [model]",
-                    "working set (bytes, log2 scale); dashed: CCSIDR and silicon capacities, dotted: model knees",
-                    "modelled ns per data access",
-                ),
-                x_scale: XScale::Log2Bytes,
-                y_log: y_log.0 > 0.0 && y_log.1 / y_log.0 > 20.0,
-                series: lat,
-                markers: caps.iter().cloned().chain(knees).collect(),
-            };
-            self.figure(
-                "model-latency".into(),
-                format!("Modelled latency per data access (model-time ns ÷ data accesses) of the pointer chase, like lmbench lat_mem_rd on the modelled silicon. {MODEL_SOURCE}."),
-                plot,
-            );
-        }
-        // Stream: demand misses and prefetches per variant (cached attributes).
-        let st: Vec<model::StreamRow> = model::stream(d).into_iter().filter(|r| r.bypass * 2 < r.data_accesses.max(1)).collect();
-        if !st.is_empty() {
-            let cats: Vec<String> = st
-                .iter()
-                .map(|r| if st.iter().all(|x| x.attr == r.attr) { r.variant.clone() } else { format!("{} {}", r.variant, r.attr) })
-                .collect();
-            let mut series = vec![("L1D demand misses".to_string(), st.iter().map(|r| Some(r.demand_misses as f64)).collect::<Vec<_>>())];
-            if st.iter().any(|r| r.prefetches.is_some()) {
-                series.push(("prefetches".into(), st.iter().map(|r| r.prefetches.map(|v| v as f64)).collect()));
-                series.push(("prefetch hits".into(), st.iter().map(|r| r.prefetch_hits.map(|v| v as f64)).collect()));
-            }
-            let chart = BarChart {
-                labels: self.model_labels(
-                    &format!("Stream: demand misses and prefetches per variant ({}) [model]", human_bytes(st[0].bytes as f64)),
-                    "variant",
-                    "count over the phase",
-                ),
-                categories: cats,
-                series,
-            };
-            let counted = if st.iter().any(|r| r.prefetches.is_some()) {
-                ""
-            } else {
-                " This plugin counts no prefetches (older plugin): only demand misses are shown."
-            };
-            self.figure(
-                "model-stream".into(),
-                format!("Streaming loops under the cache model: L1D demand misses, prefetch fills and demand hits on prefetched lines per variant (bar = count over the phase, no whiskers: the model is exact).{counted} {MODEL_SOURCE}."),
-                chart,
-            );
-        }
-        // Hand-off per MiB.
-        let h = model::handoff(d);
-        if !h.is_empty() {
-            let chart = BarChart {
-                labels: self.model_labels("DMA-like hand-off per MiB [model]", "variant", "per MiB handed off"),
-                categories: h.iter().map(|r| r.variant.clone()).collect(),
-                series: vec![
-                    ("L1D misses".into(), h.iter().map(|r| Some(r.l1d_misses)).collect()),
-                    ("memory reads".into(), h.iter().map(|r| Some(r.memory_reads)).collect()),
-                    ("memory writebacks".into(), h.iter().map(|r| Some(r.memory_writebacks)).collect()),
-                    ("maint lines".into(), h.iter().map(|r| Some(r.maint)).collect()),
-                ],
-            };
-            self.figure(
-                "model-handoff".into(),
-                format!("Hand-off variants under the cache model, per MiB handed off: L1D misses, reads from memory (last-level misses), writebacks to memory (last-level writebacks), lines touched by maintenance at all levels (bar = exact count ÷ MiB). NC variants bypass the caches. {MODEL_SOURCE}."),
-                chart,
-            );
-        }
-        // KV: misses per token vs cached tokens, scans.
-        let kv: Vec<model::KvPoint> = model::kv_points(d).into_iter().filter(|p| p.variant.starts_with("scan")).collect();
-        let starts = model::kv_starts(d);
-        if !kv.is_empty() && !starts.is_empty() {
-            let mut series: Vec<Series> = Vec::new();
-            for p in &kv {
-                if starts.iter().all(|s| s.variant != p.variant || s.attr != p.attr) {
-                    continue; // bypassing attribute
-                }
-                for (l, v) in &p.misses_per_token {
-                    let name = format!("{} {} {l}", p.variant.trim_start_matches("scan-"), p.attr);
-                    let pt = Point { x: p.cached as f64, y: *v, lo: None, hi: None };
-                    match series.iter_mut().find(|s| s.name == name) {
-                        Some(s) => {
-                            // Past the ring wrap the cached count repeats: keep the first.
-                            if !s.points.iter().any(|q| q.x == pt.x) {
-                                s.points.push(pt)
-                            }
-                        }
-                        None => series.push(Series { name, points: vec![pt] }),
-                    }
-                }
-            }
-            let mut markers: Vec<Marker> = Vec::new();
-            let first = &starts[0];
-            for s in starts.iter().filter(|s| s.variant == first.variant && s.attr == first.attr) {
-                if let Some(tk) = s.capacity_tokens {
-                    markers.push(Marker { x: tk, label: format!("{} holds {} tokens", s.level, sig(tk, 3)), knee: false });
-                }
-            }
-            let plot = LinePlot {
-                labels: self.model_labels(
-                    "KV-cache scan: misses per token vs cached tokens [model]",
-                    "cached tokens (log2 scale); dashed: level capacity in tokens (one layer's bytes per token)",
-                    "misses per cached token",
-                ),
-                x_scale: XScale::Log2,
-                y_log: false,
-                series,
-                markers,
-            };
-            self.figure(
-                "model-kv".into(),
-                format!(
-                    "KV-cache attention scans under the cache model: misses per cached token at each level vs the tokens held; dashed lines where the cache level holds the scanned layer ({} B per token). {MODEL_SOURCE}.",
-                    sig(first.bytes_per_token, 4)
-                ),
-                plot,
-            );
-        }
-        self.dl_figures(d, recs, &caps);
-        // The geometry sweeps: lines brought in per load vs stride, miss rate vs addresses per set.
-        let (line_sweep, line) = model::infer_line(d);
-        if !line_sweep.is_empty() {
-            let series = vec![Series {
-                name: "L1D".into(),
-                points: line_sweep.iter().map(|&(x, y)| Point { x: x as f64, y, lo: None, hi: None }).collect(),
-            }];
-            let markers = line.map(|l| Marker { x: l as f64, label: format!("inferred line {l} B"), knee: true }).into_iter().collect();
-            let plot = LinePlot {
-                labels: self.model_labels(
-                    "Line size: lines brought in per load vs stride [model]",
-                    "stride between loads (bytes, log2 scale); dotted: the inferred line size",
-                    "L1D (misses + prefetch hits) per load",
-                ),
-                x_scale: XScale::Log2Bytes,
-                y_log: false,
-                series,
-                markers,
-            };
-            self.figure(
-                "model-infer-line".into(),
-                format!("Stride sweep under the cache model (bench infer, variant line): one load every stride bytes over twice the L1D; a line is brought in per load once the stride reaches the line size. {MODEL_SOURCE}."),
-                plot,
-            );
-        }
-        let sweeps = model::infer_ways(d);
-        if !sweeps.is_empty() {
-            let series: Vec<Series> = sweeps
-                .iter()
-                .map(|w| Series {
-                    name: format!("{} ({} apart)", w.level, human_bytes(w.spacing as f64)),
-                    points: w.points.iter().map(|&(x, y)| Point { x: x as f64, y, lo: None, hi: None }).collect(),
-                })
-                .collect();
-            let markers = sweeps
-                .iter()
-                .filter_map(|w| w.ways.map(|n| Marker { x: n as f64, label: format!("{} {n} ways", w.level), knee: true }))
-                .collect();
-            let plot = LinePlot {
-                labels: self.model_labels(
-                    "Associativity: miss rate vs addresses in one set [model]",
-                    "addresses one level capacity apart, cycled 128 rounds; dotted: the inferred ways",
-                    "miss rate at the level",
-                ),
-                x_scale: XScale::Linear,
-                y_log: false,
-                series,
-                markers,
-            };
-            self.figure(
-                "model-infer-ways".into(),
-                format!("Conflict sweep under the cache model (bench infer, variant ways): n addresses that all fall in one set stay cached while n ≤ ways. {MODEL_SOURCE}."),
-                plot,
-            );
-        }
-        // Inferred geometry.
-        let inf = model::infer(recs, d);
-        let mut rows = vec![vec![
-            "line".to_string(),
-            inf.line.as_ref().map_or("–".into(), |l| format!("{} B", l.value)),
-            inf.levels.iter().find_map(|l| l.ccsidr.map(|c| format!("{} B", c.3))).unwrap_or_else(|| "–".into()),
-            inf.levels.iter().find_map(|l| l.silicon.as_ref().map(|s| format!("{} B", s.2))).unwrap_or_else(|| "–".into()),
-            inf.line.as_ref().map_or("no infer/line phases".into(), |l| l.source.clone()),
-        ]];
-        for l in &inf.levels {
-            rows.push(vec![
-                format!("{} size", l.level),
-                l.capacity.as_ref().map_or("–".into(), |c| human_bytes(c.value as f64)),
-                l.ccsidr.map_or("–".into(), |c| human_bytes(c.0 as f64)),
-                l.silicon.as_ref().map_or("–".into(), |s| s.0.iter().map(|b| human_bytes(*b as f64)).collect::<Vec<_>>().join(" or ")),
-                l.capacity.as_ref().map_or("no knee".into(), |c| c.source.clone()),
-            ]);
-            rows.push(vec![
-                format!("{} ways", l.level),
-                l.ways.as_ref().map_or("–".into(), |w| w.value.to_string()),
-                l.ccsidr.map_or("–".into(), |c| c.1.to_string()),
-                l.silicon.as_ref().map_or("–".into(), |s| s.1.to_string()),
-                l.ways.as_ref().map_or("no infer/ways phases".into(), |w| w.source.clone()),
-            ]);
-        }
-        self.blocks.push(Block::Heading(3, "Geometry: inferred / CCSIDR / published silicon".into()));
-        self.blocks.push(Block::Table(
-            ["", "inferred (model)", "CCSIDR", "published silicon", "inferred from"].iter().map(|s| s.to_string()).collect(),
-            rows,
-        ));
-    }
-}
-
-impl Ctx<'_> {
-    /// The second-wave deep-learning patterns under the model (issue 14, `crate::dl`): paged
-    /// and quantized KV scans per level (block size or dtype as series, capacities in tokens),
-    /// the caching allocator's reuse against fresh memory, prefix sharing and the
-    /// double-buffered loader.
-    fn dl_figures(&mut self, d: &ModelData, recs: &[Record], caps: &[Marker]) {
-        let levels = d.data_level_names();
-        let per_level = |curves: &[dl::ScanCurve], level: &str| -> Vec<Series> {
-            curves
-                .iter()
-                .map(|c| Series {
-                    name: c.name.clone(),
-                    points: c
-                        .points
-                        .iter()
-                        .filter_map(|(t, ls)| {
-                            ls.iter().find(|(l, _)| l == level).map(|&(_, y)| Point { x: *t as f64, y, lo: None, hi: None })
-                        })
-                        .collect(),
-                })
-                .filter(|s| !s.points.is_empty())
-                .collect()
-        };
-        // kv-paged: one figure per level, the contiguous ring and each block size as series.
-        let paged = dl::paged_curves(d);
-        if let Some(contiguous) = paged.first().filter(|c| c.bytes_per_token > 0.0) {
-            let bpt = contiguous.bytes_per_token;
-            let markers: Vec<Marker> = levels
-                .iter()
-                .filter_map(|l| d.geometry_of(l))
-                .map(|g| Marker {
-                    x: g.size as f64 / bpt,
-                    label: format!("{} holds {} tokens", g.level, sig(g.size as f64 / bpt, 4)),
-                    knee: false,
-                })
-                .collect();
-            let swept = paged.iter().flat_map(|c| c.points.last()).map(|p| p.0).max().unwrap_or(0);
-            for level in &levels {
-                let series = per_level(&paged, level);
-                if series.is_empty() {
-                    continue;
-                }
-                // A level the largest scan fits has no knee in the sweep: a sentence, no figure.
-                if let Some(cap) = d.geometry_of(level).map(|g| g.size as f64 / bpt).filter(|&c| (swept as f64) < c) {
-                    let stray: f64 = paged
-                        .iter()
-                        .flat_map(|c| c.points.iter())
-                        .filter_map(|(t, ls)| ls.iter().find(|(l, _)| l == level).map(|x| x.1 * *t as f64))
-                        .sum();
-                    self.blocks.push(Block::Para(format!(
-                        "kv-paged under the cache model: the sweep's largest scan ({swept} tokens) fits the {level} ({} tokens): {stray:.0} {level} misses over every scan and block size; no figure.",
-                        sig(cap, 4)
-                    )));
-                    continue;
-                }
-                let plot = LinePlot {
-                    labels: self.model_labels(
-                        &format!("kv-paged: {level} misses per token vs cached tokens, per block size [model]"),
-                        "cached tokens (log2 scale); dashed: level capacity in tokens (one layer's scan bytes per token)",
-                        &format!("{level} misses per cached token"),
-                    ),
-                    x_scale: XScale::Log2,
-                    y_log: false,
-                    series,
-                    markers: markers.clone(),
-                };
-                self.figure(
-                    format!("model-kv-paged-{}", level.to_lowercase()),
-                    format!(
-                        "Paged KV cache (bench kv-paged) under the cache model: {level} misses per cached token of one layer's scan through the block table, the contiguous ring (one block) and each block size (tokens per block) at equal bytes; dashed where the level holds the scanned layer ({} B per token). Small blocks scatter the KV over 4 KiB pool slots that crowd some sets: more misses per token, converging on the ring as blocks grow. {MODEL_SOURCE}.",
-                        sig(bpt, 4)
-                    ),
-                    plot,
-                );
-            }
-        }
-        // kv-quant: one figure per level, one series per dtype, the formula's capacity and the
-        // measured knee in tokens per dtype.
-        let quant = dl::quant_curves(d);
-        if !quant.is_empty() {
-            let knees = dl::quant_knees(recs, d);
-            for level in &levels {
-                let series = per_level(&quant, level);
-                if series.is_empty() {
-                    continue;
-                }
-                let markers: Vec<Marker> = knees
-                    .iter()
-                    .filter(|k| &k.level == level)
-                    .filter_map(|k| {
-                        let x = k.predicted.or(k.measured)? as f64;
-                        let knee = k.measured.map_or("none".into(), |t| t.to_string());
-                        Some(Marker {
-                            x,
-                            label: format!("{} holds {} tokens (knee {knee})", k.dtype, k.predicted.map_or("?".into(), |t| t.to_string())),
-                            knee: k.predicted.is_none(),
-                        })
-                    })
-                    .collect();
-                let plot = LinePlot {
-                    labels: self.model_labels(
-                        &format!("kv-quant: {level} misses per token vs cached tokens, per dtype [model]"),
-                        &format!("cached tokens (log2 scale); dashed: tokens of one layer the {level} holds by the formula, per dtype (measured knee in brackets)"),
-                        &format!("{level} misses per cached token"),
-                    ),
-                    x_scale: XScale::Log2,
-                    y_log: false,
-                    series,
-                    markers,
-                };
-                self.figure(
-                    format!("model-kv-quant-{}", level.to_lowercase()),
-                    format!(
-                        "KV quantization (bench kv-quant) under the cache model: {level} misses per cached token of one layer's scan per dtype; dashed where the formula (2 × layers × kv_heads × head_dim × dtype bytes, + per-block scales for int8/fp8, one layer) says the {level} is full, with the knee the model measures (first token count missing on ≥ {}% of accesses). Halving the bytes per token doubles the tokens that fit. Dequantization is out of scope. {MODEL_SOURCE}.",
-                        dl::KNEE_MISS * 100.0
-                    ),
-                    plot,
-                );
-            }
-        }
-        // alloc-reuse: misses per tensor line, reuse against fresh memory, per size.
-        let reuse = dl::reuse_per_line(recs, d);
-        if !reuse.is_empty() {
-            let mut series: Vec<Series> = Vec::new();
-            for level in &levels {
-                for (name, pick) in [(Variant::Reuse.name(), true), (Variant::Fresh.name(), false)] {
-                    let points: Vec<Point> = reuse
-                        .iter()
-                        .filter(|r| &r.level == level)
-                        .map(|r| Point { x: r.bytes as f64, y: if pick { r.reuse } else { r.fresh }, lo: None, hi: None })
-                        .collect();
-                    if !points.is_empty() {
-                        series.push(Series { name: format!("{name} {level}"), points });
-                    }
-                }
-            }
-            let plot = LinePlot {
-                labels: self.model_labels(
-                    "alloc-reuse: misses per tensor line, reuse vs fresh memory [model]",
-                    "tensor size (bytes, log2); dashed: CCSIDR and published silicon capacities",
-                    "misses per 64-byte line per window",
-                ),
-                x_scale: XScale::Log2Bytes,
-                y_log: false,
-                series,
-                markers: caps.to_vec(),
-            };
-            self.figure(
-                "model-alloc-reuse".into(),
-                format!("Caching allocator (bench alloc-reuse) under the cache model: a tensor of each size is requested, written and freed window after window, from the block just freed (reuse) or from fresh arena memory; misses per 64-byte line of the tensor and window at each level (1 = every line missed). Below a level's capacity reuse hits where fresh memory misses every line. {MODEL_SOURCE}."),
-                plot,
-            );
-        }
-        // kv-prefix: hits and misses per level, shared against private prefixes.
-        let pr = dl::prefix(d);
-        if !pr.is_empty() {
-            let mut cats: Vec<String> = Vec::new();
-            for level in &levels {
-                cats.push(format!("{level} hits"));
-                cats.push(format!("{level} misses"));
-            }
-            let series: Vec<(String, Vec<Option<f64>>)> = pr
-                .iter()
-                .map(|r| {
-                    let v = levels
-                        .iter()
-                        .flat_map(|l| {
-                            let c = r.levels.iter().find(|x| &x.0 == l);
-                            [c.map(|c| c.1 as f64), c.map(|c| c.2 as f64)]
-                        })
-                        .collect();
-                    (format!("{} prefix", r.variant), v)
-                })
-                .collect();
-            let chart = BarChart {
-                labels: self.model_labels(
-                    "kv-prefix: hits and misses per level, shared vs private prefix [model]",
-                    "level and count",
-                    "count over the phase",
-                ),
-                categories: cats,
-                series,
-            };
-            let pool = |v| bench::metric_of(recs, v).and_then(|r| r.obj.get("pool_bytes").and_then(Value::as_u64));
-            let saved = match (pool(Variant::Shared), pool(Variant::Private)) {
-                (Some(a), Some(b)) if b >= a => {
-                    format!(" Sharing holds {} of KV instead of {} (all layers).", human_bytes(a as f64), human_bytes(b as f64))
-                }
-                _ => String::new(),
-            };
-            self.figure(
-                "model-kv-prefix".into(),
-                format!("Prefix sharing (bench kv-prefix) under the cache model: sequences scanned one after the other, their common prefix one copy referenced by every block table (shared) or copied per sequence (private); hits and misses per level over the phase (bar = exact count). The shared prefix stays cached and hits across sequences; private copies miss.{saved} {MODEL_SOURCE}."),
-                chart,
-            );
-        }
-        // stream-double: demand misses per variant.
-        let dbl = dl::double_rows(recs, d);
-        if !dbl.is_empty() {
-            let cats: Vec<String> =
-                dbl.iter().map(|r| format!("{} ({} core{})", r.variant, r.cores, if r.cores == 1 { "" } else { "s" })).collect();
-            let mut series = vec![
-                ("L1D demand misses".to_string(), dbl.iter().map(|r| Some(r.l1d_misses)).collect::<Vec<_>>()),
-                ("L2 misses".into(), dbl.iter().map(|r| Some(r.l2_misses)).collect()),
-                ("L1D prefetch hits".into(), dbl.iter().map(|r| Some(r.prefetch_hits)).collect()),
-            ];
-            if dbl.iter().any(|r| r.interventions > 0.0) {
-                series.push(("lines from the other core".into(), dbl.iter().map(|r| Some(r.interventions)).collect()));
-            }
-            let chart = BarChart {
-                labels: self.model_labels(
-                    "stream-double: misses per window: none / PRFM / double [model]",
-                    "variant (cores)",
-                    "count per window (every core)",
-                ),
-                categories: cats,
-                series,
-            };
-            let single = if dbl.iter().any(|r| r.variant == "double") {
-                ""
-            } else {
-                " One core: the double-buffered variant did not run (it degrades to fill-then-consume, the `none` bars)."
-            };
-            self.figure(
-                "model-stream-double".into(),
-                format!("Double-buffered loader (bench stream-double) under the cache model: each batch filled (STP) then consumed (LDP), with no prefetch, with PRFM PLDL1STRM ahead of the loads, and double-buffered (a second core fills buffer B while the boot core consumes A); counts per measured window over every core (bar = exact count ÷ windows). Lines from the other core are the model's coherence interventions.{single} {MODEL_SOURCE}."),
-                chart,
-            );
         }
     }
 }
@@ -1600,7 +1086,7 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
     for v in &always {
         let name = v.bench().name();
         match v.figures() {
-            Figures::Latency => c.latency(&of(name), &recs, level),
+            Figures::Latency => c.latency(name, &of(name), &recs, level),
             Figures::Bars { heading, title } => {
                 c.blocks.push(Block::Heading(level, heading.into()));
                 let ms = of(name);
@@ -2613,7 +2099,7 @@ mod tests {
             assert!(reuse.contains(needle), "alloc-reuse: {needle}");
         }
         // 2048 misses over 1024 lines and 2 windows: one miss per line.
-        let rows = dl::reuse_per_line(
+        let rows = crate::bench::alloc_reuse::reuse_per_line(
             &crate::records::extract(&Log::from_bytes("r", (run.clone() + &m).as_bytes())).0,
             &ModelData::from_records(&crate::records::extract(&Log::from_bytes("m", m.as_bytes())).0),
         );

@@ -9,13 +9,14 @@
 //!   it names (PLDL1STRM: L1D, PLDL2KEEP: L2);
 //! - the inferred line size, and ways per level equal to the simulated geometry (4-way L1D
 //!   under the guest geometry; 2-way under `rpi4`, where CCSIDR says 4);
-//! - issue 14's deep-learning patterns (`cachescope_report::dl::checks`): paged KV scans missing
+//! - issue 14's deep-learning patterns (`cachescope_report::bench::model_checks`): paged KV scans missing
 //!   more per token than the contiguous layout at small blocks and converging as blocks grow,
 //!   the shared prefix's L2 hits across sequences, int8's knee within one sweep step of twice
 //!   fp16's (L1D and L2), and the caching allocator's reuse missing less than fresh memory below
 //!   the L2.
 
 use cachescope_arch::bench::Param;
+use cachescope_report::bench::stream::{stream, StreamRow};
 use cachescope_report::input::Log;
 use cachescope_report::model::{self, ModelData};
 use cachescope_report::records;
@@ -70,7 +71,7 @@ pub fn benchmarks(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
         )),
         other => f.push((false, format!("modelled latency missing (model-time records?): {other:?}"))),
     }
-    let stream: Vec<_> = model::stream(d).into_iter().filter(|r| r.attr == "normal-wb" && r.variant.starts_with("read-")).collect();
+    let stream: Vec<_> = stream(d).into_iter().filter(|r| r.attr == "normal-wb" && r.variant.starts_with("read-")).collect();
     match stream.iter().find(|r| r.variant == "read-ldp") {
         None => f.push((false, "no stream/read-ldp/normal-wb phase under the model".into())),
         Some(plain) => {
@@ -87,7 +88,7 @@ pub fn benchmarks(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
                 } else {
                     "L1D"
                 };
-                let misses = |row: &model::StreamRow| row.misses.iter().find(|(l, _)| l == level).map(|&(_, n)| n);
+                let misses = |row: &StreamRow| row.misses.iter().find(|(l, _)| l == level).map(|&(_, n)| n);
                 let (with, without) = (misses(r), misses(plain));
                 f.push((
                     matches!((with, without), (Some(a), Some(b)) if a < b),
@@ -103,7 +104,7 @@ pub fn benchmarks(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
     }
     f.extend(geometry(run, d));
     // Issue 14's deep-learning patterns: paged vs contiguous, shared prefix, int8 knee, reuse.
-    let dl = cachescope_report::dl::checks(run, d);
+    let dl = cachescope_report::bench::model_checks(run, d);
     if dl.is_empty() {
         f.push((false, "no kv-paged / kv-prefix / kv-quant / alloc-reuse phases under the model".into()));
     }

@@ -2,10 +2,13 @@
 //! working set per attribute) and, under the model, the NOTE on a board profile, the knees and
 //! the modelled latency.
 
-use super::{BenchView, Digest};
+use super::MODEL_SOURCE;
+use super::{BenchView, Digest, Draw};
+use crate::metrics::human_bytes;
 use crate::metrics::{human_bytes as hb, Metric};
 use crate::model;
 use crate::summary::{attrs_of, ends, n3, size_range, unit_label};
+use crate::svg::{LinePlot, Marker, Point, Series, XScale};
 use cachescope_arch::bench::Bench;
 
 /// The view.
@@ -100,5 +103,96 @@ impl BenchView for View {
             }
         }
         out
+    }
+
+    fn model_figures(&self, cx: &mut Draw<'_>) {
+        // The chase under the model: miss rate per level and modelled latency vs working set.
+        let (d, levels, caps) = (cx.d, cx.levels, cx.caps);
+        let curves = model::chase_curves(d);
+        let bypassing: Vec<String> = curves
+            .iter()
+            .filter(|c| c.bypasses())
+            .map(|c| {
+                let f = c.points.iter().map(|p| p.bypass_fraction).sum::<f64>() / c.points.len().max(1) as f64;
+                format!("{} ({:.1}% of data accesses bypass the caches)", c.attr, f * 100.0)
+            })
+            .collect();
+        for c in curves.iter().filter(|c| !c.bypasses()) {
+            let series: Vec<Series> = levels
+                .iter()
+                .map(|l| Series {
+                    name: format!("{l} misses / access"),
+                    points: c
+                        .points
+                        .iter()
+                        .filter_map(|p| p.global_rate(l).map(|y| Point { x: p.bytes as f64, y, lo: None, hi: None }))
+                        .collect(),
+                })
+                .filter(|s| !s.points.is_empty())
+                .collect();
+            let knees: Vec<Marker> = levels
+                .iter()
+                .filter_map(|l| model::knee_of(c, l))
+                .map(|k| Marker { x: k.fits as f64, label: format!("{} knee: fits {}", k.level, human_bytes(k.fits as f64)), knee: true })
+                .collect();
+            let plot = LinePlot {
+                labels: cx.labels(
+                    &format!("Miss rate per level vs working set: {} [model]", c.attr),
+                    "working set (bytes, log2); dashed: CCSIDR and published silicon capacities; dotted: model knees",
+                    "misses per data access",
+                ),
+                x_scale: XScale::Log2Bytes,
+                y_log: false,
+                series,
+                markers: caps.iter().cloned().chain(knees).collect(),
+            };
+            let mut cap = format!(
+                "Pointer chase under the cache model ({}): misses at each level per data access vs working set; dashed lines at the CCSIDR and published silicon capacities, dotted at the knees the model's miss rates give. {MODEL_SOURCE}.",
+                c.attr
+            );
+            if !bypassing.is_empty() {
+                cap.push_str(&format!(" Not plotted, bypassing the caches: {}.", bypassing.join(", ")));
+            }
+            cx.figure(format!("model-missrate-{}", c.attr), cap, plot);
+        }
+        // Modelled latency.
+        let lat: Vec<Series> = curves
+            .iter()
+            .map(|c| Series {
+                name: c.attr.clone(),
+                points: c
+                    .points
+                    .iter()
+                    .filter_map(|p| p.ns_per_access.map(|y| Point { x: p.bytes as f64, y, lo: None, hi: None }))
+                    .collect(),
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect();
+        if lat.is_empty() {
+            cx.para("No modelled latency: the plugin wrote no `model-time` records (it models counts, not time).".into());
+        } else {
+            let knees: Vec<Marker> = model::knees(d)
+                .into_iter()
+                .filter(|k| k.attr == "normal-wb")
+                .map(|k| Marker { x: k.fits as f64, label: format!("{} knee {}", k.level, human_bytes(k.fits as f64)), knee: true })
+                .collect();
+            let y_log = lat.iter().flat_map(|s| s.points.iter()).map(|p| p.y).fold((f64::INFINITY, 0f64), |(a, b), y| (a.min(y), b.max(y)));
+            let plot = LinePlot {
+                labels: cx.labels(
+                    "Modelled latency vs working set [model]",
+                    "working set (bytes, log2 scale); dashed: CCSIDR and silicon capacities, dotted: model knees",
+                    "modelled ns per data access",
+                ),
+                x_scale: XScale::Log2Bytes,
+                y_log: y_log.0 > 0.0 && y_log.1 / y_log.0 > 20.0,
+                series: lat,
+                markers: caps.iter().cloned().chain(knees).collect(),
+            };
+            cx.figure(
+                "model-latency".into(),
+                format!("Modelled latency per data access (model-time ns ÷ data accesses) of the pointer chase, like lmbench lat_mem_rd on the modelled silicon. {MODEL_SOURCE}."),
+                plot,
+            );
+        }
     }
 }

@@ -7,6 +7,7 @@
 use crate::metrics::Metric;
 use crate::model::{Inferred, ModelData};
 use crate::records::Record;
+use crate::svg::{BarChart, Labels, LinePlot, Marker, Point, Series};
 use cachescope_arch::bench::{Bench, Variant};
 
 pub mod alloc_reuse;
@@ -49,6 +50,15 @@ pub trait BenchView: Sync {
 
     /// The digest's lines under the cache model: (label, text).
     fn model_lines(&self, _cx: &Digest<'_>) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+
+    /// Its figures (and tables) in the report's cache-model section, drawn into `cx`.
+    fn model_figures(&self, _cx: &mut Draw<'_>) {}
+
+    /// The checks its counts under the model must pass (issue 14's deep-learning patterns,
+    /// for `xtask model-observe`): (passed, what).
+    fn model_checks(&self, _run: &[Record], _d: &ModelData) -> Vec<(bool, String)> {
         Vec::new()
     }
 
@@ -151,6 +161,138 @@ pub const DIGEST: &[Section] = &[
     Section::Bench(Bench::Infer),
 ];
 
+/// The report's cache-model figures, in order: each benchmark's [`BenchView::model_figures`].
+pub const MODEL_FIGURES: &[Bench] = &[
+    Bench::Latency,
+    Bench::Stream,
+    Bench::Handoff,
+    Bench::Kv,
+    Bench::KvPaged,
+    Bench::KvQuant,
+    Bench::AllocReuse,
+    Bench::KvPrefix,
+    Bench::StreamDouble,
+    Bench::Infer,
+];
+
+/// The order of the model checks ([`BenchView::model_checks`], [`model_checks`]).
+pub const MODEL_CHECKS: &[Bench] = &[Bench::KvPaged, Bench::KvPrefix, Bench::KvQuant, Bench::AllocReuse, Bench::StreamDouble];
+
+/// The checks issue 14 asks of a run under the model, benchmark by benchmark: (passed, what).
+/// Empty when the run has none of these benchmarks.
+pub fn model_checks(run: &[Record], d: &ModelData) -> Vec<(bool, String)> {
+    MODEL_CHECKS.iter().flat_map(|&b| view_of(b).model_checks(run, d)).collect()
+}
+
+/// Where a model figure says its numbers come from.
+pub const MODEL_SOURCE: &str = "source: model (cache-model TCG plugin: simulated caches, deterministic counts)";
+
+/// A figure of the cache-model section.
+pub enum ModelFigure {
+    /// A line plot.
+    Line(LinePlot),
+    /// A bar chart.
+    Bars(BarChart),
+}
+
+impl From<LinePlot> for ModelFigure {
+    fn from(p: LinePlot) -> Self {
+        ModelFigure::Line(p)
+    }
+}
+
+impl From<BarChart> for ModelFigure {
+    fn from(c: BarChart) -> Self {
+        ModelFigure::Bars(c)
+    }
+}
+
+/// A block of the report's cache-model section, as a view draws it.
+pub enum ModelBlock {
+    /// A numbered figure: its file stem, caption and figure.
+    Figure(String, String, ModelFigure),
+    /// A paragraph.
+    Para(String),
+    /// A heading of this level.
+    Heading(u8, String),
+    /// A table: header and rows.
+    Table(Vec<String>, Vec<Vec<String>>),
+}
+
+/// What a view's model figures read (the run's records, the model's data, its data levels and
+/// the capacity markers every capacity axis shares) and the blocks they draw.
+pub struct Draw<'a> {
+    /// The kernel's records.
+    pub run: &'a [Record],
+    /// The cache model's records, parsed.
+    pub d: &'a ModelData,
+    /// The model's data and unified levels, by name.
+    pub levels: &'a [String],
+    /// Dashed markers at the CCSIDR and published silicon capacities.
+    pub caps: &'a [Marker],
+    run_name: &'a str,
+    blocks: Vec<ModelBlock>,
+}
+
+impl<'a> Draw<'a> {
+    /// A context for the run named `run_name`.
+    pub fn new(run: &'a [Record], d: &'a ModelData, levels: &'a [String], caps: &'a [Marker], run_name: &'a str) -> Self {
+        Draw { run, d, levels, caps, run_name, blocks: Vec::new() }
+    }
+
+    /// A model figure's labels: its source, the run and the SIMULATED warning.
+    pub fn labels(&self, title: &str, x: &str, y: &str) -> Labels {
+        Labels {
+            title: title.into(),
+            subtitle: format!("{MODEL_SOURCE} · {}", self.run_name),
+            warning: Some("SIMULATED by the cache model under QEMU: modelled cache behaviour, not a hardware measurement".into()),
+            x: x.into(),
+            y: y.into(),
+        }
+    }
+
+    /// Adds a figure (file stem, caption).
+    pub fn figure(&mut self, stem: String, caption: String, fig: impl Into<ModelFigure>) {
+        self.blocks.push(ModelBlock::Figure(stem, caption, fig.into()));
+    }
+
+    /// Adds a paragraph.
+    pub fn para(&mut self, text: String) {
+        self.blocks.push(ModelBlock::Para(text));
+    }
+
+    /// Adds a heading.
+    pub fn heading(&mut self, level: u8, text: String) {
+        self.blocks.push(ModelBlock::Heading(level, text));
+    }
+
+    /// Adds a table.
+    pub fn table(&mut self, header: Vec<String>, rows: Vec<Vec<String>>) {
+        self.blocks.push(ModelBlock::Table(header, rows));
+    }
+
+    /// The blocks drawn, in order.
+    pub fn into_blocks(self) -> Vec<ModelBlock> {
+        self.blocks
+    }
+}
+
+/// One series per curve of its misses per token at `level` (the KV sweeps drawn per level).
+pub fn per_level(curves: &[crate::dl::ScanCurve], level: &str) -> Vec<Series> {
+    curves
+        .iter()
+        .map(|c| Series {
+            name: c.name.clone(),
+            points: c
+                .points
+                .iter()
+                .filter_map(|(t, ls)| ls.iter().find(|(l, _)| l == level).map(|&(_, y)| Point { x: *t as f64, y, lo: None, hi: None }))
+                .collect(),
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect()
+}
+
 /// The first `metric` record of `variant` in `recs`.
 pub fn metric_of(recs: &[Record], variant: Variant) -> Option<&Record> {
     recs.iter().find(|r| {
@@ -171,6 +313,7 @@ mod tests {
             assert_eq!(VIEWS[i].bench(), b);
             assert_eq!(view(b.name()).map(|v| v.bench()), Some(b));
             assert_eq!(DIGEST.iter().filter(|s| matches!(s, Section::Bench(x) if *x == b)).count(), 1, "{b}");
+            assert_eq!(MODEL_FIGURES.iter().filter(|&&x| x == b).count(), 1, "{b}");
         }
         assert!(view("pingpong").is_none());
     }
