@@ -25,6 +25,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("console", 0),
     ("arch", 1),
     ("cpu", 1),
+    ("record", 1),
     ("model_markers", 2),
     ("bsp", 3),
     ("boot_info", 4),

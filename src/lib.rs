@@ -19,6 +19,7 @@ pub mod firmware;
 pub mod harness;
 pub mod mem;
 pub mod model_markers;
+pub mod record;
 pub mod smp;
 
 #[cfg(target_os = "none")]
@@ -51,7 +52,8 @@ macro_rules! kernel_main {
 /// The layering rule, checked on the sources: a module names only layers below its own (every
 /// path into the crate outside test items: `crate::`, `$crate::`, grouped `use crate::{…}`,
 /// `super::`, exported macros). Layers, bottom up: drivers, firmware, console, the library's
-/// re-exports (exception, cpuid) → arch and its facade cpu → model_markers → bsp → boot_info, panic →
+/// re-exports (exception, cpuid) → arch and its facade cpu, record (printing a record on the
+/// console) → model_markers → bsp → boot_info, panic →
 /// smp (the multicore runtime) → harness → cache → mem → bench → suites. Above boot_info the
 /// processor is named only through `cpu`, never `arch`.
 #[cfg(test)]

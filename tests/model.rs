@@ -18,8 +18,9 @@ use core::arch::asm;
 
 use cachescope::cache::setway::{self, Scope, SetWayOp};
 use cachescope::cache::Dczid;
-use cachescope::harness::{args::typed_args, record, Case, Ctx, Emit, KernelSpec, Suite};
+use cachescope::harness::{args::typed_args, Case, Ctx, KernelSpec, Suite};
 use cachescope::model_markers::{self, ModelAttr};
+use cachescope::record::{self, Emit};
 use cachescope_arch::cache::ops::MaintOp;
 use cachescope_arch::hw::count_executed;
 use cachescope_arch::sysreg::DCZID_EL0;

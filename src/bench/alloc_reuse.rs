@@ -9,7 +9,8 @@ use super::kv_paged::PAGED;
 use super::stream::{run as stream_run, Kernel};
 use super::{measure, Env, Metric, MetricId, Notes, Region, Unit};
 use crate::diag;
-use crate::harness::{args::typed_args, record, Ctx, Emit};
+use crate::harness::{args::typed_args, Ctx};
+use crate::record::{self, Emit};
 use cachescope_arch::bench::{Bench, Variant};
 
 /// `alloc-reuse`: per size, a tensor of that size is requested, written in full (STP) and

@@ -10,7 +10,8 @@ use super::case::{self, mib, Benchmark};
 use super::{measure, Env, Metric, MetricId, Region, Unit, NO_NOTES};
 use crate::cache::topology::Kind;
 use crate::diag;
-use crate::harness::{record, Ctx, Emit};
+use crate::harness::Ctx;
+use crate::record::{self, Emit};
 use cachescope_arch::bench::{Bench, Param, Variant};
 
 /// Strides of the line-size sweep, bytes: from one 8-byte word to 512 B.

@@ -9,7 +9,8 @@ use super::case::{self, for_each_region, mib, Benchmark, CacheFacts, Machine};
 use super::paged::Dtype;
 use super::{measure, Env, Metric, MetricId, Region, Unit, NO_NOTES};
 use crate::diag;
-use crate::harness::{args::typed_args, record, Ctx, Emit};
+use crate::harness::{args::typed_args, Ctx};
+use crate::record::{self, Emit};
 use cachescope_arch::bench::{Bench, Param, Variant};
 
 /// Shape of the KV cache.

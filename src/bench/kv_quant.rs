@@ -7,7 +7,8 @@ use super::kv_paged::{paged_shape, PAGED};
 use super::paged::{scattered_table, token_ladder, Dtype, Layout, Paged, PagedShape};
 use super::{measure, Env, Metric, MetricId, Notes, Region, Unit};
 use crate::diag;
-use crate::harness::{args::typed_args, record, Ctx, Emit};
+use crate::harness::{args::typed_args, Ctx};
+use crate::record::{self, Emit};
 use cachescope_arch::bench::{Bench, Param, Variant};
 
 /// The `kv-layout` record of a shape: the formula's inputs and results.

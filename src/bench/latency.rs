@@ -8,7 +8,8 @@ use super::case::{self, for_each_region, mib, Benchmark, CacheFacts, Machine, Ro
 use super::plan::{ChaseOrder, Rng};
 use super::{measure, Env, Metric, MetricId, Region, Unit, NO_NOTES};
 use crate::diag;
-use crate::harness::{args::typed_args, record, Ctx, Emit};
+use crate::harness::{args::typed_args, Ctx};
+use crate::record::{self, Emit};
 use cachescope_arch::bench::{Bench, Param, Variant};
 
 /// Page size used for grouping (one TLB entry at the 4 KiB granule).

@@ -114,7 +114,7 @@ mod tests {
 #[cfg(target_os = "none")]
 mod target {
     use super::{decimals_for, stats::Summary, timer::Timer, Unit};
-    use crate::harness::{record, Emit};
+    use crate::record::{self, Emit};
     use cachescope_arch::marker::PHASE_NAME_MAX;
     use core::fmt::Write;
 

@@ -27,7 +27,7 @@ mod target {
     use super::setway::{self, Scope, SetWayOp, WalkError};
     use super::topology::{IdRegs, Topology};
     use crate::cpu::cache as hw;
-    use crate::harness::{record, Emit};
+    use crate::record::{self, Emit};
     use cachescope_arch::sysreg::{CCSIDR2_EL1, CTR_EL0, DCZID_EL0};
     use tock_registers::interfaces::Readable;
 

@@ -1,10 +1,9 @@
 //! The test harness: suites and cases as data, one assertion primitive ([`Ctx::check`]),
-//! expected faults, KTAP output and the record emitter.
+//! expected faults, KTAP output (records are printed by [`crate::record`]).
 
 pub mod args;
 pub mod catalogue;
 pub mod ktap;
-pub mod record;
 
 use alloc::{string::String, vec::Vec};
 use core::fmt::Display;
@@ -12,7 +11,6 @@ use core::fmt::Display;
 use crate::boot_info::BootInfo;
 pub use args::{ArgDefault, ArgKind, ArgSpec, Args};
 pub use catalogue::{Case, Suite};
-pub use record::Emit;
 
 /// The state of the running case: what it checked, whether it failed or skipped.
 pub struct Ctx<'a> {
@@ -86,6 +84,7 @@ impl<'a> Ctx<'a> {
     /// record would mean nothing).
     #[cfg(target_os = "none")]
     pub fn expect_hazard(&self, phase: &str, kind: cachescope_arch::hazard::HazardKind, pa: u64, lines: u64, stride: u64) {
+        use crate::record::{self, Emit};
         if self.boot.model.is_some() {
             record::ExpectHazard::new().phase(phase).kind(kind.name()).pa(pa).lines(lines).stride(stride).emit();
         }

@@ -5,7 +5,8 @@ use alloc::string::String;
 use core::fmt::Write;
 
 use super::catalogue::{Plan, Request};
-use super::{args, catalogue, ktap, ktap::Verdict, record, Args, Ctx, Emit, Suite, Totals};
+use super::{args, catalogue, ktap, ktap::Verdict, Args, Ctx, Suite, Totals};
+use crate::record::{self, Emit};
 use crate::{boot_info::BootInfo, bsp, console, cpu::trap, cpuid::Midr, diag, println};
 
 /// What a kernel binary (the main job or a test kernel) runs: its suites in order. The
@@ -132,7 +133,7 @@ fn emit_maint_total() {
 fn emit_boot_record(b: &BootInfo) {
     let midr = Midr { raw: b.midr };
     record::Boot::new()
-        .schema(super::record::SCHEMA as u64)
+        .schema(record::SCHEMA as u64)
         .el(b.entry_el as u64)
         .current_el(b.current_el as u64)
         .board(b.board)

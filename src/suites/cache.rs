@@ -12,7 +12,8 @@ use crate::cache::topology::{Kind, Topology};
 use crate::cpu::{cache as hw, trap};
 use crate::cpuid::Midr;
 use crate::diag;
-use crate::harness::{record, Case, Ctx, Emit, Suite};
+use crate::harness::{Case, Ctx, Suite};
+use crate::record::{self, Emit};
 use cachescope_arch::sysreg::{CSSELR_EL1, SCTLR_EL1};
 use tock_registers::interfaces::Readable;
 

@@ -13,7 +13,7 @@ use crate::cpu::cache::dc_zva;
 use crate::cpu::{self, mmu as hw, trap};
 use crate::diag;
 use crate::exception::{ExpectedFault, FaultStatus};
-use crate::harness::{record, Case, Ctx, Emit, Suite};
+use crate::harness::{Case, Ctx, Suite};
 use crate::mem::{
     aarch64::{
         descriptor::{mair_byte, mem_at_index, MAIR_EL1_VALUE},
@@ -24,6 +24,7 @@ use crate::mem::{
     table::{level_size, PAGE_SIZE},
     Access, Attributes, Error, Granularity, MemAttr, Shareability, Walk,
 };
+use crate::record::{self, Emit};
 use cachescope_arch::hazard::HazardKind;
 use cachescope_arch::sysreg::{DCZID_EL0, SCTLR_EL1};
 use tock_registers::interfaces::Readable;

@@ -3,7 +3,7 @@
 //! [`Emit::emit`], which prints a built record as `# cs: {…}` at the current KTAP depth.
 //!
 //! ```ignore
-//! use crate::harness::{record, Emit};
+//! use crate::record::{self, Emit};
 //! record::End::new().passed(3).failed(0).skipped(1).emit();
 //! ```
 
