@@ -7,7 +7,7 @@
 use cachescope_arch::cache::ops::{decode_sys, SysInsn, SysOp};
 use cachescope_arch::marker::MARKER_ENCODING;
 
-use crate::model::{MaintOp, Point};
+use crate::hierarchy::{LineOp, Point};
 
 /// An instruction the plugin acts on. `rt` is the operand register number (31 = XZR).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,7 +17,7 @@ pub enum Insn {
     /// DC by virtual address: IVAC, CVAC, CIVAC (to PoC), CVAU (to PoU).
     DcVa {
         /// Clean, invalidate or both.
-        op: MaintOp,
+        op: LineOp,
         /// How far.
         point: Point,
         /// Operand register.
@@ -26,7 +26,7 @@ pub enum Insn {
     /// DC by set/way: ISW, CSW, CISW.
     DcSetWay {
         /// Clean, invalidate or both.
-        op: MaintOp,
+        op: LineOp,
         /// Operand register.
         rt: u8,
     },
@@ -186,7 +186,7 @@ pub fn decode(word: u32) -> Option<Insn> {
     let Some(SysInsn { op, rt }) = decode_sys(word) else {
         return decode_prfm(word).map(Insn::Prefetch);
     };
-    use MaintOp::*;
+    use LineOp::*;
     let va = |op, point| Some(Insn::DcVa { op, point, rt });
     match op {
         SysOp::DcIvac => va(Invalidate, Point::Coherency),
@@ -409,7 +409,7 @@ mod tests {
     // Words as LLVM assembles them (rustc global_asm! for aarch64-unknown-none, then llvm-objdump -d).
     #[test]
     fn decodes_maintenance_instructions() {
-        use MaintOp::*;
+        use LineOp::*;
         assert_eq!(decode(0xd503_2fff), Some(Insn::Marker));
         assert_eq!(decode(0xd50b_7e20), Some(Insn::DcVa { op: CleanInvalidate, point: Point::Coherency, rt: 0 })); // dc civac, x0
         assert_eq!(decode(0xd50b_7a21), Some(Insn::DcVa { op: Clean, point: Point::Coherency, rt: 1 })); // dc cvac, x1

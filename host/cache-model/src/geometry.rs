@@ -228,7 +228,7 @@ pub const RPI5_LATENCY_REF: &str = "Cortex-A76 at 2.4 GHz (BCM2712), sbc-bench R
 ///
 /// Written `lru` when every level has one policy and nothing is inclusive, else per level
 /// `L1I/L1D/L2/L3`, each lower level optionally followed by `+incl` (inclusive of the L1Ds it
-/// serves: see rule 18 in `model.rs`), e.g. `lru/lru/random+incl/lru`.
+/// serves: see rule 18 in `hierarchy.rs`), e.g. `lru/lru/random+incl/lru`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Replacement {
     /// L1 instruction caches.

@@ -20,7 +20,7 @@
 //! 3. **identity**: PA = VA (the kernel runs identity-mapped outside its windows). Counted
 //!    separately in the `model-run` record so a wrong guess cannot hide.
 
-use crate::model::Attr;
+use crate::hierarchy::Attr;
 
 const SCTLR_M: u64 = 1 << 0;
 const SCTLR_C: u64 = 1 << 2;

@@ -1,15 +1,15 @@
 //! cachescope's cache model for QEMU: a TCG plugin (this crate's cdylib) around a pure,
 //! deterministic cache simulator.
 //!
-//! - [`model`]: the hierarchy and its rules (the core; no QEMU needed).
+//! - [`hierarchy`]: the hierarchy and its rules (the core; no QEMU needed).
 //! - [`cache`]: one set-associative tag array and the replacement policies.
 //! - [`geometry`]: cache shapes, profiles and the `SIZE:WAYS:LINE` syntax.
 //! - [`decode`]: AArch64 decoding of the marker and the maintenance instructions.
-//! - [`protocol`]: the marker protocol (shared with the kernel's `src/model.rs`).
+//! - [`protocol`]: the marker protocol (shared with the kernel's `src/model_markers.rs`).
 //! - [`guest`]: SCTLR, attribute windows and learned VA→PA translations.
 //! - [`config`]: plugin arguments.
-//! - [`cpu`]: the guest CPU's cache geometry from the registers a plugin can read.
-//! - [`report`]: output records and phases.
+//! - [`cpu_models`]: the guest CPU's cache geometry from the registers a plugin can read.
+//! - [`model_records`]: output records and phases.
 //! - [`sanitize`]: the cache-maintenance sanitizer's state and hazards.
 //! - [`plugin`]: the plugin around the model: translation planning, the shortcut, markers,
 //!   records, and the QEMU glue (only the glue is left out of test builds).
@@ -20,13 +20,13 @@
 
 pub mod cache;
 pub mod config;
-pub mod cpu;
+pub mod cpu_models;
 pub mod decode;
 pub mod geometry;
 pub mod guest;
-pub mod model;
+pub mod hierarchy;
+pub mod model_records;
 pub mod protocol;
-pub mod report;
 pub mod sanitize;
 
 pub mod plugin;

@@ -1,4 +1,4 @@
-//! An independent, deliberately naive reference simulator of the rules in `model.rs`, used only
+//! An independent, deliberately naive reference simulator of the rules in `hierarchy.rs`, used only
 //! by the tests: lines are `Option<RefLine>` with explicit timestamps, levels are walked with
 //! plain loops over a path list, and write-backs travel down through a work list. It shares no
 //! cache code with the model; only the random policy's generator (a specified input) is reused.
@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 
 use crate::cache::{cache_seed, xorshift64star, Policy};
 use crate::geometry::{Geometry, Hierarchy, HwPfKind, HwPrefetch, Sharing};
-use crate::model::{Attr, Coherence, MaintOp, Point, Totals};
+use crate::hierarchy::{Attr, Coherence, LineOp, Point, Totals};
 
 #[derive(Clone, Copy, Debug)]
 struct RefLine {
@@ -578,7 +578,7 @@ impl RefModel {
     }
 
     /// DC by PA, issued by `cpu`.
-    pub fn dc_by_pa(&mut self, cpu: usize, op: MaintOp, point: Point, pa: u64) {
+    pub fn dc_by_pa(&mut self, cpu: usize, op: LineOp, point: Point, pa: u64) {
         if self.coherent {
             for k in 0..self.l1d.len() {
                 if k != cpu && self.own_shared(k, pa, 0).is_some() {
@@ -596,7 +596,7 @@ impl RefModel {
                 let Some(w) = c.find(pa) else { continue };
                 let si = c.set_index(pa);
                 let was_dirty = c.sets[si][w].unwrap().dirty;
-                if op != MaintOp::Invalidate && was_dirty {
+                if op != LineOp::Invalidate && was_dirty {
                     c.sets[si][w].as_mut().unwrap().dirty = false;
                     self.totals.levels[ci].writebacks += 1;
                     if point == Point::Unification {
@@ -604,7 +604,7 @@ impl RefModel {
                     }
                 }
                 let c = if p == 0 { &mut self.l1d[k] } else { &mut self.lower[p - 1].1[k] };
-                if op != MaintOp::Clean {
+                if op != LineOp::Clean {
                     c.sets[si][w] = None;
                 }
             }
@@ -612,7 +612,7 @@ impl RefModel {
     }
 
     /// DC by set/way at `level` (1-based).
-    pub fn dc_set_way(&mut self, cpu: usize, op: MaintOp, level: u32, set: usize, way: usize) {
+    pub fn dc_set_way(&mut self, cpu: usize, op: LineOp, level: u32, set: usize, way: usize) {
         let p = level as usize - 1;
         if p >= self.depth() {
             return;
@@ -628,15 +628,15 @@ impl RefModel {
     /// Applies `op` to one (set, way) slot of data-side level index `p`: drop the line unless
     /// cleaning, clear its dirty bit when cleaning, write a dirty line back one level down unless
     /// invalidating. No maintenance count (the callers count per guest instruction).
-    fn set_way_slot(&mut self, cpu: usize, op: MaintOp, p: usize, set: usize, way: usize) {
+    fn set_way_slot(&mut self, cpu: usize, op: LineOp, p: usize, set: usize, way: usize) {
         let (ci, c) = self.at(cpu, D, p);
         let Some(l) = c.sets[set][way] else { return };
-        if op != MaintOp::Clean {
+        if op != LineOp::Clean {
             c.sets[set][way] = None;
         } else if let Some(x) = c.sets[set][way].as_mut() {
             x.dirty = false;
         }
-        if op != MaintOp::Invalidate && l.dirty {
+        if op != LineOp::Invalidate && l.dirty {
             self.totals.levels[ci].writebacks += 1;
             self.place(cpu, D, p + 1, l.addr, true, false);
         }
@@ -644,7 +644,7 @@ impl RefModel {
 
     /// One guest set/way operation covering model slots `first..end` (`way * sets + set`): one
     /// maintenance count, then each slot as a plain set/way operation would treat it.
-    pub fn dc_set_way_slots(&mut self, cpu: usize, op: MaintOp, level: u32, first: u64, end: u64) {
+    pub fn dc_set_way_slots(&mut self, cpu: usize, op: LineOp, level: u32, first: u64, end: u64) {
         if level == 0 || level as usize > self.depth() {
             return;
         }

@@ -3,7 +3,7 @@
 use crate::cache::{xorshift64star, Policy};
 use crate::decode::{decode_set_way, encode_set_way};
 use crate::geometry::{Geometry, Hierarchy, HwPfKind, HwPrefetch, Latency, LowerLevel, Replacement, Sharing};
-use crate::model::{Attr, Coherence, Hint, Level, MaintOp, Model, Point, Totals};
+use crate::hierarchy::{Attr, Coherence, Hint, Level, LineOp, Model, Point, Totals};
 use crate::reference::RefModel;
 
 const WB: Attr = Attr::NormalWriteBack;
@@ -124,7 +124,7 @@ fn invalidate_by_address_empties_every_level() {
     scan(&mut m, BASE, 8 << 10, 64, true, WB);
     let before = m.totals();
     for a in (BASE..BASE + (8 << 10)).step_by(64) {
-        m.dc_by_pa(0, MaintOp::CleanInvalidate, Point::Coherency, a);
+        m.dc_by_pa(0, LineOp::CleanInvalidate, Point::Coherency, a);
     }
     let t = m.totals() - before;
     assert_eq!(t.get(Level::L1D).writebacks, 128, "every written line was dirty in L1D");
@@ -138,14 +138,14 @@ fn invalidate_by_address_empties_every_level() {
     scan(&mut m, BASE, 4 << 10, 64, true, WB);
     let before = m.totals();
     for a in (BASE..BASE + (4 << 10)).step_by(64) {
-        m.dc_by_pa(0, MaintOp::Invalidate, Point::Coherency, a);
+        m.dc_by_pa(0, LineOp::Invalidate, Point::Coherency, a);
     }
     assert_eq!((m.totals() - before).get(Level::L1D).writebacks, 0);
     // Clean to PoU writes L1D lines back into L2 and keeps them.
     scan(&mut m, BASE, 4 << 10, 64, true, WB);
     let before = m.totals();
     for a in (BASE..BASE + (4 << 10)).step_by(64) {
-        m.dc_by_pa(0, MaintOp::Clean, Point::Unification, a);
+        m.dc_by_pa(0, LineOp::Clean, Point::Unification, a);
     }
     let t = m.totals() - before;
     assert_eq!((t.get(Level::L1D).writebacks, t.get(Level::L2).maint), (64, 0));
@@ -153,12 +153,12 @@ fn invalidate_by_address_empties_every_level() {
 }
 
 /// Every set/way of every level, as a kernel's walker does it, through the operand encoding.
-fn set_way_walk(m: &mut Model, op: MaintOp) -> u64 {
+fn set_way_walk(m: &mut Model, op: LineOp) -> u64 {
     set_way_walk_to(m, op, 1 + m.lower_levels() as u32)
 }
 
 /// A set/way walk over levels 1..=`loc` (the guest's walk to its LoC; 0 = nothing).
-fn set_way_walk_to(m: &mut Model, op: MaintOp, loc: u32) -> u64 {
+fn set_way_walk_to(m: &mut Model, op: LineOp, loc: u32) -> u64 {
     let mut n = 0;
     for level in 1..=loc {
         let geo = m.data_level_geometry(level).unwrap();
@@ -179,7 +179,7 @@ fn invalidate_by_set_way_empties_every_level() {
     scan(&mut m, BASE, 16 << 10, 64, true, WB);
     assert_eq!(scan(&mut m, BASE, 16 << 10, 64, false, WB).get(Level::L1D).misses, 0);
     let before = m.totals();
-    let ops = set_way_walk(&mut m, MaintOp::CleanInvalidate);
+    let ops = set_way_walk(&mut m, LineOp::CleanInvalidate);
     let t = m.totals() - before;
     assert_eq!(ops, 512 + 16384);
     assert_eq!(t.get(Level::L1D).maint, 512);
@@ -190,12 +190,12 @@ fn invalidate_by_set_way_empties_every_level() {
     // Clean only: lines stay, write-backs happen once.
     scan(&mut m, BASE, 16 << 10, 64, true, WB);
     let before = m.totals();
-    set_way_walk(&mut m, MaintOp::Clean);
+    set_way_walk(&mut m, LineOp::Clean);
     assert_eq!((m.totals() - before).get(Level::L1D).writebacks, 256);
     assert_eq!(scan(&mut m, BASE, 16 << 10, 64, false, WB).get(Level::L1D).hits, 256);
     // Out-of-range set/way or level: counted, no effect.
-    m.dc_set_way(0, MaintOp::Invalidate, 1, 9999, 0);
-    m.dc_set_way(0, MaintOp::Invalidate, 5, 0, 0);
+    m.dc_set_way(0, LineOp::Invalidate, 1, 9999, 0);
+    m.dc_set_way(0, LineOp::Invalidate, 5, 0, 0);
     assert_eq!(scan(&mut m, BASE, 16 << 10, 64, false, WB).get(Level::L1D).hits, 256);
 }
 
@@ -243,7 +243,7 @@ fn zva_allocates_dirty_without_reading() {
     assert_eq!((t.get(Level::L1D).maint, t.get(Level::L1D).accesses, t.get(Level::L2).accesses), (64, 0, 0));
     assert_eq!(scan(&mut m, BASE, 4096, 64, false, WB).get(Level::L1D).hits, 64);
     let before = m.totals();
-    set_way_walk(&mut m, MaintOp::Clean);
+    set_way_walk(&mut m, LineOp::Clean);
     assert_eq!((m.totals() - before).get(Level::L1D).writebacks, 64, "zeroed lines are dirty");
     m.dc_zva(0, BASE, Attr::Device);
     assert_eq!(m.totals().get(Level::L1D).bypass, 1);
@@ -380,7 +380,7 @@ fn stream_prefetch_variants_miss_less_than_plain_loads() {
     assert_eq!(l2keep.get(Level::L1D).misses, 16384, "PLDL2 does not fill L1D");
     assert_eq!((l2keep.get(Level::L2).misses, l2keep.get(Level::L2).prefetch_hits), (4, 16380));
     let lat = Latency::generic();
-    let cyc = |t: &Totals| crate::report::modelled_cycles(t, &lat).1;
+    let cyc = |t: &Totals| crate::model_records::modelled_cycles(t, &lat).1;
     assert!(cyc(&l1strm) < cyc(&l2keep) && cyc(&l2keep) < cyc(&plain));
 }
 
@@ -389,7 +389,7 @@ fn served_counts_price_each_access_by_its_level() {
     let mut m = Model::new(&rpi4(), 1);
     m.data(0, BASE, 8, false, WB); // memory
     m.data(0, BASE, 8, false, WB); // L1D
-    m.dc_by_pa(0, MaintOp::Clean, Point::Unification, BASE);
+    m.dc_by_pa(0, LineOp::Clean, Point::Unification, BASE);
     m.data(0, BASE + 64, 16, false, Attr::NormalNonCacheable); // bypass: memory
     m.data(0, BASE + 60, 8, false, WB); // two lines: L1D (BASE) and memory (BASE + 64)
     m.data(0, BASE + 128, 8, true, Attr::NormalWriteThrough); // write-through: memory
@@ -411,8 +411,8 @@ enum Op {
     Data { cpu: usize, pa: u64, size: u32, write: bool, attr: Attr, pc: u64, nt: bool },
     Prefetch { cpu: usize, pa: u64, level: u32, nt: bool, attr: Attr },
     Fetch { cpu: usize, pa: u64 },
-    DcPa { cpu: usize, op: MaintOp, point: Point, pa: u64 },
-    SetWay { cpu: usize, op: MaintOp, level: u32, set: usize, way: usize },
+    DcPa { cpu: usize, op: LineOp, point: Point, pa: u64 },
+    SetWay { cpu: usize, op: LineOp, level: u32, set: usize, way: usize },
     Zva { cpu: usize, pa: u64, attr: Attr },
     IcAll { cpu: usize, all: bool },
     IcPa { cpu: usize, pa: u64 },
@@ -465,7 +465,7 @@ fn random_op(rng: &mut u64, vcpus: usize, span: u64, mixed: bool) -> Op {
         _ => WB,
     };
     let pick = r() % 100;
-    let ops = [MaintOp::Clean, MaintOp::Invalidate, MaintOp::CleanInvalidate];
+    let ops = [LineOp::Clean, LineOp::Invalidate, LineOp::CleanInvalidate];
     // A few load PCs, so the stride prefetcher's table sees both repeats and conflicts.
     let pc = 0x8000 + 4 * (r() % 24);
     match pick {
@@ -593,11 +593,11 @@ fn agrees_with_reference_on_structured_traces() {
         }
         for way in 0..2 {
             for set in 0..256 {
-                ops.push(Op::SetWay { cpu: 0, op: MaintOp::CleanInvalidate, level: 1, set, way });
+                ops.push(Op::SetWay { cpu: 0, op: LineOp::CleanInvalidate, level: 1, set, way });
             }
         }
         for a in (0..(64 << 10)).step_by(64) {
-            ops.push(Op::DcPa { cpu: 0, op: MaintOp::CleanInvalidate, point: Point::Coherency, pa: BASE + a });
+            ops.push(Op::DcPa { cpu: 0, op: LineOp::CleanInvalidate, point: Point::Coherency, pa: BASE + a });
             ops.push(Op::Fetch { cpu: 0, pa: BASE + (a * 7) % (1 << 20) });
         }
         // A pointer chase over 4 MiB in a fixed pseudo-random order.
@@ -693,7 +693,7 @@ fn replay_plugin_trace() {
         let mut t = Totals::default();
         for (i, c) in t.levels.iter_mut().enumerate() {
             let x = &v[i * 8..i * 8 + 8];
-            *c = crate::model::Counts {
+            *c = crate::hierarchy::Counts {
                 accesses: x[0],
                 hits: x[1],
                 misses: x[2],
@@ -708,7 +708,7 @@ fn replay_plugin_trace() {
         t
     };
     let attr = |w: &str| Attr::try_from(num(w)).expect("attribute code");
-    let op = |w: &str| [MaintOp::Clean, MaintOp::Invalidate, MaintOp::CleanInvalidate][num(w) as usize];
+    let op = |w: &str| [LineOp::Clean, LineOp::Invalidate, LineOp::CleanInvalidate][num(w) as usize];
     let mut r: Option<(RefModel, u64)> = None;
     let mut ops = 0u64;
     let mut ended = false;
@@ -811,7 +811,7 @@ fn sanitizer_stale_read_by_device() {
     m.data(0, BASE, 8, false, Attr::Device);
     assert_eq!(kinds(&mut m), [(StaleReadByDevice, BASE)]);
     // The correct hand-off: clean to PoC first.
-    m.dc_by_pa(0, MaintOp::Clean, Point::Coherency, BASE);
+    m.dc_by_pa(0, LineOp::Clean, Point::Coherency, BASE);
     m.data(0, BASE, 8, false, NC);
     assert!(kinds(&mut m).is_empty());
 }
@@ -821,25 +821,25 @@ fn sanitizer_lost_write_by_va_and_set_way() {
     use crate::sanitize::HazardKind::LostWrite;
     let mut m = sanitized();
     write_at(&mut m, BASE, 1);
-    m.dc_by_pa(0, MaintOp::Invalidate, Point::Coherency, BASE);
+    m.dc_by_pa(0, LineOp::Invalidate, Point::Coherency, BASE);
     assert_eq!(kinds(&mut m), [(LostWrite, BASE)]);
     // The partial edge line: the buffer starts at BASE + 32, its neighbour dirtied BASE.
     write_at(&mut m, BASE, 2);
-    m.dc_by_pa(0, MaintOp::Invalidate, Point::Coherency, BASE + 32);
+    m.dc_by_pa(0, LineOp::Invalidate, Point::Coherency, BASE + 32);
     assert_eq!(kinds(&mut m), [(LostWrite, BASE)]);
     // Correct: clean+invalidate; and invalidating a clean line.
     write_at(&mut m, BASE, 3);
-    m.dc_by_pa(0, MaintOp::CleanInvalidate, Point::Coherency, BASE);
+    m.dc_by_pa(0, LineOp::CleanInvalidate, Point::Coherency, BASE);
     m.data(0, BASE, 8, false, WB);
-    m.dc_by_pa(0, MaintOp::Invalidate, Point::Coherency, BASE);
+    m.dc_by_pa(0, LineOp::Invalidate, Point::Coherency, BASE);
     assert!(kinds(&mut m).is_empty());
     // DC ISW over a dirty line; DC CISW is the correct one.
     write_at(&mut m, BASE, 4);
-    set_way_walk(&mut m, MaintOp::Invalidate);
+    set_way_walk(&mut m, LineOp::Invalidate);
     assert_eq!(kinds(&mut m), [(LostWrite, BASE)]);
     write_at(&mut m, BASE, 5);
-    set_way_walk(&mut m, MaintOp::CleanInvalidate);
-    set_way_walk(&mut m, MaintOp::Invalidate);
+    set_way_walk(&mut m, LineOp::CleanInvalidate);
+    set_way_walk(&mut m, LineOp::Invalidate);
     assert!(kinds(&mut m).is_empty(), "a full clean+invalidate walk, then an invalidate walk of clean caches");
 }
 
@@ -855,7 +855,7 @@ fn sanitizer_stale_read_by_cpu() {
     // Only in L2: the L1D miss hits a stale L2 copy.
     let mut m = sanitized();
     m.data(0, BASE, 8, false, WB);
-    m.dc_by_pa(0, MaintOp::Clean, Point::Unification, BASE); // (no effect on a clean line)
+    m.dc_by_pa(0, LineOp::Clean, Point::Unification, BASE); // (no effect on a clean line)
     let way = 16 << 10;
     m.data(0, BASE + way, 8, false, WB);
     m.data(0, BASE + 2 * way, 8, false, WB); // BASE leaves L1D, stays in L2
@@ -865,10 +865,10 @@ fn sanitizer_stale_read_by_cpu() {
     // Correct: invalidate after the device wrote (and a line not cached at all is never stale).
     let mut m = sanitized();
     m.data(0, BASE, 8, false, WB);
-    m.dc_by_pa(0, MaintOp::CleanInvalidate, Point::Coherency, BASE);
+    m.dc_by_pa(0, LineOp::CleanInvalidate, Point::Coherency, BASE);
     m.data(0, BASE, 8, true, NC);
     m.data(0, BASE + 4096, 8, false, WB); // speculation may refill any clean line …
-    m.dc_by_pa(0, MaintOp::Invalidate, Point::Coherency, BASE);
+    m.dc_by_pa(0, LineOp::Invalidate, Point::Coherency, BASE);
     m.data(0, BASE, 8, false, WB);
     m.data(0, BASE + 64, 8, true, NC);
     m.data(0, BASE + 64, 8, false, WB);
@@ -888,13 +888,13 @@ fn sanitizer_stale_instruction() {
     let mut m = sanitized();
     m.fetch(0, BASE, WB);
     write_at(&mut m, BASE, 0x44);
-    m.dc_by_pa(0, MaintOp::Clean, Point::Unification, BASE);
+    m.dc_by_pa(0, LineOp::Clean, Point::Unification, BASE);
     m.fetch(0, BASE, WB);
     assert_eq!(kinds(&mut m), [(StaleInstruction, BASE)]);
     // Cleaned to PoU, never executed before, no IC IVAU: the I-side may still fetch old code.
     let mut m = sanitized();
     write_at(&mut m, BASE + 4096, 0x50);
-    m.dc_by_pa(0, MaintOp::Clean, Point::Unification, BASE + 4096);
+    m.dc_by_pa(0, LineOp::Clean, Point::Unification, BASE + 4096);
     m.fetch(0, BASE + 4096, WB);
     assert_eq!(kinds(&mut m), [(StaleInstruction, BASE + 4096)]);
     // Correct: DC CVAU + IC IVAU (or IC IALLU).
@@ -902,7 +902,7 @@ fn sanitizer_stale_instruction() {
         let mut m = sanitized();
         m.fetch(0, BASE, WB);
         write_at(&mut m, BASE, 0x48);
-        m.dc_by_pa(0, MaintOp::Clean, Point::Unification, BASE);
+        m.dc_by_pa(0, LineOp::Clean, Point::Unification, BASE);
         if all {
             m.ic_invalidate_all(0, false);
         } else {
@@ -942,7 +942,7 @@ fn sanitizer_levels_beyond_the_poc_are_transparent() {
         for a in lines.clone() {
             write_at(&mut m, a, 0x60);
         }
-        set_way_walk_to(&mut m, MaintOp::CleanInvalidate, 2);
+        set_way_walk_to(&mut m, LineOp::CleanInvalidate, 2);
         assert!(m.lower_cache(1, 0).holds_dirty(BASE >> 6), "cleaned into the L3, dirty there");
         for a in lines.clone() {
             m.data(0, a, 8, false, NC);
@@ -952,7 +952,7 @@ fn sanitizer_levels_beyond_the_poc_are_transparent() {
         assert!(k.iter().all(|&(kind, _)| kind == StaleReadByDevice));
         // … and the device's write behind a line the L3 holds: a stale copy only before the PoC.
         m.data(0, BASE, 8, false, WB); // L1D and L2 miss, the L3 hits: cached again
-        set_way_walk_to(&mut m, MaintOp::CleanInvalidate, 2);
+        set_way_walk_to(&mut m, LineOp::CleanInvalidate, 2);
         m.data(0, BASE, 8, true, NC);
         m.data(0, BASE, 8, false, WB);
         assert_eq!(kinds(&mut m), if loc.is_none() { vec![(StaleReadByCpu, BASE)] } else { vec![] }, "LoC {loc:?}");
@@ -960,7 +960,7 @@ fn sanitizer_levels_beyond_the_poc_are_transparent() {
     // Still reported before the PoC: a missing clean of the L1D or L2.
     let mut m = sanitized_rpi5(Some(2));
     write_at(&mut m, BASE, 0x64);
-    set_way_walk_to(&mut m, MaintOp::CleanInvalidate, 1);
+    set_way_walk_to(&mut m, LineOp::CleanInvalidate, 1);
     m.data(0, BASE, 8, false, NC);
     assert_eq!(kinds(&mut m), [(StaleReadByDevice, BASE)], "dirty in the L2 (before the PoC)");
     // LoC = 0 (A64FX): no level is before the PoC, a walk to LoC does nothing and is correct; DC
@@ -969,16 +969,16 @@ fn sanitizer_levels_beyond_the_poc_are_transparent() {
     for a in lines.clone() {
         write_at(&mut m, a, 0x68);
     }
-    assert_eq!(set_way_walk_to(&mut m, MaintOp::Clean, 0), 0);
+    assert_eq!(set_way_walk_to(&mut m, LineOp::Clean, 0), 0);
     for a in lines.clone() {
         m.data(0, a, 8, false, NC);
         m.data(0, a + 16, 8, true, NC);
         m.data(0, a, 8, false, WB);
     }
-    m.dc_by_pa(0, MaintOp::Invalidate, Point::Coherency, BASE + 64);
+    m.dc_by_pa(0, LineOp::Invalidate, Point::Coherency, BASE + 64);
     assert!(kinds(&mut m).is_empty());
     write_at(&mut m, BASE, 0x6c);
-    set_way_walk_to(&mut m, MaintOp::Invalidate, 1);
+    set_way_walk_to(&mut m, LineOp::Invalidate, 1);
     let k = kinds(&mut m);
     assert_eq!(k.len(), 127, "every line written above but the one DC IVAC dropped is still dirty in the L1D");
     assert!(k.contains(&(LostWrite, BASE)));
@@ -997,7 +997,7 @@ fn by_va_maintenance_covers_the_guests_longer_line() {
             write_at(&mut m, a, 0x70);
         }
         let before = m.totals().get(Level::L1D).maint;
-        m.dc_by_pa_granule(0, MaintOp::Clean, Point::Coherency, BASE + 0x80, granule);
+        m.dc_by_pa_granule(0, LineOp::Clean, Point::Coherency, BASE + 0x80, granule);
         assert_eq!(m.totals().get(Level::L1D).maint - before, granule / 64, "one maint per model line");
         for a in (BASE..BASE + 256).step_by(64) {
             m.data(0, a, 8, false, NC);
@@ -1012,7 +1012,7 @@ fn by_va_maintenance_covers_the_guests_longer_line() {
         m.fetch(0, a, WB);
         write_at(&mut m, a, 0x74);
     }
-    m.dc_by_pa_granule(0, MaintOp::Clean, Point::Unification, BASE, 256);
+    m.dc_by_pa_granule(0, LineOp::Clean, Point::Unification, BASE, 256);
     m.ic_invalidate_granule(0, BASE + 4, 256);
     for a in (BASE..BASE + 256).step_by(64) {
         m.fetch(0, a, WB);
@@ -1020,7 +1020,7 @@ fn by_va_maintenance_covers_the_guests_longer_line() {
     assert!(kinds(&mut m).is_empty());
     m.fetch(0, BASE + 256, WB);
     write_at(&mut m, BASE + 256 + 64, 0x78);
-    m.dc_by_pa_granule(0, MaintOp::Clean, Point::Unification, BASE + 256, 256);
+    m.dc_by_pa_granule(0, LineOp::Clean, Point::Unification, BASE + 256, 256);
     m.ic_invalidate_granule(0, BASE + 256, 64);
     m.fetch(0, BASE + 256 + 64, WB);
     assert_eq!(kinds(&mut m), [(StaleInstruction, BASE + 256 + 64)], "a 64-byte IC IVAU misses the neighbour line");
@@ -1040,7 +1040,7 @@ fn sanitizer_is_quiet_on_write_through_nc_and_set_way_clean() {
     for a in (BASE + 8192..BASE + 16384).step_by(64) {
         write_at(&mut m, a, 0x50);
     }
-    set_way_walk(&mut m, MaintOp::Clean);
+    set_way_walk(&mut m, LineOp::Clean);
     for a in (BASE + 8192..BASE + 16384).step_by(64) {
         m.data(0, a, 8, false, NC);
     }
@@ -1183,7 +1183,7 @@ fn coherence_broadcast_maintenance_reaches_other_vcpus() {
     }
     let before = m.totals();
     for l in 0..64u64 {
-        m.dc_by_pa(0, MaintOp::CleanInvalidate, Point::Coherency, BASE + 64 * l);
+        m.dc_by_pa(0, LineOp::CleanInvalidate, Point::Coherency, BASE + 64 * l);
     }
     assert_eq!(m.coherence()[1].remote_maint, 64, "every line was in vCPU 1's L1D");
     assert_eq!((m.totals() - before).get(Level::L1D).writebacks, 64);

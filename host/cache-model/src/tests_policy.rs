@@ -157,7 +157,7 @@ fn inclusive(policy: Policy, sharing: Sharing, l3: bool) -> Hierarchy {
 /// misses; a non-inclusive L2 leaves L1D alone.
 #[test]
 fn inclusive_l2_back_invalidates_a_dirty_l1d_line() {
-    use crate::model::{Attr, Level, Model};
+    use crate::hierarchy::{Attr, Level, Model};
     const BASE: u64 = 0x4000_0000;
     let run = |h: &Hierarchy| {
         let mut m = Model::new(h, 1);
@@ -171,7 +171,7 @@ fn inclusive_l2_back_invalidates_a_dirty_l1d_line() {
     };
     let plain = run(&small(Policy::Lru, Sharing::Shared, false));
     let incl = run(&inclusive(Policy::Lru, Sharing::Shared, false));
-    let (l1, l2) = (|t: &crate::model::Totals| *t.get(Level::L1D), |t: &crate::model::Totals| *t.get(Level::L2));
+    let (l1, l2) = (|t: &crate::hierarchy::Totals| *t.get(Level::L1D), |t: &crate::hierarchy::Totals| *t.get(Level::L2));
     // Non-inclusive: A misses once, then hits 4 times; B..E miss once each.
     assert_eq!((l1(&plain).misses, l1(&plain).hits, l1(&plain).writebacks), (5, 4, 0));
     assert_eq!((l2(&plain).misses, l2(&plain).writebacks), (5, 0));
@@ -214,7 +214,7 @@ fn inclusion_agrees_with_reference_on_random_traces() {
 #[ignore]
 fn policy_core_speed() {
     use crate::cache::xorshift64star;
-    use crate::model::{Attr, Model};
+    use crate::hierarchy::{Attr, Model};
     const BASE: u64 = 0x4000_0000;
     let base = Hierarchy { l1d: g("32K:4:64"), hwpf: HwPrefetch::off("test"), ..Hierarchy::profile("rpi4").unwrap() };
     for (name, bytes, random) in [

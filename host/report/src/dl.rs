@@ -3,7 +3,7 @@
 //! windows of a phase, steps on a token ladder. Each benchmark's own rows (kv-paged, kv-quant,
 //! kv-prefix, alloc-reuse, stream-double) live in its view file, `crate::bench::NAME`.
 
-use crate::model::{ModelData, Phase};
+use crate::model_data::{ModelData, Phase};
 use crate::records::Record;
 use cachescope_arch::bench::Param;
 use serde_json::Value;

@@ -7,7 +7,7 @@
 //! metrics against a baseline ([`compare`], with the run parameters of [`runinfo`]), writes JUnit
 //! XML for CI systems ([`junit`]), captures logs from a serial device ([`capture`]), filters a live
 //! console ([`console`]), digests a run ([`summary`]) and analyses the cache model's records
-//! ([`model`]). The
+//! ([`model_data`]). The
 //! command line is in `main.rs` (clap); `cachescope-report --help` prints it.
 
 #![deny(missing_docs)]
@@ -22,7 +22,7 @@ pub mod input;
 pub mod junit;
 pub mod ktap;
 pub mod metrics;
-pub mod model;
+pub mod model_data;
 pub mod records;
 pub mod report;
 pub mod runinfo;

@@ -7,7 +7,7 @@
 use cachescope_report::compare::{self, Baseline};
 use cachescope_report::input::{Error, Log};
 use cachescope_report::runinfo::RunInfo;
-use cachescope_report::{capture, console, extract, junit, ktap, metrics::Metric, model, records, report, summary, times, verdict};
+use cachescope_report::{capture, console, extract, junit, ktap, metrics::Metric, model_data, records, report, summary, times, verdict};
 use clap::{ArgGroup, Args, Parser, Subcommand};
 use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
@@ -770,11 +770,11 @@ fn infer_cmd(a: &InferArgs) -> Result<(), Fail> {
     let mlog = Log::load(&a.model)?;
     let (run, _) = records::extract(&log);
     let (mrecs, _) = records::extract(&mlog);
-    let d = model::ModelData::from_records(&mrecs);
+    let d = model_data::ModelData::from_records(&mrecs);
     if d.is_empty() {
         return Err(Fail(2, format!("{}: no cache-model records", a.model)));
     }
-    let inf = model::infer(&run, &d);
+    let inf = model_data::infer(&run, &d);
     if a.json {
         out(&(serde_json::to_string_pretty(&inf.to_json()).unwrap_or_default() + "\n"))
     } else {

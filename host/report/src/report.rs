@@ -20,7 +20,7 @@ use crate::bench::{self, BenchView, Figures, ModelBlock, ModelFigure};
 use crate::input::{Error, Log, Result};
 use crate::ktap;
 use crate::metrics::{human_bytes, sig, Metric};
-use crate::model::{self, ModelData};
+use crate::model_data::{self, ModelData};
 use crate::records::{self, Record};
 use crate::svg::{esc, BarChart, Labels, LinePlot, Marker, Point, Series, XScale};
 use cachescope_arch::record;
@@ -489,7 +489,7 @@ impl Ctx<'_> {
 /// Capacity markers for the model figures: CCSIDR (`cache` records, else the model's guest
 /// geometry) and the published silicon, one marker per size with the labels merged.
 fn capacity_markers(recs: &[Record], d: &ModelData, levels: &[String]) -> Vec<Marker> {
-    let inf = model::infer(recs, d);
+    let inf = model_data::infer(recs, d);
     let mut by_size: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     for l in inf.levels.iter().filter(|l| levels.contains(&l.level)) {
         if let Some(c) = l.ccsidr {
@@ -520,8 +520,8 @@ impl Ctx<'_> {
         self.blocks.push(Block::Para(format!(
             "Counts of the cache-model plugin (profile {}): every figure here is simulated, deterministic, and labelled `source: model`. Miss rates are *global*: misses at a level ÷ the phase's data accesses. A knee is the largest working set whose rate stays below {} before a larger one reaches {} (docs/report.md).",
             d.profile_name().unwrap_or_else(|| "?".into()),
-            model::KNEE_LOW,
-            model::KNEE_HIGH
+            model_data::KNEE_LOW,
+            model_data::KNEE_HIGH
         )));
         let levels = d.data_level_names();
         let caps = capacity_markers(recs, d, &levels);

@@ -3,7 +3,7 @@
 //!
 //! It holds the core and caches (CCSIDR beside the published silicon), the maintenance
 //! performed, the attribute-matrix verdict, each benchmark's headline figures with their source,
-//! the cache model's findings ([`crate::model`]: knees, modelled latency, hand-off per MiB,
+//! the cache model's findings ([`crate::model_data`]: knees, modelled latency, hand-off per MiB,
 //! bypass, KV tokens, prefetch effect, inferred geometry, hazards), the pass/fail/skip totals and
 //! the command that renders the report. A run cut short (no `end` record) is digested as far as
 //! it got and called incomplete. Numbers are printed to 3 significant digits: no timer here
@@ -13,7 +13,7 @@ use crate::bench;
 use crate::input::Log;
 use crate::ktap;
 use crate::metrics::{human_bytes as hb, sig, Metric};
-use crate::model::{self, ModelData};
+use crate::model_data::{self, ModelData};
 use crate::records::{self, Record};
 use cachescope_arch::bench::{SmpBench, SmpVariant};
 use cachescope_arch::cache::ops::MaintOp;
@@ -223,7 +223,7 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
     let mut parts: Vec<String> = Vec::new();
     let mut sources: Vec<&str> = Vec::new();
     for c in &caches {
-        let name = model::ccsidr_level_name(c).unwrap_or_else(|| "L?".into());
+        let name = model_data::ccsidr_level_name(c).unwrap_or_else(|| "L?".into());
         let (size, ways, ln) = (c.size().unwrap_or(0), c.ways().unwrap_or(0), c.line().unwrap_or(0));
         let kind = match c.r#type().and_then(|t| t.chars().next()) {
             Some('d') => cachescope_arch::cache::Kind::Data,
@@ -616,7 +616,7 @@ fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
     ));
 
     // Each benchmark's lines, and the run-wide bypass line, in the digest's order.
-    let inf = model::infer(run, d);
+    let inf = model_data::infer(run, d);
     let cx = bench::Digest { run, d, inf: &inf };
     for section in bench::DIGEST {
         match section {

@@ -1,5 +1,5 @@
 //! `model-observe`: what the cache model must show of the main job's benchmarks, read from the
-//! records with the report tool's analysis (`cachescope_report::model`, the one home of the
+//! records with the report tool's analysis (`cachescope_report::model_data`, the one home of the
 //! rules the digest and the figures use):
 //!
 //! - the latency sweep's L1D and L2 knees, found in the model's miss rates, at the capacities
@@ -18,7 +18,7 @@
 use cachescope_arch::bench::Param;
 use cachescope_report::bench::stream::{stream, StreamRow};
 use cachescope_report::input::Log;
-use cachescope_report::model::{self, ModelData};
+use cachescope_report::model_data::{self, ModelData};
 use cachescope_report::records;
 
 /// One finding: (passed, what).
@@ -39,13 +39,13 @@ pub fn load(log: &str, model_log: &str) -> Result<(Vec<records::Record>, ModelDa
 /// The latency, stream and geometry checks of a main-job run under the model.
 pub fn benchmarks(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
     let mut f = Vec::new();
-    let curves = model::chase_curves(d);
+    let curves = model_data::chase_curves(d);
     let Some(wb) = curves.iter().find(|c| c.attr == "normal-wb") else {
         return vec![(false, "no latency/chase/normal-wb phases under the model".into())];
     };
     for level in ["L1D", "L2"] {
         let size = d.geometry_of(level).map(|g| g.size);
-        match (model::knee_of(wb, level), size) {
+        match (model_data::knee_of(wb, level), size) {
             (Some(k), Some(size)) => f.push((
                 k.fits == size,
                 format!(
@@ -115,11 +115,11 @@ pub fn benchmarks(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
 /// The inferred line size and ways against the geometry the model simulated.
 pub fn geometry(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
     let mut f = Vec::new();
-    let inferred = model::infer(run, d);
+    let inferred = model_data::infer(run, d);
     let simulated_line = d.geometry_of("L1D").map(|g| g.line);
     let line = inferred.line.as_ref().map(|l| l.value);
     f.push((line.is_some() && line == simulated_line, format!("line size inferred {line:?} B, simulated {simulated_line:?} B")));
-    let sweeps = model::infer_ways(d);
+    let sweeps = model_data::infer_ways(d);
     if sweeps.is_empty() {
         f.push((false, "no infer/ways phases under the model".into()));
     }
@@ -162,7 +162,7 @@ pub fn smp(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
         let (Some(phase), Some(reps)) = (metric.phase(), metric.reps()) else {
             continue;
         };
-        let name = model::PhaseName::parse(phase);
+        let name = model_data::PhaseName::parse(phase);
         let (ivs, invs) = sum(phase);
         match (name.bench.as_str(), name.attr.as_str()) {
             ("pingpong", "normal-wb") => {

@@ -3,12 +3,12 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use crate::model::{Attr, Hint, Level};
+use crate::hierarchy::{Attr, Hint, Level};
 
 use super::emit::Core;
 use super::engine::{Engine, Host, MemAccess};
-use super::plan::Group;
 use super::shortcut::{FetchMode, LineMode, Shortcut, BYPASS_LINE, PAGE_SHIFT};
+use super::tb_plan::Group;
 
 impl<H: Host> Engine<H> {
     /// A leader's callback: its own access, then its group's members (see `decode::plan_groups`).

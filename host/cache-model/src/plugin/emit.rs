@@ -9,9 +9,9 @@ use cachescope_arch::cache::id::{Clidr, Ctr};
 use crate::config::{GuestGeometry, Settings};
 use crate::geometry::Hierarchy;
 use crate::guest::Guest;
-use crate::model::{Level, Model, Totals};
+use crate::hierarchy::{Level, Model, Totals};
+use crate::model_records::{self, Finished, Phases};
 use crate::protocol;
-use crate::report::{self, Finished, Phases};
 use crate::sanitize::{Hazards, MaintRange};
 use cachescope_arch::record;
 
@@ -74,9 +74,9 @@ pub struct Core {
     pub ctr: Option<Ctr>,
     /// CLIDR_EL1, once read (None: not exposed; every modelled level is before the PoC).
     pub clidr: Option<Clidr>,
-    /// The guest CPU's identification key ([`crate::cpu::KEY_REGS`]), read at the first
+    /// The guest CPU's identification key ([`crate::cpu_models::KEY_REGS`]), read at the first
     /// vCPU's init, and the table's model with that key.
-    pub cpu: Option<(crate::cpu::Key, Option<&'static crate::cpu::CpuModel>)>,
+    pub cpu: Option<(crate::cpu_models::Key, Option<&'static crate::cpu_models::CpuModel>)>,
     /// The last value each vCPU wrote to each EL2/EL3 control register
     /// ([`crate::decode::ControlReg::ALL`] order).
     pub control: Vec<[Option<u64>; 4]>,
@@ -131,9 +131,9 @@ impl Core {
         if self.stats.warnings > WARNING_LIMIT {
             return;
         }
-        let mut text = report::warning_line(what);
+        let mut text = model_records::warning_line(what);
         if self.stats.warnings == WARNING_LIMIT {
-            text += &report::warning_line(&format!("{WARNING_LIMIT} warnings: further ones are only counted (model-run.warnings)"));
+            text += &model_records::warning_line(&format!("{WARNING_LIMIT} warnings: further ones are only counted (model-run.warnings)"));
         }
         self.emit(&text);
     }
@@ -148,7 +148,7 @@ impl Core {
                 "more than {limit} distinct hazards: further ones are only counted (hazard-total.dropped), not listed; the run fails (hazard-total.truncated)"
             );
             self.stats.warnings += 1;
-            let text = report::warning_line(&what) + &format!("# model: hazard storm: {what}\n");
+            let text = model_records::warning_line(&what) + &format!("# model: hazard storm: {what}\n");
             self.emit(&text);
         }
     }
@@ -178,13 +178,13 @@ impl Core {
                 self.stats.phases_unreported += 1;
             } else {
                 self.stats.phase_records += records;
-                text += &report::phase_lines(&p.name, p.id, &p.counts, lower);
-                text += &report::time_line(&p.name, p.id, &p.counts, &lat);
-                text += &report::coherence_lines(&p.name, p.id, &p.coherence);
+                text += &model_records::phase_lines(&p.name, p.id, &p.counts, lower);
+                text += &model_records::time_line(&p.name, p.id, &p.counts, &lat);
+                text += &model_records::coherence_lines(&p.name, p.id, &p.coherence);
             }
         }
         for p in done {
-            text += &report::hazard_lines(&self.hazards.take(Some(p.id)));
+            text += &model_records::hazard_lines(&self.hazards.take(Some(p.id)));
         }
         self.emit(&text);
     }
@@ -200,17 +200,17 @@ impl Core {
             let what = format!(
                 "{n} phases have no model/model-time records: past {PHASE_RECORD_LIMIT} per-phase records (their counts are in model-total)"
             );
-            let text = report::warning_line(&what);
+            let text = model_records::warning_line(&what);
             self.emit(&text);
         }
         let lower = self.lower_levels();
-        let mut text = report::hazard_lines(&self.hazards.take(None));
-        text += &report::total_lines(now, lower);
+        let mut text = model_records::hazard_lines(&self.hazards.take(None));
+        text += &model_records::total_lines(now, lower);
         if let Some(m) = self.model.as_ref().filter(|m| m.is_coherent()) {
-            text += &report::coherence_total_lines(m.coherence());
+            text += &model_records::coherence_total_lines(m.coherence());
         }
-        text += &report::hazard_total_line(&self.hazards, sanitize);
-        text += &report::line(
+        text += &model_records::hazard_total_line(&self.hazards, sanitize);
+        text += &model_records::line(
             record::ModelRun::new()
                 .protocol(protocol::VERSION)
                 .markers(self.stats.markers)
@@ -221,7 +221,7 @@ impl Core {
                 .setway_ops(self.stats.setway_ops)
                 .warnings(self.stats.warnings)
                 .fast(fast)
-                .source(report::SOURCE),
+                .source(model_records::SOURCE),
         );
         self.emit(&text);
     }
@@ -232,7 +232,7 @@ impl Core {
         let lat = &h.latency;
         if !self.profile_emitted {
             self.profile_emitted = true;
-            text += &report::line(
+            text += &model_records::line(
                 record::ModelProfile::new()
                     .profile(settings.profile_name())
                     .clock_mhz(u64::from(lat.clock_mhz))
@@ -243,7 +243,7 @@ impl Core {
                     .hwpf_degree(u64::from(h.hwpf.degree))
                     .latency_ref(&lat.reference)
                     .hwpf_ref(&h.hwpf.reference)
-                    .source(report::SOURCE),
+                    .source(model_records::SOURCE),
             );
         }
         let l1 = [(Level::L1I, h.l1i), (Level::L1D, h.l1d)];
@@ -251,7 +251,7 @@ impl Core {
         for (k, (level, g)) in l1.into_iter().chain(lower).enumerate() {
             let sharing = if k < 2 { "private" } else { h.lower[k - 2].sharing.name() };
             let hit = u64::from(lat.hit_cycles[k.saturating_sub(1).min(2)]);
-            text += &report::line(
+            text += &model_records::line(
                 record::ModelGeometry::new()
                     .level(level.name())
                     .size(g.size())
@@ -264,7 +264,7 @@ impl Core {
                     .vcpus(vcpus as u64)
                     .hit_cycles(hit)
                     .hit_ns(lat.ns(hit), 2)
-                    .source(report::SOURCE),
+                    .source(model_records::SOURCE),
             );
         }
         self.emit(&text);

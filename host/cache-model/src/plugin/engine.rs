@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use cachescope_arch::cache::id::{Clidr, Ctr};
 
 use crate::config::{GuestGeometry, Settings};
-use crate::cpu::{identify, key_text, Key};
+use crate::cpu_models::{identify, key_text, Key};
 use crate::decode::{decode_set_way, guest_to_model_slots, ControlReg, Insn, PrfAddr};
 use crate::guest::Translation;
-use crate::model::{Level, MaintOp, Model, Totals};
+use crate::hierarchy::{Level, LineOp, Model, Totals};
 
 use super::emit::Core;
 use super::lock::{Guard, SpinLock};
@@ -132,7 +132,7 @@ impl<H: Host> Engine<H> {
     }
 
     /// At the first vCPU's init, before any instruction: the CPU's identification key
-    /// ([`crate::cpu::KEY_REGS`]), CTR_EL0 and CLIDR_EL1. The key picks the geometry the model
+    /// ([`crate::cpu_models::KEY_REGS`]), CTR_EL0 and CLIDR_EL1. The key picks the geometry the model
     /// is built with when the guest sends no geometry markers; CTR and CLIDR are the
     /// sanitizer's from the start (a marker no longer has to ask for them).
     pub fn cpu_identified(&self, key: Key, ctr: Option<Ctr>, clidr: Option<Clidr>) {
@@ -268,12 +268,12 @@ impl<H: Host> Engine<H> {
             match (&cpu_geo, cpu_model, core.cpu) {
                 (Some(g), Some(m), _) if !from_cpu && g.hierarchy() != core.guest_geo.hierarchy() => core.warn(&format!(
                     "the guest's geometry markers differ from QEMU {}'s {} in the plugin's CPU table: the markers are followed",
-                    crate::cpu::QEMU_VERSION,
+                    crate::cpu_models::QEMU_VERSION,
                     m.name
                 )),
                 (None, _, Some((key, None))) if core.guest_geo.hierarchy().is_none() => core.warn(&format!(
                     "no geometry markers and the CPU is not in the plugin's table (QEMU {}: {}): the rpi4 fallback geometry is modelled",
-                    crate::cpu::QEMU_VERSION,
+                    crate::cpu_models::QEMU_VERSION,
                     key_text(&key)
                 )),
                 _ => {}
@@ -492,7 +492,7 @@ impl<H: Host> Engine<H> {
         self.model(&mut core).prefetch(cpu, pa, p.level, p.strm, attr);
     }
 
-    fn set_way(&self, core: &mut Core, cpu: usize, op: MaintOp, operand: u64) {
+    fn set_way(&self, core: &mut Core, cpu: usize, op: LineOp, operand: u64) {
         core.stats.setway_ops += 1;
         let level = ((operand >> 1) & 7) as u32 + 1;
         // The geometry the guest walks by: its markers', else the CPU's (a profile's model may differ).

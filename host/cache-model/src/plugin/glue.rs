@@ -1,6 +1,6 @@
 //! The QEMU glue (system mode, plugin API v4), compiled out of unit tests (its `qemu_plugin_*`
 //! symbols exist only inside QEMU): registration, the translation callback turning a
-//! [`Plan`](super::plan::Plan) into callbacks, the scoreboard, register and guest-memory reads.
+//! [`Plan`](super::tb_plan::Plan) into callbacks, the scoreboard, register and guest-memory reads.
 //! Every decision is the [`Engine`]'s.
 
 use std::io::Write;
@@ -18,8 +18,8 @@ use cachescope_arch::cache::id::{Clidr, Ctr};
 use crate::config::Settings;
 
 use super::engine::{fail, shortcut_allowed, Engine, Host, MemAccess, SP};
-use super::plan::{plan, Access, TbInsn};
 use super::shortcut::PAGE_SHIFT;
+use super::tb_plan::{plan, Access, TbInsn};
 use super::NAME;
 
 /// The execution key of a TB whose fetch is never taken for a back-to-back repeat (the keys of
@@ -277,7 +277,7 @@ impl HasCallbacks for CacheModel {
         let ctr = find("CTR_EL0");
         // The CPU's identity and ID registers, before its first instruction: all constant, so
         // readable now (reset-valued registers such as PMCR_EL0 or VPIDR_EL2 still read 0).
-        let key = crate::cpu::KEY_REGS.map(|n| find(n).and_then(read_register));
+        let key = crate::cpu_models::KEY_REGS.map(|n| find(n).and_then(read_register));
         let id_ctr = ctr.and_then(|h| read_id_reg(Some(h), "CTR_EL0")).map(|raw| Ctr { raw });
         let id_clidr = clidr.and_then(|h| read_id_reg(Some(h), "CLIDR_EL1")).map(Clidr::decode);
         state.cpu_identified(key, id_ctr, id_clidr);

@@ -1,8 +1,8 @@
-//! The plugin around the model: translation-time planning ([`plan`]), per-access memory
+//! The plugin around the model: translation-time planning ([`tb_plan`]), per-access memory
 //! callbacks, per-TB instruction-fetch callbacks, marker and maintenance callbacks with register
 //! access, and the records at phase ends and at exit.
 //!
-//! - [`plan`]: what to register for one translation block (fetch segments, batching groups,
+//! - [`tb_plan`]: what to register for one translation block (fetch segments, batching groups,
 //!   special instructions), from its words alone.
 //! - [`shortcut`]: the fast path's per-vCPU state and decisions.
 //! - [`engine`] and `access`: the decisions (model, shortcut, guest state), over two seams the
@@ -76,8 +76,8 @@
 pub mod emit;
 pub mod engine;
 pub mod lock;
-pub mod plan;
 pub mod shortcut;
+pub mod tb_plan;
 
 mod access;
 mod markers;

@@ -14,9 +14,9 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 
-use crate::model::{Attr, Level, Model, Totals, SERVED_MEMORY};
+use crate::hierarchy::{Attr, Level, Model, Totals, SERVED_MEMORY};
 
-use super::plan::Group;
+use super::tb_plan::Group;
 
 /// "Nothing remembered" for a line or page number.
 pub(super) const NONE: u64 = u64::MAX;
@@ -150,7 +150,7 @@ impl Shortcut {
         self.hit(1, write, pc)
     }
 
-    /// A group's members after its leader's access at `vaddr` (see `plan::Group`): all counted
+    /// A group's members after its leader's access at `vaddr` (see `tb_plan::Group`): all counted
     /// here (`true`) when they fall in the remembered line and its mode allows them.
     #[inline]
     pub fn group(&self, vaddr: u64, g: &Group) -> bool {

@@ -18,10 +18,10 @@ use cachescope_arch::marker::{Marker, ModelAttr};
 use crate::cache::xorshift64star;
 use crate::config::Settings;
 use crate::decode::{Insn, Prefetch, PrfAddr};
-use crate::model::{Hint, MaintOp, Point, Totals};
+use crate::hierarchy::{Hint, LineOp, Point, Totals};
 
 use super::engine::{shortcut_allowed, Engine, Host, MemAccess, SP};
-use super::plan::Group;
+use super::tb_plan::Group;
 
 /// The fake emulator: the board's two counters for vCPU 0, phase names made up from their VA.
 #[derive(Default)]
@@ -222,7 +222,7 @@ fn trace(seed: u64, n: usize, guest_geometry: bool) -> Vec<Step> {
     // and the code itself (code written by data stores, then run).
     let bases =
         [VA_OFFSET + RAM + 0x8_0000, VA_OFFSET + RAM + 0x9_0f00, WINDOWS[0].0 + 0x100, WINDOWS[1].0 + 0x7c0, WINDOWS[2].0, code + 0x180];
-    let ops = [MaintOp::Clean, MaintOp::Invalidate, MaintOp::CleanInvalidate];
+    let ops = [LineOp::Clean, LineOp::Invalidate, LineOp::CleanInvalidate];
     let mut open_phases: Vec<u64> = Vec::new();
     let mut next_phase = 1;
     let mut maint: Option<u64> = None;
@@ -338,7 +338,7 @@ fn differential(args: &[&str], steps: &[Step]) -> String {
     }
     assert_eq!(a.lines().count(), b.lines().count(), "record counts differ with {args:?}");
     // The shortcut did run: most L1D and L1I hits are its own.
-    let (d, i) = (&shortcut.levels[crate::model::Level::L1D as usize], &shortcut.levels[crate::model::Level::L1I as usize]);
+    let (d, i) = (&shortcut.levels[crate::hierarchy::Level::L1D as usize], &shortcut.levels[crate::hierarchy::Level::L1I as usize]);
     assert!(d.hits > 0 && d.bypass > 0 && i.hits > 0, "the shortcut never answered with {args:?}: {shortcut:?}");
     a
 }
@@ -375,8 +375,8 @@ fn the_shortcut_needs_one_vcpu_and_no_trace() {
 }
 
 /// QEMU 10.0.2's Cortex-A72 as the glue reads it at vCPU init.
-fn a72_key() -> crate::cpu::Key {
-    crate::cpu::TABLE.iter().find(|m| m.name == "cortex-a72").unwrap().key.map(Some)
+fn a72_key() -> crate::cpu_models::Key {
+    crate::cpu_models::TABLE.iter().find(|m| m.name == "cortex-a72").unwrap().key.map(Some)
 }
 
 /// The `model-geometry` records' (level, sets, ways, origin).
@@ -406,7 +406,7 @@ fn the_cpu_table_gives_the_geometry_without_markers() {
     r.engine.cpu_identified(a72_key(), Some(Ctr { raw: 0x8444_c004 }), None);
     unmarked(&r);
     // Way 3 of set 127 exists only in the CPU's 128 × 4 L1D (the rpi4 fallback has 2 ways).
-    r.special(Insn::DcSetWay { op: MaintOp::Clean, rt: 3 }, 0x9000, &[(3, 3 << 30 | 127 << 6)]);
+    r.special(Insn::DcSetWay { op: LineOp::Clean, rt: 3 }, 0x9000, &[(3, 3 << 30 | 127 << 6)]);
     let records = r.finish();
     let g = geometry_of(&records);
     assert_eq!(g[1], ("L1D".into(), 128, 4, "cpu".into()), "{records}");

@@ -3,7 +3,7 @@
 use super::MODEL_SOURCE;
 use super::{BenchView, Digest, Draw};
 use crate::dl::{misses, windows_of};
-use crate::model::{ModelData, Phase};
+use crate::model_data::{ModelData, Phase};
 use crate::records::Record;
 use crate::svg::{LinePlot, Point, Series, XScale};
 use cachescope_arch::bench::Bench;

@@ -3,7 +3,7 @@
 
 use super::MODEL_SOURCE;
 use super::{BenchView, Digest, Draw};
-use crate::model::ModelData;
+use crate::model_data::ModelData;
 use crate::summary::{n3, short_variant};
 use crate::svg::BarChart;
 use cachescope_arch::bench::Bench;

@@ -62,7 +62,7 @@ impl BenchView for View {
         // The line and conflict sweeps, and the geometry table: inferred, CCSIDR, published silicon.
         let (d, recs, _levels) = (cx.d, cx.run, cx.levels);
         // The geometry sweeps: lines brought in per load vs stride, miss rate vs addresses per set.
-        let (line_sweep, line) = crate::model::infer_line(d);
+        let (line_sweep, line) = crate::model_data::infer_line(d);
         if !line_sweep.is_empty() {
             let series = vec![Series {
                 name: "L1D".into(),
@@ -86,7 +86,7 @@ impl BenchView for View {
                 plot,
             );
         }
-        let sweeps = crate::model::infer_ways(d);
+        let sweeps = crate::model_data::infer_ways(d);
         if !sweeps.is_empty() {
             let series: Vec<Series> = sweeps
                 .iter()
@@ -117,7 +117,7 @@ impl BenchView for View {
             );
         }
         // Inferred geometry.
-        let inf = crate::model::infer(recs, d);
+        let inf = crate::model_data::infer(recs, d);
         let mut rows = vec![vec![
             "line".to_string(),
             inf.line.as_ref().map_or("–".into(), |l| format!("{} B", l.value)),

@@ -4,7 +4,7 @@ use super::MODEL_SOURCE;
 use super::{BenchView, Digest, Draw};
 use crate::dl::{misses, scan_curve, ScanCurve};
 use crate::metrics::sig;
-use crate::model::{ModelData, Phase};
+use crate::model_data::{ModelData, Phase};
 use crate::records::Record;
 use crate::svg::{LinePlot, Marker, XScale};
 use cachescope_arch::bench::Bench;

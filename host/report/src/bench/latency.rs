@@ -6,7 +6,7 @@ use super::MODEL_SOURCE;
 use super::{BenchView, Digest, Draw};
 use crate::metrics::human_bytes;
 use crate::metrics::{human_bytes as hb, Metric};
-use crate::model;
+use crate::model_data;
 use crate::summary::{attrs_of, ends, n3, size_range, unit_label};
 use crate::svg::{LinePlot, Marker, Point, Series, XScale};
 use cachescope_arch::bench::Bench;
@@ -55,7 +55,7 @@ impl BenchView for View {
             ),
         ));
         }
-        let knees = model::knees(d);
+        let knees = model_data::knees(d);
         let mut kparts = Vec::new();
         for l in &inf.levels {
             let Some(k) = knees.iter().filter(|k| k.level == l.level).min_by_key(|k| k.attr != "normal-wb") else { continue };
@@ -68,7 +68,7 @@ impl BenchView for View {
                 l.ccsidr.map_or("–".into(), |c| hb(c.0 as f64))
             ));
         }
-        let curves = model::chase_curves(d);
+        let curves = model_data::chase_curves(d);
         out.push((
             "knees",
             if kparts.is_empty() {
@@ -108,7 +108,7 @@ impl BenchView for View {
     fn model_figures(&self, cx: &mut Draw<'_>) {
         // The chase under the model: miss rate per level and modelled latency vs working set.
         let (d, levels, caps) = (cx.d, cx.levels, cx.caps);
-        let curves = model::chase_curves(d);
+        let curves = model_data::chase_curves(d);
         let bypassing: Vec<String> = curves
             .iter()
             .filter(|c| c.bypasses())
@@ -132,7 +132,7 @@ impl BenchView for View {
                 .collect();
             let knees: Vec<Marker> = levels
                 .iter()
-                .filter_map(|l| model::knee_of(c, l))
+                .filter_map(|l| model_data::knee_of(c, l))
                 .map(|k| Marker { x: k.fits as f64, label: format!("{} knee: fits {}", k.level, human_bytes(k.fits as f64)), knee: true })
                 .collect();
             let plot = LinePlot {
@@ -171,7 +171,7 @@ impl BenchView for View {
         if lat.is_empty() {
             cx.para("No modelled latency: the plugin wrote no `model-time` records (it models counts, not time).".into());
         } else {
-            let knees: Vec<Marker> = model::knees(d)
+            let knees: Vec<Marker> = model_data::knees(d)
                 .into_iter()
                 .filter(|k| k.attr == "normal-wb")
                 .map(|k| Marker { x: k.fits as f64, label: format!("{} knee {}", k.level, human_bytes(k.fits as f64)), knee: true })

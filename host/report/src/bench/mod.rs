@@ -5,7 +5,7 @@
 //! is one file here and one line in [`VIEWS`] (and, if it has model lines, in [`DIGEST`]).
 
 use crate::metrics::Metric;
-use crate::model::{Inferred, ModelData};
+use crate::model_data::{Inferred, ModelData};
 use crate::records::Record;
 use crate::svg::{BarChart, Labels, LinePlot, Marker, Point, Series};
 use cachescope_arch::bench::{Bench, Variant};

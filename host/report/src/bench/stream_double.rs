@@ -3,7 +3,7 @@
 use super::MODEL_SOURCE;
 use super::{BenchView, Digest, Draw};
 use crate::dl::{hits, misses, windows_of};
-use crate::model::ModelData;
+use crate::model_data::ModelData;
 use crate::records::Record;
 use crate::svg::BarChart;
 use cachescope_arch::bench::{Bench, Variant};

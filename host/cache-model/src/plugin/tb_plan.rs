@@ -17,7 +17,7 @@
 use std::sync::Arc;
 
 use crate::decode::{decode, decode_mem_imm, is_non_temporal_pair, plan_groups, Insn, Role};
-use crate::model::Hint;
+use crate::hierarchy::Hint;
 
 /// A TB's instructions in each aligned block of this many bytes (log2) are fetched as a segment of
 /// their own, right before the first of them executes: the smallest instruction-cache line any

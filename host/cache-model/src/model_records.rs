@@ -18,13 +18,13 @@
 //! modelled). Counters of private caches are summed over vCPUs.
 
 use crate::geometry::Latency;
-use crate::model::{Coherence, Level, Totals};
+use crate::hierarchy::{Coherence, Level, Totals};
 use cachescope_arch::record::{self, Builder};
 
 /// Every model record's `source`.
 pub const SOURCE: &str = "model";
 
-/// Modelled cycles of the demand data accesses in `t` (rule 15 of `model.rs`): each costs the
+/// Modelled cycles of the demand data accesses in `t` (rule 15 of `hierarchy.rs`): each costs the
 /// latency of the level that served it; memory for the rest. Returns (accesses, cycles).
 pub fn modelled_cycles(t: &Totals, lat: &Latency) -> (u64, u64) {
     let cost = [lat.hit_cycles[0], lat.hit_cycles[1], lat.hit_cycles[2], lat.memory_cycles];
@@ -208,7 +208,7 @@ impl Phases {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Counts;
+    use crate::hierarchy::Counts;
 
     /// A hazard with and without the value the emulator held: `current` before `source`, as
     /// declared (the builders' order is checked when a record is finished, in debug builds).

@@ -278,7 +278,7 @@ pub use cachescope_arch::marker::ModelAttr as Attr;
 
 /// What a maintenance operation does to a line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MaintOp {
+pub enum LineOp {
     /// Write back if dirty; keep the line.
     Clean,
     /// Drop the line (dirty data is lost).
@@ -1161,7 +1161,7 @@ impl Model {
     }
 
     /// Rules 6 and 7: a data-cache operation by physical address, issued by `cpu`.
-    pub fn dc_by_pa(&mut self, cpu: usize, op: MaintOp, point: Point, pa: u64) {
+    pub fn dc_by_pa(&mut self, cpu: usize, op: LineOp, point: Point, pa: u64) {
         tr!(self, "P {} {} {pa} {cpu}\n", op as u8, point as u8);
         // By-address operations are broadcast: every vCPU's caches are affected (rule 17d).
         if self.coherent {
@@ -1172,20 +1172,20 @@ impl Model {
             }
         }
         self.totals.at(Level::L1D).maint += 1;
-        if op == MaintOp::Invalidate && self.san.is_some() && self.poc_caches().any(|c| c.holds_dirty(c.line_of(pa))) {
+        if op == LineOp::Invalidate && self.san.is_some() && self.poc_caches().any(|c| c.holds_dirty(c.line_of(pa))) {
             self.san_lost(pa, "dc-ivac");
         }
         for k in 0..self.vcpus {
             let c = &mut self.l1d[k];
             let line = c.line_of(pa);
             let Some(slot) = c.probe(line) else { continue };
-            if op != MaintOp::Invalidate && c.clean_slot(slot) {
+            if op != LineOp::Invalidate && c.clean_slot(slot) {
                 self.totals.at(Level::L1D).writebacks += 1;
                 if point == Point::Unification {
                     self.writeback_into(k, 0, pa);
                 }
             }
-            if op != MaintOp::Clean {
+            if op != LineOp::Clean {
                 self.l1d[k].invalidate_slot(slot);
             }
         }
@@ -1197,10 +1197,10 @@ impl Model {
             self.totals.at(level).maint += 1;
             for c in &mut self.lower[i] {
                 let Some(slot) = c.probe(c.line_of(pa)) else { continue };
-                if op != MaintOp::Invalidate && c.clean_slot(slot) {
+                if op != LineOp::Invalidate && c.clean_slot(slot) {
                     self.totals.levels[level as usize].writebacks += 1;
                 }
-                if op != MaintOp::Clean {
+                if op != LineOp::Clean {
                     c.invalidate_slot(slot);
                 }
             }
@@ -1211,7 +1211,7 @@ impl Model {
     /// bytes) is longer than the model's L1D line: one operation covers every model line of the
     /// aligned granule, as it covers the whole (longer) line on the guest's caches, and counts one
     /// `maint` per model line. A granule of at most one model line is [`Model::dc_by_pa`].
-    pub fn dc_by_pa_granule(&mut self, cpu: usize, op: MaintOp, point: Point, pa: u64, granule: u64) {
+    pub fn dc_by_pa_granule(&mut self, cpu: usize, op: LineOp, point: Point, pa: u64, granule: u64) {
         let line = 1u64 << self.l1d[cpu].line_shift();
         if granule <= line || !granule.is_power_of_two() {
             return self.dc_by_pa(cpu, op, point, pa);
@@ -1238,7 +1238,7 @@ impl Model {
 
     /// Rule 8: a set/way operation on the cache `cpu` sees at `level` (1-based), slot (set, way).
     /// A level, set or way the model does not have counts the operation and does nothing.
-    pub fn dc_set_way(&mut self, cpu: usize, op: MaintOp, level: u32, set: usize, way: usize) {
+    pub fn dc_set_way(&mut self, cpu: usize, op: LineOp, level: u32, set: usize, way: usize) {
         let Some(sets) = self.data_level_geometry(level).map(|g| g.sets as usize) else { return };
         let index = if set < sets { (way as u64) * sets as u64 + set as u64 } else { u64::MAX };
         self.dc_set_way_slots(cpu, op, level, index..index.saturating_add(1));
@@ -1246,7 +1246,7 @@ impl Model {
 
     /// Rule 8 for one guest set/way operation that covers several model slots (as
     /// `way * sets + set` indices; see `decode::guest_to_model_slots`): one `maint`, every slot.
-    pub fn dc_set_way_slots(&mut self, cpu: usize, op: MaintOp, level: u32, slots: std::ops::Range<u64>) {
+    pub fn dc_set_way_slots(&mut self, cpu: usize, op: LineOp, level: u32, slots: std::ops::Range<u64>) {
         tr!(self, "S {cpu} {} {level} {} {}\n", op as u8, slots.start, slots.end);
         let (lvl, i) = match level {
             1 => (Level::L1D, None),
@@ -1266,15 +1266,15 @@ impl Model {
             let slot = c.slot_of((index % sets) as usize, (index / sets) as usize);
             let shift = c.line_shift();
             let Some(held) = c.slot(slot) else { continue };
-            if op == MaintOp::Invalidate && held.dirty && self.san.is_some() {
+            if op == LineOp::Invalidate && held.dirty && self.san.is_some() {
                 self.san_lost(held.line << shift, "dc-isw");
             }
             let c = match i {
                 None => &mut self.l1d[cpu],
                 Some(i) => self.lower_mut(i, cpu),
             };
-            let dirty = op != MaintOp::Invalidate && c.clean_slot(slot);
-            if op != MaintOp::Clean {
+            let dirty = op != LineOp::Invalidate && c.clean_slot(slot);
+            if op != LineOp::Clean {
                 c.invalidate_slot(slot);
             }
             if dirty {
