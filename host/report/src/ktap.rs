@@ -29,30 +29,7 @@
 
 pub mod cases;
 
-use crate::input::{Log, LogLine};
-use std::fmt;
-
-/// One rule violation.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    /// 1-based line number; 0 when the problem concerns the whole file.
-    pub line: usize,
-    /// What is wrong, for a person.
-    pub msg: String,
-}
-
-impl Problem {
-    /// A problem at `line`.
-    pub fn new(line: usize, msg: impl Into<String>) -> Self {
-        Problem { line, msg: msg.into() }
-    }
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.line, self.msg)
-    }
-}
+use crate::input::{Log, LogLine, Problem};
 
 /// Validation options.
 #[derive(Debug, Clone, Copy, Default)]

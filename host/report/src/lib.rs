@@ -16,6 +16,8 @@ pub mod bench;
 pub mod capture;
 pub mod compare;
 pub mod console;
+pub mod contract;
+mod digest_format;
 pub mod dl;
 pub mod extract;
 pub mod input;

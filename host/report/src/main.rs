@@ -7,7 +7,9 @@
 use cachescope_report::compare::{self, Baseline};
 use cachescope_report::input::{Error, Log};
 use cachescope_report::runinfo::RunInfo;
-use cachescope_report::{capture, console, extract, junit, ktap, metrics::Metric, model_data, records, report, summary, times, verdict};
+use cachescope_report::{
+    capture, console, contract, extract, junit, ktap, metrics::Metric, model_data, records, report, summary, times, verdict,
+};
 use clap::{ArgGroup, Args, Parser, Subcommand};
 use std::io::{ErrorKind, Write};
 use std::process::ExitCode;
@@ -359,7 +361,7 @@ fn check(a: &CheckArgs, quiet: bool) -> Result<(), Fail> {
         let log = Log::load(path)?;
         let k = ktap::validate(&log, opts);
         let mut problems = k.problems.clone();
-        problems.extend(records::check_contract(&log, &k));
+        problems.extend(contract::check_contract(&log, &k));
         problems.sort_by_key(|p| p.line);
         let mut text = String::new();
         for p in problems.iter().take(100) {
@@ -396,7 +398,7 @@ fn check(a: &CheckArgs, quiet: bool) -> Result<(), Fail> {
 
 fn warn_if_invalid(log: &Log) {
     let k = ktap::validate(log, ktap::Options::default());
-    let n = k.problems.len() + records::check_contract(log, &k).len();
+    let n = k.problems.len() + contract::check_contract(log, &k).len();
     if n > 0 {
         note!("cachescope-report: warning: {}: {n} KTAP/records problems (run 'check' for details)", log.name);
     }
@@ -405,7 +407,7 @@ fn warn_if_invalid(log: &Log) {
 /// Warns on standard error about a model log that fails validation (the report and the digest
 /// flag it too, and draw no hazard conclusion from it).
 fn warn_if_model_invalid(model: &Log) {
-    if let Some(f) = records::check_model_log(model).flag(&model.name) {
+    if let Some(f) = contract::check_model_log(model).flag(&model.name) {
         note!("cachescope-report: warning: {}: {f}", model.name);
     }
 }
@@ -752,7 +754,7 @@ fn verdict_cmd(a: &VerdictArgs) -> Result<(), Fail> {
     let (run, _) = records::extract(&log);
     let (mrecs, _) = records::extract(&mlog);
     // A damaged model log (bit flips, a truncated write) draws no verdict: it cannot pass.
-    let v = match records::check_model_log(&mlog).flag(&mlog.name) {
+    let v = match contract::check_model_log(&mlog).flag(&mlog.name) {
         Some(why) => verdict::Verdict::missing(why),
         None => verdict::judge(run.iter().map(|r| &r.obj), mrecs.iter().map(|r| &r.obj)).unwrap_or_else(verdict::Verdict::missing),
     };

@@ -17,6 +17,7 @@
 //! own figures and sit next to the timing rows of the same point in the tables.
 
 use crate::bench::{self, BenchView, Figures, ModelBlock, ModelFigure};
+use crate::contract;
 use crate::input::{Error, Log, Result};
 use crate::ktap;
 use crate::metrics::{human_bytes, sig, Metric};
@@ -901,12 +902,12 @@ fn findings_rows(run: &Log, model: Option<&Log>, icount: bool) -> (String, Vec<V
 pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
     let k = ktap::validate(run, ktap::Options::default());
     let mut problems: Vec<String> =
-        k.problems.iter().chain(records::check_contract(run, &k).iter()).map(|p| format!("{}:{}", run.name, p)).collect();
+        k.problems.iter().chain(contract::check_contract(run, &k).iter()).map(|p| format!("{}:{}", run.name, p)).collect();
     problems.sort();
     problems.dedup();
     let (mut recs, _) = records::extract(run);
     let run_records = recs.len();
-    let mcheck = model.map(records::check_model_log);
+    let mcheck = model.map(contract::check_model_log);
     let model_flag = model.zip(mcheck.as_ref()).and_then(|(m, c)| c.flag(&m.name));
     let mut model_problems: Vec<String> = Vec::new();
     if let (Some(m), Some(c)) = (model, &mcheck) {
@@ -1820,7 +1821,7 @@ mod tests {
         let run = Log::from_bytes("run.log", RUN.replace("\"args\":\"\"", "\"args\":\"\",\"model\":\"guest\"").as_bytes());
         let m = model_log("latency/chase/wb/65536");
         let model = Log::from_bytes("run.log.model", m.as_bytes());
-        assert!(records::check_model_log(&model).valid(), "{:?}", records::check_model_log(&model).problems);
+        assert!(contract::check_model_log(&model).valid(), "{:?}", contract::check_model_log(&model).problems);
         let r = build(&run, Some(&model));
         let md = r.render(Format::Markdown);
         let at = |needle: &str| md.find(needle).unwrap_or_else(|| panic!("no {needle:?} in\n{md}"));

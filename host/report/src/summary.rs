@@ -10,6 +10,8 @@
 //! resolves more.
 
 use crate::bench;
+use crate::contract;
+use crate::digest_format::{n3, short_variant, u, unit_label};
 use crate::input::Log;
 use crate::ktap;
 use crate::metrics::{human_bytes as hb, sig, Metric};
@@ -39,19 +41,6 @@ pub(crate) fn s<'a>(r: &'a Record, k: &str) -> Option<&'a str> {
     r.obj.get(k).and_then(Value::as_str)
 }
 
-pub(crate) fn u(r: &Record, k: &str) -> Option<u64> {
-    r.obj.get(k).and_then(Value::as_u64)
-}
-
-/// 3 significant digits, SI multipliers from 10,000 on (`32.1k`).
-pub(crate) fn n3(v: f64) -> String {
-    if v.abs() >= 1e4 {
-        crate::svg::si(v)
-    } else {
-        sig(v, 3)
-    }
-}
-
 /// "name   text", the label padded to a column.
 pub(crate) fn line(label: &str, text: impl AsRef<str>) -> String {
     if label.chars().count() >= 9 {
@@ -77,16 +66,6 @@ fn source_label(source: &str, emulated: bool, icount: bool) -> String {
         ("cntvct", false, _) => "timer CNTVCT".into(),
         ("pmccntr", false, _) => "cycle counter PMCCNTR".into(),
         (s, ..) => s.into(),
-    }
-}
-
-/// Under -icount (shift=0) one virtual ns is one instruction: `ns` → `insn`, a rate per second
-/// → per 10^9 instructions.
-pub(crate) fn unit_label(unit: &str, icount: bool) -> String {
-    if icount {
-        unit.replace("ns", "insn").replace("/s", "/Ginsn")
-    } else {
-        unit.to_string()
     }
 }
 
@@ -172,7 +151,7 @@ fn clip(mut l: String) -> String {
 pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
     let (recs, _) = records::extract(run);
     // A model log that fails validation is flagged and its hazards are not judged (records.rs).
-    let mcheck = model.map(|m| (m, records::check_model_log(m)));
+    let mcheck = model.map(|m| (m, contract::check_model_log(m)));
     let mrecs = mcheck.as_ref().map(|(_, c)| c.usable_records()).unwrap_or_default();
     let mut all = recs.clone();
     all.extend(mrecs.iter().cloned());
@@ -451,24 +430,6 @@ fn suite_verdict(run: &Log, suite: &str) -> Option<String> {
     }
 }
 
-/// First/last median of the series of one attribute, ordered by bytes (or tokens).
-pub(crate) fn ends(ms: &[&Metric], key: impl Fn(&Metric) -> f64) -> Option<(f64, f64, f64, f64)> {
-    let mut v: Vec<(f64, f64)> = ms.iter().filter_map(|m| m.median.map(|y| (key(m), y))).collect();
-    v.sort_by(|a, b| a.0.total_cmp(&b.0));
-    Some((v.first()?.0, v.first()?.1, v.last()?.0, v.last()?.1))
-}
-
-pub(crate) fn attrs_of(ms: &[&Metric]) -> Vec<String> {
-    let mut v: Vec<String> = Vec::new();
-    for m in ms {
-        let a = m.key.attr.clone().unwrap_or_else(|| "-".into());
-        if !v.contains(&a) {
-            v.push(a);
-        }
-    }
-    v
-}
-
 fn bench_headline(bench: &str, ms: &[&Metric], icount: bool) -> String {
     let emulated = ms.iter().all(|m| m.emulated == Some(true));
     let src = source_label(&ms[0].key.source, emulated, icount);
@@ -501,28 +462,6 @@ fn bench_headline(bench: &str, ms: &[&Metric], icount: bool) -> String {
         }
     };
     format!("[{src}] {body}")
-}
-
-/// A variant name shortened for the digest (`read-ldp` → `ldp`, `to-device-nc` → `to-nc`).
-pub(crate) fn short_variant(v: &str) -> String {
-    v.replacen("read-", "", 1).replacen("write-", "", 1).replacen("to-device-", "to-", 1).replacen("from-device-", "from-", 1)
-}
-
-/// Published sizes as one size or a range.
-pub(crate) fn size_range(sizes: &[u64]) -> String {
-    match (sizes.first(), sizes.last()) {
-        (Some(a), Some(b)) if a != b => format!("{}–{}", hb(*a as f64), hb(*b as f64)),
-        (Some(a), _) => hb(*a as f64),
-        _ => "–".into(),
-    }
-}
-
-pub(crate) fn pct(a: f64, b: f64) -> String {
-    if b == 0.0 {
-        "–".into()
-    } else {
-        format!("{:+.0}%", (a - b) / b * 100.0)
-    }
 }
 
 /// The model's lines of the digest.

@@ -36,7 +36,7 @@ pub enum Word {
     /// The sanitizer was switched off (`sanitize=off`): nothing was judged.
     Off,
     /// The model log has no `hazard-total` (the plugin did not finish) or fails validation
-    /// (`records::check_model_log`): nothing can be judged and the run cannot pass.
+    /// (`contract::check_model_log`): nothing can be judged and the run cannot pass.
     Missing,
 }
 

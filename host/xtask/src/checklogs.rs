@@ -1,5 +1,5 @@
 //! `catalogue check-logs`: the strict KTAP v1 + records-contract check of the report tool
-//! (its library: [`cachescope_report::ktap::validate`], [`cachescope_report::records::check_contract`])
+//! (its library: [`cachescope_report::ktap::validate`], [`cachescope_report::contract::check_contract`])
 //! over the logs the catalogue's rows left in target/cachescope-logs/.
 //!
 //! A row expected to exit 0 or 1 ran to its end: its log must pass. Any other status (bad
@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use cachescope_report::input::Log;
-use cachescope_report::{ktap, records};
+use cachescope_report::{contract, ktap, records};
 
 use crate::catalogue::Row;
 use crate::run::{say, Filter};
@@ -19,7 +19,7 @@ use crate::run::{say, Filter};
 pub fn problems(log: &Log) -> Vec<String> {
     let k = ktap::validate(log, ktap::Options { allow_unknown: false });
     let mut problems = k.problems.clone();
-    problems.extend(records::check_contract(log, &k));
+    problems.extend(contract::check_contract(log, &k));
     problems.sort_by_key(|p| p.line);
     problems
         .iter()

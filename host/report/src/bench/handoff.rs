@@ -3,8 +3,8 @@
 
 use super::MODEL_SOURCE;
 use super::{BenchView, Digest, Draw};
+use crate::digest_format::{n3, short_variant};
 use crate::model_data::ModelData;
-use crate::summary::{n3, short_variant};
 use crate::svg::BarChart;
 use cachescope_arch::bench::Bench;
 

@@ -3,10 +3,10 @@
 
 use super::MODEL_SOURCE;
 use super::{BenchView, Digest, Draw};
+use crate::digest_format::{ends, n3, u, unit_label};
 use crate::metrics::sig;
 use crate::metrics::Metric;
 use crate::model_data::ModelData;
-use crate::summary::{ends, n3, u, unit_label};
 use crate::svg::{LinePlot, Marker, Point, Series, XScale};
 use cachescope_arch::bench::{Bench, Param, Variant};
 

@@ -4,10 +4,10 @@
 
 use super::MODEL_SOURCE;
 use super::{BenchView, Digest, Draw};
+use crate::digest_format::{attrs_of, ends, n3, size_range, unit_label};
 use crate::metrics::human_bytes;
 use crate::metrics::{human_bytes as hb, Metric};
 use crate::model_data;
-use crate::summary::{attrs_of, ends, n3, size_range, unit_label};
 use crate::svg::{LinePlot, Marker, Point, Series, XScale};
 use cachescope_arch::bench::Bench;
 

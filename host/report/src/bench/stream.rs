@@ -3,10 +3,10 @@
 
 use super::MODEL_SOURCE;
 use super::{BenchView, Digest, Draw};
+use crate::digest_format::{n3, pct};
 use crate::metrics::human_bytes as hb;
 use crate::metrics::human_bytes;
 use crate::model_data::ModelData;
-use crate::summary::{n3, pct};
 use crate::svg::BarChart;
 use cachescope_arch::bench::{Bench, Variant};
 
