@@ -25,7 +25,7 @@ pub struct LavaResult {
 pub struct LavaLog {
     /// Results, in order.
     pub results: Vec<LavaResult>,
-    /// Console lines of the device, in order.
+    /// Console lines of the device, in order (LAVA's `target` and `feedback` messages).
     pub target: Vec<String>,
 }
 
@@ -57,7 +57,10 @@ pub fn parse_log(text: &str) -> LavaLog {
                 });
             }
             // The target logger escapes quotes once more: `\"` in the decoded message is `"`.
-            Some("target") => log.target.push(v["msg"].as_str().unwrap_or_default().replace("\\\"", "\"")),
+            // What the device prints after the test monitor matched its end pattern is logged
+            // as `feedback` (lava_dispatcher reads the rest of the connection then): the same
+            // console, so the `end` record can arrive either way, depending on when QEMU wrote it.
+            Some("target" | "feedback") => log.target.push(v["msg"].as_str().unwrap_or_default().replace("\\\"", "\"")),
             _ => {}
         }
     }
@@ -195,6 +198,21 @@ mod tests {
 
     fn run_of(log: &LavaLog) -> Run {
         cases::parse(log.target.iter().map(String::as_str))
+    }
+
+    #[test]
+    fn end_record_read_as_feedback() {
+        // lava_dispatcher logged the end record as `feedback` (it came after the monitor's end
+        // pattern matched): still the device's console, and the run finished.
+        let (body, end) = KTAP.trim_end().rsplit_once('\n').unwrap();
+        let mut text = good_log().replace(&target(KTAP), &target(body));
+        text += &line("feedback", &serde_json::to_string(&end.replace('"', "\\\"")).unwrap());
+        let log = parse_log(&text);
+        assert_eq!(run_of(&log).end, run_of(&parse_log(&good_log())).end);
+        assert!(run_of(&log).end.is_some());
+        // Without it, the run did not finish.
+        let log = parse_log(&good_log().replace(&target(KTAP), &target(body)));
+        assert!(run_of(&log).end.is_none());
     }
 
     #[test]
