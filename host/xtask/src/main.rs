@@ -13,6 +13,7 @@
 //! cachescope-xtask maint-check [--elf ELF] [[KERNEL/]CPU[@CORES][:ARGS]]…
 //! cachescope-xtask model-records FILE [--drop-kind K]… [--source model] [--level L]
 //! cachescope-xtask bench-model-ms FILE
+//! cachescope-xtask bench-foreign [--kernel IMAGE] [--smp 1,2] [--reps N] [--machine M] [--cpu C] [--model V]
 //! cachescope-xtask board-names
 //! cachescope-xtask board-of FILE
 //! cachescope-xtask board-value BOARD KEY
@@ -32,6 +33,7 @@
 
 #![deny(missing_docs)]
 
+mod benchforeign;
 mod benchmodel;
 mod boards;
 mod catalogue;
@@ -147,6 +149,34 @@ enum Command {
         /// Runs of each configuration (the best counts).
         #[arg(long, default_value_t = 3)]
         reps: u32,
+    },
+    /// The cache-model plugin's speed on foreign firmware: Debian's arm64 Linux booted to the
+    /// root-fs panic on QEMU virt, plain TCG against TCG with the plugin, N runs each, best and
+    /// median whole-QEMU wall time and their ratios.
+    BenchForeign {
+        /// The Linux Image (default: CS_LINUX_IMAGE, else the newest linux-image-*-arm64 .deb in
+        /// the firmware cache, extracted once).
+        #[arg(long)]
+        kernel: Option<PathBuf>,
+        /// vCPU counts, comma-separated (one row each).
+        #[arg(long, value_delimiter = ',', default_values_t = [1u32, 2])]
+        smp: Vec<u32>,
+        /// Runs of each configuration (the last one given counts: scripts/bench-foreign passes
+        /// BENCH_REPS first).
+        #[arg(long, default_value_t = 5, overrides_with = "reps")]
+        reps: u32,
+        /// QEMU machine (`virt,virtualization=on` boots Linux at EL2).
+        #[arg(long, default_value = "virt")]
+        machine: String,
+        /// QEMU CPU.
+        #[arg(long, default_value = "cortex-a72")]
+        cpu: String,
+        /// The plugin's arguments as QEMU_CACHE_MODEL takes them (`on`: the defaults).
+        #[arg(long, default_value = "on")]
+        model: String,
+        /// Wall-clock limit of one run, seconds (then the benchmark fails).
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
     },
     /// Print the record lines (`# cs: {…}`) of a log or model file that pass the filters, verbatim.
     Records {
@@ -648,6 +678,17 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 Ok(false) => Err(Failure::Quiet),
                 Err(checkjunit::SetupFailed) => Err(Failure::Status(2)),
             }
+        }
+        Command::BenchForeign { kernel, smp, reps, machine, cpu, model, timeout } => {
+            let root = repo_root();
+            if smp.is_empty() || smp.contains(&0) {
+                return Err(usage("--smp: vCPU counts of at least 1"));
+            }
+            let kernel = benchforeign::find_kernel(kernel).map_err(usage)?;
+            let timeout = std::time::Duration::from_secs(timeout.max(1));
+            let o = benchforeign::Options { kernel, smp, reps: reps.max(1), machine, cpu, model, timeout };
+            let ctx = qemu::Context::new(&root, Vec::new());
+            benchforeign::bench_foreign(&root, &ctx.host_bin, &o).map_err(usage)
         }
         Command::BenchModel { accesses, reps } => benchmodel::bench_model(&repo_root(), accesses, reps.max(1)).map_err(usage),
         Command::Records { file, source, kind, drop_kind, level, field } => {

@@ -159,7 +159,7 @@ fn nonempty(p: &Path) -> bool {
 }
 
 /// The cache of Debian files: CS_CACHE, else XDG_CACHE_HOME (else ~/.cache)/cachescope; then /firmware.
-fn cache() -> PathBuf {
+pub(crate) fn cache() -> PathBuf {
     let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
     let base = var("CS_CACHE")
         .unwrap_or_else(|| var("XDG_CACHE_HOME").unwrap_or_else(|| var("HOME").unwrap_or_default().join(".cache")).join("cachescope"));
@@ -246,7 +246,7 @@ impl Apt {
 }
 
 /// `dpkg-deb --fsys-tarfile DEB | tar TAR_ARGS…`: Ok(tar succeeded).
-fn untar(deb: &Path, tar_args: &[String], stdout: Option<fs::File>, stderr_null: bool) -> Result<bool, Stop> {
+pub(crate) fn untar(deb: &Path, tar_args: &[String], stdout: Option<fs::File>, stderr_null: bool) -> Result<bool, Stop> {
     let mut dpkg = Command::new("dpkg-deb")
         .arg("--fsys-tarfile")
         .arg(deb)
