@@ -52,6 +52,7 @@ impl<H: Host> Engine<H> {
         }
         // Not in the emulator's TLB (a group member in another page): the learned translation.
         let (pa, io, learned) = known.unwrap_or_else(|| (core.guest.translate(vaddr).0, false, false));
+        self.touched(&mut core, pa, u64::from(size));
         if learned {
             let changed = core.guest.learn(vaddr, pa);
             if self.fast_on {
@@ -186,6 +187,7 @@ impl<H: Host> Engine<H> {
             let (first, last) = (va >> shift, (va + bytes - 1) >> shift);
             let first = first + u64::from(previous_end == first | BYPASS_LINE);
             f.set_fetch_end(last | BYPASS_LINE);
+            self.touched(core, va, bytes);
             match core.model.as_mut() {
                 Some(m) => (first..=last).for_each(|l| m.fetch(cpu, l << shift, attr)),
                 None => core.early.levels[Level::L1I as usize].bypass += (last + 1).saturating_sub(first),
@@ -195,7 +197,7 @@ impl<H: Host> Engine<H> {
         } else {
             let shift = self.model(core).config().l1i.line_shift();
             let lines = (va >> shift)..=((va + bytes - 1) >> shift);
-            let Core { model, guest, .. } = &mut *core;
+            let Core { model, guest, taint, .. } = &mut *core;
             let m = model.as_mut().expect("built above");
             // A TB lies in one page (AArch64 instructions never straddle one): translate its
             // page once.
@@ -210,6 +212,10 @@ impl<H: Host> Engine<H> {
                 }
             };
             let first_pa = pa_of(*lines.start());
+            if !self.attributed() {
+                // The TB's lines (one page: see above): see `attribution`.
+                taint.page(first_pa, bytes);
+            }
             let continues = previous_end == first_pa >> shift && m.l1i_holds(cpu, first_pa);
             f.set_fetch_end(pa_of(*lines.end()) >> shift);
             if self.fast_on {

@@ -85,6 +85,8 @@ pub struct Core {
     /// Hazard occurrences not reported because the core that ran them is not known (more than
     /// one vCPU under round-robin TCG, TPIDR_EL1 untagged).
     pub unattributed: u64,
+    /// What unattributed model calls touched (hazards there are not reported either).
+    pub taint: super::attribution::Taint,
     /// Sanitizer reports suspended (marker 9).
     pub quiet: bool,
     /// Hazard occurrences dropped while quiet.
@@ -113,6 +115,7 @@ impl Core {
             control: Vec::new(),
             unfollowed: Vec::new(),
             unattributed: 0,
+            taint: super::attribution::Taint::default(),
             quiet: false,
             quieted: 0,
             out,

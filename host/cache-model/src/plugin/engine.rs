@@ -5,7 +5,7 @@
 
 use std::cell::Cell;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 use cachescope_arch::cache::id::{Clidr, Ctr};
 
@@ -76,6 +76,9 @@ pub struct Engine<H> {
     pub round_robin: bool,
     /// A TB whose core was known (tagged TPIDR_EL1 or VMPIDR_EL2) ran (more than one vCPU).
     tagged_seen: AtomicBool,
+    /// TBs, under MTTCG (where the callback's index is the running vCPU's), whose register
+    /// named another core than the index (see [`Engine::identify_by`]).
+    disagreed: AtomicU64,
     core: SpinLock<Core>,
 }
 
@@ -116,6 +119,7 @@ impl<H: Host> Engine<H> {
             fast: (0..vcpus).map(|_| Shortcut::new()).collect(),
             round_robin: false,
             tagged_seen: AtomicBool::new(false),
+            disagreed: AtomicU64::new(0),
             core: SpinLock::new(core),
         };
         if !engine.settings.wants_guest_geometry() {
@@ -182,7 +186,12 @@ impl<H: Host> Engine<H> {
             let aff0 = (v & 0xff) as u32;
             (v >> 31 & 1 == 1 && v & 0xff_0000_ff00 == 0 && (aff0 as usize) < self.vcpus && self.vcpus <= 8).then_some(aff0)
         });
-        CURRENT.with(|c| c.set(core.unwrap_or(vcpu)));
+        if !self.round_robin && core.is_some_and(|c| c != vcpu) {
+            // Under MTTCG the index is right: the register does not name the running core.
+            self.disagreed.fetch_add(1, Relaxed);
+        }
+        // Under MTTCG the index is the running vCPU's: it wins over the register.
+        CURRENT.with(|c| c.set(if self.round_robin { core.unwrap_or(vcpu) } else { vcpu }));
         TAGGED.with(|t| t.set(core.is_some()));
         if core.is_some() && !self.tagged_seen.load(Relaxed) {
             self.tagged_seen.store(true, Relaxed);
@@ -351,20 +360,34 @@ impl<H: Host> Engine<H> {
         }
         let phase = core.phases.current();
         for e in events {
+            if core.taint.covers(e.pa) {
+                // It may follow from an unattributed call (see `attribution`): counted only.
+                core.unattributed += 1;
+                continue;
+            }
             core.add_hazard(e, va, pc, phase.as_ref(), current);
+        }
+    }
+
+    /// A model call touched `[pa, pa + len)`: tainted when its core is not known (see
+    /// [`super::attribution`]).
+    #[inline]
+    pub(super) fn touched(&self, core: &mut Core, pa: u64, len: u64) {
+        if !self.attributed() {
+            core.taint.page(pa, len);
         }
     }
 
     /// Whether the running TB's core is known: one vCPU, or several under MTTCG (the callback's
     /// index is the executing vCPU's), or a TPIDR_EL1 tag.
     #[inline]
-    fn attributed(&self) -> bool {
+    pub(super) fn attributed(&self) -> bool {
         self.vcpus == 1 || !self.round_robin || TAGGED.with(Cell::get)
     }
 
     fn unattributed_warning(&self) -> String {
         format!(
-            "core attribution cannot be trusted: {} vCPUs under round-robin TCG (-icount or thread=single) and TPIDR_EL1 untagged (VMPIDR_EL2 not usable: no EL2), so a callback names the vCPU that translated its TB, not the one running it; hazards raised by untagged code are not reported (counted in the warning at exit). Tag TPIDR_EL1 (marker protocol 5), give the CPU EL2 (virt,virtualization=on), or run without -icount (MTTCG: correct, not reproducible)",
+            "core attribution cannot be trusted: {} vCPUs under round-robin TCG (-icount or thread=single), TPIDR_EL1 untagged and VMPIDR_EL2 not naming a vCPU (no EL2, or a value a hypervisor set), so a callback names the vCPU that translated its TB, not the one running it; hazards raised by such code, or on pages it touched, are not reported (counted in the warning at exit). Tag TPIDR_EL1 (marker protocol 5), give the CPU EL2 (virt,virtualization=on: Linux and most firmware then keep VMPIDR_EL2 = MPIDR_EL1), or run without -icount (MTTCG: correct, not reproducible)",
             self.vcpus
         )
     }
@@ -411,6 +434,19 @@ impl<H: Host> Engine<H> {
             let (ctr, clidr) = (core.ctr, core.clidr);
             if let Some(m) = core.model.as_mut() {
                 apply_id_regs(m, ctr, clidr);
+            }
+        }
+        if !self.attributed() {
+            // What an unattributed instruction of this kind can reach (see `attribution`).
+            match insn {
+                Insn::DcVa { .. } | Insn::DcZva { .. } | Insn::IcIvau { .. } => {
+                    let pa = core.guest.translate(a).0;
+                    core.taint.page(pa, 1 << 11);
+                }
+                // Every line of a core's cache, or its SCTLR (the cacheability of all it does).
+                Insn::DcSetWay { .. } | Insn::IcIallu { .. } | Insn::MsrSctlr { .. } => core.taint.everything(),
+                // Global, or not modelled per core (the EL2/EL3 controls only warn).
+                Insn::Marker | Insn::Tlbi | Insn::MsrControl { .. } | Insn::Prefetch(_) => {}
             }
         }
         match insn {
@@ -489,6 +525,7 @@ impl<H: Host> Engine<H> {
         }
         self.fast[cpu].forget_line();
         let pa = self.translate(&mut core, va);
+        self.touched(&mut core, pa, 1);
         self.model(&mut core).prefetch(cpu, pa, p.level, p.strm, attr);
     }
 
@@ -525,9 +562,17 @@ impl<H: Host> Engine<H> {
         }
         if core.unattributed > 0 {
             let n = core.unattributed;
-            core.warn(&format!("{n} hazard occurrences were not reported: raised by untagged code whose core is not known"));
+            core.warn(&format!(
+                "{n} hazard occurrences were not reported: raised by untagged code whose core is not known, or on what such code touched"
+            ));
         } else if self.vcpus > 1 && self.round_robin && !self.tagged_seen.load(Relaxed) {
             core.warn(&self.unattributed_warning());
+        }
+        let disagreed = self.disagreed.load(Relaxed);
+        if disagreed > 0 {
+            core.warn(&format!(
+                "core attribution: in {disagreed} TBs the core TPIDR_EL1's tag or VMPIDR_EL2 named was not the vCPU QEMU ran (MTTCG, where its index is right): the guest's register does not identify the core, so hazards between cores may be misattributed"
+            ));
         }
         let now = self.now(&mut core);
         core.exit(&now, self.settings.sanitize, self.fast_on);

@@ -47,8 +47,10 @@
 //! that leaves the register untagged is identified by VMPIDR_EL2 where QEMU exposes it (EL2 or
 //! EL3 present; see `Engine::identify_by`), else gets the callback's index; under round-robin
 //! (QEMU's command line has `-icount` or `thread=single`) that index cannot be trusted, so
-//! hazards raised in such TBs are counted, not reported, and `model-warning`s say so
-//! (docs/cache-model.md has the measurements).
+//! hazards raised in such TBs, and those on what such TBs touched ([`attribution`]), are
+//! counted, not reported, and `model-warning`s say so. Under MTTCG the index is right: there
+//! every TB whose register names a core is checked against it, and a disagreement is named in a
+//! `model-warning` at exit (docs/cache-model.md "Foreign firmware" has the measurements).
 //!
 //! # One lock (the trade-off under MTTCG)
 //! Every model call takes one global lock ([`lock::SpinLock`]) around the whole state ([`emit::Core`]:
@@ -73,6 +75,7 @@
 //!   sanitizer state a third, for a gain only under MTTCG, where the counts are not reproducible
 //!   anyway. docs/cache-model.md gives the measurement on the four-core maintenance check.
 
+pub mod attribution;
 pub mod emit;
 pub mod engine;
 pub mod lock;

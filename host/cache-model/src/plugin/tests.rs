@@ -479,6 +479,71 @@ fn untagged_code_on_several_round_robin_vcpus_reports_no_hazard() {
     }
 }
 
+/// One step of [`two_rr_cores`]: the core it runs as (None: untagged), and what it does.
+type CoreStep<'a> = (Option<u32>, &'a dyn Fn(&Run));
+
+/// Two vCPUs under round-robin TCG: caches on for both cores (tagged), then `steps` with the
+/// core each runs as (None: untagged, the callback's index 0); the records at exit.
+fn two_rr_cores(steps: &[CoreStep]) -> String {
+    let r = Run::with_vcpus(&["profile=rpi4"], false, 2, true);
+    let tag = |c: u32| Some(cachescope_arch::marker::core_id_value(c));
+    for c in 0..2 {
+        r.engine.identify_by(tag(c), || None, 0);
+        r.marker(Marker::Sctlr(1 | 4 | 1 << 12), 0x8_0000);
+    }
+    for (core, step) in steps {
+        r.engine.identify_by(core.and_then(tag), || None, 0);
+        step(&r);
+    }
+    r.finish()
+}
+
+#[test]
+fn hazards_that_may_follow_from_a_misattribution_are_not_reported() {
+    // Code written at X without cleaning or invalidating, then executed: a stale-instruction
+    // hazard, raised by the fetch of a core that is known. When the write ran untagged (its
+    // core not known: maybe the other core's caches got it), the hazard is not reported.
+    let x = VA_OFFSET + RAM + 0x9_0000;
+    let write = |r: &Run| r.engine.mem(0, &FakeAccess { size: 4, value: 0 }, x, x, true, None, Hint { pc: 0x9100, nt: false });
+    let fetch = |r: &Run| r.engine.fetch(0, x, 4, false);
+    let other_page = |r: &Run| {
+        let y = x + 0x1_0000;
+        r.engine.mem(0, &FakeAccess { size: 4, value: 0 }, y, y, true, None, Hint::default());
+    };
+    let iallu = |r: &Run| r.special(Insn::IcIallu { broadcast: false }, 0x9200, &[]);
+    let hazards = |records: &str| records.lines().filter(|l| l.contains("\"record\":\"hazard\"")).count();
+    let tagged = two_rr_cores(&[(Some(0), &write), (Some(1), &fetch)]);
+    assert_eq!(hazards(&tagged), 1, "{tagged}");
+    assert!(tagged.contains("stale-instruction") && !tagged.contains("were not reported"), "{tagged}");
+    // The write untagged: its page is tainted.
+    let untagged = two_rr_cores(&[(None, &write), (Some(1), &fetch)]);
+    assert_eq!(hazards(&untagged), 0, "{untagged}");
+    assert!(untagged.contains("1 hazard occurrences were not reported"), "{untagged}");
+    // An untagged access to another page taints only that page.
+    let elsewhere = two_rr_cores(&[(None, &other_page), (Some(0), &write), (Some(1), &fetch)]);
+    assert_eq!(hazards(&elsewhere), 1, "{elsewhere}");
+    // An untagged IC IALLU reaches every line of some core's L1I: nothing is reported after it.
+    let after_iallu = two_rr_cores(&[(None, &iallu), (Some(0), &write), (Some(1), &fetch)]);
+    assert_eq!(hazards(&after_iallu), 0, "{after_iallu}");
+    let tagged_iallu = two_rr_cores(&[(Some(0), &iallu), (Some(0), &write), (Some(1), &fetch)]);
+    assert_eq!(hazards(&tagged_iallu), 1, "{tagged_iallu}");
+}
+
+#[test]
+fn under_mttcg_the_index_names_the_core_and_a_disagreeing_register_is_named() {
+    let tag = |c: u32| Some(cachescope_arch::marker::core_id_value(c));
+    for (tpidr, vcpu, disagrees) in [(tag(1), 0, true), (tag(0), 0, false), (tag(1), 1, false), (None, 1, false)] {
+        let r = Run::with_vcpus(&["profile=rpi4"], false, 2, false);
+        r.engine.identify_by(tpidr, || None, vcpu);
+        // The access goes to the vCPU of the index, whatever the register says.
+        let x = VA_OFFSET + RAM + 0x9_0000;
+        r.engine.mem(vcpu, &FakeAccess { size: 8, value: 0 }, x, x, false, None, Hint::default());
+        assert_eq!(r.engine.cpu(vcpu), vcpu as usize);
+        let records = r.finish();
+        assert_eq!(records.contains("core attribution: in 1 TBs"), disagrees, "{tpidr:?} on vCPU {vcpu}: {records}");
+    }
+}
+
 #[test]
 fn el2_and_el3_controls_the_model_does_not_follow_are_named_once() {
     use crate::decode::ControlReg;
