@@ -4,13 +4,13 @@
 //! Every decision is the [`Engine`]'s.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 
 use qemu_plugin::install::{Args, Info};
 use qemu_plugin::{
-    qemu_plugin_register_atexit_cb, qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu, qemu_plugin_u64_get, qemu_plugin_u64_set, register,
-    CallbackFlags, HasCallbacks, MemRW, MemoryInfo, PluginCondition, PluginId, PluginOp, PluginU64, Register, TranslationBlock, VCPUIndex,
+    qemu_plugin_register_atexit_cb, qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu, register, CallbackFlags, HasCallbacks, MemRW,
+    MemoryInfo, PluginCondition, PluginId, PluginOp, PluginU64, Register, TranslationBlock, VCPUIndex,
 };
 
 use cachescope_arch::cache::id::{Clidr, Ctr};
@@ -34,6 +34,33 @@ const NO_TB: u64 = u64::MAX;
 struct Board {
     last: PluginU64,
     execs: PluginU64,
+    /// vCPU 0's entry, found at the first use (see [`Board::entry`]).
+    base: AtomicPtr<u8>,
+}
+
+impl Board {
+    /// vCPU 0's scoreboard entry, asked of QEMU once: the board exists with one vCPU only
+    /// (the shortcut's condition), and QEMU moves a scoreboard's entries only when it adds a
+    /// vCPU, before the first instruction runs. Reading it directly saves two calls into QEMU
+    /// (`qemu_plugin_u64_get`, `qemu_plugin_scoreboard_find`) per TB fetched through the model.
+    #[inline]
+    fn entry(&self) -> *mut u8 {
+        let p = self.base.load(Relaxed);
+        if !p.is_null() {
+            return p;
+        }
+        // SAFETY: the scoreboard is QEMU's for the plugin's lifetime and has an entry for vCPU 0.
+        let p = unsafe { qemu_plugin::sys::qemu_plugin_scoreboard_find(self.execs.score, 0) }.cast::<u8>();
+        self.base.store(p, Relaxed);
+        p
+    }
+
+    /// The u64 at `offset` in vCPU 0's entry.
+    #[inline]
+    fn field(&self, offset: usize) -> *mut u64 {
+        // SAFETY: `offset` is one of the board's two fields, inside the 16-byte entry.
+        unsafe { self.entry().add(offset).cast::<u64>() }
+    }
 }
 
 // SAFETY: the entries are handles to a scoreboard QEMU owns for the plugin's lifetime; QEMU's
@@ -170,12 +197,17 @@ impl Qemu {
 
 impl Host for Qemu {
     fn execs(&self, cpu: usize) -> u64 {
-        self.board.as_ref().map_or(0, |b| qemu_plugin_u64_get(b.execs, cpu as VCPUIndex))
+        debug_assert_eq!(cpu, 0, "the board exists with one vCPU only");
+        // SAFETY: vCPU 0's entry (Board::entry), written by the inline ops this very thread runs
+        // between callbacks: a volatile read of an aligned u64.
+        self.board.as_ref().map_or(0, |b| unsafe { b.field(b.execs.offset).read_volatile() })
     }
 
     fn forget_tb(&self, cpu: usize) {
+        debug_assert_eq!(cpu, 0, "the board exists with one vCPU only");
         if let Some(b) = &self.board {
-            qemu_plugin_u64_set(b.last, cpu as VCPUIndex, 0);
+            // SAFETY: as in `execs`: vCPU 0's entry, only this thread uses it.
+            unsafe { b.field(b.last.offset).write_volatile(0) };
         }
     }
 
@@ -242,7 +274,7 @@ impl Register for CacheModel {
             let score = unsafe { qemu_plugin::sys::qemu_plugin_scoreboard_new(16) };
             let entry = |offset| PluginU64 { score, offset };
             // `last` starts at 0, which no TB key equals (keys start at 1).
-            Board { last: entry(0), execs: entry(8) }
+            Board { last: entry(0), execs: entry(8), base: AtomicPtr::new(std::ptr::null_mut()) }
         });
         let host = Qemu { board, regs: OnceLock::new(), next_tb: AtomicU64::new(1) };
         let state = Arc::new(Engine::new(settings, vcpus, out, host).with_round_robin(round_robin()));
