@@ -22,6 +22,7 @@
 //! cachescope-xtask lava-device [--board B] --out DIR
 //! cachescope-xtask lava-check --log LAVA_RUN_LOG [--must-fail NAME]…
 //! cachescope-xtask script-help [--timeout S]
+//! cachescope-xtask foreign build | fetch | run [--direct] [--only REGEX] [--jobs N]
 //! ```
 //!
 //! Environment of `catalogue`: CS_GROUP (rows of one group), CS_ROWS (row names matching a
@@ -39,6 +40,7 @@ mod checkimages;
 mod checkjunit;
 mod checklogs;
 mod docs;
+mod foreign;
 mod hazards;
 mod lava;
 mod lavalocal;
@@ -273,6 +275,13 @@ enum Command {
         #[arg(long, default_value_t = 120)]
         timeout: u64,
     },
+    /// Firmware that knows nothing of cachescope under the cache model (scripts/foreign): our own
+    /// foreign images (tests/foreign/foreign.S, EL1/2/3, correct and broken), Debian's U-Boot
+    /// and Linux, each against its expectation file (tests/foreign/expect/).
+    Foreign {
+        #[command(subcommand)]
+        command: ForeignCommand,
+    },
     /// Print one key of one board (arrays: one item per line), for shell scripts.
     BoardValue {
         /// Board name.
@@ -280,6 +289,31 @@ enum Command {
         /// Key (see the top of boards.toml).
         key: String,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum ForeignCommand {
+    /// Assemble and link every own image (GNU as -g, binutils-aarch64-linux-gnu) into target/foreign/.
+    Build,
+    /// Unpack Debian's U-Boot (u-boot-qemu) and arm64 Linux kernel into the cache
+    /// (CS_CACHE, else ~/.cache/cachescope; /foreign), through mksdcard's private apt configuration.
+    Fetch,
+    /// Run every subject side by side, each within its timeout, against its expectation file:
+    /// through `cachescope-xtask observe … --expect FILE`, or with --direct QEMU and the plugin
+    /// alone, the model log's hazards symbolised by addr2line. Exit 1 naming every failed one.
+    Run {
+        /// QEMU and the cache-model plugin directly (no observe command), checked here.
+        #[arg(long)]
+        direct: bool,
+        /// Only the subjects whose name matches this regular expression.
+        #[arg(long, value_name = "REGEX")]
+        only: Option<String>,
+        /// Subjects run at a time (default: all at once; CS_JOBS is the catalogue's).
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
+    /// The subjects: name, EL, vCPUs, firmware, expectation file.
+    List,
 }
 
 #[derive(Subcommand, Debug)]
@@ -773,6 +807,54 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Hazards { log, model } => {
             let findings = hazards::check(&read(&log)?, &read(&model)?).map_err(|e| usage(format!("{}: {e}", model.display())))?;
             report_findings(&findings, "hazards", &format!(" ({} and {})", log.display(), model.display()))
+        }
+        Command::Foreign { command } => {
+            let root = repo_root();
+            match command {
+                ForeignCommand::Build => {
+                    let built = foreign::build(&root).map_err(usage)?;
+                    say(&format!("foreign: {} images in {}", built.len(), root.join(foreign::IMAGE_DIR).display()));
+                    Ok(())
+                }
+                ForeignCommand::Fetch => {
+                    for line in foreign::fetch().map_err(usage)? {
+                        say(&format!("foreign: {line}"));
+                    }
+                    Ok(())
+                }
+                ForeignCommand::List => {
+                    for s in foreign::subjects(&root, &foreign::debian_dir()) {
+                        say(&format!("{} el{} smp{} {} {}", s.name, s.el, s.smp, s.firmware.display(), s.expect.display()));
+                    }
+                    Ok(())
+                }
+                ForeignCommand::Run { direct, only, jobs } => {
+                    let only = only.map(|r| regex::Regex::new(&r).map_err(|e| usage(format!("--only: {e}")))).transpose()?;
+                    let subjects: Vec<_> = foreign::subjects(&root, &foreign::debian_dir())
+                        .into_iter()
+                        .filter(|s| only.as_ref().is_none_or(|r| r.is_match(&s.name)))
+                        .collect();
+                    if subjects.is_empty() {
+                        return Err(usage("--only matches no subject (cachescope-xtask foreign list)"));
+                    }
+                    let ctx = qemu::Context::new(&root, vec![]);
+                    let with = foreign::RunWith {
+                        plugin: std::env::var_os("CS_CACHE_MODEL_PLUGIN")
+                            .map(PathBuf::from)
+                            .unwrap_or_else(|| ctx.host_bin.join("libcachescope_cache_model.so")),
+                        observe: (!direct).then(|| std::env::current_exe().unwrap_or_else(|_| PathBuf::from("cachescope-xtask"))),
+                        out: root.join(foreign::IMAGE_DIR).join("runs"),
+                    };
+                    if direct && !with.plugin.is_file() {
+                        return Err(usage(format!("no cache-model plugin at {} (cargo build --release -p cachescope-cache-model)", with.plugin.display())));
+                    }
+                    if foreign::run_all(&subjects, &with, jobs.unwrap_or(subjects.len())) {
+                        Ok(())
+                    } else {
+                        Err(Failure::Quiet)
+                    }
+                }
+            }
         }
         Command::ScriptHelp { timeout } => {
             let findings = scripthelp::check(&repo_root(), std::time::Duration::from_secs(timeout)).map_err(usage)?;
