@@ -371,12 +371,19 @@ pub fn parse_expectation(text: &str) -> Result<Expectation, String> {
             ("hazard", toml::Value::Array(a)) => {
                 for (i, h) in a.iter().enumerate() {
                     let h = h.as_table().ok_or(format!("hazard {}: a table", i + 1))?;
-                    let s = |key: &str| h.get(key).map(|v| v.as_str().map(String::from).ok_or(format!("hazard {}: '{key}' is not a string", i + 1)));
+                    let s = |key: &str| {
+                        h.get(key).map(|v| v.as_str().map(String::from).ok_or(format!("hazard {}: '{key}' is not a string", i + 1)))
+                    };
                     if let Some(bad) = h.keys().find(|k| !["kind", "function", "line", "cause_function"].contains(&k.as_str())) {
                         return Err(format!("hazard {}: unknown key '{bad}'", i + 1));
                     }
                     let need = |key: &str| s(key).unwrap_or_else(|| Err(format!("hazard {}: '{key}' is missing", i + 1)));
-                    x.hazards.push(Expected { kind: need("kind")?, function: need("function")?, line: need("line")?, cause_function: s("cause_function").transpose()? });
+                    x.hazards.push(Expected {
+                        kind: need("kind")?,
+                        function: need("function")?,
+                        line: need("line")?,
+                        cause_function: s("cause_function").transpose()?,
+                    });
                 }
             }
             (k, _) => return Err(format!("unknown key '{k}' (allow_warnings, [[hazard]])")),
@@ -412,7 +419,10 @@ pub fn check(x: &Expectation, hazards: &[Reported], warnings: &[(String, String)
         match hits.as_slice() {
             [i] => used[*i] = true,
             [] => problems.push(format!("expected {} in {} at {} was not reported", e.kind, e.function, e.line)),
-            many => problems.push(format!("expected {} in {} at {} matches {} reported hazards", e.kind, e.function, e.line, many.len())),
+            many => {
+                many.iter().for_each(|&i| used[i] = true);
+                problems.push(format!("expected {} in {} at {} matches {} reported hazards", e.kind, e.function, e.line, many.len()))
+            }
         }
     }
     for (r, _) in hazards.iter().zip(&used).filter(|(_, u)| !**u) {
@@ -505,11 +515,15 @@ pub fn run_one(s: &Subject, with: &RunWith) -> Outcome {
     }
     let model = out.join("model.log");
     let console = out.join("console.log");
-    let mut q: Vec<String> = ["timeout", &s.timeout.to_string(), "nice", "-n", "10", "qemu-system-aarch64", "-M", s.machine(), "-cpu", "cortex-a72"]
-        .map(String::from)
-        .to_vec();
+    let mut q: Vec<String> =
+        ["timeout", &s.timeout.to_string(), "nice", "-n", "10", "qemu-system-aarch64", "-M", s.machine(), "-cpu", "cortex-a72"]
+            .map(String::from)
+            .to_vec();
     q.extend(["-smp".into(), s.smp.to_string()]);
-    q.extend(["-display", "none", "-monitor", "none", "-serial", "stdio", "-nic", "none", "-semihosting-config", "enable=on,target=native"].map(String::from));
+    q.extend(
+        ["-display", "none", "-monitor", "none", "-serial", "stdio", "-nic", "none", "-semihosting-config", "enable=on,target=native"]
+            .map(String::from),
+    );
     q.extend([if s.bios { "-bios" } else { "-kernel" }.into(), s.firmware.display().to_string()]);
     q.extend(["-plugin".into(), format!("{},out={}", with.plugin.display(), model.display())]);
     q.extend(crate::qemu::ICOUNT.map(String::from));
@@ -658,7 +672,9 @@ mod tests {
     fn expectation_refusals() {
         assert!(parse_expectation("bogus = 1").unwrap_err().contains("unknown key 'bogus'"));
         assert!(parse_expectation("[[hazard]]\nkind = \"x\"\nfunction = \"f\"").unwrap_err().contains("'line' is missing"));
-        assert!(parse_expectation("[[hazard]]\nkind = \"x\"\nfunction = \"f\"\nline = \"a:1\"\nfile = \"a\"").unwrap_err().contains("unknown key 'file'"));
+        assert!(parse_expectation("[[hazard]]\nkind = \"x\"\nfunction = \"f\"\nline = \"a:1\"\nfile = \"a\"")
+            .unwrap_err()
+            .contains("unknown key 'file'"));
         assert!(parse_expectation("allow_warnings = [1]").is_err());
     }
 
@@ -693,7 +709,10 @@ mod tests {
              --load-offset 0x47ef7000 --input /r/tests/foreign/u-boot.session --bios /c/u-boot/u-boot.bin"
         );
         let linux = s.iter().find(|s| s.name == "linux-smp2").unwrap();
-        assert!(linux.observe_args(Path::new("/o")).join(" ").ends_with("/c/linux/vmlinuz -- -append nokaslr panic=-1 console=ttyAMA0 -no-reboot"));
+        assert!(linux
+            .observe_args(Path::new("/o"))
+            .join(" ")
+            .ends_with("/c/linux/vmlinuz -- -append nokaslr panic=-1 console=ttyAMA0 -no-reboot"));
         let el3 = s.iter().find(|s| s.name == "el3-no-clean").unwrap();
         assert_eq!(el3.machine(), "virt,secure=on");
         assert_eq!(el3.expect, Path::new("/r/tests/foreign/expect/no-clean.toml"));
