@@ -846,7 +846,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
                         out: root.join(foreign::IMAGE_DIR).join("runs"),
                     };
                     if direct && !with.plugin.is_file() {
-                        return Err(usage(format!("no cache-model plugin at {} (cargo build --release -p cachescope-cache-model)", with.plugin.display())));
+                        return Err(usage(format!(
+                            "no cache-model plugin at {} (cargo build --release -p cachescope-cache-model)",
+                            with.plugin.display()
+                        )));
                     }
                     if foreign::run_all(&subjects, &with, jobs.unwrap_or(subjects.len())) {
                         Ok(())

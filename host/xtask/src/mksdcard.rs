@@ -161,7 +161,8 @@ fn nonempty(p: &Path) -> bool {
 /// The cache folder: CS_CACHE, else XDG_CACHE_HOME (else ~/.cache)/cachescope.
 pub fn cache_base() -> PathBuf {
     let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-    var("CS_CACHE").unwrap_or_else(|| var("XDG_CACHE_HOME").unwrap_or_else(|| var("HOME").unwrap_or_default().join(".cache")).join("cachescope"))
+    var("CS_CACHE")
+        .unwrap_or_else(|| var("XDG_CACHE_HOME").unwrap_or_else(|| var("HOME").unwrap_or_default().join(".cache")).join("cachescope"))
 }
 
 /// The cache of Debian files: [`cache_base`]/firmware.
@@ -179,7 +180,8 @@ pub struct Apt {
 impl Apt {
     /// The private configuration under [`cache_base`]/firmware, run as the current user.
     pub fn new() -> Apt {
-        let user = Command::new("id").arg("-un").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
+        let user =
+            Command::new("id").arg("-un").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
         Apt { cache: cache(), user }
     }
 
