@@ -116,7 +116,9 @@ impl Expectation {
     pub fn check(&self, o: &Observed, syms: Option<&Symbols>) -> Vec<String> {
         let mut problems = Vec::new();
         if !o.complete {
-            problems.push("the model log has no end-of-run records (QEMU was stopped before the plugin's exit): its hazards are not all known".into());
+            problems.push(
+                "the model log has no end-of-run records (QEMU was stopped before the plugin's exit): its hazards are not all known".into(),
+            );
         }
         if o.truncated {
             problems.push("the plugin's bound on hazard records cut the list short: not every hazard is known".into());
@@ -134,8 +136,11 @@ impl Expectation {
                 }
             }
             Some(s) => {
-                let hits: Vec<Vec<usize>> =
-                    self.hazards.iter().map(|e| o.hazards.iter().enumerate().filter(|(_, h)| e.matches(h, s)).map(|(i, _)| i).collect()).collect();
+                let hits: Vec<Vec<usize>> = self
+                    .hazards
+                    .iter()
+                    .map(|e| o.hazards.iter().enumerate().filter(|(_, h)| e.matches(h, s)).map(|(i, _)| i).collect())
+                    .collect();
                 for (e, m) in self.hazards.iter().zip(&hits) {
                     match m.len() {
                         0 => problems.push(format!("missing hazard: {}", e.describe())),
@@ -211,7 +216,7 @@ mod tests {
     }
 
     fn expectation_for(s: &Symbols, kind: &str, cause: Option<&str>) -> Expectation {
-        let p = s.place(target as usize as u64);
+        let p = s.place(target as *const () as u64);
         let text = format!(
             "allow_warnings = [\"attribution\"]\n[[hazard]]\nkind = \"{kind}\"\nfunction = \"{}\"\nline = \"{}\"\n{}",
             p.function.clone().unwrap(),
@@ -224,7 +229,7 @@ mod tests {
     #[test]
     fn a_matching_hazard_meets_the_expectation() {
         let s = syms();
-        let (pc, cpc) = (target as usize as u64, causer as usize as u64);
+        let (pc, cpc) = (target as *const () as u64, causer as *const () as u64);
         let cause_name = s.place(cpc).function.unwrap();
         let e = expectation_for(&s, "stale-instruction", Some(&cause_name));
         let attribution = Warning { what: "x".into(), cause: Some("attribution".into()), count: None };
@@ -244,7 +249,7 @@ mod tests {
         assert_eq!(p.len(), 1);
         assert!(p[0].starts_with("missing hazard: stale-read-by-device in ") && p[0].contains("expect.rs:"), "{p:?}");
         // The same place with another kind is missing too (and unexpected).
-        let p = e.check(&observed(vec![hazard("lost-write", target as usize as u64, 0)], vec![]), Some(&s));
+        let p = e.check(&observed(vec![hazard("lost-write", target as *const () as u64, 0)], vec![]), Some(&s));
         assert_eq!(p.len(), 2, "{p:?}");
     }
 
@@ -252,12 +257,12 @@ mod tests {
     fn an_extra_hazard_is_unexpected() {
         let s = syms();
         let e = Expectation::parse("").unwrap();
-        let p = e.check(&observed(vec![hazard("stale-instruction", causer as usize as u64, 0)], vec![]), Some(&s));
+        let p = e.check(&observed(vec![hazard("stale-instruction", causer as *const () as u64, 0)], vec![]), Some(&s));
         assert_eq!(p.len(), 1);
         assert!(p[0].starts_with("unexpected hazard: stale-instruction in ") && p[0].contains("causer"), "{p:?}");
         // Twice at one place: expected once, reported twice.
         let e = expectation_for(&s, "stale-instruction", None);
-        let pc = target as usize as u64;
+        let pc = target as *const () as u64;
         let p = e.check(&observed(vec![hazard("stale-instruction", pc, 0), hazard("stale-instruction", pc, 0)], vec![]), Some(&s));
         assert_eq!(p.len(), 1, "{p:?}");
         assert!(p[0].starts_with("expected once, reported 2 times: "), "{p:?}");
@@ -281,11 +286,17 @@ mod tests {
     #[test]
     fn a_bad_file_is_refused_with_a_clear_error() {
         let bad = |t: &str| Expectation::parse(t).unwrap_err();
-        assert!(bad("allow_warnings = \"attribution\"").starts_with("not a valid expectation file: "), "{}", bad("allow_warnings = \"attribution\""));
+        assert!(
+            bad("allow_warnings = \"attribution\"").starts_with("not a valid expectation file: "),
+            "{}",
+            bad("allow_warnings = \"attribution\"")
+        );
         assert!(bad("[[hazard]]\nkind = \"stale-instruction\"\nfunction = \"f\"\n").contains("missing field `line`"));
-        assert!(bad("[[hazard]]\nkind = \"stale-instruction\"\nfunction = \"f\"\nline = \"a.S:1\"\nfile = \"x\"\n").contains("unknown field `file`"));
+        assert!(bad("[[hazard]]\nkind = \"stale-instruction\"\nfunction = \"f\"\nline = \"a.S:1\"\nfile = \"x\"\n")
+            .contains("unknown field `file`"));
         assert!(bad("[[hazzard]]\nkind = \"x\"\n").contains("unknown field `hazzard`"));
-        assert!(bad("[[hazard]]\nkind = \"stale\"\nfunction = \"f\"\nline = \"a.S:1\"\n").starts_with("[[hazard]] 1: kind 'stale' is not a hazard kind (stale-read-by-device,"));
+        assert!(bad("[[hazard]]\nkind = \"stale\"\nfunction = \"f\"\nline = \"a.S:1\"\n")
+            .starts_with("[[hazard]] 1: kind 'stale' is not a hazard kind (stale-read-by-device,"));
         assert_eq!(
             bad("[[hazard]]\nkind = \"lost-write\"\nfunction = \"f\"\nline = \"src/a.S:1\"\n"),
             "[[hazard]] 1: line 'src/a.S:1' must be basename:line, e.g. el1_icache.S:57"

@@ -172,11 +172,7 @@ impl Observed {
             } else if let Some(t) = r.view::<record::HazardTotalView<_>>() {
                 o.truncated |= t.truncated().unwrap_or(false);
             } else if let Some(w) = r.view::<record::ModelWarningView<_>>() {
-                o.warnings.push(Warning {
-                    what: w.what().unwrap_or("").to_string(),
-                    cause: w.cause().map(String::from),
-                    count: w.count(),
-                });
+                o.warnings.push(Warning { what: w.what().unwrap_or("").to_string(), cause: w.cause().map(String::from), count: w.count() });
             } else if let Some(p) = r.view::<record::ModelPcView<_>>() {
                 o.pcs.push(PcRow {
                     pc: p.pc().unwrap_or(0),
@@ -267,7 +263,7 @@ fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -332,8 +328,8 @@ pub fn per_function(rows: &[PcRow], syms: Option<&Symbols>) -> Vec<(String, [u64
             None => format!("{:#x}", r.pc),
         };
         let e = by.entry(name).or_default();
-        for k in 0..3 {
-            e[k] += r.counts[k];
+        for (sum, n) in e.iter_mut().zip(r.counts) {
+            *sum += n;
         }
     }
     let mut v: Vec<_> = by.into_iter().collect();
@@ -460,7 +456,10 @@ mod tests {
         let o = Observed::from_text(LOG).unwrap();
         assert_eq!(o.geometry[0].origin, "cpu");
         assert_eq!((o.totals[0].misses, o.hazards.len(), o.hazards[0].cause_pc), (100, 1, 0x40080110));
-        assert_eq!(o.warnings[0], Warning { what: "12 by-VA operations had no translation".into(), cause: Some("untranslated-va".into()), count: Some(12) });
+        assert_eq!(
+            o.warnings[0],
+            Warning { what: "12 by-VA operations had no translation".into(), cause: Some("untranslated-va".into()), count: Some(12) }
+        );
         assert_eq!(o.pcs.len(), 3);
         assert!(o.pcs[2].rest && o.complete);
         assert!(Observed::from_text("# cs: {\"record\":\n").unwrap_err().contains("model log:1"));
@@ -469,7 +468,8 @@ mod tests {
     #[test]
     fn the_digest_without_symbols() {
         let o = Observed::from_text(LOG).unwrap();
-        let run = RunInfo { firmware: "fw.bin".into(), status: 0, secs: 1.25, console: "c".into(), model: "m".into(), ..Default::default() };
+        let run =
+            RunInfo { firmware: "fw.bin".into(), status: 0, secs: 1.25, console: "c".into(), model: "m".into(), ..Default::default() };
         let d = digest(&o, None, &run);
         let want = [
             "# observe: fw.bin: QEMU exited with status 0 after 1.2 s",

@@ -97,7 +97,9 @@ impl Symbols {
         let mut syms: Vec<Sym> = file
             .symbols()
             .filter(|s| matches!(s.kind(), SymbolKind::Text | SymbolKind::Label | SymbolKind::Unknown) && s.is_definition())
-            .filter(|s| s.section_index().is_some_and(|i| file.section_by_index(i).is_ok_and(|sec| sec.kind() == object::SectionKind::Text)))
+            .filter(|s| {
+                s.section_index().is_some_and(|i| file.section_by_index(i).is_ok_and(|sec| sec.kind() == object::SectionKind::Text))
+            })
             .filter_map(|s| {
                 let name = s.name().ok()?;
                 // Mapping symbols ($x, $d) and compiler-local labels name no function.
@@ -220,7 +222,7 @@ mod tests {
     /// The runtime load offset of this (position-independent) executable: the address of
     /// `marker_function` minus its link address in the symbol table.
     pub(super) fn pie_offset(s: &Symbols) -> i64 {
-        let runtime = marker_function as usize as u64;
+        let runtime = marker_function as *const () as u64;
         let link = s.syms.iter().find(|x| x.name.ends_with("symbols::tests::marker_function")).expect("symbol").addr;
         runtime.wrapping_sub(link) as i64
     }
@@ -230,7 +232,7 @@ mod tests {
         let s0 = own();
         let s = Symbols { load_offset: pie_offset(&s0), ..s0 };
         assert!(s.has_lines(), "a debug test build has DWARF");
-        let p = s.place(marker_function as usize as u64);
+        let p = s.place(marker_function as *const () as u64);
         assert!(p.function.as_deref().is_some_and(|f| f.ends_with("marker_function")), "{p:?}");
         let fl = p.file_line().expect("file:line");
         assert!(fl.starts_with("symbols.rs:"), "{fl}");
@@ -245,7 +247,7 @@ mod tests {
     fn the_load_offset_moves_every_lookup() {
         let s0 = own();
         let off = pie_offset(&s0);
-        let pc = marker_function as usize as u64;
+        let pc = marker_function as *const () as u64;
         let moved = Symbols { load_offset: off + 0x1000, ..own() };
         let f = moved.place(pc + 0x1000).function;
         assert!(f.as_deref().is_some_and(|f| f.ends_with("marker_function")), "{f:?}");

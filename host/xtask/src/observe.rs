@@ -175,7 +175,8 @@ pub fn check(o: &Options, root: &Path) -> Result<Checked, Stop> {
             firmware.display()
         )));
     }
-    let machine = machine_for_el(&o.el).ok_or_else(|| bad(format!("--el '{}': 1, 2 or 3 (the exception level QEMU virt enters at)", o.el)))?;
+    let machine =
+        machine_for_el(&o.el).ok_or_else(|| bad(format!("--el '{}': 1, 2 or 3 (the exception level QEMU virt enters at)", o.el)))?;
     let cpu = o.cpu.trim();
     if cpu.is_empty() || cpu.contains(char::is_whitespace) {
         return Err(bad(format!("--cpu '{}': a QEMU CPU model name such as cortex-a72, cortex-a53, max", o.cpu)));
@@ -333,7 +334,11 @@ fn run_inner(ctx: &Context, o: &Options) -> Result<u8, Stop> {
         Some(e) => Some(Symbols::load(e, c.load_offset).map_err(|m| bad(format!("--elf: {m}")))?),
         None => None,
     };
-    let board = ctx.boards.iter().find(|b| b.qemu.as_ref().is_some_and(|q| q.machine == "virt")).ok_or_else(|| bad("boards.toml has no board QEMU virt emulates"))?;
+    let board = ctx
+        .boards
+        .iter()
+        .find(|b| b.qemu.as_ref().is_some_and(|q| q.machine == "virt"))
+        .ok_or_else(|| bad("boards.toml has no board QEMU virt emulates"))?;
     if !qemu::on_path(&env, "qemu-system-aarch64") {
         return Err((4, "qemu-system-aarch64 is not installed (exit status 4): run scripts/bootstrap".into()));
     }
