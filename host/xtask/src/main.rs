@@ -23,7 +23,7 @@
 //! cachescope-xtask lava-device [--board B] --out DIR
 //! cachescope-xtask lava-check --log LAVA_RUN_LOG [--must-fail NAME]…
 //! cachescope-xtask script-help [--timeout S]
-//! cachescope-xtask foreign build | fetch | run [--direct] [--only REGEX] [--jobs N]
+//! cachescope-xtask foreign build | fetch | list | run [--only REGEX] [--jobs N]
 //! ```
 //!
 //! Environment of `catalogue`: CS_GROUP (rows of one group), CS_ROWS (row names matching a
@@ -307,13 +307,10 @@ enum ForeignCommand {
     /// Unpack Debian's U-Boot (u-boot-qemu) and arm64 Linux kernel into the cache
     /// (CS_CACHE, else ~/.cache/cachescope; /foreign), through mksdcard's private apt configuration.
     Fetch,
-    /// Run every subject side by side, each within its timeout, against its expectation file:
-    /// through `cachescope-xtask observe … --expect FILE`, or with --direct QEMU and the plugin
-    /// alone, the model log's hazards symbolised by addr2line. Exit 1 naming every failed one.
+    /// Run every subject side by side through `cachescope-xtask observe … --expect FILE`, each
+    /// within its timeout, and check that its console reached its end line. Exit 1 naming every
+    /// failed one.
     Run {
-        /// QEMU and the cache-model plugin directly (no observe command), checked here.
-        #[arg(long)]
-        direct: bool,
         /// Only the subjects whose name matches this regular expression.
         #[arg(long, value_name = "REGEX")]
         only: Option<String>,
@@ -845,7 +842,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     }
                     Ok(())
                 }
-                ForeignCommand::Run { direct, only, jobs } => {
+                ForeignCommand::Run { only, jobs } => {
                     let only = only.map(|r| regex::Regex::new(&r).map_err(|e| usage(format!("--only: {e}")))).transpose()?;
                     let subjects: Vec<_> = foreign::subjects(&root, &foreign::debian_dir())
                         .into_iter()
@@ -854,20 +851,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     if subjects.is_empty() {
                         return Err(usage("--only matches no subject (cachescope-xtask foreign list)"));
                     }
-                    let ctx = qemu::Context::new(&root, vec![]);
                     let with = foreign::RunWith {
-                        plugin: std::env::var_os("CS_CACHE_MODEL_PLUGIN")
-                            .map(PathBuf::from)
-                            .unwrap_or_else(|| ctx.host_bin.join("libcachescope_cache_model.so")),
-                        observe: (!direct).then(|| std::env::current_exe().unwrap_or_else(|_| PathBuf::from("cachescope-xtask"))),
+                        observe: std::env::current_exe().map_err(|e| usage(format!("cannot find this binary for observe: {e}")))?,
                         out: root.join(foreign::IMAGE_DIR).join("runs"),
                     };
-                    if direct && !with.plugin.is_file() {
-                        return Err(usage(format!(
-                            "no cache-model plugin at {} (cargo build --release -p cachescope-cache-model)",
-                            with.plugin.display()
-                        )));
-                    }
                     if foreign::run_all(&subjects, &with, jobs.unwrap_or(subjects.len())) {
                         Ok(())
                     } else {
