@@ -5,8 +5,8 @@
 //!   page tables, console and exit, at EL1, EL2 and EL3, correct and with one planted mistake
 //!   each ([`Variant`]). `foreign build` assembles every image with GNU as (`-g`: a PC resolves
 //!   to foreign.S:LINE) into target/foreign/.
-//! - **Debian's U-Boot** (`u-boot-qemu`, qemu_arm64's u-boot.bin and uboot.elf) through a
-//!   scripted serial session (tests/foreign/u-boot.session: a newline that stops autoboot, a few
+//! - **Debian's U-Boot** (`u-boot-qemu`, qemu_arm64's u-boot.bin and uboot.elf), entered at EL1
+//!   and at EL2, through a scripted serial session (tests/foreign/u-boot.session: a newline that stops autoboot, a few
 //!   memory commands, `poweroff`, which is PSCI SYSTEM_OFF).
 //! - **Debian's arm64 Linux kernel** (the linux-image-*-arm64 that bookworm-backports'
 //!   linux-image-arm64 names: one .deb shared with mksdcard's device trees) booted with
@@ -291,20 +291,23 @@ pub fn subjects(root: &Path, debian: &Path) -> Vec<Subject> {
             qemu: vec![],
         })
         .collect();
-    s.push(Subject {
-        name: "u-boot".into(),
-        firmware: debian.join("u-boot/u-boot.bin"),
-        elf: Some(debian.join("u-boot/uboot.elf")),
-        load_offset: UBOOT_RELOC_OFFSET,
-        bios: true,
-        el: 1,
-        smp: 1,
-        input: Some(root.join(UBOOT_SESSION)),
-        expect: expect("u-boot"),
-        timeout: 60,
-        console: "poweroff ...",
-        qemu: vec![],
-    });
+    // U-Boot at EL1 and at EL2 (virtualization=on: its own EL2 regime, PSCI by SMC).
+    for el in [1, 2] {
+        s.push(Subject {
+            name: format!("u-boot-el{el}"),
+            firmware: debian.join("u-boot/u-boot.bin"),
+            elf: Some(debian.join("u-boot/uboot.elf")),
+            load_offset: UBOOT_RELOC_OFFSET,
+            bios: true,
+            el,
+            smp: 1,
+            input: Some(root.join(UBOOT_SESSION)),
+            expect: expect("u-boot"),
+            timeout: 60,
+            console: "poweroff ...",
+            qemu: vec![],
+        });
+    }
     for smp in [1, 2] {
         s.push(Subject {
             name: format!("linux-smp{smp}"),
@@ -451,8 +454,8 @@ mod tests {
     #[test]
     fn subjects_and_their_observe_lines() {
         let s = subjects(Path::new("/r"), Path::new("/c"));
-        assert_eq!(s.len(), 15);
-        let uboot = s.iter().find(|s| s.name == "u-boot").unwrap();
+        assert_eq!(s.len(), 16);
+        let uboot = s.iter().find(|s| s.name == "u-boot-el1").unwrap();
         assert_eq!(
             uboot.observe_args(Path::new("/o")).join(" "),
             "observe --el 1 --smp 1 --timeout 60 --expect /r/tests/foreign/expect/u-boot.toml --out /o --elf /c/u-boot/uboot.elf \
