@@ -47,9 +47,38 @@ pub const ELS: [u8; 3] = [1, 2, 3];
 pub const UBOOT_PACKAGE: &str = "u-boot-qemu";
 /// See [`UBOOT_PACKAGE`].
 pub const UBOOT_FILES: [&str; 2] = ["usr/lib/u-boot/qemu_arm64/u-boot.bin", "usr/lib/u-boot/qemu_arm64/uboot.elf"];
-/// U-Boot relocates itself to the top of RAM: relocaddr with QEMU virt's default 128 MiB
-/// (`bdinfo`'s "reloc off"; uboot.elf is linked at 0), so post-relocation PCs symbolise.
-pub const UBOOT_RELOC_OFFSET: u64 = 0x47ef_7000;
+/// U-Boot relocates itself to the top of RAM, this far below its end (uboot.elf is linked at 0,
+/// so the relocation address is the load offset of post-relocation PCs): `bdinfo`'s
+/// "reloc off" with 128 MiB (0x47ef_7000) and 512 MiB (0x5fef_7000) of RAM, U-Boot 2023.01
+/// qemu_arm64. Each run checks the offset against the session's `bdinfo` ([`reloc_off`]).
+pub const UBOOT_TOP_RESERVE: u64 = 0x10_9000;
+/// QEMU virt's RAM base.
+pub const VIRT_RAM_BASE: u64 = 0x4000_0000;
+/// The U-Boot runs' extra QEMU arguments: a socket chardev that never connects and retries every
+/// 200 ms. Under `-icount` nothing else wakes QEMU's main loop (virtual timers do not), so when
+/// it first polled the serial input while the guest's PL011 was still disabled (QEMU 10 reads
+/// no input then) it never looked at the input again: 3 of 6 U-Boot runs under the model
+/// lost the whole session and sat in the autoboot countdown; with the retry timer 3 of 3 read it.
+pub const MAIN_LOOP_WAKE: [&str; 2] = ["-chardev", "socket,id=cs-main-loop-wake,path=/nonexistent/cachescope-wake,reconnect-ms=200"];
+/// The RAM size of a `-m` value (`512M`, `2G`, plain MiB as QEMU takes it).
+pub fn memory_bytes(m: &str) -> Option<u64> {
+    let (n, unit) = match m.trim().strip_suffix(['M', 'm']) {
+        Some(n) => (n, 1 << 20),
+        None => match m.trim().strip_suffix(['G', 'g']) {
+            Some(n) => (n, 1 << 30),
+            None => (m.trim(), 1 << 20),
+        },
+    };
+    n.parse::<u64>().ok().and_then(|n| n.checked_mul(unit))
+}
+
+/// U-Boot's relocation offset as the session's `bdinfo` prints it (`reloc off   = 0x…`).
+pub fn reloc_off(console: &str) -> Option<u64> {
+    let l = console.lines().find(|l| l.trim_start().starts_with("reloc off"))?;
+    let v = l.split('=').nth(1)?.trim();
+    u64::from_str_radix(v.trim_start_matches("0x"), 16).ok()
+}
+
 /// The kernel command line of the Linux subjects.
 pub const LINUX_APPEND: &str = "nokaslr panic=-1 console=ttyAMA0";
 
@@ -271,8 +300,9 @@ impl Subject {
 }
 
 /// Every subject: the own images (`root`/target/foreign), U-Boot, Linux on 1 and 2 vCPUs (under
-/// `debian`, [`debian_dir`] by default).
-pub fn subjects(root: &Path, debian: &Path) -> Vec<Subject> {
+/// `debian`, [`debian_dir`] by default); `ram` is virt's RAM in bytes (boards.toml `qemu_memory`,
+/// what observe gives QEMU).
+pub fn subjects(root: &Path, debian: &Path, ram: u64) -> Vec<Subject> {
     let expect = |n: &str| root.join(EXPECT_DIR).join(format!("{n}.toml"));
     let mut s: Vec<Subject> = Image::all()
         .into_iter()
@@ -297,7 +327,7 @@ pub fn subjects(root: &Path, debian: &Path) -> Vec<Subject> {
             name: format!("u-boot-el{el}"),
             firmware: debian.join("u-boot/u-boot.bin"),
             elf: Some(debian.join("u-boot/uboot.elf")),
-            load_offset: UBOOT_RELOC_OFFSET,
+            load_offset: VIRT_RAM_BASE + ram - UBOOT_TOP_RESERVE,
             bios: true,
             el,
             smp: 1,
@@ -305,7 +335,7 @@ pub fn subjects(root: &Path, debian: &Path) -> Vec<Subject> {
             expect: expect("u-boot"),
             timeout: 60,
             console: "poweroff ...",
-            qemu: vec![],
+            qemu: MAIN_LOOP_WAKE.map(String::from).to_vec(),
         });
     }
     for smp in [1, 2] {
@@ -372,6 +402,15 @@ pub fn run_one(s: &Subject, with: &RunWith) -> Outcome {
         let tail: Vec<&str> = console.lines().rev().take(12).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
         return (false, format!("not ok - {}: the console never printed '{}' ({took})", s.name, s.console), tail.join("\n"));
+    }
+    if s.load_offset != 0 {
+        if let Some(r) = reloc_off(&console).filter(|&r| r != s.load_offset) {
+            return (
+                false,
+                format!("not ok - {}: symbols at load offset {:#x} but the firmware says {r:#x} ({took})", s.name, s.load_offset),
+                said,
+            );
+        }
     }
     (true, format!("ok - {} ({took})", s.name), String::new())
 }
@@ -453,19 +492,33 @@ mod tests {
 
     #[test]
     fn subjects_and_their_observe_lines() {
-        let s = subjects(Path::new("/r"), Path::new("/c"));
+        let s = subjects(Path::new("/r"), Path::new("/c"), 512 << 20);
         assert_eq!(s.len(), 16);
         let uboot = s.iter().find(|s| s.name == "u-boot-el1").unwrap();
         assert_eq!(
             uboot.observe_args(Path::new("/o")).join(" "),
             "observe --el 1 --smp 1 --timeout 60 --expect /r/tests/foreign/expect/u-boot.toml --out /o --elf /c/u-boot/uboot.elf \
-             --load-offset 0x47ef7000 --input /r/tests/foreign/u-boot.session --bios /c/u-boot/u-boot.bin"
+             --load-offset 0x5fef7000 --input /r/tests/foreign/u-boot.session --bios /c/u-boot/u-boot.bin -- -chardev \
+             socket,id=cs-main-loop-wake,path=/nonexistent/cachescope-wake,reconnect-ms=200"
         );
         let linux = s.iter().find(|s| s.name == "linux-smp2").unwrap();
         assert!(linux.observe_args(Path::new("/o")).join(" ").ends_with("/c/linux/vmlinuz -- -append nokaslr panic=-1 console=ttyAMA0"));
         let el3 = s.iter().find(|s| s.name == "el3-no-clean").unwrap();
         assert!(el3.observe_args(Path::new("/o")).starts_with(&["observe".into(), "--el".into(), "3".into()]));
         assert_eq!(el3.expect, Path::new("/r/tests/foreign/expect/no-clean.toml"));
+    }
+
+    #[test]
+    fn memory_sizes_and_the_relocation_bdinfo_prints() {
+        assert_eq!(memory_bytes("512M"), Some(512 << 20));
+        assert_eq!(memory_bytes("2G"), Some(2 << 30));
+        assert_eq!(memory_bytes("128"), Some(128 << 20));
+        assert_eq!(memory_bytes("lots"), None);
+        // Both sizes measured: the offset is the RAM's end minus the same reserve.
+        assert_eq!(VIRT_RAM_BASE + (128 << 20) - UBOOT_TOP_RESERVE, 0x47ef_7000);
+        let console = "relocaddr   = 0x000000005fef7000\r\nreloc off   = 0x000000005fef7000\r\nBuild       = 64-bit\r\n";
+        assert_eq!(reloc_off(console), Some(0x5fef_7000));
+        assert_eq!(reloc_off("no bdinfo here"), None);
     }
 
     #[test]

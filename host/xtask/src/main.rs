@@ -824,6 +824,17 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Foreign { command } => {
             let root = repo_root();
+            // virt's RAM, as observe gives it to QEMU (boards.toml `qemu_memory`).
+            let ram = || -> Result<u64, Failure> {
+                let boards = boards::load(&boards_path).map_err(usage)?;
+                let m = boards
+                    .iter()
+                    .filter_map(|b| b.qemu.as_ref())
+                    .find(|q| q.machine == "virt")
+                    .and_then(|q| q.memory.clone())
+                    .ok_or_else(|| usage(format!("{}: no virt board with a qemu_memory", boards_path.display())))?;
+                foreign::memory_bytes(&m).ok_or_else(|| usage(format!("{}: qemu_memory '{m}' is not a size", boards_path.display())))
+            };
             match command {
                 ForeignCommand::Build => {
                     let built = foreign::build(&root).map_err(usage)?;
@@ -837,14 +848,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     Ok(())
                 }
                 ForeignCommand::List => {
-                    for s in foreign::subjects(&root, &foreign::debian_dir()) {
+                    for s in foreign::subjects(&root, &foreign::debian_dir(), ram()?) {
                         say(&format!("{} el{} smp{} {} {}", s.name, s.el, s.smp, s.firmware.display(), s.expect.display()));
                     }
                     Ok(())
                 }
                 ForeignCommand::Run { only, jobs } => {
                     let only = only.map(|r| regex::Regex::new(&r).map_err(|e| usage(format!("--only: {e}")))).transpose()?;
-                    let subjects: Vec<_> = foreign::subjects(&root, &foreign::debian_dir())
+                    let subjects: Vec<_> = foreign::subjects(&root, &foreign::debian_dir(), ram()?)
                         .into_iter()
                         .filter(|s| only.as_ref().is_none_or(|r| r.is_match(&s.name)))
                         .collect();
