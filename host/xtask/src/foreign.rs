@@ -431,17 +431,18 @@ pub fn run_all(subjects: &[Subject], with: &RunWith, jobs: usize) -> bool {
         }
     });
     let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
-    let mut all = true;
+    let mut failed = 0;
     for (passed, line, detail) in results.values() {
         println!("{line}");
         if !passed {
-            all = false;
+            failed += 1;
             for d in detail.lines() {
                 println!("#   | {d}");
             }
         }
     }
-    all
+    println!("# foreign: {} ok, {failed} not ok", results.len() - failed);
+    failed == 0
 }
 
 #[cfg(test)]
