@@ -287,8 +287,8 @@ pub struct RunInfo {
     pub firmware: String,
     /// The ELF symbols came from.
     pub elf: Option<String>,
-    /// QEMU's exit status.
-    pub status: i32,
+    /// QEMU's exit status (`None`: a saved run digested again).
+    pub status: Option<i32>,
     /// Stopped at the timeout.
     pub timed_out: bool,
     /// The timeout.
@@ -405,11 +405,14 @@ pub fn digest(o: &Observed, syms: Option<&Symbols>, run: &RunInfo) -> String {
     let mut s = String::new();
     let end = if run.timed_out {
         format!("TIMED OUT after {} s (stopped)", run.timeout_s)
+    } else if let Some(st) = run.status {
+        format!("QEMU exited with status {st} after {:.1} s", run.secs)
     } else {
-        format!("QEMU exited with status {} after {:.1} s", run.status, run.secs)
+        "a saved run".to_string()
     };
     let _ = writeln!(s, "# observe: {}: {end}", run.firmware);
     let syms_line = match (syms, &run.elf) {
+        (Some(sy), Some(e)) if sy.is_empty() => format!("{e} has no symbols and no DWARF (stripped): raw PCs"),
         (Some(sy), Some(e)) if sy.has_lines() => format!("symbols and lines from {e}"),
         (Some(_), Some(e)) => format!("symbols from {e} (no DWARF: no file:line; build with -g)"),
         _ => "no ELF: raw PCs (give --elf)".into(),
@@ -538,8 +541,14 @@ mod tests {
     #[test]
     fn the_digest_without_symbols() {
         let o = Observed::from_text(LOG).unwrap();
-        let run =
-            RunInfo { firmware: "fw.bin".into(), status: 0, secs: 1.25, console: "c".into(), model: "m".into(), ..Default::default() };
+        let run = RunInfo {
+            firmware: "fw.bin".into(),
+            status: Some(0),
+            secs: 1.25,
+            console: "c".into(),
+            model: "m".into(),
+            ..Default::default()
+        };
         let d = digest(&o, None, &run);
         let want = [
             "# observe: fw.bin: QEMU exited with status 0 after 1.2 s",
@@ -562,8 +571,10 @@ mod tests {
         assert!(d.contains("top PCs by write-backs (7 in all):\n             5  71.4%  0x40080128\n"), "{d}");
         assert!(d.contains("warnings: 1\n  [untranslated-va] 12 by-VA operations had no translation (×12)\n"), "{d}");
         assert!(d.ends_with("saved: console c, model records m\n"));
-        let t = digest(&o, None, &RunInfo { timed_out: true, timeout_s: 5, ..run });
+        let t = digest(&o, None, &RunInfo { timed_out: true, timeout_s: 5, ..run.clone() });
         assert!(t.starts_with("# observe: fw.bin: TIMED OUT after 5 s (stopped)\n"), "{t}");
+        let again = digest(&o, None, &RunInfo { status: None, ..run });
+        assert!(again.starts_with("# observe: fw.bin: a saved run\n"), "{again}");
     }
 
     #[test]
@@ -588,6 +599,46 @@ mod tests {
         );
         let d = digest(&o, None, &RunInfo::default());
         assert!(d.contains("hazards: 1 site (4 lines, 12 occurrences)\n"), "{d}");
+    }
+
+    #[inline(never)]
+    fn exposing() -> u64 {
+        std::hint::black_box(3)
+    }
+
+    #[test]
+    fn the_digest_with_symbols_names_functions_and_folds_pcs_per_function() {
+        let s = crate::symbols::this_binary();
+        let pc = exposing as *const () as u64;
+        let o = Observed {
+            hazards: vec![Hazard {
+                kind: "stale-instruction".into(),
+                pa: 0x1000,
+                va: 0x1000,
+                pc,
+                phase: String::new(),
+                count: 1,
+                access: "fetch".into(),
+                cause: "write".into(),
+                cause_pc: 0,
+            }],
+            // Two PCs of one function fold into one row; a third PC has no symbol.
+            pcs: vec![
+                PcRow { pc, pcs: 1, rest: false, counts: [5, 1, 0] },
+                PcRow { pc: pc + 4, pcs: 1, rest: false, counts: [2, 0, 1] },
+                PcRow { pc: 8, pcs: 1, rest: false, counts: [1, 0, 0] },
+            ],
+            complete: true,
+            ..Default::default()
+        };
+        let d = digest(&o, Some(&s), &RunInfo { elf: Some("t".into()), ..Default::default() });
+        let name = s.place(pc).function.unwrap();
+        assert!(name.ends_with("firmware::tests::exposing"), "{name}");
+        assert!(d.contains("# symbols and lines from t\n"), "{d}");
+        assert!(d.contains(&format!("BUG: cachescope: stale-instruction in {name}\n")), "{d}");
+        assert!(d.contains("after write at an unknown pc\n  fix: DC CVAU of 0x1000"), "{d}");
+        let row = format!("             7  87.5%  {name} (firmware.rs)\n             1  12.5%  0x8\n");
+        assert!(d.contains(&format!("top functions by L1D misses (8 in all):\n{row}")), "{d}");
     }
 
     #[test]

@@ -138,6 +138,11 @@ impl Symbols {
         Ok(Symbols { syms, dwarf, load_offset })
     }
 
+    /// Whether the ELF has neither a symbol table nor DWARF (stripped): nothing can be named.
+    pub fn is_empty(&self) -> bool {
+        self.syms.is_empty() && self.dwarf.is_none()
+    }
+
     /// Whether the ELF has DWARF (file:line); without it only functions are known.
     pub fn has_lines(&self) -> bool {
         self.dwarf.is_some()

@@ -369,7 +369,7 @@ fn run_inner(ctx: &Context, o: &Options) -> Result<u8, Stop> {
     let run = firmware::RunInfo {
         firmware: c.firmware.display().to_string(),
         elf: c.elf.as_ref().map(|e| e.display().to_string()),
-        status: ended.status,
+        status: Some(ended.status),
         timed_out: ended.timed_out,
         timeout_s: c.timeout_s,
         secs: ended.secs,
