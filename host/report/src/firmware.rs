@@ -454,12 +454,13 @@ pub fn digest(o: &Observed, syms: Option<&Symbols>, run: &RunInfo) -> String {
             "none".to_string()
         } else {
             format!(
-                "{} site{} ({} line{}, {} occurrences)",
+                "{} site{} ({} line{}, {} occurrence{})",
                 sites.len(),
                 if sites.len() == 1 { "" } else { "s" },
                 o.hazards.len(),
                 if o.hazards.len() == 1 { "" } else { "s" },
-                thousands(occurrences)
+                thousands(occurrences),
+                if occurrences == 1 { "" } else { "s" }
             )
         },
         if o.truncated { " — TRUNCATED: more than the plugin records; the rest were only counted" } else { "" }
