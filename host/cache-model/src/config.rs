@@ -17,7 +17,7 @@
 //! | `sanitize` | `on`, `off`: the cache-maintenance sanitizer | `on` |
 //! | `coherence` | `on`, `off`: MESI across vCPUs (off = private caches never snooped, for measuring its cost) | `on` |
 //! | `hazard_limit` | 1..=10000: the most distinct hazards a run records; past it they are counted and `hazard-total.truncated` fails the run | `10000` |
-//! | `pc_table` | 0..=10000: at exit, up to this many `model-pc` records (L1D/L2 misses and write-backs per load/store PC, [`crate::pc_table`]); 0 = no table, nothing counted | `0` |
+//! | `pc_table` | 0..=10000: at exit, up to this many `model-pc` records (L1D/L2 misses and write-backs per load/store PC, `pc_table.rs`); 0 = no table, nothing counted | `0` |
 //!
 //! With `profile=guest` and no geometry markers from the kernel, the `rpi4` geometry is used and
 //! the `model-geometry` record says `"origin":"fallback"`.
