@@ -67,7 +67,7 @@ pub struct Options {
     /// is not met.
     #[arg(long, value_name = "FILE")]
     pub expect: Option<PathBuf>,
-    /// Where the full records go (default target/observe/<firmware-stem>/).
+    /// Where the full records go (default target/observe/FIRMWARE-STEM/).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Also show the guest's console as it runs (it is always saved to OUT/console.log).
