@@ -227,6 +227,17 @@ impl Observed {
         v
     }
 
+    /// The whole run's count of per-PC column `k` ([`PC_COLUMNS`]) from `model-total`.
+    pub fn run_count(&self, k: usize) -> Option<u64> {
+        let level = |l: &str| self.totals.iter().find(|t| t.level == l);
+        match k {
+            0 => level("L1D").map(|t| t.misses),
+            1 => level("L2").map(|t| t.misses),
+            2 => level("L1D").map(|t| t.writebacks),
+            _ => None,
+        }
+    }
+
     /// The L1D line size (hazards are per line), 64 when no geometry was recorded.
     pub fn line_size(&self) -> u64 {
         self.geometry.iter().find(|g| g.level == "L1D").map_or(64, |g| g.line)
@@ -481,7 +492,10 @@ pub fn digest(o: &Observed, syms: Option<&Symbols>, run: &RunInfo) -> String {
             }
             let mut v: Vec<&(String, [u64; 3])> = funcs.iter().filter(|f| f.1[k] > 0).collect();
             v.sort_by(|a, b| b.1[k].cmp(&a.1[k]).then(a.0.cmp(&b.0)));
-            let _ = writeln!(s, "top {what} by {col} ({} in all):", thousands(total));
+            // The run's own count, of which the loads and stores caused `total` (instruction
+            // fetches and maintenance cause the rest).
+            let run = o.run_count(k).filter(|&r| r != total).map(|r| format!(" of the run's {}", thousands(r))).unwrap_or_default();
+            let _ = writeln!(s, "top {what} by {col} ({} by loads/stores{run}):", thousands(total));
             for f in v.iter().take(TOP) {
                 let _ = writeln!(s, "  {:>12} {:>5.1}%  {}", thousands(f.1[k]), 100.0 * f.1[k] as f64 / total as f64, f.0);
             }
@@ -562,14 +576,16 @@ mod tests {
             "  nc-read of va 0x40081000 (pa 0x40081000, 64-byte line) at pc 0x40080124  [3×]",
             "  after write at 0x40080110",
             "  fix: DC CVAC (or DC CIVAC) to PoC of 0x40081000 after the cached write and before the non-cacheable read (then DSB), or map it Normal-WB",
-            "top PCs by L1D misses (100 in all):",
+            "top PCs by L1D misses (100 by loads/stores):",
             "            60  60.0%  0x40080124",
             "            30  30.0%  0x40080128",
             "            10  10.0%  (other PCs, past the table's bound)",
         ];
         let lines: Vec<&str> = d.lines().collect();
         assert_eq!(lines[..want.len()], want, "{d}");
-        assert!(d.contains("top PCs by write-backs (7 in all):\n             5  71.4%  0x40080128\n"), "{d}");
+        assert!(d.contains("top PCs by write-backs (7 by loads/stores):\n             5  71.4%  0x40080128\n"), "{d}");
+        // No L2 total in the log: nothing to compare with.
+        assert!(d.contains("top PCs by L2 misses (10 by loads/stores):\n"), "{d}");
         assert!(d.contains("warnings: 1\n  [untranslated-va] 12 by-VA operations had no translation (×12)\n"), "{d}");
         assert!(d.ends_with("saved: console c, model records m\n"));
         let t = digest(&o, None, &RunInfo { timed_out: true, timeout_s: 5, ..run.clone() });
@@ -639,7 +655,11 @@ mod tests {
         assert!(d.contains(&format!("BUG: cachescope: stale-instruction in {name}\n")), "{d}");
         assert!(d.contains("after write at an unknown pc\n  fix: DC CVAU of 0x1000"), "{d}");
         let row = format!("             7  87.5%  {name} (firmware.rs)\n             1  12.5%  0x8\n");
-        assert!(d.contains(&format!("top functions by L1D misses (8 in all):\n{row}")), "{d}");
+        assert!(d.contains(&format!("top functions by L1D misses (8 by loads/stores):\n{row}")), "{d}");
+        let mut o = o;
+        o.totals.push(Total { level: "L1D".into(), misses: 10, ..Default::default() });
+        let d = digest(&o, Some(&s), &RunInfo::default());
+        assert!(d.contains("top functions by L1D misses (8 by loads/stores of the run's 10):\n"), "{d}");
     }
 
     #[test]
