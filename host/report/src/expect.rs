@@ -12,7 +12,9 @@
 //! ```
 //!
 //! Every `[[hazard]]` must match exactly one reported hazard and every reported hazard must
-//! match exactly one entry. A warning whose cause is not listed fails (one without a cause
+//! match exactly one entry. A reported hazard is a site ([`Observed::sites`]): the records of one
+//! kind from one exposing PC after one cause PC (a loop that reads a whole buffer without its
+//! clean raises one record per line, one site). A warning whose cause is not listed fails (one without a cause
 //! always does), so does a hazard list the plugin's bound cut short, and a model log without
 //! its end-of-run records (its hazards are not all known).
 
@@ -20,7 +22,7 @@ use serde::Deserialize;
 
 use cachescope_arch::hazard::HazardKind;
 
-use crate::firmware::{Hazard, Observed};
+use crate::firmware::{Hazard, Observed, Site};
 use crate::symbols::Symbols;
 
 /// One expected hazard.
@@ -71,7 +73,8 @@ impl Expected {
     }
 }
 
-fn reported(h: &Hazard, syms: Option<&Symbols>) -> String {
+fn reported(site: &Site, syms: Option<&Symbols>) -> String {
+    let h: &Hazard = &site.first;
     let (f, l) = match syms {
         Some(s) => {
             let p = s.place(h.pc);
@@ -83,7 +86,8 @@ fn reported(h: &Hazard, syms: Option<&Symbols>) -> String {
         Some(s) if h.cause_pc != 0 => s.place(h.cause_pc).function.unwrap_or_else(|| format!("{:#x}", h.cause_pc)),
         _ => format!("{:#x}", h.cause_pc),
     };
-    format!("{} in {f} at {l} (pc {:#x}, va {:#x}, cause {} in {cause})", h.kind, h.pc, h.va, h.cause)
+    let lines = if site.lines > 1 { format!(", {} lines", site.lines) } else { String::new() };
+    format!("{} in {f} at {l} (pc {:#x}, va {:#x}{lines}, cause {} in {cause})", h.kind, h.pc, h.va, h.cause)
 }
 
 impl Expectation {
@@ -123,44 +127,45 @@ impl Expectation {
         if o.truncated {
             problems.push("the plugin's bound on hazard records cut the list short: not every hazard is known".into());
         }
+        let sites = o.sites();
         match syms {
             None if !self.hazards.is_empty() => {
                 problems.push("the expectation names functions and lines, but the run has no ELF to resolve them (--elf)".into());
-                for h in &o.hazards {
-                    problems.push(format!("unmatched hazard: {}", reported(h, None)));
+                for site in &sites {
+                    problems.push(format!("unmatched hazard: {}", reported(site, None)));
                 }
             }
             None => {
-                for h in &o.hazards {
-                    problems.push(format!("unexpected hazard: {}", reported(h, None)));
+                for site in &sites {
+                    problems.push(format!("unexpected hazard: {}", reported(site, None)));
                 }
             }
             Some(s) => {
                 let hits: Vec<Vec<usize>> = self
                     .hazards
                     .iter()
-                    .map(|e| o.hazards.iter().enumerate().filter(|(_, h)| e.matches(h, s)).map(|(i, _)| i).collect())
+                    .map(|e| sites.iter().enumerate().filter(|(_, site)| e.matches(&site.first, s)).map(|(i, _)| i).collect())
                     .collect();
                 for (e, m) in self.hazards.iter().zip(&hits) {
                     match m.len() {
                         0 => problems.push(format!("missing hazard: {}", e.describe())),
                         1 => {}
                         n => problems.push(format!(
-                            "expected once, reported {n} times: {} ({})",
+                            "expected once, reported at {n} sites: {} (cause PCs {})",
                             e.describe(),
-                            m.iter().map(|&i| format!("va {:#x}", o.hazards[i].va)).collect::<Vec<_>>().join(", ")
+                            m.iter().map(|&i| format!("{:#x}", sites[i].first.cause_pc)).collect::<Vec<_>>().join(", ")
                         )),
                     }
                 }
-                for (i, h) in o.hazards.iter().enumerate() {
+                for (i, site) in sites.iter().enumerate() {
                     let by: Vec<usize> = hits.iter().enumerate().filter(|(_, m)| m.contains(&i)).map(|(k, _)| k + 1).collect();
                     match by.len() {
-                        0 => problems.push(format!("unexpected hazard: {}", reported(h, Some(s)))),
+                        0 => problems.push(format!("unexpected hazard: {}", reported(site, Some(s)))),
                         1 => {}
                         _ => problems.push(format!(
                             "one hazard matches [[hazard]] entries {}: {}",
                             by.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(" and "),
-                            reported(h, Some(s))
+                            reported(site, Some(s))
                         )),
                     }
                 }
@@ -260,12 +265,16 @@ mod tests {
         let p = e.check(&observed(vec![hazard("stale-instruction", causer as *const () as u64, 0)], vec![]), Some(&s));
         assert_eq!(p.len(), 1);
         assert!(p[0].starts_with("unexpected hazard: stale-instruction in ") && p[0].contains("causer"), "{p:?}");
-        // Twice at one place: expected once, reported twice.
+        // Two lines from one PC after one cause: one site, met by one entry.
         let e = expectation_for(&s, "stale-instruction", None);
         let pc = target as *const () as u64;
-        let p = e.check(&observed(vec![hazard("stale-instruction", pc, 0), hazard("stale-instruction", pc, 0)], vec![]), Some(&s));
+        let mut second = hazard("stale-instruction", pc, 0);
+        second.va += 64;
+        assert_eq!(e.check(&observed(vec![hazard("stale-instruction", pc, 0), second], vec![]), Some(&s)), Vec::<String>::new());
+        // One place after two causes: two sites, expected once.
+        let p = e.check(&observed(vec![hazard("stale-instruction", pc, 0), hazard("stale-instruction", pc, 0x40)], vec![]), Some(&s));
         assert_eq!(p.len(), 1, "{p:?}");
-        assert!(p[0].starts_with("expected once, reported 2 times: "), "{p:?}");
+        assert!(p[0].starts_with("expected once, reported at 2 sites: ") && p[0].ends_with("(cause PCs 0x0, 0x40)"), "{p:?}");
         // No symbols: every hazard is unexpected.
         let p = Expectation::default().check(&observed(vec![hazard("lost-write", 0x10, 0)], vec![]), None);
         assert_eq!(p, ["unexpected hazard: lost-write in ? at ? (pc 0x10, va 0x40081000, cause write in 0x0)"]);

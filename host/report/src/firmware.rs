@@ -77,6 +77,22 @@ pub struct Hazard {
     pub cause_pc: u64,
 }
 
+/// The hazards of one site: the records of one kind raised by one exposing PC after one cause
+/// PC (a loop over a buffer raises one record per line; the digest and `--expect` read sites).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Site {
+    /// The first record (kind, PCs, access, cause, its addresses).
+    pub first: Hazard,
+    /// Records (lines) in the site.
+    pub lines: u64,
+    /// Lowest and highest virtual address of its lines.
+    pub va_range: (u64, u64),
+    /// Occurrences over its records.
+    pub count: u64,
+    /// Distinct phases, in order of appearance.
+    pub phases: Vec<String>,
+}
+
 /// One warning.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Warning {
@@ -187,6 +203,41 @@ impl Observed {
         o
     }
 
+    /// The hazard records grouped into sites (kind, exposing PC, cause PC, access, cause), in
+    /// order of first appearance.
+    pub fn sites(&self) -> Vec<Site> {
+        let mut v: Vec<Site> = Vec::new();
+        for h in &self.hazards {
+            let same = |s: &&mut Site| {
+                let f = &s.first;
+                f.kind == h.kind && f.pc == h.pc && f.cause_pc == h.cause_pc && f.access == h.access && f.cause == h.cause
+            };
+            match v.iter_mut().find(same) {
+                Some(s) => {
+                    s.lines += 1;
+                    s.va_range = (s.va_range.0.min(h.va), s.va_range.1.max(h.va));
+                    s.count += h.count;
+                    if !s.phases.contains(&h.phase) {
+                        s.phases.push(h.phase.clone());
+                    }
+                }
+                None => v.push(Site { first: h.clone(), lines: 1, va_range: (h.va, h.va), count: h.count, phases: vec![h.phase.clone()] }),
+            }
+        }
+        v
+    }
+
+    /// The whole run's count of per-PC column `k` ([`PC_COLUMNS`]) from `model-total`.
+    pub fn run_count(&self, k: usize) -> Option<u64> {
+        let level = |l: &str| self.totals.iter().find(|t| t.level == l);
+        match k {
+            0 => level("L1D").map(|t| t.misses),
+            1 => level("L2").map(|t| t.misses),
+            2 => level("L1D").map(|t| t.writebacks),
+            _ => None,
+        }
+    }
+
     /// The L1D line size (hazards are per line), 64 when no geometry was recorded.
     pub fn line_size(&self) -> u64 {
         self.geometry.iter().find(|g| g.level == "L1D").map_or(64, |g| g.line)
@@ -226,6 +277,20 @@ fn describe_access(access: &str) -> String {
     }
 }
 
+/// Parses a load offset (`--load-offset`): decimal or `0x` hex, optionally negative.
+pub fn parse_offset(s: &str) -> Option<i64> {
+    let (neg, digits) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s),
+    };
+    let v = match digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+        Some(h) => i64::from_str_radix(h, 16).ok()?,
+        None if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => digits.parse().ok()?,
+        None => return None,
+    };
+    Some(if neg { -v } else { v })
+}
+
 /// How the run ended and where its files are (observe's side).
 #[derive(Clone, Debug, Default)]
 pub struct RunInfo {
@@ -233,8 +298,8 @@ pub struct RunInfo {
     pub firmware: String,
     /// The ELF symbols came from.
     pub elf: Option<String>,
-    /// QEMU's exit status.
-    pub status: i32,
+    /// QEMU's exit status (`None`: a saved run digested again).
+    pub status: Option<i32>,
     /// Stopped at the timeout.
     pub timed_out: bool,
     /// The timeout.
@@ -271,27 +336,31 @@ fn thousands(n: u64) -> String {
     out
 }
 
-/// The KCSAN-shaped block of one hazard.
-pub fn hazard_block(h: &Hazard, syms: Option<&Symbols>, line: u64) -> String {
+/// The KCSAN-shaped block of one hazard site: the title (kind, the exposing function / the
+/// cause's), the exposing access (address, line size, vCPU count, symbol), the cause, the fix.
+pub fn hazard_block(site: &Site, syms: Option<&Symbols>, line: u64) -> String {
+    let h = &site.first;
     let fname = |pc: u64| place(syms, pc).function.unwrap_or_else(|| format!("{pc:#x}"));
     let mut s = String::new();
     let title = if h.cause_pc != 0 { format!("{} / {}", fname(h.pc), fname(h.cause_pc)) } else { fname(h.pc) };
     let _ = writeln!(s, "BUG: cachescope: {} in {title}", h.kind);
-    let phase = if h.phase.is_empty() { String::new() } else { format!(", phase {}", h.phase) };
-    let _ = writeln!(
-        s,
-        "  {} of va {:#x} (pa {:#x}, {line}-byte line) at pc {}  [{}×{phase}]",
-        h.access,
-        h.va,
-        h.pa,
-        at(syms, h.pc),
-        thousands(h.count)
-    );
+    let phases = site.phases.iter().filter(|p| !p.is_empty()).cloned().collect::<Vec<_>>();
+    let phase = match phases.len() {
+        0 => String::new(),
+        1 => format!(", phase {}", phases[0]),
+        n => format!(", phases {} and {} more", phases[0], n - 1),
+    };
+    let what = if site.lines == 1 {
+        format!("va {:#x} (pa {:#x}, {line}-byte line)", h.va, h.pa)
+    } else {
+        format!("va {:#x}..{:#x} ({} {line}-byte lines; first pa {:#x})", site.va_range.0, site.va_range.1 + line, site.lines, h.pa)
+    };
+    let _ = writeln!(s, "  {} of {what} at pc {}  [{}×{phase}]", h.access, at(syms, h.pc), thousands(site.count));
     let cause = if h.cause_pc != 0 { at(syms, h.cause_pc) } else { "an unknown pc".into() };
     let _ = writeln!(s, "  after {} at {cause}", h.cause);
     match HazardKind::from_name(&h.kind) {
         Some(k) => {
-            let _ = writeln!(s, "  fix: {}", advice(k, h.va, &h.access));
+            let _ = writeln!(s, "  fix: {}", advice(k, site.va_range.0, &h.access));
         }
         None => {
             let _ = writeln!(s, "  fix: (kind '{}' is new to this tool: see docs/cache-model.md, \"Sanitizer\")", h.kind);
@@ -347,11 +416,14 @@ pub fn digest(o: &Observed, syms: Option<&Symbols>, run: &RunInfo) -> String {
     let mut s = String::new();
     let end = if run.timed_out {
         format!("TIMED OUT after {} s (stopped)", run.timeout_s)
+    } else if let Some(st) = run.status {
+        format!("QEMU exited with status {st} after {:.1} s", run.secs)
     } else {
-        format!("QEMU exited with status {} after {:.1} s", run.status, run.secs)
+        "a saved run".to_string()
     };
     let _ = writeln!(s, "# observe: {}: {end}", run.firmware);
     let syms_line = match (syms, &run.elf) {
+        (Some(sy), Some(e)) if sy.is_empty() => format!("{e} has no symbols and no DWARF (stripped): raw PCs"),
         (Some(sy), Some(e)) if sy.has_lines() => format!("symbols and lines from {e}"),
         (Some(_), Some(e)) => format!("symbols from {e} (no DWARF: no file:line; build with -g)"),
         _ => "no ELF: raw PCs (give --elf)".into(),
@@ -385,15 +457,28 @@ pub fn digest(o: &Observed, syms: Option<&Symbols>, run: &RunInfo) -> String {
     }
     // Hazards.
     let occurrences: u64 = o.hazards.iter().map(|h| h.count).sum();
+    let sites = o.sites();
     let _ = writeln!(
         s,
         "hazards: {}{}",
-        if o.hazards.is_empty() { "none".to_string() } else { format!("{} ({} occurrences)", o.hazards.len(), thousands(occurrences)) },
+        if o.hazards.is_empty() {
+            "none".to_string()
+        } else {
+            format!(
+                "{} site{} ({} line{}, {} occurrence{})",
+                sites.len(),
+                if sites.len() == 1 { "" } else { "s" },
+                o.hazards.len(),
+                if o.hazards.len() == 1 { "" } else { "s" },
+                thousands(occurrences),
+                if occurrences == 1 { "" } else { "s" }
+            )
+        },
         if o.truncated { " — TRUNCATED: more than the plugin records; the rest were only counted" } else { "" }
     );
     let line = o.line_size();
-    for h in &o.hazards {
-        s += &hazard_block(h, syms, line);
+    for site in &sites {
+        s += &hazard_block(site, syms, line);
     }
     // Top functions.
     let funcs = per_function(&o.pcs, syms);
@@ -407,7 +492,10 @@ pub fn digest(o: &Observed, syms: Option<&Symbols>, run: &RunInfo) -> String {
             }
             let mut v: Vec<&(String, [u64; 3])> = funcs.iter().filter(|f| f.1[k] > 0).collect();
             v.sort_by(|a, b| b.1[k].cmp(&a.1[k]).then(a.0.cmp(&b.0)));
-            let _ = writeln!(s, "top {what} by {col} ({} in all):", thousands(total));
+            // The run's own count, of which the loads and stores caused `total` (instruction
+            // fetches and maintenance cause the rest).
+            let run = o.run_count(k).filter(|&r| r != total).map(|r| format!(" of the run's {}", thousands(r))).unwrap_or_default();
+            let _ = writeln!(s, "top {what} by {col} ({} by loads/stores{run}):", thousands(total));
             for f in v.iter().take(TOP) {
                 let _ = writeln!(s, "  {:>12} {:>5.1}%  {}", thousands(f.1[k]), 100.0 * f.1[k] as f64 / total as f64, f.0);
             }
@@ -468,8 +556,14 @@ mod tests {
     #[test]
     fn the_digest_without_symbols() {
         let o = Observed::from_text(LOG).unwrap();
-        let run =
-            RunInfo { firmware: "fw.bin".into(), status: 0, secs: 1.25, console: "c".into(), model: "m".into(), ..Default::default() };
+        let run = RunInfo {
+            firmware: "fw.bin".into(),
+            status: Some(0),
+            secs: 1.25,
+            console: "c".into(),
+            model: "m".into(),
+            ..Default::default()
+        };
         let d = digest(&o, None, &run);
         let want = [
             "# observe: fw.bin: QEMU exited with status 0 after 1.2 s",
@@ -477,23 +571,106 @@ mod tests {
             "geometry: L1D 32 KiB 4-way 128 sets 64 B lines (cpu)",
             "totals (1 vCPU):",
             "  L1D           1,000 accesses          100 misses (10.00%)            7 write-backs            3 bypassed",
-            "hazards: 1 (3 occurrences)",
+            "hazards: 1 site (1 line, 3 occurrences)",
             "BUG: cachescope: stale-read-by-device in 0x40080124 / 0x40080110",
             "  nc-read of va 0x40081000 (pa 0x40081000, 64-byte line) at pc 0x40080124  [3×]",
             "  after write at 0x40080110",
             "  fix: DC CVAC (or DC CIVAC) to PoC of 0x40081000 after the cached write and before the non-cacheable read (then DSB), or map it Normal-WB",
-            "top PCs by L1D misses (100 in all):",
+            "top PCs by L1D misses (100 by loads/stores):",
             "            60  60.0%  0x40080124",
             "            30  30.0%  0x40080128",
             "            10  10.0%  (other PCs, past the table's bound)",
         ];
         let lines: Vec<&str> = d.lines().collect();
         assert_eq!(lines[..want.len()], want, "{d}");
-        assert!(d.contains("top PCs by write-backs (7 in all):\n             5  71.4%  0x40080128\n"), "{d}");
+        assert!(d.contains("top PCs by write-backs (7 by loads/stores):\n             5  71.4%  0x40080128\n"), "{d}");
+        // No L2 total in the log: nothing to compare with.
+        assert!(d.contains("top PCs by L2 misses (10 by loads/stores):\n"), "{d}");
         assert!(d.contains("warnings: 1\n  [untranslated-va] 12 by-VA operations had no translation (×12)\n"), "{d}");
         assert!(d.ends_with("saved: console c, model records m\n"));
-        let t = digest(&o, None, &RunInfo { timed_out: true, timeout_s: 5, ..run });
+        let t = digest(&o, None, &RunInfo { timed_out: true, timeout_s: 5, ..run.clone() });
         assert!(t.starts_with("# observe: fw.bin: TIMED OUT after 5 s (stopped)\n"), "{t}");
+        let again = digest(&o, None, &RunInfo { status: None, ..run });
+        assert!(again.starts_with("# observe: fw.bin: a saved run\n"), "{again}");
+    }
+
+    #[test]
+    fn a_loop_over_a_buffer_is_one_site() {
+        let mut o = Observed::from_text(LOG).unwrap();
+        let mut h = o.hazards[0].clone();
+        for k in 1..4 {
+            h.va += 64;
+            h.pa += 64;
+            h.phase = format!("p{}", k % 2);
+            o.hazards.push(h.clone());
+        }
+        let sites = o.sites();
+        assert_eq!(sites.len(), 1);
+        assert_eq!((sites[0].lines, sites[0].count, sites[0].va_range), (4, 12, (0x4008_1000, 0x4008_10c0)));
+        let b = hazard_block(&sites[0], None, 64);
+        assert!(
+            b.contains(
+                "nc-read of va 0x40081000..0x40081100 (4 64-byte lines; first pa 0x40081000) at pc 0x40080124  [12×, phases p1 and 1 more]"
+            ),
+            "{b}"
+        );
+        let d = digest(&o, None, &RunInfo::default());
+        assert!(d.contains("hazards: 1 site (4 lines, 12 occurrences)\n"), "{d}");
+    }
+
+    #[inline(never)]
+    fn exposing() -> u64 {
+        std::hint::black_box(3)
+    }
+
+    #[test]
+    fn the_digest_with_symbols_names_functions_and_folds_pcs_per_function() {
+        let s = crate::symbols::this_binary();
+        let pc = exposing as *const () as u64;
+        let o = Observed {
+            hazards: vec![Hazard {
+                kind: "stale-instruction".into(),
+                pa: 0x1000,
+                va: 0x1000,
+                pc,
+                phase: String::new(),
+                count: 1,
+                access: "fetch".into(),
+                cause: "write".into(),
+                cause_pc: 0,
+            }],
+            // Two PCs of one function fold into one row; a third PC has no symbol.
+            pcs: vec![
+                PcRow { pc, pcs: 1, rest: false, counts: [5, 1, 0] },
+                PcRow { pc: pc + 4, pcs: 1, rest: false, counts: [2, 0, 1] },
+                PcRow { pc: 8, pcs: 1, rest: false, counts: [1, 0, 0] },
+            ],
+            complete: true,
+            ..Default::default()
+        };
+        let d = digest(&o, Some(&s), &RunInfo { elf: Some("t".into()), ..Default::default() });
+        let name = s.place(pc).function.unwrap();
+        assert!(name.ends_with("firmware::tests::exposing"), "{name}");
+        assert!(d.contains("# symbols and lines from t\n"), "{d}");
+        assert!(d.contains(&format!("BUG: cachescope: stale-instruction in {name}\n")), "{d}");
+        assert!(d.contains("after write at an unknown pc\n  fix: DC CVAU of 0x1000"), "{d}");
+        let row = format!("             7  87.5%  {name} (firmware.rs)\n             1  12.5%  0x8\n");
+        assert!(d.contains(&format!("top functions by L1D misses (8 by loads/stores):\n{row}")), "{d}");
+        let mut o = o;
+        o.totals.push(Total { level: "L1D".into(), misses: 10, ..Default::default() });
+        let d = digest(&o, Some(&s), &RunInfo::default());
+        assert!(d.contains("top functions by L1D misses (8 by loads/stores of the run's 10):\n"), "{d}");
+    }
+
+    #[test]
+    fn offsets() {
+        assert_eq!(parse_offset("0"), Some(0));
+        assert_eq!(parse_offset("4096"), Some(4096));
+        assert_eq!(parse_offset("0x80000"), Some(0x80000));
+        assert_eq!(parse_offset("-0x10"), Some(-16));
+        assert_eq!(parse_offset(""), None);
+        assert_eq!(parse_offset("0x"), None);
+        assert_eq!(parse_offset("ten"), None);
     }
 
     #[test]

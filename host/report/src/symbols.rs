@@ -30,6 +30,8 @@ pub struct Place {
     pub file: Option<String>,
     /// The line.
     pub line: Option<u32>,
+    /// Functions inlined at the PC, innermost first, each `name (file:line)`.
+    pub inlined: Vec<String>,
 }
 
 impl Place {
@@ -47,9 +49,15 @@ impl Place {
             (Some(f), _) => f.clone(),
             (None, _) => "?".into(),
         };
+        // The innermost frames say what the instruction does (a volatile read); at most four.
+        let inl = match self.inlined.len() {
+            0 => String::new(),
+            n if n <= 4 => format!(" [inlined: {}]", self.inlined.join(" < ")),
+            n => format!(" [inlined: {} < … {} more]", self.inlined[..4].join(" < "), n - 4),
+        };
         match self.file_line() {
-            Some(l) => format!("{f} ({l})"),
-            None => f,
+            Some(l) => format!("{f} ({l}){inl}"),
+            None => format!("{f}{inl}"),
         }
     }
 }
@@ -130,6 +138,11 @@ impl Symbols {
         Ok(Symbols { syms, dwarf, load_offset })
     }
 
+    /// Whether the ELF has neither a symbol table nor DWARF (stripped): nothing can be named.
+    pub fn is_empty(&self) -> bool {
+        self.syms.is_empty() && self.dwarf.is_none()
+    }
+
     /// Whether the ELF has DWARF (file:line); without it only functions are known.
     pub fn has_lines(&self) -> bool {
         self.dwarf.is_some()
@@ -158,19 +171,33 @@ impl Symbols {
         Some((&s.name, addr - s.addr))
     }
 
-    /// Where runtime address `pc` lies.
+    /// Where runtime address `pc` lies: the function it belongs to (the outermost DWARF frame,
+    /// the one the symbol table names: inlined code belongs to the function it was inlined
+    /// into) and that function's line, with the inlined frames innermost first.
     pub fn place(&self, pc: u64) -> Place {
         let Some(addr) = self.link(pc) else { return Place::default() };
         let mut place = Place::default();
         if let Some(ctx) = &self.dwarf {
-            if let Ok(mut frames) = ctx.find_frames(addr).skip_all_loads() {
-                if let Ok(Some(frame)) = frames.next() {
-                    place.function = frame.function.as_ref().and_then(|f| f.demangle().ok()).map(Cow::into_owned);
-                    if let Some(l) = &frame.location {
-                        place.file = l.file.map(String::from);
-                        place.line = l.line;
-                    }
+            let mut frames: Vec<(Option<String>, Option<String>, Option<u32>)> = Vec::new();
+            if let Ok(mut it) = ctx.find_frames(addr).skip_all_loads() {
+                while let Ok(Some(f)) = it.next() {
+                    let name = f.function.as_ref().and_then(|n| n.demangle().ok()).map(Cow::into_owned);
+                    let (file, line) = f.location.as_ref().map_or((None, None), |l| (l.file.map(String::from), l.line));
+                    frames.push((name, file, line));
                 }
+            }
+            if let Some((name, file, line)) = frames.pop() {
+                place.function = name;
+                place.file = file;
+                place.line = line;
+                place.inlined = frames
+                    .into_iter()
+                    .map(|(n, f, l)| {
+                        let at = Place { file: f, line: l, ..Place::default() }.file_line();
+                        let n = n.unwrap_or_else(|| "?".into());
+                        at.map_or(n.clone(), |a| format!("{n} ({a})"))
+                    })
+                    .collect();
             }
             if place.line.is_none() {
                 if let Ok(Some(l)) = ctx.find_location(addr) {

@@ -26,7 +26,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use cachescope_report::expect::Expectation;
-use cachescope_report::firmware::{self, Observed};
+use cachescope_report::firmware::{self, parse_offset, Observed};
 use cachescope_report::symbols::{self, Symbols};
 
 use crate::boards::{Board, QemuKernel};
@@ -67,7 +67,7 @@ pub struct Options {
     /// is not met.
     #[arg(long, value_name = "FILE")]
     pub expect: Option<PathBuf>,
-    /// Where the full records go (default target/observe/<firmware-stem>/).
+    /// Where the full records go (default target/observe/FIRMWARE-STEM/).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Also show the guest's console as it runs (it is always saved to OUT/console.log).
@@ -77,6 +77,9 @@ pub struct Options {
     #[arg(last = true, value_name = "EXTRA QEMU ARGS")]
     pub qemu: Vec<String>,
 }
+
+/// Rows of the plugin's per-PC table (`pc_table=`): enough for the top functions of a boot.
+pub const PC_ROWS: u64 = 2000;
 
 /// Why observe stopped early: (status, message).
 type Stop = (u8, String);
@@ -112,20 +115,6 @@ pub struct Checked {
     pub out: PathBuf,
     /// Extra QEMU words.
     pub extra: Vec<String>,
-}
-
-/// Parses `--load-offset`: decimal or `0x` hex, optionally negative.
-pub fn parse_offset(s: &str) -> Option<i64> {
-    let (neg, digits) = match s.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, s),
-    };
-    let v = match digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
-        Some(h) => i64::from_str_radix(h, 16).ok()?,
-        None if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => digits.parse().ok()?,
-        None => return None,
-    };
-    Some(if neg { -v } else { v })
 }
 
 /// The machine of an entry EL on virt.
@@ -360,7 +349,7 @@ fn run_inner(ctx: &Context, o: &Options) -> Result<u8, Stop> {
     let (console, model, qemu_err, digest_file) =
         (c.out.join("console.log"), c.out.join("model.log"), c.out.join("qemu.err"), c.out.join("digest.txt"));
     let _ = fs::remove_file(&model);
-    let plugin = qemu::plugin_arg(&so.display().to_string(), "on", Some(&model));
+    let plugin = qemu::plugin_arg(&so.display().to_string(), &format!("pc_table={PC_ROWS}"), Some(&model));
     let argv = argv(&c, board, &plugin);
     fs::write(c.out.join("command.txt"), argv.iter().map(|a| a.to_string_lossy()).collect::<Vec<_>>().join(" ") + "\n")
         .map_err(|e| bad(format!("{}: cannot write: {e}", c.out.display())))?;
@@ -380,7 +369,7 @@ fn run_inner(ctx: &Context, o: &Options) -> Result<u8, Stop> {
     let run = firmware::RunInfo {
         firmware: c.firmware.display().to_string(),
         elf: c.elf.as_ref().map(|e| e.display().to_string()),
-        status: ended.status,
+        status: Some(ended.status),
         timed_out: ended.timed_out,
         timeout_s: c.timeout_s,
         secs: ended.secs,
@@ -459,17 +448,6 @@ mod tests {
         // Both or neither of FIRMWARE and --bios: clap refuses.
         assert!(T::try_parse_from(["observe"]).is_err());
         assert!(T::try_parse_from(["observe", SRC, "--bios", SRC]).is_err());
-    }
-
-    #[test]
-    fn offsets() {
-        assert_eq!(parse_offset("0"), Some(0));
-        assert_eq!(parse_offset("4096"), Some(4096));
-        assert_eq!(parse_offset("0x80000"), Some(0x80000));
-        assert_eq!(parse_offset("-0x10"), Some(-16));
-        assert_eq!(parse_offset(""), None);
-        assert_eq!(parse_offset("0x"), None);
-        assert_eq!(parse_offset("ten"), None);
     }
 
     #[test]

@@ -89,6 +89,8 @@ pub struct Core {
     pub quiet: bool,
     /// Hazard occurrences dropped while quiet.
     pub quieted: u64,
+    /// The per-PC table (`pc_table=N`, N > 0) and its bound.
+    pub pcs: Option<(crate::pc_table::PcTable, usize)>,
     out: Box<dyn Write + Send>,
 }
 
@@ -115,6 +117,7 @@ impl Core {
             unattributed: 0,
             quiet: false,
             quieted: 0,
+            pcs: (settings.pc_table > 0).then(|| (crate::pc_table::PcTable::default(), settings.pc_table as usize)),
             out,
         }
     }
@@ -210,6 +213,9 @@ impl Core {
             text += &model_records::coherence_total_lines(m.coherence());
         }
         text += &model_records::hazard_total_line(&self.hazards, sanitize);
+        if let Some((t, limit)) = &self.pcs {
+            text += &t.lines(*limit);
+        }
         text += &model_records::line(
             record::ModelRun::new()
                 .protocol(protocol::VERSION)
