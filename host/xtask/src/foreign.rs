@@ -5,8 +5,8 @@
 //!   page tables, console and exit, at EL1, EL2 and EL3, correct and with one planted mistake
 //!   each ([`Variant`]). `foreign build` assembles every image with GNU as (`-g`: a PC resolves
 //!   to foreign.S:LINE) into target/foreign/.
-//! - **Debian's U-Boot** (`u-boot-qemu`, qemu_arm64's u-boot.bin and uboot.elf), entered at EL1
-//!   and at EL2, through a scripted serial session (tests/foreign/u-boot.session: a newline that stops autoboot, a few
+//! - **Debian's U-Boot** (`u-boot-qemu`, qemu_arm64's u-boot.bin and uboot.elf, which Debian
+//!   strips: no symbols), entered at EL1 and at EL2, through a scripted serial session (tests/foreign/u-boot.session: a newline that stops autoboot, a few
 //!   memory commands, `poweroff`, which is PSCI SYSTEM_OFF).
 //! - **Debian's arm64 Linux kernel** (the linux-image-*-arm64 that bookworm-backports'
 //!   linux-image-arm64 names: one .deb shared with mksdcard's device trees) booted with
