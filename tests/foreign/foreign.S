@@ -11,7 +11,7 @@
 //   BROKEN_SETWAY   the set/way clean before the MMU-off read cleans level 1 only, not to LoC
 //
 // With none of the three it is correct: the cache model must report nothing. Each BROKEN_*
-// plants exactly one hazard; tests/foreign/*.toml name its kind, function and line.
+// plants exactly one hazard; tests/foreign/expect/*.toml name its kind, function and line.
 //
 // Memory (4 KiB granule, T0SZ = 32: the walk starts at level 1, 1 GiB per entry):
 //   VA 0x0000_0000 .. 0x3fff_ffff  Device-nGnRE block (the PL011 at 0x0900_0000), execute-never
@@ -37,7 +37,7 @@
         // MAIR: attr0 Device-nGnRE, attr1 Normal WB read/write-allocate, attr2 Normal NC.
         .equ MAIR_VALUE, 0x0044ff04
         // Block descriptor low attributes: valid block, AttrIndx, SH (inner shareable), AF.
-        .equ DESC_DEVICE, (0x1 | (0 << 2) | (1 << 10) | (1 << 54))
+        .equ DESC_DEVICE, (0x1 | (0 << 2) | (1 << 10) | (1 << 54) | (((EL == 1) & 1) << 53))  // XN (EL1: UXN+PXN)
         .equ DESC_WB,     (0x1 | (1 << 2) | (3 << 8) | (1 << 10))
         .equ DESC_NC,     (0x1 | (2 << 2) | (3 << 8) | (1 << 10))
         .equ DESC_TABLE,  0x3
