@@ -904,7 +904,28 @@ kind! {
     MODEL_WARNING, ModelWarning, ModelWarningView = model(
     "model-warning",
     "Something the model could not follow (a malformed marker, a phase never ended).",
-    [req(what, Str, "the problem"), req(source, Str, "`model`"),],
+    [
+        req(what, Str, "the problem"),
+        opt(cause, Str, "what the warning is about, one word a check can allow (`cachescope-xtask observe --expect`'s `allow_warnings`), e.g. `untranslated-va`, `attribution`"),
+        opt(count, UInt, "occurrences of this cause, when the warning stands for several"),
+        req(source, Str, "`model`"),
+    ],
+) }
+
+kind! {
+    /// `model-pc`: one row of the per-PC miss and write-back table, at exit.
+    MODEL_PC, ModelPc, ModelPcView = model(
+    "model-pc",
+    "At exit, the demand data accesses' L1D misses, L2 misses and L1D write-backs per PC of the load/store that caused them (what `cachescope-xtask observe` folds per function), most first; bounded: the PCs past the bound are summed in one last row (`rest`).",
+    [
+        req(pc, Hex, "PC of the load or store (0x0 in the `rest` row)"),
+        req(pcs, UInt, "PCs in the row: 1, or how many the `rest` row sums"),
+        req(rest, Bool, "the row sums every PC past the table's bound"),
+        req(l1d_misses, UInt, "L1D misses of its accesses"),
+        req(l2_misses, UInt, "L2 misses of its accesses (0 without an L2)"),
+        req(writebacks, UInt, "dirty L1D lines its accesses' fills evicted (or wrote through)"),
+        req(source, Str, "`model`"),
+    ],
 ) }
 
 kind! {
@@ -1082,6 +1103,7 @@ pub const KINDS: &[RecordKind] = &[
     MODEL_COHERENCE_TOTAL,
     MODEL_RUN,
     MODEL_WARNING,
+    MODEL_PC,
     HAZARD,
     HAZARD_TOTAL,
     SANITIZER_FINDING,

@@ -17,6 +17,7 @@
 //! | `sanitize` | `on`, `off`: the cache-maintenance sanitizer | `on` |
 //! | `coherence` | `on`, `off`: MESI across vCPUs (off = private caches never snooped, for measuring its cost) | `on` |
 //! | `hazard_limit` | 1..=10000: the most distinct hazards a run records; past it they are counted and `hazard-total.truncated` fails the run | `10000` |
+//! | `pc_table` | 0..=10000: at exit, up to this many `model-pc` records (L1D/L2 misses and write-backs per load/store PC, `pc_table.rs`); 0 = no table, nothing counted | `0` |
 //!
 //! With `profile=guest` and no geometry markers from the kernel, the `rpi4` geometry is used and
 //! the `model-geometry` record says `"origin":"fallback"`.
@@ -48,6 +49,7 @@ pub const KEYS: &[&str] = &[
     "sanitize",
     "coherence",
     "hazard_limit",
+    "pc_table",
 ];
 
 /// The most distinct hazards (kind, line, phase) a run records as `hazard` records. A correct
@@ -55,6 +57,9 @@ pub const KEYS: &[&str] = &[
 /// this bound the sanitizer stops listing lines, counts the rest, and the run is failed
 /// (`hazard-total.truncated`). 10,000 records are about 6 MB of model log.
 pub const HAZARD_RECORD_LIMIT: u64 = 10_000;
+
+/// The largest per-PC table a run may ask for (`pc_table`, rows).
+pub const PC_TABLE_MAX: u64 = 10_000;
 
 /// Parsed plugin arguments.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,6 +102,8 @@ pub struct Settings {
     pub coherence: bool,
     /// The bound on hazard records ([`HAZARD_RECORD_LIMIT`] at most).
     pub hazard_limit: u64,
+    /// Rows of the per-PC table (0: none kept).
+    pub pc_table: u64,
 }
 
 impl Default for Settings {
@@ -121,6 +128,7 @@ impl Default for Settings {
             sanitize: true,
             coherence: true,
             hazard_limit: HAZARD_RECORD_LIMIT,
+            pc_table: 0,
         }
     }
 }
@@ -223,6 +231,14 @@ impl Settings {
                         .ok()
                         .filter(|n: &u64| (1..=max).contains(n))
                         .ok_or_else(|| format!("bad value '{v}' for 'hazard_limit': expected an integer in 1..={max}"))?
+                }
+                "pc_table" => {
+                    let max = PC_TABLE_MAX;
+                    s.pc_table = v
+                        .parse()
+                        .ok()
+                        .filter(|n: &u64| *n <= max && (v == "0" || !v.starts_with('0')))
+                        .ok_or_else(|| format!("bad value '{v}' for 'pc_table': expected an integer in 0..={max}"))?
                 }
                 "coherence" => {
                     s.coherence = match v {

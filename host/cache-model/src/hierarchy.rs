@@ -479,6 +479,14 @@ impl Model {
         self.totals
     }
 
+    /// The counters the per-PC table follows ([`crate::pc_table`]): L1D misses, L2 misses, L1D
+    /// write-backs (read before and after a model call; three loads, no copy of [`Totals`]).
+    #[inline]
+    pub fn pc_counts(&self) -> crate::pc_table::PcCounts {
+        let (l1d, l2) = (&self.totals.levels[Level::L1D as usize], &self.totals.levels[Level::L2 as usize]);
+        [l1d.misses, l2.misses, l1d.writebacks]
+    }
+
     /// Replaces the counters (used when the hierarchy is rebuilt with a new geometry).
     pub fn set_totals(&mut self, t: Totals) {
         self.totals = t;

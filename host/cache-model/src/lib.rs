@@ -10,6 +10,7 @@
 //! - [`config`]: plugin arguments.
 //! - [`cpu_models`]: the guest CPU's cache geometry from the registers a plugin can read.
 //! - [`model_records`]: output records and phases.
+//! - [`pc_table`]: the per-PC miss and write-back table (`pc_table=N`).
 //! - [`sanitize`]: the cache-maintenance sanitizer's state and hazards.
 //! - [`plugin`]: the plugin around the model: translation planning, the shortcut, markers,
 //!   records, and the QEMU glue (only the glue is left out of test builds).
@@ -26,6 +27,7 @@ pub mod geometry;
 pub mod guest;
 pub mod hierarchy;
 pub mod model_records;
+pub mod pc_table;
 pub mod protocol;
 pub mod sanitize;
 

@@ -99,6 +99,28 @@ enum Cmd {
     /// Cache geometry inferred from the cache model's counts (line, capacity per level, ways),
     /// beside CCSIDR and the published silicon, with sources.
     Infer(InferArgs),
+    /// The digest of foreign firmware observed under the cache model (what `cachescope-xtask
+    /// observe` prints), from a saved model log: geometry, totals, hazards (symbolised from
+    /// --elf, KCSAN-shaped, with the maintenance that would have prevented each), the top
+    /// functions by L1D/L2 misses and write-backs, warnings; with --expect, the expectation
+    /// check (exit 1 when not met).
+    Firmware(FirmwareArgs),
+}
+
+#[derive(Args)]
+struct FirmwareArgs {
+    /// The model log (observe's OUT/model.log).
+    #[arg(value_name = "MODEL_LOG")]
+    model: String,
+    /// The firmware's ELF, for symbols.
+    #[arg(long, value_name = "PATH")]
+    elf: Option<String>,
+    /// Runtime address minus link address (decimal or 0x…, may be negative).
+    #[arg(long, value_name = "N", default_value = "0", allow_hyphen_values = true)]
+    load_offset: String,
+    /// An expectation file (TOML; cachescope_report::expect).
+    #[arg(long, value_name = "FILE")]
+    expect: Option<String>,
 }
 
 #[derive(Args)]
@@ -784,6 +806,39 @@ fn infer_cmd(a: &InferArgs) -> Result<(), Fail> {
     }
 }
 
+fn firmware_cmd(a: &FirmwareArgs) -> Result<(), Fail> {
+    use cachescope_report::{expect::Expectation, firmware, symbols::Symbols};
+    let offset = firmware::parse_offset(&a.load_offset)
+        .ok_or_else(|| Fail(2, format!("--load-offset '{}': a number of bytes, decimal or 0x… (may be negative)", a.load_offset)))?;
+    let text = std::fs::read_to_string(&a.model).map_err(|e| Fail(2, format!("{}: cannot read: {e}", a.model)))?;
+    let obs = firmware::Observed::from_text(&text).map_err(|e| Fail(2, format!("{}: {e}", a.model)))?;
+    let syms = match &a.elf {
+        Some(e) => Some(Symbols::load(std::path::Path::new(e), offset).map_err(|m| Fail(2, m))?),
+        None => None,
+    };
+    let expect = match &a.expect {
+        Some(p) => {
+            let t = std::fs::read_to_string(p).map_err(|e| Fail(2, format!("{p}: cannot read: {e}")))?;
+            Some(Expectation::parse(&t).map_err(|e| Fail(2, format!("{p}: {e}")))?)
+        }
+        None => None,
+    };
+    let run = firmware::RunInfo { firmware: a.model.clone(), elf: a.elf.clone(), model: a.model.clone(), ..Default::default() };
+    let mut d = firmware::digest(&obs, syms.as_ref(), &run);
+    let mut met = true;
+    if let (Some(e), Some(p)) = (&expect, &a.expect) {
+        let problems = e.check(&obs, syms.as_ref());
+        met = problems.is_empty();
+        d += &firmware::expectation_lines(std::path::Path::new(p), &problems);
+    }
+    out(&d)?;
+    if met {
+        Ok(())
+    } else {
+        Err(Fail(1, String::new()))
+    }
+}
+
 fn main() -> ExitCode {
     let t0 = Instant::now();
     let cli = match Cli::try_parse() {
@@ -807,6 +862,7 @@ fn main() -> ExitCode {
         Cmd::Rotate(a) => rotate_cmd(a),
         Cmd::Summary(a) => summary_cmd(a),
         Cmd::Infer(a) => infer_cmd(a),
+        Cmd::Firmware(a) => firmware_cmd(a),
         Cmd::Verdict(a) => verdict_cmd(a),
     };
     if std::env::var_os("CS_REPORT_TIME").is_some() {

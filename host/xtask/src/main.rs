@@ -19,10 +19,12 @@
 //! cachescope-xtask board-value BOARD KEY
 //! cachescope-xtask qemu-board ELF
 //! cachescope-xtask qemu-run ELF [KERNEL ARGS]
+//! cachescope-xtask observe [OPTIONS] FIRMWARE|--bios IMAGE [-- QEMU ARGS]
 //! cachescope-xtask lava-jobs [--board B]… [--args "KERNEL ARGS"] --base-url URL --out DIR
 //! cachescope-xtask lava-device [--board B] --out DIR
 //! cachescope-xtask lava-check --log LAVA_RUN_LOG [--must-fail NAME]…
 //! cachescope-xtask script-help [--timeout S]
+//! cachescope-xtask foreign build | fetch | list | run [--only REGEX] [--jobs N]
 //! ```
 //!
 //! Environment of `catalogue`: CS_GROUP (rows of one group), CS_ROWS (row names matching a
@@ -41,11 +43,13 @@ mod checkimages;
 mod checkjunit;
 mod checklogs;
 mod docs;
+mod foreign;
 mod hazards;
 mod lava;
 mod lavalocal;
 mod maint;
 mod mksdcard;
+mod model_observe;
 mod modelcheck;
 mod observe;
 mod qemu;
@@ -240,6 +244,13 @@ enum Command {
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "ELF [KERNEL ARGS]")]
         argv: Vec<std::ffi::OsString>,
     },
+    /// Run any firmware (an ELF, a raw image, or --bios u-boot.bin) under the cache model on QEMU
+    /// virt and print a digest: geometry and its origin, totals per level, hazards (symbolised,
+    /// with the maintenance that would have prevented each), the top functions by L1D/L2 misses
+    /// and write-backs, every warning (host/xtask/src/observe.rs; README "Your own firmware").
+    /// Exit 0 observed, 1 --expect not met, 2 bad options or files, 4 QEMU missing or refused,
+    /// 124 timeout.
+    Observe(observe::Options),
     /// Write one LAVA job definition per board (DIR/BOARD.yaml).
     LavaJobs {
         /// Only this board (repeatable; default: every board in boards.toml).
@@ -303,6 +314,13 @@ enum Command {
         #[arg(long, default_value_t = 120)]
         timeout: u64,
     },
+    /// Firmware that knows nothing of cachescope under the cache model (scripts/foreign): our own
+    /// foreign images (tests/foreign/foreign.S, EL1/2/3, correct and broken), Debian's U-Boot
+    /// and Linux, each against its expectation file (tests/foreign/expect/).
+    Foreign {
+        #[command(subcommand)]
+        command: ForeignCommand,
+    },
     /// Print one key of one board (arrays: one item per line), for shell scripts.
     BoardValue {
         /// Board name.
@@ -310,6 +328,28 @@ enum Command {
         /// Key (see the top of boards.toml).
         key: String,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum ForeignCommand {
+    /// Assemble and link every own image (GNU as -g, binutils-aarch64-linux-gnu) into target/foreign/.
+    Build,
+    /// Unpack Debian's U-Boot (u-boot-qemu) and arm64 Linux kernel into the cache
+    /// (CS_CACHE, else ~/.cache/cachescope; /foreign), through mksdcard's private apt configuration.
+    Fetch,
+    /// Run every subject side by side through `cachescope-xtask observe … --expect FILE`, each
+    /// within its timeout, and check that its console reached its end line. Exit 1 naming every
+    /// failed one.
+    Run {
+        /// Only the subjects whose name matches this regular expression.
+        #[arg(long, value_name = "REGEX")]
+        only: Option<String>,
+        /// Subjects run at a time (default: all at once; CS_JOBS is the catalogue's).
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
+    /// The subjects: name, EL, vCPUs, firmware, expectation file.
+    List,
 }
 
 #[derive(Subcommand, Debug)]
@@ -774,6 +814,14 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 status => Err(Failure::Status(status)),
             }
         }
+        Command::Observe(o) => {
+            let boards = boards::load(&boards_path).map_err(usage)?;
+            let ctx = qemu::Context::new(&repo_root(), boards);
+            match observe::run(&ctx, &o) {
+                0 => Ok(()),
+                status => Err(Failure::Status(status)),
+            }
+        }
         Command::LavaJobs { board, args, base_url, out } => {
             let all = boards::load(&boards_path).map_err(usage)?;
             for path in lava_jobs(&all, &board, args, base_url, &out)? {
@@ -799,12 +847,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let mut findings = Vec::new();
             for (i, pair) in files.chunks(2).enumerate() {
                 let (log, model) = (pair[0].display().to_string(), pair[1].display().to_string());
-                let (run, d) = observe::load(&log, &model).map_err(usage)?;
+                let (run, d) = model_observe::load(&log, &model).map_err(usage)?;
                 let smp = d.phases.iter().any(|p| p.parsed.bench == "pingpong");
                 let these = match (i, smp) {
-                    (_, true) => observe::smp(&run, &d),
-                    (0, false) => observe::benchmarks(&run, &d),
-                    _ => observe::geometry(&run, &d),
+                    (_, true) => model_observe::smp(&run, &d),
+                    (0, false) => model_observe::benchmarks(&run, &d),
+                    _ => model_observe::geometry(&run, &d),
                 };
                 let profile = d.profile_name().unwrap_or_else(|| "?".into());
                 findings.extend(these.into_iter().map(|(ok, w)| (ok, format!("[{log}, profile {profile}] {w}"))));
@@ -814,6 +862,58 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Hazards { log, model } => {
             let findings = hazards::check(&read(&log)?, &read(&model)?).map_err(|e| usage(format!("{}: {e}", model.display())))?;
             report_findings(&findings, "hazards", &format!(" ({} and {})", log.display(), model.display()))
+        }
+        Command::Foreign { command } => {
+            let root = repo_root();
+            // virt's RAM, as observe gives it to QEMU (boards.toml `qemu_memory`).
+            let ram = || -> Result<u64, Failure> {
+                let boards = boards::load(&boards_path).map_err(usage)?;
+                let m = boards
+                    .iter()
+                    .filter_map(|b| b.qemu.as_ref())
+                    .find(|q| q.machine == "virt")
+                    .and_then(|q| q.memory.clone())
+                    .ok_or_else(|| usage(format!("{}: no virt board with a qemu_memory", boards_path.display())))?;
+                foreign::memory_bytes(&m).ok_or_else(|| usage(format!("{}: qemu_memory '{m}' is not a size", boards_path.display())))
+            };
+            match command {
+                ForeignCommand::Build => {
+                    let built = foreign::build(&root).map_err(usage)?;
+                    say(&format!("foreign: {} images in {}", built.len(), root.join(foreign::IMAGE_DIR).display()));
+                    Ok(())
+                }
+                ForeignCommand::Fetch => {
+                    for line in foreign::fetch().map_err(usage)? {
+                        say(&format!("foreign: {line}"));
+                    }
+                    Ok(())
+                }
+                ForeignCommand::List => {
+                    for s in foreign::subjects(&root, &foreign::debian_dir(), ram()?) {
+                        say(&format!("{} el{} smp{} {} {}", s.name, s.el, s.smp, s.firmware.display(), s.expect.display()));
+                    }
+                    Ok(())
+                }
+                ForeignCommand::Run { only, jobs } => {
+                    let only = only.map(|r| regex::Regex::new(&r).map_err(|e| usage(format!("--only: {e}")))).transpose()?;
+                    let subjects: Vec<_> = foreign::subjects(&root, &foreign::debian_dir(), ram()?)
+                        .into_iter()
+                        .filter(|s| only.as_ref().is_none_or(|r| r.is_match(&s.name)))
+                        .collect();
+                    if subjects.is_empty() {
+                        return Err(usage("--only matches no subject (cachescope-xtask foreign list)"));
+                    }
+                    let with = foreign::RunWith {
+                        observe: std::env::current_exe().map_err(|e| usage(format!("cannot find this binary for observe: {e}")))?,
+                        out: root.join(foreign::IMAGE_DIR).join("runs"),
+                    };
+                    if foreign::run_all(&subjects, &with, jobs.unwrap_or(subjects.len())) {
+                        Ok(())
+                    } else {
+                        Err(Failure::Quiet)
+                    }
+                }
+            }
         }
         Command::ScriptHelp { timeout } => {
             let findings = scripthelp::check(&repo_root(), std::time::Duration::from_secs(timeout)).map_err(usage)?;

@@ -158,21 +158,33 @@ fn nonempty(p: &Path) -> bool {
     fs::metadata(p).is_ok_and(|m| m.len() > 0)
 }
 
-/// The cache of Debian files: CS_CACHE, else XDG_CACHE_HOME (else ~/.cache)/cachescope; then /firmware.
-pub(crate) fn cache() -> PathBuf {
+/// The cache folder: CS_CACHE, else XDG_CACHE_HOME (else ~/.cache)/cachescope.
+pub fn cache_base() -> PathBuf {
     let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let base = var("CS_CACHE")
-        .unwrap_or_else(|| var("XDG_CACHE_HOME").unwrap_or_else(|| var("HOME").unwrap_or_default().join(".cache")).join("cachescope"));
-    base.join("firmware")
+    var("CS_CACHE")
+        .unwrap_or_else(|| var("XDG_CACHE_HOME").unwrap_or_else(|| var("HOME").unwrap_or_default().join(".cache")).join("cachescope"))
 }
 
-/// apt-get and apt-cache through the private configuration.
-struct Apt {
+/// The cache of Debian files: [`cache_base`]/firmware.
+pub(crate) fn cache() -> PathBuf {
+    cache_base().join("firmware")
+}
+
+/// apt-get and apt-cache through the private configuration (also the foreign subjects' Debian
+/// packages, `crate::foreign`: one set of package lists and one copy of the kernel package).
+pub struct Apt {
     cache: PathBuf,
     user: String,
 }
 
 impl Apt {
+    /// The private configuration under [`cache_base`]/firmware, run as the current user.
+    pub fn new() -> Apt {
+        let user =
+            Command::new("id").arg("-un").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
+        Apt { cache: cache(), user }
+    }
+
     fn dir(&self, arch: &str) -> PathBuf {
         self.cache.join(format!("apt-{arch}"))
     }
@@ -201,7 +213,8 @@ impl Apt {
         c
     }
 
-    fn update(&self, arch: &str) -> bool {
+    /// `apt-get update` of the private lists; whether it succeeded.
+    pub fn update(&self, arch: &str) -> bool {
         let ok = quiet(&mut self.command(arch, "apt-get", &["-qq", "update"]));
         if ok {
             let _ = fs::File::create(self.dir(arch).join("updated"));
@@ -210,7 +223,7 @@ impl Apt {
     }
 
     /// The cached .deb of a package (the first by name), fetched when there is none.
-    fn fetch_deb(&self, arch: &str, pkg: &str) -> Option<PathBuf> {
+    pub fn fetch_deb(&self, arch: &str, pkg: &str) -> Option<PathBuf> {
         let debs = self.cache.join("debs");
         let have = || {
             let mut found: Vec<PathBuf> = fs::read_dir(&debs)
@@ -238,7 +251,7 @@ impl Apt {
     }
 
     /// The newest linux-image-*-arm64 that linux-image-arm64 points at in bookworm-backports.
-    fn kernel_package(&self) -> Option<String> {
+    pub fn kernel_package(&self) -> Option<String> {
         let out =
             self.command("arm64", "apt-cache", &["depends", "linux-image-arm64/bookworm-backports"]).stderr(Stdio::null()).output().ok()?;
         kernel_package_of(&String::from_utf8_lossy(&out.stdout))
@@ -246,7 +259,7 @@ impl Apt {
 }
 
 /// `dpkg-deb --fsys-tarfile DEB | tar TAR_ARGS…`: Ok(tar succeeded).
-pub(crate) fn untar(deb: &Path, tar_args: &[String], stdout: Option<fs::File>, stderr_null: bool) -> Result<bool, Stop> {
+pub fn untar(deb: &Path, tar_args: &[String], stdout: Option<fs::File>, stderr_null: bool) -> Result<bool, Stop> {
     let mut dpkg = Command::new("dpkg-deb")
         .arg("--fsys-tarfile")
         .arg(deb)
@@ -292,8 +305,7 @@ pub fn mksdcard(root: &Path, boards_path: &Path, boards: &[Board], o: &Options) 
     };
     let dtb_name = board.dtb.clone().unwrap_or_else(|| "none".into());
     let firmware = &board.firmware;
-    let user = Command::new("id").arg("-un").output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
-    let apt = Apt { cache: cache(), user };
+    let apt = Apt::new();
     let staging = std::env::temp_dir().join(format!("cachescope-sdcard-{}", std::process::id()));
     let _ = fs::remove_dir_all(&staging);
     fs::create_dir_all(&staging).map_err(|e| die(format!("{}: {e}", staging.display())))?;

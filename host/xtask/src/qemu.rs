@@ -97,12 +97,12 @@ impl Env {
     }
 
     /// The value, `None` when unset or empty (the shell's `${NAME:-…}`).
-    fn nonempty(&self, name: &str) -> Result<Option<String>, Stop> {
+    pub fn nonempty(&self, name: &str) -> Result<Option<String>, Stop> {
         Ok(self.get(name)?.filter(|v| !v.is_empty()))
     }
 
     /// A switch: unset, empty or `0` is off, `1` is on; anything else is refused.
-    fn flag(&self, name: &str, meaning: &str) -> Result<bool, Stop> {
+    pub fn flag(&self, name: &str, meaning: &str) -> Result<bool, Stop> {
         match self.get(name)?.as_deref() {
             None | Some("") | Some("0") => Ok(false),
             Some("1") => Ok(true),
@@ -110,7 +110,8 @@ impl Env {
         }
     }
 
-    fn apply(&self, cmd: &mut Command) {
+    /// Sets the overlay on a child command.
+    pub fn apply(&self, cmd: &mut Command) {
         cmd.envs(self.overlay.iter().map(|(k, v)| (k, v)));
     }
 }
@@ -208,7 +209,8 @@ impl Context {
         Context { root: root.to_path_buf(), boards, host_bin }
     }
 
-    fn report(&self) -> PathBuf {
+    /// The report tool's binary.
+    pub fn report(&self) -> PathBuf {
         self.host_bin.join("cachescope-report")
     }
 }
@@ -349,6 +351,17 @@ pub struct Line<'a> {
     pub args: &'a [OsString],
     /// The cache model's plugin argument (`-plugin`) and the profile it names.
     pub plugin: Option<(&'a str, &'a str)>,
+    /// How QEMU loads [`Line::kernel`].
+    pub load: Load,
+}
+
+/// How QEMU loads the firmware of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Load {
+    /// `-kernel FILE -append ARGS` (an ELF at its entry, a raw image by the Linux boot protocol).
+    Kernel,
+    /// `-bios FILE`: a raw image at the base of the flash (U-Boot's u-boot.bin); no `-append`.
+    Bios,
 }
 
 /// One semihosting `arg=` value: QEMU's option escaping doubles commas.
@@ -400,7 +413,10 @@ pub fn qemu_argv(line: &Line) -> Vec<OsString> {
             semi.push(semihosting_escape(w));
         }
     }
-    cmd.extend([OsString::from("-kernel"), line.kernel.as_os_str().to_owned(), "-append".into(), append]);
+    match line.load {
+        Load::Kernel => cmd.extend([OsString::from("-kernel"), line.kernel.as_os_str().to_owned(), "-append".into(), append]),
+        Load::Bios => cmd.extend([OsString::from("-bios"), line.kernel.as_os_str().to_owned()]),
+    }
     cmd.extend(["-semihosting-config".into(), semi]);
     if let Some((cpu, smp)) = &s.cpu {
         cmd.extend(["-cpu".into(), cpu.into(), "-smp".into(), smp.to_string().into()]);
@@ -461,12 +477,12 @@ pub fn exit_status(rc: i32, verdict_failed: bool) -> u8 {
 }
 
 /// A process's status as a shell reports it (128 + the signal that killed it).
-fn code(st: ExitStatus) -> i32 {
+pub fn code(st: ExitStatus) -> i32 {
     st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))
 }
 
 /// Whether `name` is an executable file on PATH.
-fn on_path(env: &Env, name: &str) -> bool {
+pub fn on_path(env: &Env, name: &str) -> bool {
     let path = env.raw("PATH").unwrap_or_default();
     std::env::split_paths(&path).any(|d| is_executable(&d.join(name)))
 }
@@ -579,7 +595,7 @@ fn compile_dtbs(ctx: &Context, env: &Env, extra: &mut [String]) -> Result<(), St
 /// `cargo build --release` of one host package, each alone as scripts/report and scripts/test
 /// build it (building them together would unify their features differently and make the next
 /// `scripts/report` recompile). Err: cargo's output.
-fn host_build(ctx: &Context, env: &Env, package: &str) -> Result<(), String> {
+pub fn host_build(ctx: &Context, env: &Env, package: &str) -> Result<(), String> {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     env.apply(&mut cmd);
     cmd.args(["build", "--quiet", "--release", "--manifest-path"]).arg(ctx.root.join("host/Cargo.toml"));
@@ -593,7 +609,7 @@ fn host_build(ctx: &Context, env: &Env, package: &str) -> Result<(), String> {
 
 /// A command's stdout and stderr through one pipe, as `$(CMD 2>&1)`: (status, text without its
 /// trailing newlines).
-fn merged_output(mut cmd: Command) -> std::io::Result<(i32, String)> {
+pub fn merged_output(mut cmd: Command) -> std::io::Result<(i32, String)> {
     let (mut r, w) = std::io::pipe()?;
     cmd.stdout(w.try_clone()?).stderr(w).stdin(Stdio::null());
     let mut child = cmd.spawn()?;
@@ -662,6 +678,7 @@ impl Run<'_> {
             kernel: &kernel,
             args: self.args,
             plugin: self.plugin.as_deref().map(|p| (p, self.profile.as_str())),
+            load: Load::Kernel,
         };
         Ok(qemu_argv(&line))
     }
@@ -1057,7 +1074,8 @@ mod tests {
         let b = crate::boards::find(&all, board).unwrap();
         let s = settings_for(board, vars).unwrap();
         let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-        let line = Line { settings: &s, qemu: b.qemu.as_ref().unwrap(), kernel: Path::new("/k/kernel"), args: &args, plugin };
+        let line =
+            Line { settings: &s, qemu: b.qemu.as_ref().unwrap(), kernel: Path::new("/k/kernel"), args: &args, plugin, load: Load::Kernel };
         qemu_argv(&line).into_iter().map(|a| a.into_string().unwrap()).collect()
     }
 

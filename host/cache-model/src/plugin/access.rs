@@ -4,6 +4,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use crate::hierarchy::{Attr, Hint, Level};
+use crate::pc_table::delta;
 
 use super::emit::Core;
 use super::engine::{Engine, Host, MemAccess};
@@ -103,24 +104,30 @@ impl<H: Host> Engine<H> {
             let mode = if write || !self.settings.sanitize { LineMode::Bypass } else { LineMode::BypassLoads };
             return self.remember_data(f, vaddr >> shift, mode, 0, pa >> shift, ok);
         }
+        let counting = core.pcs.is_some();
         let m = self.model(&mut core);
         let shift = m.config().l1d.line_shift();
+        let before = if counting { m.pc_counts() } else { [0; 3] };
         let slot = m.data_hint(cpu, pa, size, write, attr, hint);
+        let moved = if counting { delta(before, m.pc_counts()) } else { [0; 3] };
+        let events = m.has_events();
+        // A non-temporal fill sits at the end of the replacement order, so a repeated hit
+        // is not a no-op (LRU promotes it): no shortcut after LDNP/STNP.
+        // A stale copy reports every hit (the sanitizer): no shortcut either.
+        let keep = slot.filter(|&s| !(hint.nt || write && attr == Attr::NormalWriteThrough || m.l1d_stale(cpu, s)));
+        if let Some((t, _)) = core.pcs.as_mut() {
+            t.add(hint.pc, moved);
+        }
         let code = self.wrote_code(f, cpu, pa, size, write);
-        if m.has_events() {
+        if events {
             self.hazards(&mut core, vaddr, hint.pc, current());
             return f.forget_line();
         }
         // A store to a line of the last TB goes to the model (see `wrote_code`).
         let mode = if attr == Attr::NormalWriteBack && !code { LineMode::LoadsAndStores } else { LineMode::Loads };
-        match slot {
-            // A non-temporal fill sits at the end of the replacement order, so a repeated hit
-            // is not a no-op (LRU promotes it): no shortcut after LDNP/STNP.
-            // A stale copy reports every hit (the sanitizer): no shortcut either.
-            Some(s) if !(hint.nt || write && attr == Attr::NormalWriteThrough || m.l1d_stale(cpu, s)) => {
-                self.remember_data(f, vaddr >> shift, mode, s as u64, pa >> shift, true)
-            }
-            _ => f.forget_line(),
+        match keep {
+            Some(s) => self.remember_data(f, vaddr >> shift, mode, s as u64, pa >> shift, true),
+            None => f.forget_line(),
         }
     }
 

@@ -91,6 +91,8 @@ pub struct Core {
     pub quiet: bool,
     /// Hazard occurrences dropped while quiet.
     pub quieted: u64,
+    /// The per-PC table (`pc_table=N`, N > 0) and its bound.
+    pub pcs: Option<(crate::pc_table::PcTable, usize)>,
     out: Box<dyn Write + Send>,
 }
 
@@ -118,6 +120,7 @@ impl Core {
             taint: super::attribution::Taint::default(),
             quiet: false,
             quieted: 0,
+            pcs: (settings.pc_table > 0).then(|| (crate::pc_table::PcTable::default(), settings.pc_table as usize)),
             out,
         }
     }
@@ -213,6 +216,9 @@ impl Core {
             text += &model_records::coherence_total_lines(m.coherence());
         }
         text += &model_records::hazard_total_line(&self.hazards, sanitize);
+        if let Some((t, limit)) = &self.pcs {
+            text += &t.lines(*limit);
+        }
         text += &model_records::line(
             record::ModelRun::new()
                 .protocol(protocol::VERSION)
