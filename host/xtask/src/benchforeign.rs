@@ -190,41 +190,16 @@ pub fn model_counts(text: &str) -> (Option<u64>, Option<u64>) {
     (hazards, warnings)
 }
 
-/// The Linux Image to boot: `--kernel`, else CS_LINUX_IMAGE, else the newest `boot/vmlinuz-*`
-/// of a Debian linux-image-*-arm64 package in the firmware cache (scripts/mksdcard's
-/// `debs/`), extracted once beside it (`linux/`).
+/// The Linux Image to boot: `--kernel`, else CS_LINUX_IMAGE, else the kernel the foreign
+/// subjects boot ([`crate::foreign::linux_kernel`], unpacked by `cachescope-xtask foreign fetch`,
+/// which scripts/bootstrap runs).
 pub fn find_kernel(given: Option<PathBuf>) -> Result<PathBuf, String> {
-    let hint = "give --kernel IMAGE or CS_LINUX_IMAGE=IMAGE: Debian's arm64 kernel Image, boot/vmlinuz-* of linux-image-*-arm64 (apt-get download linux-image-arm64:arm64 with the arm64 architecture added, then dpkg-deb -x)";
+    let hint = "give --kernel IMAGE or CS_LINUX_IMAGE=IMAGE (Debian's arm64 kernel Image), or run `scripts/foreign fetch` (scripts/bootstrap does)";
     if let Some(k) = given.or_else(|| std::env::var_os("CS_LINUX_IMAGE").filter(|v| !v.is_empty()).map(PathBuf::from)) {
         return if k.is_file() { Ok(k) } else { Err(format!("{}: no such kernel Image ({hint})", k.display())) };
     }
-    let cache = crate::mksdcard::cache();
-    let mut debs: Vec<PathBuf> = std::fs::read_dir(cache.join("debs"))
-        .map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("linux-image-") && n.ends_with("_arm64.deb")))
-        .collect();
-    debs.sort();
-    let Some(deb) = debs.pop() else { return Err(format!("no kernel found in {} ({hint})", cache.join("debs").display())) };
-    let dir = cache.join("linux").join(deb.file_stem().unwrap_or_default());
-    let image = |dir: &Path| -> Option<PathBuf> {
-        std::fs::read_dir(dir.join("boot"))
-            .ok()?
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("vmlinuz-")))
-    };
-    if let Some(k) = image(&dir) {
-        return Ok(k);
-    }
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let args = ["-x".to_string(), "-C".into(), dir.display().to_string(), "--wildcards".into(), "./boot/vmlinuz-*".into()];
-    let ok = crate::mksdcard::untar(&deb, &args, None, false).map_err(|e| e.1.unwrap_or_default())?;
-    match image(&dir) {
-        Some(k) if ok => Ok(k),
-        _ => Err(format!("{}: no boot/vmlinuz-* extracted ({hint})", deb.display())),
-    }
+    let k = crate::foreign::linux_kernel();
+    if k.is_file() { Ok(k) } else { Err(format!("{}: no kernel Image there ({hint})", k.display())) }
 }
 
 /// Runs the benchmark and prints its table.

@@ -218,6 +218,11 @@ pub fn linux_image_member(package: &str) -> Option<String> {
 /// The file name the Linux subjects boot (the member's, unpacked flat).
 const LINUX_KERNEL: &str = "vmlinuz";
 
+/// The Linux kernel Image the subjects boot (and scripts/bench-foreign times), once fetched.
+pub fn linux_kernel() -> PathBuf {
+    debian_dir().join("linux").join(LINUX_KERNEL)
+}
+
 /// `foreign fetch`: U-Boot and the Linux kernel from Debian into [`debian_dir`]; one line each.
 pub fn fetch() -> Result<Vec<String>, String> {
     let apt = Apt::new();
