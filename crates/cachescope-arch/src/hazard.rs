@@ -34,14 +34,8 @@ pub enum Severity {
 
 impl HazardKind {
     /// Every kind, in record order (the index is the discriminant).
-    pub const ALL: [HazardKind; 6] = [
-        Self::StaleReadByDevice,
-        Self::LostWrite,
-        Self::StaleReadByCpu,
-        Self::StaleInstruction,
-        Self::MaintenanceGap,
-        Self::SharedLine,
-    ];
+    pub const ALL: [HazardKind; 6] =
+        [Self::StaleReadByDevice, Self::LostWrite, Self::StaleReadByCpu, Self::StaleInstruction, Self::MaintenanceGap, Self::SharedLine];
 
     /// The `kind` field of `hazard` and `expect-hazard` records.
     pub const fn name(self) -> &'static str {

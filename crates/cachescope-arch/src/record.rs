@@ -1294,11 +1294,17 @@ mod tests {
         assert!(cache.starts_with(r#"{"record":"cache","level":1,"type":"data","#), "{cache}");
         let total = MaintTotal::new().ops(&core::array::from_fn(|i| i as u64)).finish();
         assert!(total.starts_with(r#"{"record":"maint-total","dc_isw":0,"dc_csw":1,"#) && total.ends_with(r#""dc_other":14}"#), "{total}");
-        let h =
-            HazardTotal::new().sanitize(true).hazards(15).count(20).per_kind(&[5, 4, 3, 2, 1, 0]).truncated(false).dropped(0).source("model");
-        assert!(h
-            .finish()
-            .contains(r#""stale_read_by_device":5,"lost_write":4,"stale_read_by_cpu":3,"stale_instruction":2,"maintenance_gap":1,"shared_line":0,"#));
+        let h = HazardTotal::new()
+            .sanitize(true)
+            .hazards(15)
+            .count(20)
+            .per_kind(&[5, 4, 3, 2, 1, 0])
+            .truncated(false)
+            .dropped(0)
+            .source("model");
+        assert!(h.finish().contains(
+            r#""stale_read_by_device":5,"lost_write":4,"stale_read_by_cpu":3,"stale_instruction":2,"maintenance_gap":1,"shared_line":0,"#
+        ));
     }
 
     /// The counts group is the `model` kinds' fields, in order, and the builders' and views'

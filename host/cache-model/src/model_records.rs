@@ -255,7 +255,7 @@ mod tests {
         }
         assert_eq!(
             hazard_total_line(&h, true),
-            "# cs: {\"record\":\"hazard-total\",\"sanitize\":true,\"hazards\":1,\"count\":2,\"stale_read_by_device\":0,\"lost_write\":1,\"stale_read_by_cpu\":0,\"stale_instruction\":0,\"maintenance_gap\":0,\"truncated\":true,\"dropped\":1,\"source\":\"model\"}\n"
+            "# cs: {\"record\":\"hazard-total\",\"sanitize\":true,\"hazards\":1,\"count\":2,\"stale_read_by_device\":0,\"lost_write\":1,\"stale_read_by_cpu\":0,\"stale_instruction\":0,\"maintenance_gap\":0,\"shared_line\":0,\"truncated\":true,\"dropped\":1,\"source\":\"model\"}\n"
         );
         assert_eq!(phase_lines("x", 1, &Totals::default(), 2).lines().count(), 4);
     }

@@ -74,16 +74,55 @@ impl Hasher for LineHasher {
 /// A map keyed by line number.
 pub type LineMap<V> = HashMap<u64, V, BuildHasherDefault<LineHasher>>;
 
+/// Which bytes of one L1D line an access touched: bit `i` covers the bytes
+/// `[i·g, (i+1)·g)` of the line, `g = max(1, line / 64)` (exact per byte for lines of up to 64
+/// bytes; a longer line's granules are wider, which can only make bytes overlap that do not).
+pub type ByteMask = u64;
+
+/// The [`ByteMask`] of `len` bytes (at least one) from offset `off` of a line of `1 << shift`
+/// bytes; bytes past the line's end are ignored (an access that crosses a line is split first).
+#[inline]
+pub fn byte_mask(off: u64, len: u64, shift: u32) -> ByteMask {
+    let line = 1u64 << shift;
+    let (off, end) = (off.min(line - 1), (off + len.max(1)).min(line));
+    let g = shift.saturating_sub(6);
+    let (first, last) = (off >> g, (end - 1) >> g);
+    (u64::MAX >> (63 - last)) & (u64::MAX << first)
+}
+
+/// Every byte of a line of `1 << shift` bytes.
+#[inline]
+pub fn full_mask(shift: u32) -> ByteMask {
+    byte_mask(0, 1 << shift, shift)
+}
+
+/// The last write behind the caches of a line, and the bytes written behind since a copy of it
+/// was first made stale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Behind {
+    /// PC of the write that last made a copy stale.
+    pub pc: u64,
+    /// Its kind: `nc-write` or `device-write`.
+    pub kind: &'static str,
+    /// Bytes written behind the caches while some copy was stale.
+    pub bytes: ByteMask,
+}
+
 /// The sanitizer's state beyond the tag arrays.
 #[derive(Default)]
 pub struct Sanitizer {
     /// L1D line number → PC of the write that made it dirty.
     pub dirty_pc: LineMap<u64>,
-    /// L1D line number → (PC, access kind) of the last write behind the cache.
-    pub behind: LineMap<(u64, &'static str)>,
-    /// L1D line number → PC of the first D-side write since the line's last IC invalidate (the
-    /// stale-instruction rule; empty when CTR_EL0.DIC = 1).
-    pub written: LineMap<u64>,
+    /// L1D line number → the bytes written since the line was last clean in every cache before
+    /// the PoC (what differs from memory). Only meaningful while a cache holds the line dirty
+    /// (the tag arrays say so): the first write that dirties it again while no cache holds it
+    /// dirty starts the mask afresh.
+    pub dirty_bytes: LineMap<ByteMask>,
+    /// L1D line number → the last write behind the cache and the bytes written behind.
+    pub behind: LineMap<Behind>,
+    /// L1D line number → PC of the first D-side write since the line's last IC invalidate and
+    /// the bytes written since (the stale-instruction rule; empty when CTR_EL0.DIC = 1).
+    pub written: LineMap<(u64, ByteMask)>,
     /// Hazards found since the plugin last drained them.
     pub events: Vec<Event>,
     /// CTR_EL0.IDC: data cleaning to PoU is not required for instruction coherence.
@@ -108,9 +147,44 @@ impl Sanitizer {
         ("write", self.dirty_pc.get(&line).copied().unwrap_or(0))
     }
 
+    /// The bytes of a dirty line that differ from memory (every byte when not known).
+    pub fn dirty_mask(&self, line: u64) -> ByteMask {
+        self.dirty_bytes.get(&line).copied().unwrap_or(u64::MAX)
+    }
+
     /// The recorded write behind the cache of a line.
     pub fn behind_cause(&self, line: u64) -> (&'static str, u64) {
-        self.behind.get(&line).map_or(("write-behind", 0), |&(pc, kind)| (kind, pc))
+        self.behind.get(&line).map_or(("write-behind", 0), |b| (b.kind, b.pc))
+    }
+
+    /// The bytes written behind the cache of a line with a stale copy (every byte when not known).
+    pub fn behind_mask(&self, line: u64) -> ByteMask {
+        self.behind.get(&line).map_or(u64::MAX, |b| b.bytes)
+    }
+
+    /// A write of `bytes` of `line` at `pc` through the D-side (write-back: `dirty` is
+    /// `Some(fresh)`, `fresh` = it made a clean line dirty and no cache before the PoC held the
+    /// line dirty, so the dirty bytes start afresh; write-through or behind the caches: `None`),
+    /// `dirtied` = it turned the L1D copy from clean to dirty.
+    #[inline]
+    pub fn wrote(&mut self, line: u64, bytes: ByteMask, pc: u64, dirty: Option<bool>, dirtied: bool) {
+        if dirtied {
+            self.dirty_pc.insert(line, pc);
+        }
+        match dirty {
+            Some(true) => {
+                self.dirty_bytes.insert(line, bytes);
+            }
+            Some(false) => *self.dirty_bytes.entry(line).or_insert(0) |= bytes,
+            None => {}
+        }
+        if !self.dic {
+            let e = self.written.entry(line).or_insert((pc, 0));
+            if dirtied {
+                e.0 = pc;
+            }
+            e.1 |= bytes;
+        }
     }
 }
 
@@ -285,6 +359,40 @@ mod tests {
         assert_eq!(h.limit(), HAZARD_RECORD_LIMIT);
         h.add(ev(HazardKind::LostWrite, 0), 0, 0, None, None);
         assert!(!h.truncated());
+    }
+
+    #[test]
+    fn byte_masks() {
+        assert_eq!(byte_mask(0, 8, 6), 0xff);
+        assert_eq!(byte_mask(0x38, 8, 6), 0xff << 56);
+        assert_eq!(byte_mask(60, 8, 6), 0xf << 60, "bytes past the line's end are ignored");
+        assert_eq!(byte_mask(5, 0, 6), 1 << 5, "an access covers at least one byte");
+        assert_eq!(full_mask(6), u64::MAX);
+        // 16-byte lines use the low bits; 128-byte lines two bytes a bit.
+        assert_eq!(full_mask(4), 0xffff);
+        assert_eq!(byte_mask(3, 2, 4), 0b11000);
+        assert_eq!(full_mask(7), u64::MAX);
+        assert_eq!(byte_mask(1, 1, 7), 1, "byte 1 shares bit 0 with byte 0");
+        assert_eq!(byte_mask(2, 4, 7), 0b110);
+        assert_eq!(byte_mask(127, 1, 7), 1 << 63);
+    }
+
+    #[test]
+    fn write_masks_start_afresh_only_on_a_fresh_dirty_line() {
+        let mut s = Sanitizer::new(false, false);
+        s.wrote(7, 0xf, 0x10, Some(true), true);
+        s.wrote(7, 0xf0, 0x14, Some(false), false);
+        assert_eq!((s.dirty_mask(7), s.dirty_cause(7)), (0xff, ("write", 0x10)));
+        s.wrote(7, 0x100, 0x18, Some(false), true);
+        assert_eq!((s.dirty_mask(7), s.dirty_cause(7)), (0x1ff, ("write", 0x18)), "dirty again while dirty elsewhere: added");
+        s.wrote(7, 0x200, 0x1c, Some(true), true);
+        assert_eq!(s.dirty_mask(7), 0x200, "clean everywhere before: afresh");
+        assert_eq!(s.written[&7], (0x1c, 0x3ff), "the IC rule's bytes add up until an IC invalidate");
+        s.wrote(8, 1, 0x20, None, false);
+        assert_eq!((s.dirty_mask(8), s.written[&8]), (u64::MAX, (0x20, 1)), "write-through: no dirty bytes (unknown = all)");
+        let mut s = Sanitizer::new(false, true);
+        s.wrote(7, 1, 0x10, Some(true), true);
+        assert!(s.written.is_empty(), "DIC = 1: no IC rule");
     }
 
     #[test]

@@ -356,7 +356,7 @@ fn the_shortcut_changes_no_count_and_no_record() {
         let records = differential(args, &steps);
         // The traces reach what they mean to: phases, hazards, a rebuilt model.
         assert!(records.contains("\"record\":\"model\",\"phase\":\"phase-at-"), "no phase records with {args:?}");
-        for kind in ["stale-read-by-device", "stale-read-by-cpu", "stale-instruction", "lost-write"] {
+        for kind in ["stale-read-by-device", "stale-read-by-cpu", "stale-instruction", "lost-write", "shared-line"] {
             assert!(records.contains(&format!("\"kind\":\"{kind}\"")), "no {kind} hazard with {args:?}");
         }
         if guest {
@@ -496,4 +496,41 @@ fn el2_and_el3_controls_the_model_does_not_follow_are_named_once() {
     assert_eq!(warnings.len(), 3, "{records}");
     assert!(warnings[0].contains("HCR_EL2.DC set (vCPU 0, 0x80001000)"), "{}", warnings[0]);
     assert!(warnings[1].contains("SCTLR_EL2.M set") && warnings[2].contains("SCTLR_EL2.C set"), "{records}");
+}
+
+#[test]
+fn bytes_stored_through_the_shortcut_reach_the_sanitizer() {
+    let a = VA_OFFSET + RAM + 0x8_0000;
+    let mem = |r: &Run, va: u64, size: u32, write: bool| {
+        r.engine.mem(0, &FakeAccess { size, value: 0 }, va, va, write, None, Hint { pc: 0x9000, nt: false })
+    };
+    for fast in [true, false] {
+        // The device's first read: stale (bytes 8..16 were stored, through the shortcut with
+        // fast=on) or a shared line (24..32 were not); then the group's store (44..48) is stale
+        // and its load's bytes (36..40) are not.
+        for (read, stale, shared) in [(a + 8, 2, 1), (a + 24, 1, 2)] {
+            let r = Run::new(&["profile=rpi4"], fast);
+            r.marker(Marker::Sctlr(1 | 4 | 1 << 12), 0x8_0000);
+            mem(&r, a, 8, true);
+            mem(&r, a + 8, 8, true); // the same line: the shortcut's, with fast=on
+            mem(&r, a + 16, 4, false);
+            let group = Group::new(4, vec![(4, 4, false), (12, 4, true)], 0x9100);
+            r.engine.mem_group(0, &FakeAccess { size: 4, value: 0 }, a + 32, false, &group);
+            // The device's view of the page: the window marker settles the deferred stores.
+            r.marker(Marker::Window { va: a, len: 0x1000, attr: ModelAttr::NormalNonCacheable, pa: Some(a - VA_OFFSET) }, 0x8_0000);
+            mem(&r, read, 8, false);
+            mem(&r, a + 44, 4, false);
+            mem(&r, a + 36, 4, false);
+            let records = r.finish();
+            let hazards: Vec<&str> = records.lines().filter(|l| l.contains("\"record\":\"hazard\"")).collect();
+            assert_eq!(hazards.len(), 2, "fast {fast}, read {read:#x}: {records}");
+            for (kind, count) in [("stale-read-by-device", stale), ("shared-line", shared)] {
+                let want = [format!("\"kind\":\"{kind}\",\"pa\":\"0x40080000\""), format!("\"count\":{count},")];
+                assert!(
+                    hazards.iter().any(|h| want.iter().all(|w| h.contains(w.as_str()))),
+                    "fast {fast}, read {read:#x}: {kind} ×{count}: {hazards:?}"
+                );
+            }
+        }
+    }
 }
