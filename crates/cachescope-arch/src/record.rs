@@ -977,7 +977,7 @@ kind! {
         req(stale_read_by_cpu, UInt, "…"),
         req(stale_instruction, UInt, "…"),
         req(maintenance_gap, UInt, "…"),
-        req(shared_line, UInt, "… (advisory)"),
+        opt(shared_line, UInt, "… (advisory; absent in model logs written before the kind existed)"),
         req(truncated, Bool,
             "more distinct hazards than the plugin records in a run (10,000): the rest were only counted (`dropped`); the run fails",
         ),
