@@ -888,6 +888,7 @@ kind! {
     [
         req(protocol, UInt, "marker protocol version the plugin speaks"),
         req(markers, UInt, "markers received"),
+        opt(markers_ignored, UInt, "of those, ignored under the plugin argument `markers=declarations` (geometry, window, SCTLR); present only then"),
         req(phases, UInt, "phases completed"),
         req(va_learned, UInt, "by-VA operations translated from the guest's own accesses"),
         req(va_window, UInt, "… from a window's declared PA"),

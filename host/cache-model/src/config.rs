@@ -17,6 +17,7 @@
 //! | `sanitize` | `on`, `off`: the cache-maintenance sanitizer | `on` |
 //! | `coherence` | `on`, `off`: MESI across vCPUs (off = private caches never snooped, for measuring its cost) | `on` |
 //! | `hazard_limit` | 1..=10000: the most distinct hazards a run records; past it they are counted and `hazard-total.truncated` fails the run | `10000` |
+//! | `markers` | `all`, `declarations`: which markers the plugin follows ([`MarkerMode`]; `declarations` = only those that declare what the sanitizer must find, as if the firmware told the model nothing else) | `all` |
 //!
 //! With `profile=guest` and no geometry markers from the kernel, the `rpi4` geometry is used and
 //! the `model-geometry` record says `"origin":"fallback"`.
@@ -48,7 +49,41 @@ pub const KEYS: &[&str] = &[
     "sanitize",
     "coherence",
     "hazard_limit",
+    "markers",
 ];
+
+/// Which markers the plugin follows (argument `markers`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MarkerMode {
+    /// Every marker, and the TPIDR_EL1 core tag (marker protocol 5).
+    #[default]
+    All,
+    /// Only the markers that declare what the sanitizer must find and where: hello (the
+    /// protocol version, which decides how the rest are decoded), phase begin and end (the
+    /// phases the kernel's `expect-hazard` records name), maintenance range begin and end (the
+    /// `maintenance-gap` rule's ranges) and sanitizer quiet. Geometry, window and SCTLR markers
+    /// are ignored, and so is the TPIDR_EL1 core tag: the model sees the machine as it would
+    /// see firmware that sends no markers, while the verdict can still be judged.
+    Declarations,
+}
+
+impl MarkerMode {
+    /// Every mode, in argument order.
+    pub const ALL: [MarkerMode; 2] = [MarkerMode::All, MarkerMode::Declarations];
+
+    /// The argument's value.
+    pub const fn name(self) -> &'static str {
+        match self {
+            MarkerMode::All => "all",
+            MarkerMode::Declarations => "declarations",
+        }
+    }
+
+    /// The mode named `v`.
+    pub fn parse(v: &str) -> Option<MarkerMode> {
+        Self::ALL.into_iter().find(|m| m.name() == v)
+    }
+}
 
 /// The most distinct hazards (kind, line, phase) a run records as `hazard` records. A correct
 /// run has none outside its declared mistakes (the main job's declare about 1,200 lines); past
@@ -97,6 +132,8 @@ pub struct Settings {
     pub coherence: bool,
     /// The bound on hazard records ([`HAZARD_RECORD_LIMIT`] at most).
     pub hazard_limit: u64,
+    /// Which markers are followed.
+    pub markers: MarkerMode,
 }
 
 impl Default for Settings {
@@ -121,6 +158,7 @@ impl Default for Settings {
             sanitize: true,
             coherence: true,
             hazard_limit: HAZARD_RECORD_LIMIT,
+            markers: MarkerMode::All,
         }
     }
 }
@@ -223,6 +261,12 @@ impl Settings {
                         .ok()
                         .filter(|n: &u64| (1..=max).contains(n))
                         .ok_or_else(|| format!("bad value '{v}' for 'hazard_limit': expected an integer in 1..={max}"))?
+                }
+                "markers" => {
+                    s.markers = MarkerMode::parse(v).ok_or_else(|| {
+                        let names: Vec<&str> = MarkerMode::ALL.iter().map(|m| m.name()).collect();
+                        format!("bad value '{v}' for 'markers': expected {}", names.join(" or "))
+                    })?
                 }
                 "coherence" => {
                     s.coherence = match v {
@@ -441,6 +485,14 @@ mod tests {
     }
 
     #[test]
+    fn marker_modes() {
+        assert_eq!(Settings::parse::<&str>(&[]).unwrap().markers, MarkerMode::All);
+        for m in MarkerMode::ALL {
+            assert_eq!(Settings::parse(&[format!("markers={}", m.name())]).unwrap().markers, m);
+        }
+    }
+
+    #[test]
     fn plru_is_accepted_for_every_level() {
         let s = Settings::parse(&["profile=rpi4", "policy=plru"]).unwrap();
         assert_eq!(s.policy, Some(Policy::Plru));
@@ -469,6 +521,8 @@ mod tests {
             (&["coherence=mesi"], "bad value 'mesi' for 'coherence'"),
             (&["hazard_limit=0"], "bad value '0' for 'hazard_limit'"),
             (&["hazard_limit=10001"], "bad value '10001' for 'hazard_limit'"),
+            (&["markers=none"], "bad value 'none' for 'markers': expected all or declarations"),
+            (&["markers=all", "markers=declarations"], "given twice"),
         ] {
             let e = Settings::parse(args).unwrap_err();
             assert!(e.contains(want), "{args:?}: {e}");

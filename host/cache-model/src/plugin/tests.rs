@@ -534,3 +534,47 @@ fn bytes_stored_through_the_shortcut_reach_the_sanitizer() {
         }
     }
 }
+
+#[test]
+fn markers_declarations_follows_only_what_declares_the_verdict() {
+    let a = VA_OFFSET + RAM + 0x8_0000;
+    let mem = |r: &Run, va: u64, write: bool| r.engine.mem(0, &FakeAccess { size: 8, value: 0 }, va, va, write, None, Hint::default());
+    for (mode, ignored) in [("all", false), ("declarations", true)] {
+        let r = Run::new(&["profile=rpi4", &format!("markers={mode}")], false);
+        r.marker(Marker::Hello { version: crate::protocol::VERSION }, 0x8_0000);
+        r.marker(Marker::Geometry { level: 1, kind: Kind::Data, line: 64, sets: 64, ways: 2 }, 0x8_0000);
+        // The caches on, as the guest's own SCTLR_EL1 write says (decoded in both modes).
+        r.special(Insn::MsrSctlr { rt: 5 }, 0x9000, &[(5, 1 | 4 | 1 << 12)]);
+        r.marker(Marker::PhaseBegin { name_va: 0x7001, id: 1 }, 0x8_0000);
+        mem(&r, a, true);
+        // The page becomes a device's view (a window): a read of the dirty line is stale, unless
+        // the window is ignored.
+        r.marker(Marker::Window { va: a, len: 0x1000, attr: ModelAttr::NormalNonCacheable, pa: Some(a - VA_OFFSET) }, 0x8_0000);
+        mem(&r, a, false);
+        r.marker(Marker::MaintBegin { va: a + 0x100, len: 128 }, 0x8_0000);
+        r.marker(Marker::MaintEnd { va: a + 0x100 }, 0x8_0000);
+        r.marker(Marker::PhaseEnd { id: 1 }, 0x8_0000);
+        let records = r.finish();
+        let hazards: Vec<&str> = records.lines().filter(|l| l.contains("\"record\":\"hazard\"")).collect();
+        let gaps = hazards.iter().filter(|h| h.contains("\"kind\":\"maintenance-gap\"") && h.contains("\"phase\":\"phase-at-7001\"")).count();
+        assert_eq!(gaps, 2, "{mode}: the range and the phase are declarations: {hazards:?}");
+        let stale = hazards.iter().any(|h| h.contains("\"kind\":\"stale-read-by-device\""));
+        assert_eq!(stale, !ignored, "{mode}: {hazards:?}");
+        assert!(records.contains("\"record\":\"model\",\"phase\":\"phase-at-7001\""), "{mode}: phase records");
+        let run = records.lines().find(|l| l.contains("\"record\":\"model-run\"")).unwrap();
+        assert!(run.contains("\"markers\":7,"), "{run}");
+        assert_eq!(run.contains("\"markers_ignored\":2,"), ignored, "{run}");
+        assert_eq!(geometry_of(&records)[1].2, 2, "the profile's L1D either way");
+    }
+    // The TPIDR_EL1 core tag is not followed either: untagged code on round-robin vCPUs.
+    for (mode, reported) in [("all", true), ("declarations", false)] {
+        let r = Run::with_vcpus(&["profile=rpi4", &format!("markers={mode}")], false, 2, true);
+        r.engine.identify_by(Some(cachescope_arch::marker::core_id_value(0)), || None, 0);
+        r.special(Insn::MsrSctlr { rt: 5 }, 0x9000, &[(5, 1 | 4 | 1 << 12)]);
+        mem(&r, a, true);
+        r.engine.fetch(0, a, 8, false); // code written and run without maintenance
+        let records = r.finish();
+        assert_eq!(records.contains("\"kind\":\"stale-instruction\""), reported, "{mode}: {records}");
+        assert_eq!(records.contains("core attribution cannot be trusted"), !reported, "{mode}");
+    }
+}
