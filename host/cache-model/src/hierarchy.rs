@@ -618,16 +618,18 @@ impl Model {
     /// `fetch`): the rules of [`Model::fetch_range`] without an access. Nothing without the
     /// sanitizer, and nothing on a line the L1I no longer holds.
     pub fn check_fetch(&mut self, cpu: usize, pa: u64, len: u64) {
-        if self.san.is_none() {
-            return;
-        }
-        if self.san.as_ref().is_some_and(|s| !(s.idc && s.dic)) {
+        let Some(san) = self.san.as_mut() else { return };
+        san.uncounted = true;
+        if !(san.idc && san.dic) {
             self.san_fetch(pa, len);
         }
         let c = &self.l1i[cpu];
         if c.probe(c.line_of(pa)).is_some_and(|slot| c.slot_stale(slot)) {
             let mask = self.fetch_mask(pa, len);
             self.san_stale_hit(pa, true, mask);
+        }
+        if let Some(san) = self.san.as_mut() {
+            san.uncounted = false;
         }
     }
 

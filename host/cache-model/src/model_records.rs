@@ -220,6 +220,7 @@ mod tests {
             access: "dc-ivac",
             cause: "write",
             cause_pc: 0x10,
+            uncounted: false,
         };
         let e = crate::sanitize::Entry { event, va: 0x1040, pc: 0x20, phase: "p".into(), phase_id: 3, count: 2, current: Some(7) };
         let out = hazard_lines(&[e.clone(), crate::sanitize::Entry { current: None, ..e }]);
@@ -249,8 +250,14 @@ mod tests {
         assert_eq!(total_lines(&Totals::default(), 0).lines().count(), 2);
         let mut h = crate::sanitize::Hazards::with_limit(1);
         for pa in [0, 0x40] {
-            let e =
-                crate::sanitize::Event { kind: crate::sanitize::HazardKind::LostWrite, pa, access: "dc-ivac", cause: "write", cause_pc: 0 };
+            let e = crate::sanitize::Event {
+                kind: crate::sanitize::HazardKind::LostWrite,
+                pa,
+                access: "dc-ivac",
+                cause: "write",
+                cause_pc: 0,
+                uncounted: false,
+            };
             h.add(e, pa, 0, None, None);
         }
         assert_eq!(

@@ -51,6 +51,11 @@ pub struct Event {
     pub cause: &'static str,
     /// Its PC (0 when not known).
     pub cause_pc: u64,
+    /// Found by a fetch the model does not count (the rest of a line the previous translation
+    /// block ended in, [`crate::hierarchy::Model::check_fetch`]): it adds a hazard record when
+    /// its (kind, line, phase) is new but no occurrence to an existing one, so occurrence
+    /// counts follow the counted L1I accesses and do not depend on where QEMU ends a block.
+    pub uncounted: bool,
 }
 
 /// A fast hasher for line numbers (a multiplicative hash; the keys are not adversarial).
@@ -125,6 +130,8 @@ pub struct Sanitizer {
     pub written: LineMap<(u64, ByteMask)>,
     /// Hazards found since the plugin last drained them.
     pub events: Vec<Event>,
+    /// The events reported now are [`Event::uncounted`].
+    pub uncounted: bool,
     /// CTR_EL0.IDC: data cleaning to PoU is not required for instruction coherence.
     pub idc: bool,
     /// CTR_EL0.DIC: instruction invalidation is not required for instruction coherence.
@@ -139,7 +146,7 @@ impl Sanitizer {
 
     /// Records a hazard.
     pub fn report(&mut self, kind: HazardKind, pa: u64, access: &'static str, cause: &'static str, cause_pc: u64) {
-        self.events.push(Event { kind, pa, access, cause, cause_pc });
+        self.events.push(Event { kind, pa, access, cause, cause_pc, uncounted: self.uncounted });
     }
 
     /// The recorded cause of a dirty line: ("write", its PC) or ("write", 0) when not known.
@@ -251,14 +258,17 @@ impl Hazards {
     #[allow(clippy::too_many_arguments)]
     pub fn add(&mut self, e: Event, va: u64, pc: u64, phase: Option<(u64, &str)>, current: Option<u64>) {
         let (phase_id, name) = phase.unwrap_or((0, ""));
-        self.occurrences += 1;
         let key = (e.kind, e.pa, phase_id);
         if let Some(&i) = self.index.get(&key) {
             if let Some(x) = self.entries[i].as_mut() {
-                x.count += 1;
+                if !e.uncounted {
+                    x.count += 1;
+                    self.occurrences += 1;
+                }
                 return;
             }
         }
+        self.occurrences += 1;
         if self.distinct() >= self.limit {
             self.dropped += 1;
             return;
@@ -320,7 +330,19 @@ mod tests {
     use super::*;
 
     fn ev(kind: HazardKind, pa: u64) -> Event {
-        Event { kind, pa, access: "read", cause: "nc-write", cause_pc: 0x10 }
+        Event { kind, pa, access: "read", cause: "nc-write", cause_pc: 0x10, uncounted: false }
+    }
+
+    #[test]
+    fn an_uncounted_event_adds_a_record_never_an_occurrence() {
+        let mut h = Hazards::default();
+        let quiet = Event { uncounted: true, ..ev(HazardKind::StaleInstruction, 0x40) };
+        h.add(quiet, 0x40, 0x100, Some((1, "a")), None);
+        h.add(ev(HazardKind::StaleInstruction, 0x40), 0x40, 0x104, Some((1, "a")), None);
+        h.add(quiet, 0x40, 0x108, Some((1, "a")), None);
+        assert_eq!((h.distinct(), h.occurrences), (1, 2));
+        let e = h.take(None);
+        assert_eq!((e[0].count, e[0].pc), (2, 0x100), "new: recorded (its first occurrence); existing: not counted");
     }
 
     #[test]

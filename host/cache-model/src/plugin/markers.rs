@@ -72,6 +72,7 @@ impl<H: Host> Engine<H> {
                         access: "maint-end",
                         cause: "dc-by-va",
                         cause_pc: r.last_pc,
+                        uncounted: false,
                     };
                     core.add_hazard(e, gap, pc, phase.as_ref(), None);
                 }

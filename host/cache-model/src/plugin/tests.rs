@@ -556,7 +556,8 @@ fn markers_declarations_follows_only_what_declares_the_verdict() {
         r.marker(Marker::PhaseEnd { id: 1 }, 0x8_0000);
         let records = r.finish();
         let hazards: Vec<&str> = records.lines().filter(|l| l.contains("\"record\":\"hazard\"")).collect();
-        let gaps = hazards.iter().filter(|h| h.contains("\"kind\":\"maintenance-gap\"") && h.contains("\"phase\":\"phase-at-7001\"")).count();
+        let gaps =
+            hazards.iter().filter(|h| h.contains("\"kind\":\"maintenance-gap\"") && h.contains("\"phase\":\"phase-at-7001\"")).count();
         assert_eq!(gaps, 2, "{mode}: the range and the phase are declarations: {hazards:?}");
         let stale = hazards.iter().any(|h| h.contains("\"kind\":\"stale-read-by-device\""));
         assert_eq!(stale, !ignored, "{mode}: {hazards:?}");
