@@ -9,10 +9,18 @@
 //!   the caches, i.e. what a device or DMA master does) marks every cached copy of the line
 //!   *stale* (a flag in the tag arrays; the copy dies with its way), and remembers the write.
 //!   A D-side write that dirties a line likewise marks an L1I copy of it stale.
+//! - **Which bytes** ([`ByteMask`], per L1D line): written since the line was last clean before
+//!   the PoC ([`Sanitizer::dirty_bytes`]), written behind the caches while a copy is stale
+//!   ([`Behind::bytes`]), written since the last IC invalidate ([`Sanitizer::written`]).
 //!
 //! # Rules (no false positives on correct code: a clean line refilled at any time — speculation —
 //! holds what memory holds, so only dirty lines and stale copies are ever reported)
-//! - `stale-read-by-device`: a non-cacheable or Device read of a line that is dirty in any cache
+//!
+//! Each read or fetch rule below needs the bytes the access reads (or the translation block
+//! executes) to overlap the bytes written; when the rule holds for the line but the bytes do not
+//! overlap, the hazard is a `shared-line` instead (advisory: listed, never failing a phase that
+//! did not declare it; `cachescope_arch::hazard::Severity`).
+//! - `stale-read-by-device`: a non-cacheable or Device read of bytes that are dirty in a cache
 //!   before the Point of Coherency (a missing clean to PoC before the hand-off). Levels beyond the
 //!   guest's CLIDR_EL1.LoC are transparent (model rule 16a): never dirty or stale for these rules.
 //! - `lost-write`: DC IVAC or DC ISW (invalidate without clean) of a dirty line, whose data is
