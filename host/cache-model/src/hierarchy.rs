@@ -761,7 +761,7 @@ impl Model {
             let dirty = self.l1d.iter().any(|c| c.holds_dirty(c.line_of(a)));
             let san = self.san.as_mut().expect("checked by the caller");
             let dirty = dirty && !san.idc;
-            let written = san.written.get(&line).copied();
+            let written = san.written(line);
             if dirty && san.dirty_mask(line) & bytes != 0 {
                 let (cause, cause_pc) = san.dirty_cause(line);
                 san.report(HazardKind::StaleInstruction, a, "fetch", cause, cause_pc);
@@ -1436,7 +1436,7 @@ impl Model {
         tr!(self, "I {cpu} {}\n", u8::from(all_vcpus));
         self.totals.at(Level::L1I).maint += 1;
         if let Some(san) = self.san.as_mut() {
-            san.written.clear();
+            san.ic_invalidated_all();
         }
         for (k, c) in self.l1i.iter_mut().enumerate() {
             if all_vcpus || k == cpu {
@@ -1457,7 +1457,7 @@ impl Model {
             let span = 1u64 << self.l1i[0].line_shift().max(shift);
             let start = pa & !(span - 1);
             for a in (start..start + span).step_by(1 << shift) {
-                san.written.remove(&(a >> shift));
+                san.ic_invalidated(a >> shift);
             }
         }
         for (k, c) in self.l1i.iter_mut().enumerate() {

@@ -10,8 +10,8 @@
 //!   *stale* (a flag in the tag arrays; the copy dies with its way), and remembers the write.
 //!   A D-side write that dirties a line likewise marks an L1I copy of it stale.
 //! - **Which bytes** ([`ByteMask`], per L1D line): written since the line was last clean before
-//!   the PoC ([`Sanitizer::dirty_bytes`]), written behind the caches while a copy is stale
-//!   ([`Behind::bytes`]), written since the last IC invalidate ([`Sanitizer::written`]).
+//!   the PoC ([`LineBytes::dirty`]), written behind the caches while a copy is stale
+//!   ([`Behind::bytes`]), written since the last IC invalidate ([`LineBytes::written`]).
 //!
 //! # Rules (no false positives on correct code: a clean line refilled at any time — speculation —
 //! holds what memory holds, so only dirty lines and stale copies are ever reported)
@@ -121,21 +121,36 @@ pub struct Behind {
     pub bytes: ByteMask,
 }
 
+/// What the sanitizer knows of one L1D line beyond the tag arrays: one map entry per line, so a
+/// store costs one lookup.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LineBytes {
+    /// PC of the write that made the line dirty (0: not known).
+    pub dirty_pc: u64,
+    /// The bytes written since the line was last clean in every cache before the PoC (what
+    /// differs from memory). Only meaningful while a cache holds the line dirty (the tag arrays
+    /// say so): the first write that dirties it while no cache before the PoC holds it dirty
+    /// starts the mask afresh.
+    pub dirty: ByteMask,
+    /// PC of the first D-side write since the line's last IC invalidate (with `written`).
+    pub written_pc: u64,
+    /// The bytes written since the line's last IC invalidate (the stale-instruction rule; 0:
+    /// none, always so when CTR_EL0.DIC = 1), valid in IC epoch `epoch` only.
+    pub written: ByteMask,
+    /// The [`Sanitizer::ic_epoch`] `written` belongs to (IC IALLU starts a new one).
+    pub epoch: u64,
+}
+
 /// The sanitizer's state beyond the tag arrays.
 #[derive(Default)]
 pub struct Sanitizer {
-    /// L1D line number → PC of the write that made it dirty.
-    pub dirty_pc: LineMap<u64>,
-    /// L1D line number → the bytes written since the line was last clean in every cache before
-    /// the PoC (what differs from memory). Only meaningful while a cache holds the line dirty
-    /// (the tag arrays say so): the first write that dirties it again while no cache holds it
-    /// dirty starts the mask afresh.
-    pub dirty_bytes: LineMap<ByteMask>,
+    /// L1D line number → what was written of it.
+    pub lines: LineMap<LineBytes>,
     /// L1D line number → the last write behind the cache and the bytes written behind.
     pub behind: LineMap<Behind>,
-    /// L1D line number → PC of the first D-side write since the line's last IC invalidate and
-    /// the bytes written since (the stale-instruction rule; empty when CTR_EL0.DIC = 1).
-    pub written: LineMap<(u64, ByteMask)>,
+    /// Incremented by every IC IALLU/IALLUIS: every line's `written` bytes of an older epoch are
+    /// forgotten at once.
+    pub ic_epoch: u64,
     /// Hazards found since the plugin last drained them.
     pub events: Vec<Event>,
     /// The events reported now are [`Event::uncounted`].
@@ -159,12 +174,29 @@ impl Sanitizer {
 
     /// The recorded cause of a dirty line: ("write", its PC) or ("write", 0) when not known.
     pub fn dirty_cause(&self, line: u64) -> (&'static str, u64) {
-        ("write", self.dirty_pc.get(&line).copied().unwrap_or(0))
+        ("write", self.lines.get(&line).map_or(0, |l| l.dirty_pc))
     }
 
     /// The bytes of a dirty line that differ from memory (every byte when not known).
     pub fn dirty_mask(&self, line: u64) -> ByteMask {
-        self.dirty_bytes.get(&line).copied().unwrap_or(u64::MAX)
+        self.lines.get(&line).map(|l| l.dirty).filter(|&d| d != 0).unwrap_or(u64::MAX)
+    }
+
+    /// The first write since the line's last IC invalidate (its PC) and the bytes written since.
+    pub fn written(&self, line: u64) -> Option<(u64, ByteMask)> {
+        self.lines.get(&line).filter(|l| l.written != 0 && l.epoch == self.ic_epoch).map(|l| (l.written_pc, l.written))
+    }
+
+    /// IC IVAU of the line: its written bytes are forgotten.
+    pub fn ic_invalidated(&mut self, line: u64) {
+        if let Some(l) = self.lines.get_mut(&line) {
+            l.written = 0;
+        }
+    }
+
+    /// IC IALLU: every line's written bytes are forgotten.
+    pub fn ic_invalidated_all(&mut self) {
+        self.ic_epoch += 1;
     }
 
     /// The recorded write behind the cache of a line.
@@ -183,22 +215,24 @@ impl Sanitizer {
     /// `dirtied` = it turned the L1D copy from clean to dirty.
     #[inline]
     pub fn wrote(&mut self, line: u64, bytes: ByteMask, pc: u64, dirty: Option<bool>, dirtied: bool) {
+        let epoch = self.ic_epoch;
+        let e = self.lines.entry(line).or_default();
         if dirtied {
-            self.dirty_pc.insert(line, pc);
+            e.dirty_pc = pc;
         }
         match dirty {
-            Some(true) => {
-                self.dirty_bytes.insert(line, bytes);
-            }
-            Some(false) => *self.dirty_bytes.entry(line).or_insert(0) |= bytes,
+            Some(true) => e.dirty = bytes,
+            Some(false) => e.dirty |= bytes,
             None => {}
         }
         if !self.dic {
-            let e = self.written.entry(line).or_insert((pc, 0));
-            if dirtied {
-                e.0 = pc;
+            if e.written == 0 || e.epoch != epoch {
+                (e.written, e.written_pc, e.epoch) = (0, pc, epoch);
             }
-            e.1 |= bytes;
+            if dirtied {
+                e.written_pc = pc;
+            }
+            e.written |= bytes;
         }
     }
 }
@@ -417,12 +451,20 @@ mod tests {
         assert_eq!((s.dirty_mask(7), s.dirty_cause(7)), (0x1ff, ("write", 0x18)), "dirty again while dirty elsewhere: added");
         s.wrote(7, 0x200, 0x1c, Some(true), true);
         assert_eq!(s.dirty_mask(7), 0x200, "clean everywhere before: afresh");
-        assert_eq!(s.written[&7], (0x1c, 0x3ff), "the IC rule's bytes add up until an IC invalidate");
+        assert_eq!(s.written(7), Some((0x1c, 0x3ff)), "the IC rule's bytes add up until an IC invalidate");
         s.wrote(8, 1, 0x20, None, false);
-        assert_eq!((s.dirty_mask(8), s.written[&8]), (u64::MAX, (0x20, 1)), "write-through: no dirty bytes (unknown = all)");
+        assert_eq!((s.dirty_mask(8), s.written(8)), (u64::MAX, Some((0x20, 1))), "write-through: no dirty bytes (unknown = all)");
+        s.ic_invalidated(8);
+        assert_eq!(s.written(8), None);
+        s.wrote(8, 2, 0x24, None, false);
+        assert_eq!(s.written(8), Some((0x24, 2)), "after an IC IVAU: afresh");
+        s.ic_invalidated_all();
+        assert_eq!((s.written(7), s.written(8)), (None, None), "IC IALLU forgets every line");
+        s.wrote(7, 4, 0x28, Some(false), false);
+        assert_eq!((s.written(7), s.dirty_mask(7)), (Some((0x28, 4)), 0x204), "a new epoch starts afresh; dirty bytes stay");
         let mut s = Sanitizer::new(false, true);
         s.wrote(7, 1, 0x10, Some(true), true);
-        assert!(s.written.is_empty(), "DIC = 1: no IC rule");
+        assert_eq!(s.written(7), None, "DIC = 1: no IC rule");
     }
 
     #[test]

@@ -1360,3 +1360,46 @@ fn coherence_agrees_with_reference_on_random_traces() {
 
 #[path = "tests_policy.rs"]
 mod policy;
+
+/// Speed of the core with the sanitizer on, writes included (not a test: `cargo test --release
+/// --manifest-path host/Cargo.toml --target host-tuple -p cachescope-cache-model sanitizer_speed
+/// -- --ignored --nocapture`). Pi 4 geometry; every access goes to the model (no shortcut): 8-byte
+/// loads and stores over a 16 KiB loop (L1 hits, each line's eight words in turn), stores over an
+/// 8 MiB stream (L1 and L2 misses, dirty victims), and fetches of code the loop writes. Best of 9.
+#[test]
+#[ignore]
+fn sanitizer_speed() {
+    type Step = fn(&mut Model, u64);
+    let cases: [(&str, u64, Step); 4] = [
+        ("load, L1 hit (16 KiB)", 16 << 10, |m, a| {
+            m.data(0, BASE + a, 8, false, WB);
+        }),
+        ("store, L1 hit (16 KiB)", 16 << 10, |m, a| {
+            m.data(0, BASE + a, 8, true, WB);
+        }),
+        ("store, L1+L2 miss (8 MiB stream)", 8 << 20, |m, a| {
+            m.data(0, BASE + a * 8, 8, true, WB);
+        }),
+        ("store + fetch of the line (16 KiB)", 16 << 10, |m, a| {
+            m.data(0, BASE + a, 8, true, WB);
+            m.fetch(0, BASE + (a ^ 0x20), WB);
+        }),
+    ];
+    for (name, bytes, step) in cases {
+        let mut m = Model::new(&rpi4(), 1);
+        m.enable_sanitizer(false, false);
+        let n = 4u64 << 20;
+        let mut best = f64::MAX;
+        for _ in 0..9 {
+            let t = std::time::Instant::now();
+            let mut a = 0;
+            for _ in 0..n {
+                step(&mut m, a);
+                a = (a + 8) % bytes;
+            }
+            best = best.min(t.elapsed().as_nanos() as f64 / n as f64);
+            m.take_events();
+        }
+        eprintln!("{name:38} {best:6.1} ns per step");
+    }
+}
