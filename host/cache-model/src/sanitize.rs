@@ -4,7 +4,7 @@
 //! # State
 //! - **Which levels hold a line, and whether dirty**: the model's own tag arrays.
 //! - **Dirty since which write**: the PC of the write that turned a clean line dirty, per L1D
-//!   line ([`Sanitizer::dirty_pc`]); forgotten when the line is cleaned or invalidated.
+//!   line ([`LineBytes::dirty_pc`]); replaced when the line is dirtied again.
 //! - **Memory written behind the cache**: a non-cacheable/Device write (any access that bypasses
 //!   the caches, i.e. what a device or DMA master does) marks every cached copy of the line
 //!   *stale* (a flag in the tag arrays; the copy dies with its way), and remembers the write.
