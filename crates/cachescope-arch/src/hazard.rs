@@ -15,21 +15,44 @@ pub enum HazardKind {
     StaleInstruction = 3,
     /// Lines of a declared range that no by-VA operation reached.
     MaintenanceGap = 4,
+    /// A reader that bypasses a cache (MMU off, Non-cacheable, Device; or an instruction fetch)
+    /// shares a line with a writer on the other side of that cache, and the bytes it reads are
+    /// not the bytes written: nothing stale is read, but the line is one maintenance slip away
+    /// from it ([`Severity::Advisory`]).
+    SharedLine = 5,
+}
+
+/// How much a hazard kind weighs in the sanitizer's verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Severity {
+    /// Listed in the verdict and the digest but never fails a phase, unless the phase declared
+    /// a hazard of that kind (then it must be exactly as declared, like any kind).
+    Advisory,
+    /// Data or code was (or may be) wrong: fails a phase that did not declare it.
+    Error,
 }
 
 impl HazardKind {
     /// Every kind, in record order (the index is the discriminant).
-    pub const ALL: [HazardKind; 5] =
-        [Self::StaleReadByDevice, Self::LostWrite, Self::StaleReadByCpu, Self::StaleInstruction, Self::MaintenanceGap];
+    pub const ALL: [HazardKind; 6] =
+        [Self::StaleReadByDevice, Self::LostWrite, Self::StaleReadByCpu, Self::StaleInstruction, Self::MaintenanceGap, Self::SharedLine];
 
     /// The `kind` field of `hazard` and `expect-hazard` records.
     pub const fn name(self) -> &'static str {
-        ["stale-read-by-device", "lost-write", "stale-read-by-cpu", "stale-instruction", "maintenance-gap"][self as usize]
+        ["stale-read-by-device", "lost-write", "stale-read-by-cpu", "stale-instruction", "maintenance-gap", "shared-line"][self as usize]
     }
 
     /// The kind's count field in the `hazard-total` record.
     pub const fn total_field(self) -> &'static str {
-        ["stale_read_by_device", "lost_write", "stale_read_by_cpu", "stale_instruction", "maintenance_gap"][self as usize]
+        ["stale_read_by_device", "lost_write", "stale_read_by_cpu", "stale_instruction", "maintenance_gap", "shared_line"][self as usize]
+    }
+
+    /// The kind's weight in the verdict: `shared-line` is advisory, every other kind an error.
+    pub const fn severity(self) -> Severity {
+        match self {
+            Self::SharedLine => Severity::Advisory,
+            _ => Severity::Error,
+        }
     }
 
     /// The kind a record's `kind` field names.
@@ -50,6 +73,13 @@ mod tests {
             assert_eq!(k.total_field().replace('_', "-"), k.name());
         }
         assert_eq!(HazardKind::from_name("stale"), None);
+    }
+
+    #[test]
+    fn only_shared_line_is_advisory() {
+        for k in HazardKind::ALL {
+            assert_eq!(k.severity() == Severity::Advisory, k == HazardKind::SharedLine, "{}", k.name());
+        }
     }
 
     #[test]

@@ -888,6 +888,7 @@ kind! {
     [
         req(protocol, UInt, "marker protocol version the plugin speaks"),
         req(markers, UInt, "markers received"),
+        opt(markers_ignored, UInt, "of those, ignored under the plugin argument `markers=declarations` (geometry, window, SCTLR); present only then"),
         req(phases, UInt, "phases completed"),
         req(va_learned, UInt, "by-VA operations translated from the guest's own accesses"),
         req(va_window, UInt, "… from a window's declared PA"),
@@ -968,7 +969,7 @@ kind! {
     "hazard",
     "A cache-maintenance hazard, deduplicated per (kind, line, phase): emitted when the phase ends (at exit outside phases).",
     [
-        req(kind, Str, "stale-read-by-device, lost-write, stale-read-by-cpu, stale-instruction, maintenance-gap"),
+        req(kind, Str, "stale-read-by-device, lost-write, stale-read-by-cpu, stale-instruction, maintenance-gap; shared-line (advisory: a reader bypassing a cache shares the line with a writer, without reading the written bytes; listed, never fails a phase that did not declare it)"),
         req(pa, Hex, "physical address of the line"),
         req(va, Hex, "virtual address of the first exposing access"),
         req(pc, Hex, "PC of the first exposing access"),
@@ -998,6 +999,7 @@ kind! {
         req(stale_read_by_cpu, UInt, "…"),
         req(stale_instruction, UInt, "…"),
         req(maintenance_gap, UInt, "…"),
+        opt(shared_line, UInt, "… (advisory; absent in model logs written before the kind existed)"),
         req(truncated, Bool,
             "more distinct hazards than the plugin records in a run (10,000): the rest were only counted (`dropped`); the run fails",
         ),
@@ -1315,11 +1317,17 @@ mod tests {
         assert!(cache.starts_with(r#"{"record":"cache","level":1,"type":"data","#), "{cache}");
         let total = MaintTotal::new().ops(&core::array::from_fn(|i| i as u64)).finish();
         assert!(total.starts_with(r#"{"record":"maint-total","dc_isw":0,"dc_csw":1,"#) && total.ends_with(r#""dc_other":14}"#), "{total}");
-        let h =
-            HazardTotal::new().sanitize(true).hazards(15).count(20).per_kind(&[5, 4, 3, 2, 1]).truncated(false).dropped(0).source("model");
-        assert!(h
-            .finish()
-            .contains(r#""stale_read_by_device":5,"lost_write":4,"stale_read_by_cpu":3,"stale_instruction":2,"maintenance_gap":1,"#));
+        let h = HazardTotal::new()
+            .sanitize(true)
+            .hazards(15)
+            .count(20)
+            .per_kind(&[5, 4, 3, 2, 1, 0])
+            .truncated(false)
+            .dropped(0)
+            .source("model");
+        assert!(h.finish().contains(
+            r#""stale_read_by_device":5,"lost_write":4,"stale_read_by_cpu":3,"stale_instruction":2,"maintenance_gap":1,"shared_line":0,"#
+        ));
     }
 
     /// The counts group is the `model` kinds' fields, in order, and the builders' and views'

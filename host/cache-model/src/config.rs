@@ -18,6 +18,7 @@
 //! | `coherence` | `on`, `off`: MESI across vCPUs (off = private caches never snooped, for measuring its cost) | `on` |
 //! | `hazard_limit` | 1..=10000: the most distinct hazards a run records; past it they are counted and `hazard-total.truncated` fails the run | `10000` |
 //! | `pc_table` | 0..=10000: at exit, up to this many `model-pc` records (L1D/L2 misses and write-backs per load/store PC, `pc_table.rs`); 0 = no table, nothing counted | `0` |
+//! | `markers` | `all`, `declarations`: which markers the plugin follows ([`MarkerMode`]; `declarations` = only those that declare what the sanitizer must find, as if the firmware told the model nothing else) | `all` |
 //!
 //! With `profile=guest` and no geometry markers from the kernel, the `rpi4` geometry is used and
 //! the `model-geometry` record says `"origin":"fallback"`.
@@ -50,7 +51,41 @@ pub const KEYS: &[&str] = &[
     "coherence",
     "hazard_limit",
     "pc_table",
+    "markers",
 ];
+
+/// Which markers the plugin follows (argument `markers`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MarkerMode {
+    /// Every marker, and the TPIDR_EL1 core tag (marker protocol 5).
+    #[default]
+    All,
+    /// Only the markers that declare what the sanitizer must find and where: hello (the
+    /// protocol version, which decides how the rest are decoded), phase begin and end (the
+    /// phases the kernel's `expect-hazard` records name), maintenance range begin and end (the
+    /// `maintenance-gap` rule's ranges) and sanitizer quiet. Geometry, window and SCTLR markers
+    /// are ignored, and so is the TPIDR_EL1 core tag: the model sees the machine as it would
+    /// see firmware that sends no markers, while the verdict can still be judged.
+    Declarations,
+}
+
+impl MarkerMode {
+    /// Every mode, in argument order.
+    pub const ALL: [MarkerMode; 2] = [MarkerMode::All, MarkerMode::Declarations];
+
+    /// The argument's value.
+    pub const fn name(self) -> &'static str {
+        match self {
+            MarkerMode::All => "all",
+            MarkerMode::Declarations => "declarations",
+        }
+    }
+
+    /// The mode named `v`.
+    pub fn parse(v: &str) -> Option<MarkerMode> {
+        Self::ALL.into_iter().find(|m| m.name() == v)
+    }
+}
 
 /// The most distinct hazards (kind, line, phase) a run records as `hazard` records. A correct
 /// run has none outside its declared mistakes (the main job's declare about 1,200 lines); past
@@ -104,6 +139,8 @@ pub struct Settings {
     pub hazard_limit: u64,
     /// Rows of the per-PC table (0: none kept).
     pub pc_table: u64,
+    /// Which markers are followed.
+    pub markers: MarkerMode,
 }
 
 impl Default for Settings {
@@ -129,6 +166,7 @@ impl Default for Settings {
             coherence: true,
             hazard_limit: HAZARD_RECORD_LIMIT,
             pc_table: 0,
+            markers: MarkerMode::All,
         }
     }
 }
@@ -239,6 +277,11 @@ impl Settings {
                         .ok()
                         .filter(|n: &u64| *n <= max && (v == "0" || !v.starts_with('0')))
                         .ok_or_else(|| format!("bad value '{v}' for 'pc_table': expected an integer in 0..={max}"))?
+                "markers" => {
+                    s.markers = MarkerMode::parse(v).ok_or_else(|| {
+                        let names: Vec<&str> = MarkerMode::ALL.iter().map(|m| m.name()).collect();
+                        format!("bad value '{v}' for 'markers': expected {}", names.join(" or "))
+                    })?
                 }
                 "coherence" => {
                     s.coherence = match v {
@@ -457,6 +500,14 @@ mod tests {
     }
 
     #[test]
+    fn marker_modes() {
+        assert_eq!(Settings::parse::<&str>(&[]).unwrap().markers, MarkerMode::All);
+        for m in MarkerMode::ALL {
+            assert_eq!(Settings::parse(&[format!("markers={}", m.name())]).unwrap().markers, m);
+        }
+    }
+
+    #[test]
     fn plru_is_accepted_for_every_level() {
         let s = Settings::parse(&["profile=rpi4", "policy=plru"]).unwrap();
         assert_eq!(s.policy, Some(Policy::Plru));
@@ -485,6 +536,8 @@ mod tests {
             (&["coherence=mesi"], "bad value 'mesi' for 'coherence'"),
             (&["hazard_limit=0"], "bad value '0' for 'hazard_limit'"),
             (&["hazard_limit=10001"], "bad value '10001' for 'hazard_limit'"),
+            (&["markers=none"], "bad value 'none' for 'markers': expected all or declarations"),
+            (&["markers=all", "markers=declarations"], "given twice"),
         ] {
             let e = Settings::parse(args).unwrap_err();
             assert!(e.contains(want), "{args:?}: {e}");

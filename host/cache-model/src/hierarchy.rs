@@ -187,7 +187,7 @@ impl Sub for Coherence {
 
 use crate::cache::{cache_seed, Cache, Evicted, Fill};
 use crate::geometry::{Hierarchy, HwPfKind, HwPrefetch, Sharing};
-use crate::sanitize::{Event, HazardKind, Sanitizer};
+use crate::sanitize::{byte_mask, full_mask, ByteMask, Event, HazardKind, Sanitizer};
 
 /// One trace line, formatted only when tracing is on.
 macro_rules! tr {
@@ -584,8 +584,13 @@ impl Model {
         let first = pa >> shift;
         let last = pa.wrapping_add(u64::from(size.max(1)) - 1) >> shift;
         let mut slot = None;
+        let end = pa.wrapping_add(u64::from(size.max(1)));
         for line in first..=last {
-            slot = self.data_line(cpu, line << shift, write, attr, hint);
+            let base = line << shift;
+            // The bytes of this line the access touches (the sanitizer's byte masks).
+            let lo = pa.max(base) - base;
+            let hi = if line == last { end.wrapping_sub(base) } else { 1 << shift };
+            slot = self.data_line(cpu, base, write, attr, hint, byte_mask(lo, hi - lo, shift));
         }
         if first == last {
             slot
@@ -594,17 +599,58 @@ impl Model {
         }
     }
 
-    /// An instruction fetch of the line holding `pa`.
+    /// An instruction fetch of the whole line holding `pa` (every byte of it, for the sanitizer).
     pub fn fetch(&mut self, cpu: usize, pa: u64, attr: Attr) {
+        let shift = self.l1i[cpu].line_shift();
+        self.fetch_range(cpu, pa >> shift << shift, 1 << shift, attr);
+    }
+
+    /// An instruction fetch of the line holding `pa` that executes the `len` bytes from `pa`
+    /// (within that L1I line: the instructions of a translation block there). Counts as one
+    /// L1I access; the sanitizer judges only those bytes (see [`Model::fetch`]).
+    pub fn fetch_range(&mut self, cpu: usize, pa: u64, len: u64, attr: Attr) {
         tr!(self, "F {cpu} {pa} {}\n", attr as u8);
         if !attr.cacheable() {
             self.totals.at(Level::L1I).bypass += 1;
             return;
         }
         if self.san.as_ref().is_some_and(|s| !(s.idc && s.dic)) {
-            self.san_fetch(pa);
+            self.san_fetch(pa, len);
         }
-        self.demand_l1(cpu, true, pa, Fill::demand(false), 0);
+        let mask = self.fetch_mask(pa, len);
+        self.demand_l1(cpu, true, pa, Fill::demand(false), 0, mask);
+    }
+
+    /// The sanitizer's judgement of a fetch of the `len` bytes from `pa` that the plugin does not
+    /// count (its line is the one the previous fetch ended in, still in the L1I: see the engine's
+    /// `fetch`): the rules of [`Model::fetch_range`] without an access. Nothing without the
+    /// sanitizer, and nothing on a line the L1I no longer holds.
+    pub fn check_fetch(&mut self, cpu: usize, pa: u64, len: u64) {
+        let Some(san) = self.san.as_mut() else { return };
+        san.uncounted = true;
+        if !(san.idc && san.dic) {
+            self.san_fetch(pa, len);
+        }
+        let c = &self.l1i[cpu];
+        if c.probe(c.line_of(pa)).is_some_and(|slot| c.slot_stale(slot)) {
+            let mask = self.fetch_mask(pa, len);
+            self.san_stale_hit(pa, true, mask);
+        }
+        if let Some(san) = self.san.as_mut() {
+            san.uncounted = false;
+        }
+    }
+
+    /// The L1D-line byte mask of a fetch of `len` bytes from `pa` (every byte of the L1D line of
+    /// `pa` when the range leaves it: an L1I line longer than the L1D line).
+    fn fetch_mask(&self, pa: u64, len: u64) -> ByteMask {
+        let shift = self.l1d[0].line_shift();
+        let off = pa & ((1 << shift) - 1);
+        if off + len > 1 << shift {
+            full_mask(shift)
+        } else {
+            byte_mask(off, len, shift)
+        }
     }
 
     // ---- the sanitizer's rules (sanitize.rs) ---------------------------------------------
@@ -620,95 +666,135 @@ impl Model {
         self.l1d.iter().take(if n >= 1 { self.vcpus } else { 0 }).chain(self.lower.iter().take(n.saturating_sub(1)).flatten())
     }
 
-    /// A non-cacheable/Device access of the line at `addr`: a read of a dirty line is a
-    /// stale-read-by-device; a write makes every cached copy stale.
+    /// A non-cacheable/Device access of `bytes` of the line at `addr`: a read of bytes that are
+    /// dirty in a cache before the PoC is a stale-read-by-device (a read of other bytes of a dirty
+    /// line a shared-line); a write makes every cached copy stale.
     #[cold]
-    fn san_bypass(&mut self, addr: u64, write: bool, attr: Attr, pc: u64) {
+    fn san_bypass(&mut self, addr: u64, write: bool, attr: Attr, pc: u64, bytes: ByteMask) {
         let line = self.l1d_line(addr);
         let nc = attr == Attr::NormalNonCacheable;
         if !write {
             if self.poc_caches().any(|c| c.holds_dirty(c.line_of(addr))) {
                 let san = self.san.as_mut().expect("checked");
                 let (cause, cause_pc) = san.dirty_cause(line);
-                san.report(HazardKind::StaleReadByDevice, addr, if nc { "nc-read" } else { "device-read" }, cause, cause_pc);
+                let kind = if san.dirty_mask(line) & bytes != 0 { HazardKind::StaleReadByDevice } else { HazardKind::SharedLine };
+                san.report(kind, addr, if nc { "nc-read" } else { "device-read" }, cause, cause_pc);
             }
             return;
         }
-        let mut fresh = false;
+        let (mut fresh, mut already) = (false, false);
         let span = 1u64 << self.l1d[0].line_shift();
         // Copies beyond the PoC (rule 16a) are transparent: the write reaches them as it reaches
         // memory, so they are never stale.
         let n = self.levels_before_poc();
         let vcpus = self.vcpus;
         let before = self.l1d.iter_mut().take(if n >= 1 { vcpus } else { 0 });
+        let mut note = |was: Option<bool>| {
+            fresh |= was == Some(false);
+            already |= was == Some(true);
+        };
         for c in before.chain(self.lower.iter_mut().take(n.saturating_sub(1)).flatten()) {
-            fresh |= c.mark_stale(c.line_of(addr)) == Some(false);
+            note(c.mark_stale(c.line_of(addr)));
         }
         for c in &mut self.l1i {
             let step = 1u64 << c.line_shift();
             for a in (addr..addr + span).step_by(step.min(span) as usize) {
-                fresh |= c.mark_stale(c.line_of(a)) == Some(false);
+                note(c.mark_stale(c.line_of(a)));
             }
         }
-        if fresh {
+        if fresh || already {
             let kind = if nc { "nc-write" } else { "device-write" };
-            self.san.as_mut().expect("checked").behind.insert(line, (pc, kind));
-        }
-        self.san_code_written(addr, pc);
-    }
-
-    /// A D-side write to the line at `addr` (it became dirty, wrote through, or bypassed the
-    /// caches): until an IC invalidate of it, executing it is a stale-instruction (the I-side
-    /// may hold, or speculatively fetch, the old code), unless CTR_EL0.DIC = 1.
-    #[cold]
-    fn san_code_written(&mut self, addr: u64, pc: u64) {
-        let line = self.l1d_line(addr);
-        let Some(san) = self.san.as_mut() else { return };
-        if !san.dic {
-            san.written.entry(line).or_insert(pc);
-        }
-    }
-
-    /// A clean line of L1D became dirty through the write at `pc`.
-    #[inline]
-    fn san_dirtied(&mut self, addr: u64, pc: u64) {
-        if let Some(san) = self.san.as_mut() {
-            let line = addr >> self.l1d[0].line_shift();
-            san.dirty_pc.insert(line, pc);
-            if !san.dic {
-                san.written.insert(line, pc);
+            let san = self.san.as_mut().expect("checked");
+            let b = san.behind.entry(line).or_insert(crate::sanitize::Behind { pc, kind, bytes: 0 });
+            if fresh {
+                (b.pc, b.kind) = (pc, kind);
             }
+            // Bytes written behind a copy that was already stale add up; a first stale copy
+            // starts them afresh.
+            b.bytes = if already { b.bytes | bytes } else { bytes };
+        }
+        if let Some(san) = self.san.as_mut() {
+            san.wrote(line, bytes, pc, None, false);
         }
     }
 
-    /// An instruction fetch of the line at `pa`: written through the D-side since its last IC
-    /// invalidate (unless DIC), or dirty in an L1D (no clean to PoU, unless IDC).
-    fn san_fetch(&mut self, pa: u64) {
+    /// A write-through write of `bytes` of the line at `addr` (no cache becomes dirty): until an
+    /// IC invalidate of it, executing those bytes is a stale-instruction (the I-side may hold,
+    /// or speculatively fetch, the old code), unless CTR_EL0.DIC = 1.
+    #[cold]
+    fn san_code_written(&mut self, addr: u64, pc: u64, bytes: ByteMask) {
+        let line = self.l1d_line(addr);
+        if let Some(san) = self.san.as_mut() {
+            san.wrote(line, bytes, pc, None, false);
+        }
+    }
+
+    /// A write-back write of `bytes` of the line at `addr` by `cpu` at `pc`, now dirty in its
+    /// L1D; `dirtied` = the write turned that copy from clean to dirty.
+    #[inline]
+    fn san_write(&mut self, cpu: usize, addr: u64, bytes: ByteMask, pc: u64, dirtied: bool) {
+        if self.san.is_none() {
+            return;
+        }
+        let line = addr >> self.l1d[0].line_shift();
+        // A copy that was clean everywhere before the PoC starts its dirty bytes afresh.
+        let fresh = dirtied && !self.dirty_elsewhere(cpu, addr);
+        if let Some(san) = self.san.as_mut() {
+            san.wrote(line, bytes, pc, Some(fresh), dirtied);
+        }
+    }
+
+    /// Whether a cache before the PoC other than `cpu`'s L1D holds the line at `addr` dirty.
+    fn dirty_elsewhere(&self, cpu: usize, addr: u64) -> bool {
+        let n = self.levels_before_poc();
+        if n == 0 {
+            return false;
+        }
+        let l1 = self.l1d.iter().enumerate().filter(|&(k, _)| k != cpu).map(|(_, c)| c);
+        l1.chain(self.lower.iter().take(n - 1).flatten()).any(|c| c.holds_dirty(c.line_of(addr)))
+    }
+
+    /// An instruction fetch of the `len` bytes from `pa`, L1D line by L1D line: bytes written
+    /// through the D-side since the line's last IC invalidate (unless DIC), or dirty in an L1D
+    /// (no clean to PoU, unless IDC), are a stale-instruction; a line written or dirty in other
+    /// bytes only is a shared-line.
+    fn san_fetch(&mut self, pa: u64, len: u64) {
         let shift = self.l1d[0].line_shift();
         let step = 1u64 << shift;
-        let span = 1u64 << self.l1i[0].line_shift();
-        let start = pa >> self.l1i[0].line_shift() << self.l1i[0].line_shift();
-        for a in (start..start + span).step_by(step.min(span) as usize) {
+        let end = pa + len.max(1);
+        let mut a = pa >> shift << shift;
+        while a < end {
             let line = a >> shift;
+            let bytes = byte_mask(pa.max(a) - a, end.min(a + step) - pa.max(a), shift);
             let dirty = self.l1d.iter().any(|c| c.holds_dirty(c.line_of(a)));
             let san = self.san.as_mut().expect("checked by the caller");
-            if !san.idc && dirty {
+            let dirty = dirty && !san.idc;
+            let written = san.written(line);
+            if dirty && san.dirty_mask(line) & bytes != 0 {
                 let (cause, cause_pc) = san.dirty_cause(line);
-                san.report(HazardKind::StaleInstruction, line << shift, "fetch", cause, cause_pc);
-            } else if let Some(&pc) = san.written.get(&line) {
-                san.report(HazardKind::StaleInstruction, line << shift, "fetch", "write-without-ic-invalidate", pc);
+                san.report(HazardKind::StaleInstruction, a, "fetch", cause, cause_pc);
+            } else if let Some((pc, _)) = written.filter(|&(_, w)| w & bytes != 0) {
+                san.report(HazardKind::StaleInstruction, a, "fetch", "write-without-ic-invalidate", pc);
+            } else if dirty {
+                let (cause, cause_pc) = san.dirty_cause(line);
+                san.report(HazardKind::SharedLine, a, "fetch", cause, cause_pc);
+            } else if let Some((pc, _)) = written {
+                san.report(HazardKind::SharedLine, a, "fetch", "write-without-ic-invalidate", pc);
             }
+            a += step;
         }
     }
 
-    /// A demand hit on a stale copy of the line at `addr`.
+    /// A demand hit of `bytes` on a stale copy of the line at `addr`: a stale read (or fetch)
+    /// when a write behind the cache wrote those bytes, a shared-line when it wrote others only.
     #[cold]
-    fn san_stale_hit(&mut self, addr: u64, instr: bool) {
+    fn san_stale_hit(&mut self, addr: u64, instr: bool, bytes: ByteMask) {
         let line = self.l1d_line(addr);
         let base = line << self.l1d[0].line_shift();
         if let Some(san) = self.san.as_mut() {
             let (cause, cause_pc) = san.behind_cause(line);
             let (kind, access) = if instr { (HazardKind::StaleInstruction, "fetch") } else { (HazardKind::StaleReadByCpu, "read") };
+            let kind = if san.behind_mask(line) & bytes != 0 { kind } else { HazardKind::SharedLine };
             san.report(kind, base, access, cause, cause_pc);
         }
     }
@@ -725,13 +811,13 @@ impl Model {
     }
 
     #[inline]
-    fn data_line(&mut self, cpu: usize, addr: u64, write: bool, attr: Attr, hint: Hint) -> Option<usize> {
+    fn data_line(&mut self, cpu: usize, addr: u64, write: bool, attr: Attr, hint: Hint, bytes: ByteMask) -> Option<usize> {
         match attr {
             Attr::NormalNonCacheable | Attr::Device => {
                 self.totals.at(Level::L1D).bypass += 1;
                 self.totals.served[SERVED_MEMORY] += 1;
                 if self.san.is_some() {
-                    self.san_bypass(addr, write, attr, hint.pc);
+                    self.san_bypass(addr, write, attr, hint.pc, bytes);
                 }
                 None
             }
@@ -743,12 +829,13 @@ impl Model {
                 self.write_through(cpu, addr);
                 self.totals.served[SERVED_MEMORY] += 1;
                 if self.san.is_some() {
-                    self.san_code_written(addr, hint.pc);
+                    self.san_code_written(addr, hint.pc, bytes);
                 }
                 None
             }
             Attr::NormalWriteBack | Attr::NormalWriteThrough => {
-                let (slot, depth, trigger) = self.demand_l1(cpu, false, addr, Fill { dirty: write, prefetch: false, nt: hint.nt }, hint.pc);
+                let fill = Fill { dirty: write, prefetch: false, nt: hint.nt };
+                let (slot, depth, trigger) = self.demand_l1(cpu, false, addr, fill, hint.pc, bytes);
                 self.totals.served[if depth > self.lower.len() { SERVED_MEMORY } else { depth }] += 1;
                 let prefetched = trigger && self.hwpf.kind != HwPfKind::Off;
                 if prefetched {
@@ -773,7 +860,7 @@ impl Model {
     /// lookup ([`Cache::access`]): the lower levels are other caches, so filling L1 before or
     /// after them picks the same victim.
     #[inline]
-    fn demand_l1(&mut self, cpu: usize, instr: bool, addr: u64, fill: Fill, pc: u64) -> (usize, usize, bool) {
+    fn demand_l1(&mut self, cpu: usize, instr: bool, addr: u64, fill: Fill, pc: u64, bytes: ByteMask) -> (usize, usize, bool) {
         let level = if instr { Level::L1I } else { Level::L1D };
         let c = if instr { &mut self.l1i[cpu] } else { &mut self.l1d[cpu] };
         let line = c.line_of(addr);
@@ -791,10 +878,10 @@ impl Model {
                 }
                 if self.san.is_some() {
                     if hit.stale && !fill.dirty {
-                        self.san_stale_hit(addr, instr);
+                        self.san_stale_hit(addr, instr, bytes);
                     }
-                    if fill.dirty && !hit.was_dirty {
-                        self.san_dirtied(addr, pc);
+                    if fill.dirty {
+                        self.san_write(cpu, addr, bytes, pc, !hit.was_dirty);
                     }
                 }
                 if hit.shared && fill.dirty && self.coherent {
@@ -805,13 +892,13 @@ impl Model {
             Err((slot, victim)) => {
                 t.misses += 1;
                 if fill.dirty && self.san.is_some() {
-                    self.san_dirtied(addr, pc);
+                    self.san_write(cpu, addr, bytes, pc, true);
                 }
                 // The lower levels are looked up (and filled) first, then the L1 victim is
                 // written back: the order of rules 1 and 2.
                 let (depth, stale, mark) = self.demand_lower(cpu, addr, instr, fill.dirty);
                 if stale && !fill.dirty {
-                    self.san_stale_hit(addr, instr);
+                    self.san_stale_hit(addr, instr, bytes);
                 }
                 let (slot, victim) = if defer {
                     let (slot, victim) = self.l1d[cpu].insert_with(line, fill);
@@ -1158,13 +1245,24 @@ impl Model {
     }
 
     /// Marks an L1D slot dirty if it still holds `line` (the plugin's fast path defers the dirty
-    /// bit of repeated write hits to here); `pc` is the first deferred write's.
-    pub fn mark_l1d_dirty(&mut self, cpu: usize, slot: usize, line: u64, pc: u64) {
+    /// bit of repeated write hits to here); `pc` is the first deferred write's, `bytes` what the
+    /// deferred writes wrote (the sanitizer's byte mask).
+    pub fn mark_l1d_dirty(&mut self, cpu: usize, slot: usize, line: u64, pc: u64, bytes: ByteMask) {
         debug_assert!(self.trace.is_none(), "the plugin's shortcut is off while tracing");
         let c = &mut self.l1d[cpu];
-        if c.slot(slot).is_some_and(|e| e.line == line) && !c.set_dirty(slot) {
+        if c.slot(slot).is_some_and(|e| e.line == line) {
+            let was_dirty = c.set_dirty(slot);
             let shift = c.line_shift();
-            self.san_dirtied(line << shift, pc);
+            self.san_write(cpu, line << shift, bytes, pc, !was_dirty);
+        }
+    }
+
+    /// Writes that bypassed the caches to `bytes` of the L1D line `line` (no cache holds it; the
+    /// plugin's fast path defers the sanitizer's note of repeated ones to here): executing those
+    /// bytes before an IC invalidate is a stale-instruction (unless CTR_EL0.DIC = 1).
+    pub fn note_uncached_writes(&mut self, line: u64, pc: u64, bytes: ByteMask) {
+        if let Some(san) = self.san.as_mut() {
+            san.wrote(line, bytes, pc, None, false);
         }
     }
 
@@ -1324,14 +1422,14 @@ impl Model {
                     }
                     let c = &mut self.l1d[cpu];
                     let line = c.line_of(a);
+                    let all = full_mask(shift);
                     if let Some(slot) = c.lookup(line) {
-                        if !c.set_dirty(slot) {
-                            self.san_dirtied(a, 0);
-                        }
+                        let was_dirty = c.set_dirty(slot);
+                        self.san_write(cpu, a, all, 0, !was_dirty);
                         continue;
                     }
                     let (_, victim) = c.insert(line, true);
-                    self.san_dirtied(a, 0);
+                    self.san_write(cpu, a, all, 0, true);
                     if let Some(v) = victim.filter(|v| v.dirty) {
                         self.totals.at(Level::L1D).writebacks += 1;
                         self.writeback_into(cpu, 0, v.line << shift);
@@ -1346,7 +1444,7 @@ impl Model {
         tr!(self, "I {cpu} {}\n", u8::from(all_vcpus));
         self.totals.at(Level::L1I).maint += 1;
         if let Some(san) = self.san.as_mut() {
-            san.written.clear();
+            san.ic_invalidated_all();
         }
         for (k, c) in self.l1i.iter_mut().enumerate() {
             if all_vcpus || k == cpu {
@@ -1367,7 +1465,7 @@ impl Model {
             let span = 1u64 << self.l1i[0].line_shift().max(shift);
             let start = pa & !(span - 1);
             for a in (start..start + span).step_by(1 << shift) {
-                san.written.remove(&(a >> shift));
+                san.ic_invalidated(a >> shift);
             }
         }
         for (k, c) in self.l1i.iter_mut().enumerate() {

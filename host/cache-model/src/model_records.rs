@@ -220,6 +220,7 @@ mod tests {
             access: "dc-ivac",
             cause: "write",
             cause_pc: 0x10,
+            uncounted: false,
         };
         let e = crate::sanitize::Entry { event, va: 0x1040, pc: 0x20, phase: "p".into(), phase_id: 3, count: 2, current: Some(7) };
         let out = hazard_lines(&[e.clone(), crate::sanitize::Entry { current: None, ..e }]);
@@ -249,13 +250,19 @@ mod tests {
         assert_eq!(total_lines(&Totals::default(), 0).lines().count(), 2);
         let mut h = crate::sanitize::Hazards::with_limit(1);
         for pa in [0, 0x40] {
-            let e =
-                crate::sanitize::Event { kind: crate::sanitize::HazardKind::LostWrite, pa, access: "dc-ivac", cause: "write", cause_pc: 0 };
+            let e = crate::sanitize::Event {
+                kind: crate::sanitize::HazardKind::LostWrite,
+                pa,
+                access: "dc-ivac",
+                cause: "write",
+                cause_pc: 0,
+                uncounted: false,
+            };
             h.add(e, pa, 0, None, None);
         }
         assert_eq!(
             hazard_total_line(&h, true),
-            "# cs: {\"record\":\"hazard-total\",\"sanitize\":true,\"hazards\":1,\"count\":2,\"stale_read_by_device\":0,\"lost_write\":1,\"stale_read_by_cpu\":0,\"stale_instruction\":0,\"maintenance_gap\":0,\"truncated\":true,\"dropped\":1,\"source\":\"model\"}\n"
+            "# cs: {\"record\":\"hazard-total\",\"sanitize\":true,\"hazards\":1,\"count\":2,\"stale_read_by_device\":0,\"lost_write\":1,\"stale_read_by_cpu\":0,\"stale_instruction\":0,\"maintenance_gap\":0,\"shared_line\":0,\"truncated\":true,\"dropped\":1,\"source\":\"model\"}\n"
         );
         assert_eq!(phase_lines("x", 1, &Totals::default(), 2).lines().count(), 4);
     }

@@ -4,15 +4,23 @@
 //! # State
 //! - **Which levels hold a line, and whether dirty**: the model's own tag arrays.
 //! - **Dirty since which write**: the PC of the write that turned a clean line dirty, per L1D
-//!   line ([`Sanitizer::dirty_pc`]); forgotten when the line is cleaned or invalidated.
+//!   line ([`LineBytes::dirty_pc`]); replaced when the line is dirtied again.
 //! - **Memory written behind the cache**: a non-cacheable/Device write (any access that bypasses
 //!   the caches, i.e. what a device or DMA master does) marks every cached copy of the line
 //!   *stale* (a flag in the tag arrays; the copy dies with its way), and remembers the write.
 //!   A D-side write that dirties a line likewise marks an L1I copy of it stale.
+//! - **Which bytes** ([`ByteMask`], per L1D line): written since the line was last clean before
+//!   the PoC ([`LineBytes::dirty`]), written behind the caches while a copy is stale
+//!   ([`Behind::bytes`]), written since the last IC invalidate ([`LineBytes::written`]).
 //!
 //! # Rules (no false positives on correct code: a clean line refilled at any time — speculation —
 //! holds what memory holds, so only dirty lines and stale copies are ever reported)
-//! - `stale-read-by-device`: a non-cacheable or Device read of a line that is dirty in any cache
+//!
+//! Each read or fetch rule below needs the bytes the access reads (or the translation block
+//! executes) to overlap the bytes written; when the rule holds for the line but the bytes do not
+//! overlap, the hazard is a `shared-line` instead (advisory: listed, never failing a phase that
+//! did not declare it; `cachescope_arch::hazard::Severity`).
+//! - `stale-read-by-device`: a non-cacheable or Device read of bytes that are dirty in a cache
 //!   before the Point of Coherency (a missing clean to PoC before the hand-off). Levels beyond the
 //!   guest's CLIDR_EL1.LoC are transparent (model rule 16a): never dirty or stale for these rules.
 //! - `lost-write`: DC IVAC or DC ISW (invalidate without clean) of a dirty line, whose data is
@@ -51,6 +59,11 @@ pub struct Event {
     pub cause: &'static str,
     /// Its PC (0 when not known).
     pub cause_pc: u64,
+    /// Found by a fetch the model does not count (the rest of a line the previous translation
+    /// block ended in, [`crate::hierarchy::Model::check_fetch`]): it adds a hazard record when
+    /// its (kind, line, phase) is new but no occurrence to an existing one, so occurrence
+    /// counts follow the counted L1I accesses and do not depend on where QEMU ends a block.
+    pub uncounted: bool,
 }
 
 /// A fast hasher for line numbers (a multiplicative hash; the keys are not adversarial).
@@ -74,18 +87,74 @@ impl Hasher for LineHasher {
 /// A map keyed by line number.
 pub type LineMap<V> = HashMap<u64, V, BuildHasherDefault<LineHasher>>;
 
+/// Which bytes of one L1D line an access touched: bit `i` covers the bytes
+/// `[i·g, (i+1)·g)` of the line, `g = max(1, line / 64)` (exact per byte for lines of up to 64
+/// bytes; a longer line's granules are wider, which can only make bytes overlap that do not).
+pub type ByteMask = u64;
+
+/// The [`ByteMask`] of `len` bytes (at least one) from offset `off` of a line of `1 << shift`
+/// bytes; bytes past the line's end are ignored (an access that crosses a line is split first).
+#[inline]
+pub fn byte_mask(off: u64, len: u64, shift: u32) -> ByteMask {
+    let line = 1u64 << shift;
+    let (off, end) = (off.min(line - 1), (off + len.max(1)).min(line));
+    let g = shift.saturating_sub(6);
+    let (first, last) = (off >> g, (end - 1) >> g);
+    (u64::MAX >> (63 - last)) & (u64::MAX << first)
+}
+
+/// Every byte of a line of `1 << shift` bytes.
+#[inline]
+pub fn full_mask(shift: u32) -> ByteMask {
+    byte_mask(0, 1 << shift, shift)
+}
+
+/// The last write behind the caches of a line, and the bytes written behind since a copy of it
+/// was first made stale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Behind {
+    /// PC of the write that last made a copy stale.
+    pub pc: u64,
+    /// Its kind: `nc-write` or `device-write`.
+    pub kind: &'static str,
+    /// Bytes written behind the caches while some copy was stale.
+    pub bytes: ByteMask,
+}
+
+/// What the sanitizer knows of one L1D line beyond the tag arrays: one map entry per line, so a
+/// store costs one lookup.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LineBytes {
+    /// PC of the write that made the line dirty (0: not known).
+    pub dirty_pc: u64,
+    /// The bytes written since the line was last clean in every cache before the PoC (what
+    /// differs from memory). Only meaningful while a cache holds the line dirty (the tag arrays
+    /// say so): the first write that dirties it while no cache before the PoC holds it dirty
+    /// starts the mask afresh.
+    pub dirty: ByteMask,
+    /// PC of the first D-side write since the line's last IC invalidate (with `written`).
+    pub written_pc: u64,
+    /// The bytes written since the line's last IC invalidate (the stale-instruction rule; 0:
+    /// none, always so when CTR_EL0.DIC = 1), valid in IC epoch `epoch` only.
+    pub written: ByteMask,
+    /// The [`Sanitizer::ic_epoch`] `written` belongs to (IC IALLU starts a new one).
+    pub epoch: u64,
+}
+
 /// The sanitizer's state beyond the tag arrays.
 #[derive(Default)]
 pub struct Sanitizer {
-    /// L1D line number → PC of the write that made it dirty.
-    pub dirty_pc: LineMap<u64>,
-    /// L1D line number → (PC, access kind) of the last write behind the cache.
-    pub behind: LineMap<(u64, &'static str)>,
-    /// L1D line number → PC of the first D-side write since the line's last IC invalidate (the
-    /// stale-instruction rule; empty when CTR_EL0.DIC = 1).
-    pub written: LineMap<u64>,
+    /// L1D line number → what was written of it.
+    pub lines: LineMap<LineBytes>,
+    /// L1D line number → the last write behind the cache and the bytes written behind.
+    pub behind: LineMap<Behind>,
+    /// Incremented by every IC IALLU/IALLUIS: every line's `written` bytes of an older epoch are
+    /// forgotten at once.
+    pub ic_epoch: u64,
     /// Hazards found since the plugin last drained them.
     pub events: Vec<Event>,
+    /// The events reported now are [`Event::uncounted`].
+    pub uncounted: bool,
     /// CTR_EL0.IDC: data cleaning to PoU is not required for instruction coherence.
     pub idc: bool,
     /// CTR_EL0.DIC: instruction invalidation is not required for instruction coherence.
@@ -100,17 +169,71 @@ impl Sanitizer {
 
     /// Records a hazard.
     pub fn report(&mut self, kind: HazardKind, pa: u64, access: &'static str, cause: &'static str, cause_pc: u64) {
-        self.events.push(Event { kind, pa, access, cause, cause_pc });
+        self.events.push(Event { kind, pa, access, cause, cause_pc, uncounted: self.uncounted });
     }
 
     /// The recorded cause of a dirty line: ("write", its PC) or ("write", 0) when not known.
     pub fn dirty_cause(&self, line: u64) -> (&'static str, u64) {
-        ("write", self.dirty_pc.get(&line).copied().unwrap_or(0))
+        ("write", self.lines.get(&line).map_or(0, |l| l.dirty_pc))
+    }
+
+    /// The bytes of a dirty line that differ from memory (every byte when not known).
+    pub fn dirty_mask(&self, line: u64) -> ByteMask {
+        self.lines.get(&line).map(|l| l.dirty).filter(|&d| d != 0).unwrap_or(u64::MAX)
+    }
+
+    /// The first write since the line's last IC invalidate (its PC) and the bytes written since.
+    pub fn written(&self, line: u64) -> Option<(u64, ByteMask)> {
+        self.lines.get(&line).filter(|l| l.written != 0 && l.epoch == self.ic_epoch).map(|l| (l.written_pc, l.written))
+    }
+
+    /// IC IVAU of the line: its written bytes are forgotten.
+    pub fn ic_invalidated(&mut self, line: u64) {
+        if let Some(l) = self.lines.get_mut(&line) {
+            l.written = 0;
+        }
+    }
+
+    /// IC IALLU: every line's written bytes are forgotten.
+    pub fn ic_invalidated_all(&mut self) {
+        self.ic_epoch += 1;
     }
 
     /// The recorded write behind the cache of a line.
     pub fn behind_cause(&self, line: u64) -> (&'static str, u64) {
-        self.behind.get(&line).map_or(("write-behind", 0), |&(pc, kind)| (kind, pc))
+        self.behind.get(&line).map_or(("write-behind", 0), |b| (b.kind, b.pc))
+    }
+
+    /// The bytes written behind the cache of a line with a stale copy (every byte when not known).
+    pub fn behind_mask(&self, line: u64) -> ByteMask {
+        self.behind.get(&line).map_or(u64::MAX, |b| b.bytes)
+    }
+
+    /// A write of `bytes` of `line` at `pc` through the D-side (write-back: `dirty` is
+    /// `Some(fresh)`, `fresh` = it made a clean line dirty and no cache before the PoC held the
+    /// line dirty, so the dirty bytes start afresh; write-through or behind the caches: `None`),
+    /// `dirtied` = it turned the L1D copy from clean to dirty.
+    #[inline]
+    pub fn wrote(&mut self, line: u64, bytes: ByteMask, pc: u64, dirty: Option<bool>, dirtied: bool) {
+        let epoch = self.ic_epoch;
+        let e = self.lines.entry(line).or_default();
+        if dirtied {
+            e.dirty_pc = pc;
+        }
+        match dirty {
+            Some(true) => e.dirty = bytes,
+            Some(false) => e.dirty |= bytes,
+            None => {}
+        }
+        if !self.dic {
+            if e.written == 0 || e.epoch != epoch {
+                (e.written, e.written_pc, e.epoch) = (0, pc, epoch);
+            }
+            if dirtied {
+                e.written_pc = pc;
+            }
+            e.written |= bytes;
+        }
     }
 }
 
@@ -177,14 +300,17 @@ impl Hazards {
     #[allow(clippy::too_many_arguments)]
     pub fn add(&mut self, e: Event, va: u64, pc: u64, phase: Option<(u64, &str)>, current: Option<u64>) {
         let (phase_id, name) = phase.unwrap_or((0, ""));
-        self.occurrences += 1;
         let key = (e.kind, e.pa, phase_id);
         if let Some(&i) = self.index.get(&key) {
             if let Some(x) = self.entries[i].as_mut() {
-                x.count += 1;
+                if !e.uncounted {
+                    x.count += 1;
+                    self.occurrences += 1;
+                }
                 return;
             }
         }
+        self.occurrences += 1;
         if self.distinct() >= self.limit {
             self.dropped += 1;
             return;
@@ -246,7 +372,19 @@ mod tests {
     use super::*;
 
     fn ev(kind: HazardKind, pa: u64) -> Event {
-        Event { kind, pa, access: "read", cause: "nc-write", cause_pc: 0x10 }
+        Event { kind, pa, access: "read", cause: "nc-write", cause_pc: 0x10, uncounted: false }
+    }
+
+    #[test]
+    fn an_uncounted_event_adds_a_record_never_an_occurrence() {
+        let mut h = Hazards::default();
+        let quiet = Event { uncounted: true, ..ev(HazardKind::StaleInstruction, 0x40) };
+        h.add(quiet, 0x40, 0x100, Some((1, "a")), None);
+        h.add(ev(HazardKind::StaleInstruction, 0x40), 0x40, 0x104, Some((1, "a")), None);
+        h.add(quiet, 0x40, 0x108, Some((1, "a")), None);
+        assert_eq!((h.distinct(), h.occurrences), (1, 2));
+        let e = h.take(None);
+        assert_eq!((e[0].count, e[0].pc), (2, 0x100), "new: recorded (its first occurrence); existing: not counted");
     }
 
     #[test]
@@ -285,6 +423,48 @@ mod tests {
         assert_eq!(h.limit(), HAZARD_RECORD_LIMIT);
         h.add(ev(HazardKind::LostWrite, 0), 0, 0, None, None);
         assert!(!h.truncated());
+    }
+
+    #[test]
+    fn byte_masks() {
+        assert_eq!(byte_mask(0, 8, 6), 0xff);
+        assert_eq!(byte_mask(0x38, 8, 6), 0xff << 56);
+        assert_eq!(byte_mask(60, 8, 6), 0xf << 60, "bytes past the line's end are ignored");
+        assert_eq!(byte_mask(5, 0, 6), 1 << 5, "an access covers at least one byte");
+        assert_eq!(full_mask(6), u64::MAX);
+        // 16-byte lines use the low bits; 128-byte lines two bytes a bit.
+        assert_eq!(full_mask(4), 0xffff);
+        assert_eq!(byte_mask(3, 2, 4), 0b11000);
+        assert_eq!(full_mask(7), u64::MAX);
+        assert_eq!(byte_mask(1, 1, 7), 1, "byte 1 shares bit 0 with byte 0");
+        assert_eq!(byte_mask(2, 4, 7), 0b110);
+        assert_eq!(byte_mask(127, 1, 7), 1 << 63);
+    }
+
+    #[test]
+    fn write_masks_start_afresh_only_on_a_fresh_dirty_line() {
+        let mut s = Sanitizer::new(false, false);
+        s.wrote(7, 0xf, 0x10, Some(true), true);
+        s.wrote(7, 0xf0, 0x14, Some(false), false);
+        assert_eq!((s.dirty_mask(7), s.dirty_cause(7)), (0xff, ("write", 0x10)));
+        s.wrote(7, 0x100, 0x18, Some(false), true);
+        assert_eq!((s.dirty_mask(7), s.dirty_cause(7)), (0x1ff, ("write", 0x18)), "dirty again while dirty elsewhere: added");
+        s.wrote(7, 0x200, 0x1c, Some(true), true);
+        assert_eq!(s.dirty_mask(7), 0x200, "clean everywhere before: afresh");
+        assert_eq!(s.written(7), Some((0x1c, 0x3ff)), "the IC rule's bytes add up until an IC invalidate");
+        s.wrote(8, 1, 0x20, None, false);
+        assert_eq!((s.dirty_mask(8), s.written(8)), (u64::MAX, Some((0x20, 1))), "write-through: no dirty bytes (unknown = all)");
+        s.ic_invalidated(8);
+        assert_eq!(s.written(8), None);
+        s.wrote(8, 2, 0x24, None, false);
+        assert_eq!(s.written(8), Some((0x24, 2)), "after an IC IVAU: afresh");
+        s.ic_invalidated_all();
+        assert_eq!((s.written(7), s.written(8)), (None, None), "IC IALLU forgets every line");
+        s.wrote(7, 4, 0x28, Some(false), false);
+        assert_eq!((s.written(7), s.dirty_mask(7)), (Some((0x28, 4)), 0x204), "a new epoch starts afresh; dirty bytes stay");
+        let mut s = Sanitizer::new(false, true);
+        s.wrote(7, 1, 0x10, Some(true), true);
+        assert_eq!(s.written(7), None, "DIC = 1: no IC rule");
     }
 
     #[test]

@@ -800,15 +800,19 @@ fn write_at(m: &mut Model, pa: u64, pc: u64) {
 
 #[test]
 fn sanitizer_stale_read_by_device() {
-    use crate::sanitize::HazardKind::StaleReadByDevice;
+    use crate::sanitize::HazardKind::{SharedLine, StaleReadByDevice};
     let mut m = sanitized();
     write_at(&mut m, BASE + 8, 0x1234);
-    m.data(0, BASE, 8, false, NC);
+    m.data(0, BASE + 12, 8, false, NC);
     let e = m.take_events();
     assert_eq!(e.len(), 1);
     assert_eq!((e[0].kind, e[0].pa, e[0].access, e[0].cause, e[0].cause_pc), (StaleReadByDevice, BASE, "nc-read", "write", 0x1234));
+    // The same line, other bytes: nothing stale is read, the line is shared.
+    m.data(0, BASE, 8, false, NC);
+    m.data(0, BASE + 16, 4, false, NC);
+    assert_eq!(kinds(&mut m), [(SharedLine, BASE), (SharedLine, BASE)]);
     // Device reads too; and a dirty line evicted to L2 is still dirty there.
-    m.data(0, BASE, 8, false, Attr::Device);
+    m.data(0, BASE + 8, 1, false, Attr::Device);
     assert_eq!(kinds(&mut m), [(StaleReadByDevice, BASE)]);
     // The correct hand-off: clean to PoC first.
     m.dc_by_pa(0, LineOp::Clean, Point::Coherency, BASE);
@@ -849,9 +853,17 @@ fn sanitizer_stale_read_by_cpu() {
     let mut m = sanitized();
     m.data(0, BASE, 8, false, WB); // cached clean
     m.data_hint(0, BASE + 16, 8, true, NC, Hint { pc: 0x99, nt: false }); // the device writes behind it
-    m.data(0, BASE, 8, false, WB);
+    m.data(0, BASE + 20, 8, false, WB);
     let e = m.take_events();
     assert_eq!((e[0].kind, e[0].pa, e[0].cause, e[0].cause_pc), (StaleReadByCpu, BASE, "nc-write", 0x99));
+    // Bytes the device did not write: a shared line, not a stale read; a second write behind
+    // the stale copy adds its bytes.
+    m.data(0, BASE, 16, false, WB);
+    assert_eq!(kinds(&mut m), [(crate::sanitize::HazardKind::SharedLine, BASE)]);
+    m.data(0, BASE + 40, 4, true, NC);
+    m.data(0, BASE + 40, 1, false, WB);
+    m.data(0, BASE + 16, 1, false, WB);
+    assert_eq!(kinds(&mut m), [(StaleReadByCpu, BASE), (StaleReadByCpu, BASE)]);
     // Only in L2: the L1D miss hits a stale L2 copy.
     let mut m = sanitized();
     m.data(0, BASE, 8, false, WB);
@@ -860,7 +872,7 @@ fn sanitizer_stale_read_by_cpu() {
     m.data(0, BASE + way, 8, false, WB);
     m.data(0, BASE + 2 * way, 8, false, WB); // BASE leaves L1D, stays in L2
     m.data(0, BASE, 8, true, Attr::Device);
-    m.data(0, BASE, 8, false, WB);
+    m.data(0, BASE + 4, 8, false, WB);
     assert_eq!(kinds(&mut m), [(StaleReadByCpu, BASE)]);
     // Correct: invalidate after the device wrote (and a line not cached at all is never stale).
     let mut m = sanitized();
@@ -918,6 +930,112 @@ fn sanitizer_stale_instruction() {
     write_at(&mut m, BASE, 0x4c);
     m.fetch(0, BASE, WB);
     assert!(kinds(&mut m).is_empty());
+}
+
+#[test]
+fn byte_masks_follow_the_bytes_written_since_the_last_clean() {
+    use crate::sanitize::HazardKind::{SharedLine, StaleReadByDevice};
+    let nc_read = |m: &mut Model, pa: u64, size: u32| {
+        m.data(0, pa, size, false, NC);
+        kinds(m).into_iter().map(|(k, _)| k).collect::<Vec<_>>()
+    };
+    // Cleaned to PoC, then written elsewhere: only the new bytes differ from memory.
+    let mut m = sanitized();
+    write_at(&mut m, BASE, 1);
+    m.dc_by_pa(0, LineOp::Clean, Point::Coherency, BASE);
+    write_at(&mut m, BASE + 32, 2);
+    assert_eq!(nc_read(&mut m, BASE, 8), [SharedLine], "the first write reached memory");
+    assert_eq!(nc_read(&mut m, BASE + 32, 8), [StaleReadByDevice]);
+    // Cleaned to PoU only: the first bytes are still dirty in L2, the new ones in L1D.
+    let mut m = sanitized();
+    write_at(&mut m, BASE, 1);
+    m.dc_by_pa(0, LineOp::Clean, Point::Unification, BASE);
+    write_at(&mut m, BASE + 32, 2);
+    assert_eq!(nc_read(&mut m, BASE, 8), [StaleReadByDevice], "dirty in L2");
+    assert_eq!(nc_read(&mut m, BASE + 32, 8), [StaleReadByDevice]);
+    assert_eq!(nc_read(&mut m, BASE + 16, 8), [SharedLine]);
+    // Repeated writes to a dirty line add up; an access crossing two lines is split.
+    let mut m = sanitized();
+    write_at(&mut m, BASE, 1);
+    write_at(&mut m, BASE + 8, 2);
+    m.data(0, BASE + 60, 8, true, WB);
+    assert_eq!(nc_read(&mut m, BASE + 12, 1), [StaleReadByDevice]);
+    assert_eq!(nc_read(&mut m, BASE + 64, 4), [StaleReadByDevice], "the crossing write's second line");
+    assert_eq!(nc_read(&mut m, BASE + 68, 4), [SharedLine]);
+    assert_eq!(nc_read(&mut m, BASE + 56, 4), [SharedLine]);
+    assert_eq!(nc_read(&mut m, BASE + 56, 8), [StaleReadByDevice], "a read crossing into the written bytes");
+    // DC ZVA writes the whole block.
+    let mut m = sanitized();
+    m.dc_zva(0, BASE, WB);
+    assert_eq!(nc_read(&mut m, BASE + 48, 1), [StaleReadByDevice]);
+}
+
+#[test]
+fn a_literal_written_next_to_code_is_a_shared_line() {
+    use crate::sanitize::HazardKind::{SharedLine, StaleInstruction};
+    // Linux's KASLR relocation of idmap_cpu_replace_ttbr1's literal: the function's code
+    // (0x38 bytes) shares its line with the 8-byte literal the relocation writes. The code is
+    // cleaned to PoU but never IC-invalidated, then run: its bytes were not written.
+    let (code, literal) = (BASE + 0x1000, BASE + 0x1038);
+    for clean in [true, false] {
+        let mut m = sanitized();
+        m.fetch_range(0, code, 0x38, WB);
+        m.data_hint(0, literal, 8, true, WB, Hint { pc: 0x4242, nt: false });
+        if clean {
+            m.dc_by_pa(0, LineOp::Clean, Point::Unification, literal);
+        }
+        m.fetch_range(0, code, 0x38, WB);
+        let e = m.take_events();
+        assert_eq!(e.len(), 1, "clean {clean}: {e:?}");
+        assert_eq!((e[0].kind, e[0].pa, e[0].cause_pc), (SharedLine, code, 0x4242), "clean {clean}");
+        // Code that does run the written bytes is stale.
+        m.fetch_range(0, code + 0x30, 0x10, WB);
+        assert_eq!(kinds(&mut m), [(StaleInstruction, code)], "clean {clean}");
+        // A whole-line fetch (the model's conservative default) covers the literal too.
+        m.fetch(0, code, WB);
+        assert_eq!(kinds(&mut m), [(StaleInstruction, code)], "clean {clean}");
+        // IC IVAU: nothing left to report.
+        if clean {
+            m.ic_invalidate_pa(0, code);
+            m.fetch(0, code, WB);
+            assert!(kinds(&mut m).is_empty());
+        }
+    }
+    // Written behind the caches (MMU off for the writer) next to code the L1I holds.
+    let mut m = sanitized();
+    m.fetch_range(0, code, 0x38, WB);
+    m.data(0, literal, 8, true, NC);
+    m.fetch_range(0, code, 0x38, WB);
+    assert_eq!(kinds(&mut m), [(SharedLine, code), (SharedLine, code)], "the stale L1I copy and the written line, other bytes");
+    m.fetch_range(0, literal - 4, 8, WB);
+    assert_eq!(kinds(&mut m), [(StaleInstruction, code), (StaleInstruction, code)]);
+}
+
+#[test]
+fn an_uncounted_fetch_is_still_judged() {
+    use crate::sanitize::HazardKind::StaleInstruction;
+    let mut m = sanitized();
+    m.fetch_range(0, BASE, 16, WB);
+    write_at(&mut m, BASE + 32, 0x77);
+    m.dc_by_pa(0, LineOp::Clean, Point::Unification, BASE);
+    let before = m.totals();
+    m.check_fetch(0, BASE + 16, 16);
+    assert_eq!(kinds(&mut m), [(crate::sanitize::HazardKind::SharedLine, BASE)], "bytes 16..32 were not written");
+    m.check_fetch(0, BASE + 28, 8);
+    let e = m.take_events();
+    assert_eq!((e.len(), e[0].kind, e[0].uncounted), (1, StaleInstruction, true), "{e:?}");
+    assert_eq!(m.totals(), before, "judged, not counted");
+    m.fetch_range(0, BASE + 28, 8, WB);
+    assert!(!m.take_events()[0].uncounted, "a counted fetch's events count");
+    // A stale L1I copy the uncounted fetch runs from.
+    m.ic_invalidate_pa(0, BASE);
+    m.fetch_range(0, BASE, 16, WB);
+    m.data(0, BASE + 4, 4, true, NC);
+    m.check_fetch(0, BASE + 4, 4);
+    assert_eq!(kinds(&mut m), [(StaleInstruction, BASE), (StaleInstruction, BASE)]);
+    let mut plain = Model::new(&rpi4(), 1);
+    plain.check_fetch(0, BASE, 4);
+    assert!(!plain.has_events(), "no sanitizer, nothing judged");
 }
 
 /// The Pi 5 shape (private L2, shared L3) with the sanitizer, on a guest whose CLIDR says `loc`.
@@ -1242,3 +1360,46 @@ fn coherence_agrees_with_reference_on_random_traces() {
 
 #[path = "tests_policy.rs"]
 mod policy;
+
+/// Speed of the core with the sanitizer on, writes included (not a test: `cargo test --release
+/// --manifest-path host/Cargo.toml --target host-tuple -p cachescope-cache-model sanitizer_speed
+/// -- --ignored --nocapture`). Pi 4 geometry; every access goes to the model (no shortcut): 8-byte
+/// loads and stores over a 16 KiB loop (L1 hits, each line's eight words in turn), stores over an
+/// 8 MiB stream (L1 and L2 misses, dirty victims), and fetches of code the loop writes. Best of 9.
+#[test]
+#[ignore]
+fn sanitizer_speed() {
+    type Step = fn(&mut Model, u64);
+    let cases: [(&str, u64, Step); 4] = [
+        ("load, L1 hit (16 KiB)", 16 << 10, |m, a| {
+            m.data(0, BASE + a, 8, false, WB);
+        }),
+        ("store, L1 hit (16 KiB)", 16 << 10, |m, a| {
+            m.data(0, BASE + a, 8, true, WB);
+        }),
+        ("store, L1+L2 miss (8 MiB stream)", 8 << 20, |m, a| {
+            m.data(0, BASE + a * 8, 8, true, WB);
+        }),
+        ("store + fetch of the line (16 KiB)", 16 << 10, |m, a| {
+            m.data(0, BASE + a, 8, true, WB);
+            m.fetch(0, BASE + (a ^ 0x20), WB);
+        }),
+    ];
+    for (name, bytes, step) in cases {
+        let mut m = Model::new(&rpi4(), 1);
+        m.enable_sanitizer(false, false);
+        let n = 4u64 << 20;
+        let mut best = f64::MAX;
+        for _ in 0..9 {
+            let t = std::time::Instant::now();
+            let mut a = 0;
+            for _ in 0..n {
+                step(&mut m, a);
+                a = (a + 8) % bytes;
+            }
+            best = best.min(t.elapsed().as_nanos() as f64 / n as f64);
+            m.take_events();
+        }
+        eprintln!("{name:38} {best:6.1} ns per step");
+    }
+}

@@ -1811,7 +1811,7 @@ mod tests {
         }
         m += &format!("# cs: {{\"record\":\"hazard\",\"kind\":\"lost-write\",\"pa\":\"0x1000\",\"va\":\"0x1000\",\"pc\":\"0x40001234\",\"phase\":\"{hazard_phase}\",\"phase_id\":2,\"count\":1,\"access\":\"dc-ivac\",\"cause\":\"write\",\"cause_pc\":\"0x40001200\",\"source\":\"model\"}}\n");
         m += &format!("# model: hazard lost-write pa=0x1000 va=0x1000 pc=0x40001234 phase={hazard_phase} count=1 access=dc-ivac cause=write cause_pc=0x40001200\n");
-        m += "# cs: {\"record\":\"hazard-total\",\"sanitize\":true,\"hazards\":1,\"count\":1,\"stale_read_by_device\":0,\"lost_write\":1,\"stale_read_by_cpu\":0,\"stale_instruction\":0,\"maintenance_gap\":0,\"truncated\":false,\"dropped\":0,\"source\":\"model\"}\n";
+        m += "# cs: {\"record\":\"hazard-total\",\"sanitize\":true,\"hazards\":1,\"count\":1,\"stale_read_by_device\":0,\"lost_write\":1,\"stale_read_by_cpu\":0,\"stale_instruction\":0,\"maintenance_gap\":0,\"shared_line\":0,\"truncated\":false,\"dropped\":0,\"source\":\"model\"}\n";
         m += "# cs: {\"record\":\"model-run\",\"protocol\":5,\"markers\":4,\"phases\":2,\"va_learned\":0,\"va_window\":0,\"va_identity\":0,\"setway_ops\":0,\"warnings\":0,\"fast\":true,\"source\":\"model\"}\n";
         m
     }

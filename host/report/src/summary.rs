@@ -569,6 +569,13 @@ fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
         let declared: Vec<&str> = run.iter().filter_map(|r| r.view::<record::ExpectHazardView<_>>()?.phase()).collect();
         let phase_of = |o: &crate::records::Object| record::HazardView::of(o).and_then(|h| h.phase()).unwrap_or("").to_string();
         let (expected, other): (Vec<_>, Vec<_>) = d.hazards.iter().partition(|o| declared.contains(&phase_of(o).as_str()));
+        // Advisory kinds (shared-line) elsewhere are listed, never failing: counted apart.
+        let is_advisory = |o: &&crate::records::Object| -> bool {
+            record::HazardView::of(*o)
+                .and_then(|h| cachescope_arch::hazard::HazardKind::from_name(h.kind()?))
+                .is_some_and(|k| k.severity() == cachescope_arch::hazard::Severity::Advisory)
+        };
+        let (advisory, other): (Vec<_>, Vec<_>) = other.into_iter().partition(is_advisory);
         let per_kind = record::HazardTotalView::of(h).map(|t| t.per_kind()).unwrap_or_default();
         let mut kinds: Vec<String> = cachescope_arch::hazard::HazardKind::ALL
             .into_iter()
@@ -590,9 +597,10 @@ fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
         let n_declared = declared.iter().collect::<std::collections::BTreeSet<_>>().len();
         let text = match word {
             crate::verdict::Word::AsDeclared => format!(
-                "(model sanitizer) as declared: {} line(s) in {n_declared} deliberate-mistake phase(s), {} elsewhere [{}]",
+                "(model sanitizer) as declared: {} line(s) in {n_declared} deliberate-mistake phase(s), {} elsewhere{} [{}]",
                 expected.len(),
                 other.len(),
+                if advisory.is_empty() { String::new() } else { format!(", {} advisory (not failing)", advisory.len()) },
                 kinds.join(", ")
             ),
             crate::verdict::Word::Off => "(model sanitizer) off (sanitize=off): nothing judged".to_string(),

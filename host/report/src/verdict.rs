@@ -5,6 +5,9 @@
 //! and `hazard-total` in the model log). [`judge`] compares them: a declared phase passes when it
 //! has exactly the declared kinds at exactly the declared lines; every other phase (every correct
 //! sequence of the run, and code outside phases) passes when it has no hazard at all.
+//! Advisory kinds (`shared-line`, [`Severity::Advisory`]) are judged only in a phase that declares
+//! that kind; anywhere else they are listed, as a passing finding of their own, and never fail a
+//! phase: a line shared by a cache-bypassing reader and a cached writer is fragile, not wrong.
 //!
 //! The runner (scripts/qemu-run) calls `cachescope-report verdict` after QEMU exits and folds the
 //! result into the run's exit status: a failed verdict turns a passing run into status 1. What
@@ -15,6 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use cachescope_arch::hazard::{HazardKind, Severity};
 use cachescope_arch::record::{self, Builder};
 
 use crate::records::Object;
@@ -175,6 +179,18 @@ pub fn judge<'a>(log: impl IntoIterator<Item = &'a Object>, model: impl IntoIter
             set.insert((e.kind().unwrap_or(""), pa + i * stride));
         }
     }
+    // Advisory hazards of a kind their phase does not declare: listed, not judged.
+    let advisory = |k: &str| HazardKind::from_name(k).is_some_and(|k| k.severity() == Severity::Advisory);
+    let mut listed: BTreeMap<&str, BTreeSet<(&str, u64)>> = BTreeMap::new();
+    for (phase, got) in seen.iter_mut() {
+        let declares = |k: &str| want.get(phase).is_some_and(|w| w.iter().any(|(d, _)| *d == k));
+        let (aside, judged): (BTreeSet<_>, BTreeSet<_>) = got.iter().partition(|(k, _)| advisory(k) && !declares(k));
+        if !aside.is_empty() {
+            listed.insert(phase, aside);
+        }
+        *got = judged;
+    }
+    seen.retain(|_, got| !got.is_empty());
     let mut findings = Vec::new();
     for (phase, w) in &want {
         let got = seen.get(phase).cloned().unwrap_or_default();
@@ -200,6 +216,14 @@ pub fn judge<'a>(log: impl IntoIterator<Item = &'a Object>, model: impl IntoIter
             passed: false,
             declared: false,
             what: format!("a correct sequence produced {}", show(got)),
+        });
+    }
+    for (phase, got) in &listed {
+        findings.push(Finding {
+            phase: phase.to_string(),
+            passed: true,
+            declared: false,
+            what: format!("advisory (not failing): {}", show(got)),
         });
     }
     // Hazards the plugin stopped recording (its bound on a hazard storm): never a pass, and
@@ -339,7 +363,7 @@ mod tests {
         )
     }
 
-    const TOTAL: &str = r#"# cs: {"record":"hazard-total","sanitize":true,"hazards":2,"count":2,"stale_read_by_device":0,"lost_write":2,"stale_read_by_cpu":0,"stale_instruction":0,"maintenance_gap":0,"source":"model"}"#;
+    const TOTAL: &str = r#"# cs: {"record":"hazard-total","sanitize":true,"hazards":2,"count":2,"stale_read_by_device":0,"lost_write":2,"stale_read_by_cpu":0,"stale_instruction":0,"maintenance_gap":0,"shared_line":0,"source":"model"}"#;
 
     fn objs(text: &str) -> Vec<Object> {
         text.lines().filter_map(|l| parse_line(l)?.ok()).collect()
@@ -383,6 +407,34 @@ mod tests {
         let dropped = TOTAL.replace(r#""source":"model""#, r#""truncated":true,"dropped":7,"source":"model""#);
         let model = [hazard("mistakes/a", "lost-write", 4096), hazard("mistakes/a", "lost-write", 4160), dropped].join("\n");
         assert_eq!(judge_text(LOG, &model).unwrap().word, Word::Failed);
+    }
+
+    #[test]
+    fn shared_lines_are_listed_and_judged_only_where_declared() {
+        let exact = [hazard("mistakes/a", "lost-write", 4096), hazard("mistakes/a", "lost-write", 4160)];
+        // Beside a declared mistake, and in a correct phase: listed, passing.
+        let model = [&exact[..], &[hazard("mistakes/a", "shared-line", 4224), hazard("boot", "shared-line", 8192), TOTAL.into()]]
+            .concat()
+            .join("\n");
+        let v = judge_text(LOG, &model).unwrap();
+        assert_eq!(v.word, Word::AsDeclared, "{v:?}");
+        let listed: Vec<_> = v.findings.iter().filter(|f| f.what.starts_with("advisory")).map(|f| (f.phase.as_str(), f.passed)).collect();
+        assert_eq!(listed, [("boot", true), ("mistakes/a", true)]);
+        assert!(v.findings.iter().any(|f| f.phase == "boot" && f.what.contains("shared-line@0x2000")));
+        assert_eq!(v.findings.iter().filter(|f| f.declared).count(), 1, "the advisory finding declares nothing");
+        // A phase that declares shared-line gets it judged exactly, like any kind.
+        let log = LOG.replace("mistakes/a", "mistakes/b").replace("lost-write", "shared-line");
+        let v = judge_text(&log, &[hazard("mistakes/b", "shared-line", 4096), TOTAL.into()].join("\n")).unwrap();
+        assert_eq!(v.word, Word::Failed);
+        assert!(v.failed().any(|f| f.phase == "mistakes/b" && f.what.contains("missing shared-line@0x1040")), "{v:?}");
+        // And an error kind beside a listed shared line still fails.
+        let model = [&exact[..], &[hazard("boot", "shared-line", 8192), hazard("boot", "stale-instruction", 8192), TOTAL.into()]]
+            .concat()
+            .join("\n");
+        let v = judge_text(LOG, &model).unwrap();
+        assert_eq!(v.word, Word::Failed);
+        let bad: Vec<_> = v.failed().map(|f| f.what.as_str()).collect();
+        assert_eq!(bad, ["a correct sequence produced stale-instruction@0x2000"]);
     }
 
     #[test]

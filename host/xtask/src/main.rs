@@ -404,6 +404,8 @@ Environment (docs/running.md; each checked before QEMU starts, a bad value exits
   QEMU_CACHE_MODEL  off | on | rpi4 | rpi5 | key=value,... (default: the board's qemu_cache_model):
                 the cache-model plugin, -icount, argv0 cachescope+model=PROFILE
   CS_MODEL_LOG  file for the cache model's records (default CS_LOG.model)
+  CS_MODEL_MARKERS  all | declarations: the plugin's markers= argument (declarations: only the
+                markers that declare the sanitizer's expectations; needs the cache model)
   CS_CONSOLE    human (the report's console, the digest, the saved log's path) or raw
   CS_VERBOSE    1: the human console shows the whole stream
   CS_NO_MATRIX  1: a test kernel (an ELF under .../deps/) runs once, not per catalogue row

@@ -33,6 +33,10 @@
 //!   run with one line.
 //! - `CS_MODEL_LOG` file for the cache model's records (the catalogue sets it per row); checked as
 //!   CS_LOG is (its folder writable, not a folder, creatable).
+//! - `CS_MODEL_MARKERS` the plugin's `markers` argument (`all`, `declarations`: only the markers
+//!   that declare the sanitizer's expectations, host/cache-model/src/config.rs), added to the
+//!   model's words ([`with_markers`]) and checked with them by the plugin's parser; refused when
+//!   the model is off.
 //! - `CS_CONSOLE` human (default: `cachescope-report console`, then the digest and the saved
 //!   log's path) or raw (the whole stream as the kernel prints it, model records after it).
 //! - `CS_VERBOSE` 1: the human console shows the whole stream (read by the report tool); 0 or unset.
@@ -326,6 +330,17 @@ pub fn settings(env: &Env, board: &Board, qemu: &Qemu, boards: &[Board], elf: &P
         Some(m) if m.is_empty() => "off".into(),
         Some(m) => m,
     };
+    let model = if model.is_empty() { "off".to_string() } else { model };
+    let model = match env.nonempty("CS_MODEL_MARKERS")? {
+        None => model,
+        Some(m) if model == "off" => {
+            return Err(usage(format!("CS_MODEL_MARKERS='{m}': needs the cache model, and QEMU_CACHE_MODEL is off for this run")))
+        }
+        Some(m) if m.contains([',', '=']) => {
+            return Err(usage(format!("CS_MODEL_MARKERS='{m}': one value of the plugin's markers argument (no ',' or '=')")))
+        }
+        Some(m) => with_markers(&model, &m),
+    };
     Ok(Settings {
         machine,
         cpu: qemu.cpu.as_ref().map(|_| (cpu, smp.parse().unwrap_or(1))),
@@ -333,7 +348,7 @@ pub fn settings(env: &Env, board: &Board, qemu: &Qemu, boards: &[Board], elf: &P
         timeout_s,
         console,
         extra,
-        model: if model.is_empty() { "off".into() } else { model },
+        model,
         built,
     })
 }
@@ -447,6 +462,15 @@ pub fn plugin_arg(so: &str, model: &str, out: Option<&Path>) -> String {
         p += &format!(",out={}", o.display());
     }
     p
+}
+
+/// A QEMU_CACHE_MODEL value (not `off`) with the plugin's `markers=VALUE` added (CS_MODEL_MARKERS).
+pub fn with_markers(model: &str, markers: &str) -> String {
+    match model {
+        "on" => format!("markers={markers}"),
+        m if m.contains('=') => format!("{m},markers={markers}"),
+        profile => format!("profile={profile},markers={markers}"),
+    }
 }
 
 /// Whether QEMU_CACHE_MODEL names the model's output file itself (`out=FILE`).
@@ -1045,6 +1069,7 @@ mod tests {
             "CS_VERBOSE",
             "CS_CACHE_MODEL_BUILT",
             "CS_NO_MATRIX",
+            "CS_MODEL_MARKERS",
         ];
         let mut overlay: Vec<(String, OsString)> = names.iter().map(|n| (n.to_string(), OsString::new())).collect();
         overlay.extend(vars.iter().map(|(k, v)| (k.to_string(), OsString::from(v))));
@@ -1194,6 +1219,22 @@ mod tests {
         assert_eq!(settings_for("qemu-virt", &[("QEMU_CACHE_MODEL", "")]).unwrap().model, "off");
         assert_eq!(settings_for("rpi4", &[]).unwrap().model, "off");
         assert!(settings_for("qemu-virt", &[("CS_CACHE_MODEL_BUILT", "1")]).unwrap().built);
+    }
+
+    #[test]
+    fn the_marker_mode_joins_the_model_words() {
+        let model = |vars: &[(&str, &str)]| settings_for("qemu-virt", vars).map(|s| s.model);
+        assert_eq!(model(&[("CS_MODEL_MARKERS", "declarations")]).unwrap(), "markers=declarations");
+        assert_eq!(model(&[("CS_MODEL_MARKERS", "all"), ("QEMU_CACHE_MODEL", "rpi4")]).unwrap(), "profile=rpi4,markers=all");
+        assert_eq!(
+            model(&[("CS_MODEL_MARKERS", "declarations"), ("QEMU_CACHE_MODEL", "fast=off,l3=none")]).unwrap(),
+            "fast=off,l3=none,markers=declarations"
+        );
+        assert_eq!(model(&[("CS_MODEL_MARKERS", "")]).unwrap(), "on", "set but empty: not given");
+        let m = message(settings_for("qemu-virt", &[("CS_MODEL_MARKERS", "declarations"), ("QEMU_CACHE_MODEL", "off")]));
+        assert!(m.starts_with("CS_MODEL_MARKERS='declarations': needs the cache model"), "{m}");
+        let m = message(settings_for("qemu-virt", &[("CS_MODEL_MARKERS", "all,fast=off")]));
+        assert!(m.starts_with("CS_MODEL_MARKERS='all,fast=off': one value"), "{m}");
     }
 
     #[test]

@@ -84,9 +84,8 @@ impl<H: Host> Engine<H> {
             let mut hazard = false;
             match core.model.as_mut() {
                 Some(m) => {
-                    for k in 0..lines {
-                        m.data_hint(cpu, pa + k * (1 << shift), 1, write, attr, hint);
-                    }
+                    // One bypass per line; the sanitizer judges the bytes.
+                    m.data_hint(cpu, pa, size, write, attr, hint);
                     hazard = m.has_events();
                 }
                 None => core.early.levels[Level::L1D as usize].bypass += lines,
@@ -234,9 +233,19 @@ impl<H: Host> Engine<H> {
                     f.forget_line();
                 }
             }
-            let fetched = lines.clone().skip(usize::from(continues));
-            for l in fetched.clone() {
-                m.fetch(cpu, pa_of(l), attr);
+            // Each line's fetched bytes: the TB's instructions there (the sanitizer's byte masks).
+            let bytes_of = |l: u64| {
+                let (lo, hi) = (va.max(l << shift), (va + bytes).min((l + 1) << shift));
+                (pa_of(l) + (lo - (l << shift)), hi - lo)
+            };
+            if continues {
+                // Not counted (see above), but its bytes are executed: the sanitizer judges them.
+                let (pa, len) = bytes_of(*lines.start());
+                m.check_fetch(cpu, pa, len);
+            }
+            for l in lines.clone().skip(usize::from(continues)) {
+                let (pa, len) = bytes_of(l);
+                m.fetch_range(cpu, pa, len, attr);
             }
             let hazard = m.has_events();
             if self.fast_on && !lines.clone().all(|l| m.l1i_holds(cpu, pa_of(l))) && !self.fetch_warned.swap(true, Relaxed) {

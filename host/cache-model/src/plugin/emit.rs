@@ -33,6 +33,8 @@ pub const PHASE_RECORD_LIMIT: u64 = 200_000;
 pub struct Stats {
     /// Markers seen.
     pub markers: u64,
+    /// Of those, ignored (`markers=declarations`): `None` when every marker is followed.
+    pub markers_ignored: Option<u64>,
     /// Operand translations: learned, by window, identity.
     pub va: [u64; 3],
     /// DC set/way operations.
@@ -219,11 +221,12 @@ impl Core {
         if let Some((t, limit)) = &self.pcs {
             text += &t.lines(*limit);
         }
+        let mut run = record::ModelRun::new().protocol(protocol::VERSION).markers(self.stats.markers);
+        if let Some(n) = self.stats.markers_ignored {
+            run = run.markers_ignored(n);
+        }
         text += &model_records::line(
-            record::ModelRun::new()
-                .protocol(protocol::VERSION)
-                .markers(self.stats.markers)
-                .phases(self.phases.finished())
+            run.phases(self.phases.finished())
                 .va_learned(self.stats.va[0])
                 .va_window(self.stats.va[1])
                 .va_identity(self.stats.va[2])

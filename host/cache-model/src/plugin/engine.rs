@@ -179,7 +179,10 @@ impl<H: Host> Engine<H> {
     /// so it names the executing vCPU (Aff0 on `virt` up to 8 vCPUs) until a hypervisor gives
     /// it a guest's value. Accepted only with MPIDR's RES1 bit 31 set, Aff1..Aff3 = 0 and Aff0
     /// below the vCPU count.
+    /// Under `markers=declarations` the TPIDR_EL1 tag is not read (a firmware that tells the
+    /// model nothing).
     pub fn identify_by(&self, tpidr: Option<u64>, vmpidr: impl FnOnce() -> Option<u64>, vcpu: u32) {
+        let tpidr = tpidr.filter(|_| self.settings.markers == crate::config::MarkerMode::All);
         let tagged = tpidr.and_then(cachescope_arch::marker::core_of_id_value).filter(|&c| (c as usize) < self.vcpus);
         let core = tagged.or_else(|| {
             let v = vmpidr()?;

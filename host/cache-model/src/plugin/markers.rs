@@ -1,6 +1,7 @@
 //! Markers: what one `hint #0x7f` marker (decoded by `cachescope_arch::marker`) does to the
 //! guest state, the phases and the sanitizer's maintenance ranges.
 
+use crate::config::MarkerMode;
 use crate::protocol::{self, Marker};
 use crate::sanitize::{HazardKind, MaintRange};
 
@@ -15,6 +16,10 @@ impl<H: Host> Engine<H> {
             Ok(m) => m,
             Err(e) => return core.warn(&format!("marker ignored: {e}")),
         };
+        if self.settings.markers == MarkerMode::Declarations && !declares(&marker) {
+            *core.stats.markers_ignored.get_or_insert(0) += 1;
+            return;
+        }
         match marker {
             Marker::Hello { version } => {
                 // Older versions are understood (their windows carry no PA); a newer one may
@@ -67,6 +72,7 @@ impl<H: Host> Engine<H> {
                         access: "maint-end",
                         cause: "dc-by-va",
                         cause_pc: r.last_pc,
+                        uncounted: false,
                     };
                     core.add_hazard(e, gap, pc, phase.as_ref(), None);
                 }
@@ -80,5 +86,20 @@ impl<H: Host> Engine<H> {
                 }
             }
         }
+    }
+}
+
+/// Whether a marker declares what the sanitizer must find (followed under
+/// `markers=declarations`, [`MarkerMode::Declarations`]): every marker but the machine's facts
+/// (geometry, window, SCTLR), which the model must then find for itself.
+pub(super) fn declares(m: &Marker) -> bool {
+    match m {
+        Marker::Hello { .. }
+        | Marker::PhaseBegin { .. }
+        | Marker::PhaseEnd { .. }
+        | Marker::MaintBegin { .. }
+        | Marker::MaintEnd { .. }
+        | Marker::Quiet(_) => true,
+        Marker::Geometry { .. } | Marker::Window { .. } | Marker::Sctlr(_) => false,
     }
 }

@@ -15,6 +15,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 
 use crate::hierarchy::{Attr, Level, Model, Totals, SERVED_MEMORY};
+use crate::sanitize::byte_mask;
 
 use super::tb_plan::Group;
 
@@ -36,7 +37,8 @@ pub enum LineMode {
     LoadsAndStores = 2,
     /// Not cacheable: every access to the line is a bypass (a single-line access, uniform page;
     /// with the sanitizer, no cache holds a copy of the line and the last model access was a
-    /// store, so a store's first-writer mark is already set).
+    /// store, so a store's first-writer mark is already set; the bytes later stores write are
+    /// deferred like a dirty bit, [`Shortcut::settle_dirty`]).
     Bypass = 3,
     /// Not cacheable, with the sanitizer after a load: loads are bypasses; a store goes to the
     /// model (the sanitizer marks the line written, for the stale-instruction rule).
@@ -75,9 +77,13 @@ pub struct Shortcut {
     /// The model's L1D slot of the line and its model line number (for the deferred dirty bit).
     d_slot: AtomicU64,
     d_l1line: AtomicU64,
+    /// Stores were counted here since the last settle: a deferred dirty bit (write-back) or a
+    /// deferred note of uncached writes (bypass), for the model.
     d_dirty: AtomicBool,
     /// PC of the first write deferred in `d_dirty` (the sanitizer's "dirty since").
     d_pc: AtomicU64,
+    /// The bytes of the line those stores wrote (`sanitize::ByteMask`).
+    d_bytes: AtomicU64,
     d_hits: AtomicU64,
     d_bypass: AtomicU64,
     /// log2 of the L1D line size.
@@ -138,16 +144,21 @@ impl Shortcut {
 
     /// One data access of `size()` bytes at `vaddr`: counted here (`true`) when it falls in the
     /// remembered line and the line's mode allows it, else `false` (the model decides). The size
-    /// is asked only for an access within 16 bytes of the line's end.
+    /// is asked only for a store (the bytes it writes) or an access within 16 bytes of the line's
+    /// end.
     #[inline]
     pub fn access(&self, vaddr: u64, size: impl FnOnce() -> u32, write: bool, pc: u64) -> bool {
         let shift = self.line_shift();
         let off = vaddr & ((1 << shift) - 1);
-        // Accesses are at most 16 bytes: only those near the line's end need their size.
-        if vaddr >> shift != self.d_line.load(Relaxed) || (off + 16 > 1 << shift && off + u64::from(size()) > 1 << shift) {
+        if vaddr >> shift != self.d_line.load(Relaxed) {
             return false;
         }
-        self.hit(1, write, pc)
+        // Accesses are at most 16 bytes: only those near the line's end need their size.
+        let size = if write || off + 16 > 1 << shift { u64::from(size()) } else { 1 };
+        if off + size > 1 << shift {
+            return false;
+        }
+        self.hit(1, write, pc, || byte_mask(off, size, shift))
     }
 
     /// A group's members after its leader's access at `vaddr` (see `tb_plan::Group`): all counted
@@ -159,22 +170,30 @@ impl Shortcut {
         if self.d_line.load(Relaxed) != vaddr >> shift || off + g.lo < 0 || off + g.hi > 1 << shift {
             return false;
         }
-        self.hit(g.members.len() as u64, g.stores, g.store_pc)
+        // The bytes the store members write.
+        let bytes = || g.members.iter().filter(|m| m.2).fold(0, |b, &(d, size, _)| b | byte_mask((off + d) as u64, u64::from(size), shift));
+        self.hit(g.members.len() as u64, g.stores, g.store_pc, bytes)
     }
 
-    /// `n` accesses to the remembered line (`write`: any of them a store, the first at `pc`).
+    /// `n` accesses to the remembered line (`write`: any of them a store, the first at `pc`,
+    /// writing `bytes()` of the line).
     #[inline]
-    fn hit(&self, n: u64, write: bool, pc: u64) -> bool {
-        match LineMode::from_u8(self.d_mode.load(Relaxed)) {
-            Some(LineMode::Bypass) => add(&self.d_bypass, n),
-            Some(LineMode::BypassLoads) if !write => add(&self.d_bypass, n),
-            Some(LineMode::LoadsAndStores) => {
-                if write && !self.d_dirty.load(Relaxed) {
+    fn hit(&self, n: u64, write: bool, pc: u64, bytes: impl FnOnce() -> u64) -> bool {
+        let defer = |counter: &AtomicU64| {
+            if write {
+                if !self.d_dirty.load(Relaxed) {
                     self.d_pc.store(pc, Relaxed);
                     self.d_dirty.store(true, Relaxed);
+                    self.d_bytes.store(0, Relaxed);
                 }
-                add(&self.d_hits, n)
+                self.d_bytes.store(self.d_bytes.load(Relaxed) | bytes(), Relaxed);
             }
+            add(counter, n)
+        };
+        match LineMode::from_u8(self.d_mode.load(Relaxed)) {
+            Some(LineMode::Bypass) => defer(&self.d_bypass),
+            Some(LineMode::BypassLoads) if !write => add(&self.d_bypass, n),
+            Some(LineMode::LoadsAndStores) => defer(&self.d_hits),
             Some(LineMode::Loads) if !write => add(&self.d_hits, n),
             _ => return false,
         }
@@ -202,8 +221,9 @@ impl Shortcut {
         self.p_vpn.store(NONE, Relaxed);
     }
 
-    /// Applies the deferred dirty bit to the model (before any model call of this vCPU that
-    /// could observe it); `true` when there was one.
+    /// Applies the deferred dirty bit (or, on a bypassed line, the deferred note of uncached
+    /// writes) to the model, with the bytes the deferred stores wrote, before any model call of
+    /// this vCPU that could observe it; `true` when there was one.
     pub fn settle_dirty(&self, model: Option<&mut Model>, cpu: usize) -> bool {
         // Only this vCPU's thread sets its flag: a plain load and store suffice.
         if !self.d_dirty.load(Relaxed) {
@@ -211,7 +231,12 @@ impl Shortcut {
         }
         self.d_dirty.store(false, Relaxed);
         if let Some(m) = model {
-            m.mark_l1d_dirty(cpu, self.d_slot.load(Relaxed) as usize, self.d_l1line.load(Relaxed), self.d_pc.load(Relaxed));
+            let (line, pc, bytes) = (self.d_l1line.load(Relaxed), self.d_pc.load(Relaxed), self.d_bytes.load(Relaxed));
+            if self.d_mode.load(Relaxed) == LineMode::Bypass as u8 {
+                m.note_uncached_writes(line, pc, bytes);
+            } else {
+                m.mark_l1d_dirty(cpu, self.d_slot.load(Relaxed) as usize, line, pc, bytes);
+            }
         }
         true
     }

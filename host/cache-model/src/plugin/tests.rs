@@ -356,7 +356,7 @@ fn the_shortcut_changes_no_count_and_no_record() {
         let records = differential(args, &steps);
         // The traces reach what they mean to: phases, hazards, a rebuilt model.
         assert!(records.contains("\"record\":\"model\",\"phase\":\"phase-at-"), "no phase records with {args:?}");
-        for kind in ["stale-read-by-device", "stale-read-by-cpu", "stale-instruction", "lost-write"] {
+        for kind in ["stale-read-by-device", "stale-read-by-cpu", "stale-instruction", "lost-write", "shared-line"] {
             assert!(records.contains(&format!("\"kind\":\"{kind}\"")), "no {kind} hazard with {args:?}");
         }
         if guest {
@@ -561,4 +561,86 @@ fn el2_and_el3_controls_the_model_does_not_follow_are_named_once() {
     assert_eq!(warnings.len(), 3, "{records}");
     assert!(warnings[0].contains("HCR_EL2.DC set (vCPU 0, 0x80001000)"), "{}", warnings[0]);
     assert!(warnings[1].contains("SCTLR_EL2.M set") && warnings[2].contains("SCTLR_EL2.C set"), "{records}");
+}
+
+#[test]
+fn bytes_stored_through_the_shortcut_reach_the_sanitizer() {
+    let a = VA_OFFSET + RAM + 0x8_0000;
+    let mem = |r: &Run, va: u64, size: u32, write: bool| {
+        r.engine.mem(0, &FakeAccess { size, value: 0 }, va, va, write, None, Hint { pc: 0x9000, nt: false })
+    };
+    for fast in [true, false] {
+        // The device's first read: stale (bytes 8..16 were stored, through the shortcut with
+        // fast=on) or a shared line (24..32 were not); then the group's store (44..48) is stale
+        // and its load's bytes (36..40) are not.
+        for (read, stale, shared) in [(a + 8, 2, 1), (a + 24, 1, 2)] {
+            let r = Run::new(&["profile=rpi4"], fast);
+            r.marker(Marker::Sctlr(1 | 4 | 1 << 12), 0x8_0000);
+            mem(&r, a, 8, true);
+            mem(&r, a + 8, 8, true); // the same line: the shortcut's, with fast=on
+            mem(&r, a + 16, 4, false);
+            let group = Group::new(4, vec![(4, 4, false), (12, 4, true)], 0x9100);
+            r.engine.mem_group(0, &FakeAccess { size: 4, value: 0 }, a + 32, false, &group);
+            // The device's view of the page: the window marker settles the deferred stores.
+            r.marker(Marker::Window { va: a, len: 0x1000, attr: ModelAttr::NormalNonCacheable, pa: Some(a - VA_OFFSET) }, 0x8_0000);
+            mem(&r, read, 8, false);
+            mem(&r, a + 44, 4, false);
+            mem(&r, a + 36, 4, false);
+            let records = r.finish();
+            let hazards: Vec<&str> = records.lines().filter(|l| l.contains("\"record\":\"hazard\"")).collect();
+            assert_eq!(hazards.len(), 2, "fast {fast}, read {read:#x}: {records}");
+            for (kind, count) in [("stale-read-by-device", stale), ("shared-line", shared)] {
+                let want = [format!("\"kind\":\"{kind}\",\"pa\":\"0x40080000\""), format!("\"count\":{count},")];
+                assert!(
+                    hazards.iter().any(|h| want.iter().all(|w| h.contains(w.as_str()))),
+                    "fast {fast}, read {read:#x}: {kind} ×{count}: {hazards:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn markers_declarations_follows_only_what_declares_the_verdict() {
+    let a = VA_OFFSET + RAM + 0x8_0000;
+    let mem = |r: &Run, va: u64, write: bool| r.engine.mem(0, &FakeAccess { size: 8, value: 0 }, va, va, write, None, Hint::default());
+    for (mode, ignored) in [("all", false), ("declarations", true)] {
+        let r = Run::new(&["profile=rpi4", &format!("markers={mode}")], false);
+        r.marker(Marker::Hello { version: crate::protocol::VERSION }, 0x8_0000);
+        r.marker(Marker::Geometry { level: 1, kind: Kind::Data, line: 64, sets: 64, ways: 2 }, 0x8_0000);
+        // The caches on, as the guest's own SCTLR_EL1 write says (decoded in both modes).
+        r.special(Insn::MsrSctlr { rt: 5 }, 0x9000, &[(5, 1 | 4 | 1 << 12)]);
+        r.marker(Marker::PhaseBegin { name_va: 0x7001, id: 1 }, 0x8_0000);
+        mem(&r, a, true);
+        // The page becomes a device's view (a window): a read of the dirty line is stale, unless
+        // the window is ignored.
+        r.marker(Marker::Window { va: a, len: 0x1000, attr: ModelAttr::NormalNonCacheable, pa: Some(a - VA_OFFSET) }, 0x8_0000);
+        mem(&r, a, false);
+        r.marker(Marker::MaintBegin { va: a + 0x100, len: 128 }, 0x8_0000);
+        r.marker(Marker::MaintEnd { va: a + 0x100 }, 0x8_0000);
+        r.marker(Marker::PhaseEnd { id: 1 }, 0x8_0000);
+        let records = r.finish();
+        let hazards: Vec<&str> = records.lines().filter(|l| l.contains("\"record\":\"hazard\"")).collect();
+        let gaps =
+            hazards.iter().filter(|h| h.contains("\"kind\":\"maintenance-gap\"") && h.contains("\"phase\":\"phase-at-7001\"")).count();
+        assert_eq!(gaps, 2, "{mode}: the range and the phase are declarations: {hazards:?}");
+        let stale = hazards.iter().any(|h| h.contains("\"kind\":\"stale-read-by-device\""));
+        assert_eq!(stale, !ignored, "{mode}: {hazards:?}");
+        assert!(records.contains("\"record\":\"model\",\"phase\":\"phase-at-7001\""), "{mode}: phase records");
+        let run = records.lines().find(|l| l.contains("\"record\":\"model-run\"")).unwrap();
+        assert!(run.contains("\"markers\":7,"), "{run}");
+        assert_eq!(run.contains("\"markers_ignored\":2,"), ignored, "{run}");
+        assert_eq!(geometry_of(&records)[1].2, 2, "the profile's L1D either way");
+    }
+    // The TPIDR_EL1 core tag is not followed either: untagged code on round-robin vCPUs.
+    for (mode, reported) in [("all", true), ("declarations", false)] {
+        let r = Run::with_vcpus(&["profile=rpi4", &format!("markers={mode}")], false, 2, true);
+        r.engine.identify_by(Some(cachescope_arch::marker::core_id_value(0)), || None, 0);
+        r.special(Insn::MsrSctlr { rt: 5 }, 0x9000, &[(5, 1 | 4 | 1 << 12)]);
+        mem(&r, a, true);
+        r.engine.fetch(0, a, 8, false); // code written and run without maintenance
+        let records = r.finish();
+        assert_eq!(records.contains("\"kind\":\"stale-instruction\""), reported, "{mode}: {records}");
+        assert_eq!(records.contains("core attribution cannot be trusted"), !reported, "{mode}");
+    }
 }
