@@ -277,6 +277,7 @@ impl Settings {
                         .ok()
                         .filter(|n: &u64| *n <= max && (v == "0" || !v.starts_with('0')))
                         .ok_or_else(|| format!("bad value '{v}' for 'pc_table': expected an integer in 0..={max}"))?
+                }
                 "markers" => {
                     s.markers = MarkerMode::parse(v).ok_or_else(|| {
                         let names: Vec<&str> = MarkerMode::ALL.iter().map(|m| m.name()).collect();
