@@ -50,6 +50,16 @@ pub fn warning_line(what: &str) -> String {
     line(record::ModelWarning::new().what(what).source(SOURCE))
 }
 
+/// A `model-warning` record with its cause (a check may allow it) and, when it stands for
+/// several occurrences, their count.
+pub fn cause_warning_line(cause: cachescope_arch::warning::WarningCause, what: &str, count: Option<u64>) -> String {
+    let r = record::ModelWarning::new().what(what).cause(cause.name());
+    match count {
+        Some(n) => line(r.count(n).source(SOURCE)),
+        None => line(r.source(SOURCE)),
+    }
+}
+
 /// The levels a hierarchy with `lower` levels below L1 has.
 pub fn levels(lower: usize) -> impl Iterator<Item = Level> {
     Level::ALL.into_iter().take(2 + lower)

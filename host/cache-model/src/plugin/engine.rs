@@ -3,6 +3,7 @@
 //! scoreboard, the ID registers, guest memory) and [`MemAccess`] (one memory callback's access),
 //! and registers values read through a closure; the differential tests drive it directly.
 
+use cachescope_arch::warning::WarningCause;
 use std::cell::Cell;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -344,7 +345,7 @@ impl<H: Host> Engine<H> {
         }
         if !self.attributed() && !events.is_empty() {
             if core.unattributed == 0 {
-                core.warn(&self.unattributed_warning());
+                core.warn_cause(WarningCause::Attribution, &self.unattributed_warning(), None);
             }
             core.unattributed += events.len() as u64;
             return;
@@ -525,9 +526,10 @@ impl<H: Host> Engine<H> {
         }
         if core.unattributed > 0 {
             let n = core.unattributed;
-            core.warn(&format!("{n} hazard occurrences were not reported: raised by untagged code whose core is not known"));
+            let what = format!("{n} hazard occurrences were not reported: raised by untagged code whose core is not known");
+            core.warn_cause(WarningCause::Attribution, &what, Some(n));
         } else if self.vcpus > 1 && self.round_robin && !self.tagged_seen.load(Relaxed) {
-            core.warn(&self.unattributed_warning());
+            core.warn_cause(WarningCause::Attribution, &self.unattributed_warning(), None);
         }
         let now = self.now(&mut core);
         core.exit(&now, self.settings.sanitize, self.fast_on);
