@@ -16,6 +16,7 @@
 //! - [`record`]: the record contract (every `# cs:` record kind and field), shared with the host.
 //! - [`sysreg`]: every system-register layout (tock-registers) and the one access style.
 //! - [`marker`]: the cache-model marker protocol (`hint #0x7f`), shared with the QEMU plugin.
+//! - [`warning`]: the cache model's warning causes (`model-warning`'s `cause`).
 //!
 //! What follows is the crate's README.
 
@@ -40,6 +41,7 @@ pub mod list;
 pub mod marker;
 pub mod record;
 pub mod sysreg;
+pub mod warning;
 
 #[cfg(target_os = "none")]
 pub mod hw;

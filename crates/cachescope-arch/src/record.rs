@@ -907,7 +907,7 @@ kind! {
     "Something the model could not follow (a malformed marker, a phase never ended).",
     [
         req(what, Str, "the problem"),
-        opt(cause, Str, "what the warning is about, one word a check can allow (`cachescope-xtask observe --expect`'s `allow_warnings`), e.g. `untranslated-va`, `attribution`"),
+        opt(cause, Str, "what the warning is about, one word a check can allow (`cachescope-xtask observe --expect`'s `allow_warnings`): `untranslated-va` or `attribution` (`cachescope_arch::warning::WarningCause`)"),
         opt(count, UInt, "occurrences of this cause, when the warning stands for several"),
         req(source, Str, "`model`"),
     ],

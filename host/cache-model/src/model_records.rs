@@ -11,8 +11,9 @@
 //! | `model-coherence-total` | at exit, one per vCPU (more than one vCPU only) | `cpu` and the same nine counts |
 //! | `hazard` | at each phase end (at exit outside phases), one per (kind, line) | see `sanitize.rs` |
 //! | `hazard-total` | at exit | per-kind counts, `truncated`, `dropped` (past the hazard bound) |
+//! | `model-pc` | at exit with `pc_table=N`, at most N + 1 | `pc`, `pcs`, `rest`, `l1d_misses`, `l2_misses`, `writebacks` (see `pc_table.rs`) |
 //! | `model-run` | at exit | `protocol`, `markers`, `phases`, `va_learned`, `va_window`, `va_identity`, `setway_ops`, `warnings`, `fast` |
-//! | `model-warning` | on a malformed marker or phase mismatch | `what` |
+//! | `model-warning` | on a malformed marker or phase mismatch | `what` (optional `cause`, `count`) |
 //!
 //! Every record ends with `"source":"model"`. Levels: `L1I`, `L1D`, `L2`, `L3` (only those
 //! modelled). Counters of private caches are summed over vCPUs.
@@ -47,6 +48,16 @@ pub fn line(r: impl Builder) -> String {
 /// A `model-warning` record as one output line.
 pub fn warning_line(what: &str) -> String {
     line(record::ModelWarning::new().what(what).source(SOURCE))
+}
+
+/// A `model-warning` record with its cause (a check may allow it) and, when it stands for
+/// several occurrences, their count.
+pub fn cause_warning_line(cause: cachescope_arch::warning::WarningCause, what: &str, count: Option<u64>) -> String {
+    let r = record::ModelWarning::new().what(what).cause(cause.name());
+    match count {
+        Some(n) => line(r.count(n).source(SOURCE)),
+        None => line(r.source(SOURCE)),
+    }
 }
 
 /// The levels a hierarchy with `lower` levels below L1 has.

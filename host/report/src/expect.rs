@@ -21,6 +21,7 @@
 use serde::Deserialize;
 
 use cachescope_arch::hazard::HazardKind;
+use cachescope_arch::warning::WarningCause;
 
 use crate::firmware::{Hazard, Observed, Site};
 use crate::symbols::Symbols;
@@ -109,8 +110,9 @@ impl Expectation {
             }
         }
         for w in &e.allow_warnings {
-            if w.is_empty() || w.contains(char::is_whitespace) {
-                return Err(format!("allow_warnings: '{w}' is not a warning cause (one word, e.g. attribution)"));
+            if WarningCause::from_name(w).is_none() {
+                let known: Vec<&str> = WarningCause::ALL.iter().map(|c| c.name()).collect();
+                return Err(format!("allow_warnings: '{w}' is not a warning cause ({})", known.join(", ")));
             }
         }
         Ok(e)
@@ -311,7 +313,10 @@ mod tests {
             "[[hazard]] 1: line 'src/a.S:1' must be basename:line, e.g. el1_icache.S:57"
         );
         assert!(bad("[[hazard]]\nkind = \"lost-write\"\nfunction = \"f\"\nline = \"a.S\"\n").contains("must be basename:line"));
-        assert!(bad("allow_warnings = [\"two words\"]").starts_with("allow_warnings: 'two words'"));
+        assert_eq!(
+            bad("allow_warnings = [\"atribution\"]"),
+            "allow_warnings: 'atribution' is not a warning cause (untranslated-va, attribution)"
+        );
         assert_eq!(Expectation::parse("# nothing: no hazards\n").unwrap(), Expectation::default());
     }
 }

@@ -23,7 +23,9 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use cachescope_report::expect::Expectation;
 use cachescope_report::firmware::{self, parse_offset, Observed};
@@ -241,6 +243,44 @@ pub fn argv(c: &Checked, board: &Board, plugin: &str) -> Vec<std::ffi::OsString>
     qemu::qemu_argv(&line)
 }
 
+/// How long the console must have been quiet before the next line of `--input` is typed.
+pub const INPUT_QUIET: Duration = Duration::from_millis(300);
+
+/// What the input feeder knows of the console: when the guest last printed, and whether QEMU
+/// has exited.
+#[derive(Default)]
+struct ConsoleState {
+    last: Mutex<Option<Instant>>,
+    done: AtomicBool,
+}
+
+impl ConsoleState {
+    fn printed(&self) {
+        if let Ok(mut l) = self.last.lock() {
+            *l = Some(Instant::now());
+        }
+    }
+
+    /// Waits until the guest has printed and then been quiet for `quiet`; false once QEMU has
+    /// exited.
+    fn wait_quiet(&self, quiet: Duration) -> bool {
+        loop {
+            if self.done.load(Ordering::Relaxed) {
+                return false;
+            }
+            if self.last.lock().ok().and_then(|l| *l).is_some_and(|t| t.elapsed() >= quiet) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// The input's lines, each with its newline (a last line without one is kept as it is).
+pub fn input_lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    bytes.split_inclusive(|&b| b == b'\n')
+}
+
 /// How the run ended.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Ended {
@@ -257,18 +297,26 @@ fn run_qemu(c: &Checked, argv: &[std::ffi::OsString], env: &Env, show: bool, con
     let mut cmd = Command::new("timeout");
     env.apply(&mut cmd);
     cmd.args(["-k", "2", &c.timeout_s.to_string()]).args(argv);
-    // The input goes through a pipe held open until QEMU exits: QEMU reads the serial input only
-    // as fast as the guest's UART takes it, and a file (or a pipe) at its end makes QEMU's stdio
-    // backend stop reading, so under -icount the bytes the guest had not yet taken were lost.
+    // The input goes through a pipe held open until QEMU exits (a file, or a pipe at its end,
+    // makes QEMU's stdio backend stop reading: under -icount the bytes the guest had not yet
+    // taken were lost), typed line by line as a person at a prompt would: each line once the
+    // console has printed something and then been quiet for INPUT_QUIET. Fed at once, the input
+    // raced the firmware's UART set-up (U-Boot's PL011 probe drains the receive FIFO, and QEMU
+    // refills it from the pipe as fast as it is drained): one run in three lost the script.
+    let console_state = Arc::new(ConsoleState::default());
     let mut feeder = None;
     match &c.input {
         Some(i) => {
             let bytes = fs::read(i).map_err(|e| bad(format!("--input {}: cannot read: {e}", i.display())))?;
             let (r, mut w) = std::io::pipe().map_err(|e| bad(format!("cannot make a pipe: {e}")))?;
             cmd.stdin(Stdio::from(r));
+            let state = Arc::clone(&console_state);
             feeder = Some(std::thread::spawn(move || {
-                // A guest that stops reading leaves the rest unwritten; QEMU's exit ends the write.
-                let _ = w.write_all(&bytes);
+                for line in input_lines(&bytes) {
+                    if !state.wait_quiet(INPUT_QUIET) || w.write_all(line).is_err() {
+                        break;
+                    }
+                }
                 w
             }));
         }
@@ -287,6 +335,7 @@ fn run_qemu(c: &Checked, argv: &[std::ffi::OsString], env: &Env, show: bool, con
                 break;
             }
             let _ = saved.write_all(&buf[..n]);
+            console_state.printed();
             if show {
                 let mut o = std::io::stdout().lock();
                 let _ = o.write_all(&buf[..n]);
@@ -295,6 +344,7 @@ fn run_qemu(c: &Checked, argv: &[std::ffi::OsString], env: &Env, show: bool, con
         }
     }
     let status = qemu::code(q.wait().map_err(io_err)?);
+    console_state.done.store(true, Ordering::Relaxed);
     drop(cmd);
     // The write end closes only now (the thread returns it once everything is written, or
     // fails once QEMU has gone).
@@ -448,6 +498,21 @@ mod tests {
         // Both or neither of FIRMWARE and --bios: clap refuses.
         assert!(T::try_parse_from(["observe"]).is_err());
         assert!(T::try_parse_from(["observe", SRC, "--bios", SRC]).is_err());
+    }
+
+    #[test]
+    fn input_is_typed_line_by_line_once_the_console_is_quiet() {
+        let lines: Vec<&[u8]> = input_lines(b"\nversion\npoweroff").collect();
+        assert_eq!(lines, [&b"\n"[..], b"version\n", b"poweroff"]);
+        assert_eq!(input_lines(b"").count(), 0);
+        let s = ConsoleState::default();
+        s.done.store(true, Ordering::Relaxed);
+        assert!(!s.wait_quiet(Duration::ZERO), "QEMU gone: nothing more is typed");
+        let s = ConsoleState::default();
+        s.printed();
+        let t = Instant::now();
+        assert!(s.wait_quiet(Duration::from_millis(50)));
+        assert!(t.elapsed() >= Duration::from_millis(50));
     }
 
     #[test]

@@ -213,8 +213,7 @@ impl Context {
         Context { root: root.to_path_buf(), boards, host_bin }
     }
 
-    /// The report tool's binary.
-    pub fn report(&self) -> PathBuf {
+    fn report(&self) -> PathBuf {
         self.host_bin.join("cachescope-report")
     }
 }
@@ -633,7 +632,7 @@ pub fn host_build(ctx: &Context, env: &Env, package: &str) -> Result<(), String>
 
 /// A command's stdout and stderr through one pipe, as `$(CMD 2>&1)`: (status, text without its
 /// trailing newlines).
-pub fn merged_output(mut cmd: Command) -> std::io::Result<(i32, String)> {
+fn merged_output(mut cmd: Command) -> std::io::Result<(i32, String)> {
     let (mut r, w) = std::io::pipe()?;
     cmd.stdout(w.try_clone()?).stderr(w).stdin(Stdio::null());
     let mut child = cmd.spawn()?;

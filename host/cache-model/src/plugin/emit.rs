@@ -135,11 +135,21 @@ impl Core {
 
     /// A `model-warning` (up to [`WARNING_LIMIT`]; counted always).
     pub fn warn(&mut self, what: &str) {
+        self.warn_line(model_records::warning_line(what));
+    }
+
+    /// A `model-warning` with its cause, which a check may allow (and the occurrences it
+    /// stands for, when several).
+    pub fn warn_cause(&mut self, cause: cachescope_arch::warning::WarningCause, what: &str, count: Option<u64>) {
+        self.warn_line(model_records::cause_warning_line(cause, what, count));
+    }
+
+    fn warn_line(&mut self, line: String) {
         self.stats.warnings += 1;
         if self.stats.warnings > WARNING_LIMIT {
             return;
         }
-        let mut text = model_records::warning_line(what);
+        let mut text = line;
         if self.stats.warnings == WARNING_LIMIT {
             text += &model_records::warning_line(&format!("{WARNING_LIMIT} warnings: further ones are only counted (model-run.warnings)"));
         }

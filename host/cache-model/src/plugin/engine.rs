@@ -3,6 +3,7 @@
 //! scoreboard, the ID registers, guest memory) and [`MemAccess`] (one memory callback's access),
 //! and registers values read through a closure; the differential tests drive it directly.
 
+use cachescope_arch::warning::WarningCause;
 use std::cell::Cell;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -356,7 +357,7 @@ impl<H: Host> Engine<H> {
         }
         if !self.attributed() && !events.is_empty() {
             if core.unattributed == 0 {
-                core.warn(&self.unattributed_warning());
+                core.warn_cause(WarningCause::Attribution, &self.unattributed_warning(), None);
             }
             core.unattributed += events.len() as u64;
             return;
@@ -565,17 +566,16 @@ impl<H: Host> Engine<H> {
         }
         if core.unattributed > 0 {
             let n = core.unattributed;
-            core.warn(&format!(
-                "{n} hazard occurrences were not reported: raised by untagged code whose core is not known, or on what such code touched"
-            ));
+            let what = format!("{n} hazard occurrences were not reported: raised by untagged code whose core is not known, or on what such code touched");
+            core.warn_cause(WarningCause::Attribution, &what, Some(n));
         } else if self.vcpus > 1 && self.round_robin && !self.tagged_seen.load(Relaxed) {
-            core.warn(&self.unattributed_warning());
+            core.warn_cause(WarningCause::Attribution, &self.unattributed_warning(), None);
         }
         let disagreed = self.disagreed.load(Relaxed);
         if disagreed > 0 {
-            core.warn(&format!(
+            core.warn_cause(WarningCause::Attribution, &format!(
                 "core attribution: in {disagreed} TBs the core TPIDR_EL1's tag or VMPIDR_EL2 named was not the vCPU QEMU ran (MTTCG, where its index is right): the guest's register does not identify the core, so hazards between cores may be misattributed"
-            ));
+            ), Some(disagreed));
         }
         let now = self.now(&mut core);
         core.exit(&now, self.settings.sanitize, self.fast_on);
