@@ -264,6 +264,10 @@ pub fn advice(kind: HazardKind, va: u64, access: &str) -> String {
         HazardKind::MaintenanceGap => format!(
             "extend the by-VA loop to every line of the range around {va:#x}: round the start down and the end up to the line size (CTR_EL0.DminLine), step one line"
         ),
+        HazardKind::SharedLine => format!(
+            "nothing stale was read yet, but the line of {va:#x} holds bytes the {} does not see through the cache: keep data and code (or cached and non-cacheable data) in separate lines, or clean the whole line (DC CVAC/CVAU) after each write",
+            describe_access(access)
+        ),
     }
 }
 
