@@ -295,9 +295,40 @@ pub fn parse_offset(s: &str) -> Option<i64> {
     Some(if neg { -v } else { v })
 }
 
+/// How QEMU scheduled the vCPUs of an observed run: it decides whether its counts repeat and
+/// whether a callback's vCPU index names the core that ran (docs/cache-model.md, "Which core runs").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Scheduling {
+    /// Not known (a saved run digested again).
+    #[default]
+    Unknown,
+    /// One host thread runs every vCPU in turn under `-icount`: counts repeat exactly; with several
+    /// vCPUs the core comes from the guest (TPIDR_EL1 tag or VMPIDR_EL2), else hazards are withheld.
+    RoundRobin,
+    /// Multi-threaded TCG (several vCPUs, entered at EL1 where VMPIDR_EL2 does not exist): QEMU's
+    /// index names the core, so attribution is right, but the interleaving, and so the counts,
+    /// change from run to run.
+    Mttcg,
+}
+
+impl Scheduling {
+    /// The digest's line about it, if any.
+    pub fn describe(self) -> Option<&'static str> {
+        match self {
+            Scheduling::Unknown => None,
+            Scheduling::RoundRobin => Some("round-robin TCG under -icount: counts repeat exactly"),
+            Scheduling::Mttcg => Some(
+                "multi-threaded TCG (several vCPUs at EL1, no VMPIDR_EL2 to name the core under -icount): attribution is right, counts are NOT reproducible run to run; --el 2 gives reproducible counts where the firmware can enter at EL2",
+            ),
+        }
+    }
+}
+
 /// How the run ended and where its files are (observe's side).
 #[derive(Clone, Debug, Default)]
-pub struct RunInfo {
+pub struct ObservedRun {
+    /// How QEMU scheduled the vCPUs.
+    pub scheduling: Scheduling,
     /// The firmware file.
     pub firmware: String,
     /// The ELF symbols came from.
@@ -416,7 +447,7 @@ pub fn per_function(rows: &[PcRow], syms: Option<&Symbols>) -> Vec<(String, [u64
 pub const TOP: usize = 10;
 
 /// The whole digest.
-pub fn digest(o: &Observed, syms: Option<&Symbols>, run: &RunInfo) -> String {
+pub fn digest(o: &Observed, syms: Option<&Symbols>, run: &ObservedRun) -> String {
     let mut s = String::new();
     let end = if run.timed_out {
         format!("TIMED OUT after {} s (stopped)", run.timeout_s)
@@ -433,6 +464,9 @@ pub fn digest(o: &Observed, syms: Option<&Symbols>, run: &RunInfo) -> String {
         _ => "no ELF: raw PCs (give --elf)".into(),
     };
     let _ = writeln!(s, "# {syms_line}");
+    if let Some(line) = run.scheduling.describe() {
+        let _ = writeln!(s, "# scheduling: {line}");
+    }
     if !o.complete {
         let _ = writeln!(s, "# the model log has no end-of-run records (QEMU was stopped): counts and the per-PC table are missing");
     }
@@ -560,7 +594,7 @@ mod tests {
     #[test]
     fn the_digest_without_symbols() {
         let o = Observed::from_text(LOG).unwrap();
-        let run = RunInfo {
+        let run = ObservedRun {
             firmware: "fw.bin".into(),
             status: Some(0),
             secs: 1.25,
@@ -592,9 +626,9 @@ mod tests {
         assert!(d.contains("top PCs by L2 misses (10 by loads/stores):\n"), "{d}");
         assert!(d.contains("warnings: 1\n  [untranslated-va] 12 by-VA operations had no translation (×12)\n"), "{d}");
         assert!(d.ends_with("saved: console c, model records m\n"));
-        let t = digest(&o, None, &RunInfo { timed_out: true, timeout_s: 5, ..run.clone() });
+        let t = digest(&o, None, &ObservedRun { timed_out: true, timeout_s: 5, ..run.clone() });
         assert!(t.starts_with("# observe: fw.bin: TIMED OUT after 5 s (stopped)\n"), "{t}");
-        let again = digest(&o, None, &RunInfo { status: None, ..run });
+        let again = digest(&o, None, &ObservedRun { status: None, ..run });
         assert!(again.starts_with("# observe: fw.bin: a saved run\n"), "{again}");
     }
 
@@ -618,7 +652,7 @@ mod tests {
             ),
             "{b}"
         );
-        let d = digest(&o, None, &RunInfo::default());
+        let d = digest(&o, None, &ObservedRun::default());
         assert!(d.contains("hazards: 1 site (4 lines, 12 occurrences)\n"), "{d}");
     }
 
@@ -652,7 +686,7 @@ mod tests {
             complete: true,
             ..Default::default()
         };
-        let d = digest(&o, Some(&s), &RunInfo { elf: Some("t".into()), ..Default::default() });
+        let d = digest(&o, Some(&s), &ObservedRun { elf: Some("t".into()), ..Default::default() });
         let name = s.place(pc).function.unwrap();
         assert!(name.ends_with("firmware::tests::exposing"), "{name}");
         assert!(d.contains("# symbols and lines from t\n"), "{d}");
@@ -662,7 +696,7 @@ mod tests {
         assert!(d.contains(&format!("top functions by L1D misses (8 by loads/stores):\n{row}")), "{d}");
         let mut o = o;
         o.totals.push(Total { level: "L1D".into(), misses: 10, ..Default::default() });
-        let d = digest(&o, Some(&s), &RunInfo::default());
+        let d = digest(&o, Some(&s), &ObservedRun::default());
         assert!(d.contains("top functions by L1D misses (8 by loads/stores of the run's 10):\n"), "{d}");
     }
 

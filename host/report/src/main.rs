@@ -823,7 +823,7 @@ fn firmware_cmd(a: &FirmwareArgs) -> Result<(), Fail> {
         }
         None => None,
     };
-    let run = firmware::RunInfo { firmware: a.model.clone(), elf: a.elf.clone(), model: a.model.clone(), ..Default::default() };
+    let run = firmware::ObservedRun { firmware: a.model.clone(), elf: a.elf.clone(), model: a.model.clone(), ..Default::default() };
     let mut d = firmware::digest(&obs, syms.as_ref(), &run);
     let mut met = true;
     if let (Some(e), Some(p)) = (&expect, &a.expect) {

@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use cachescope_report::expect::Expectation;
-use cachescope_report::firmware::{self, parse_offset, Observed};
+use cachescope_report::firmware::{self, parse_offset, Observed, Scheduling};
 use cachescope_report::symbols::{self, Symbols};
 
 use crate::boards::{Board, QemuKernel};
@@ -220,11 +220,27 @@ pub fn check(o: &Options, root: &Path) -> Result<Checked, Stop> {
     })
 }
 
+/// How a checked run's vCPUs are scheduled: several vCPUs entered at EL1 (no EL2, so no
+/// VMPIDR_EL2 to name the core under -icount, whose round-robin TCG gives every callback the
+/// translating vCPU's index) run under multi-threaded TCG, where the index is right, unless the
+/// user chose with `-icount` or `-accel` after `--`; everything else under -icount.
+pub fn scheduling(c: &Checked) -> Scheduling {
+    let chosen = c.extra.iter().any(|w| w == qemu::ICOUNT[0] || w == "-accel");
+    if qemu::mttcg(&c.extra) || (!chosen && c.smp > 1 && c.machine == "virt") {
+        Scheduling::Mttcg
+    } else {
+        Scheduling::RoundRobin
+    }
+}
+
 /// The QEMU command line of a checked run (the runner's, [`qemu::qemu_argv`]) with the plugin
 /// argument `plugin`.
 pub fn argv(c: &Checked, board: &Board, plugin: &str) -> Vec<std::ffi::OsString> {
     let q = board.qemu.as_ref().expect("virt board has qemu facts");
     let mut extra = vec!["-no-reboot".to_string()];
+    if scheduling(c) == Scheduling::Mttcg && !qemu::mttcg(&c.extra) {
+        extra.extend(["-accel".to_string(), "tcg,thread=multi".to_string()]);
+    }
     extra.extend(c.extra.iter().cloned());
     let settings = Settings {
         machine: c.machine.clone(),
@@ -416,7 +432,8 @@ fn run_inner(ctx: &Context, o: &Options) -> Result<u8, Stop> {
     }
     let text = fs::read_to_string(&model).map_err(|e| bad(format!("{}: cannot read: {e}", model.display())))?;
     let obs = Observed::from_text(&text).map_err(|e| (1, format!("{}: {e}", model.display())))?;
-    let run = firmware::RunInfo {
+    let run = firmware::ObservedRun {
+        scheduling: scheduling(&c),
         firmware: c.firmware.display().to_string(),
         elf: c.elf.as_ref().map(|e| e.display().to_string()),
         status: Some(ended.status),
@@ -532,5 +549,24 @@ mod tests {
         let c = check(&opts(&[SRC]), &root()).unwrap();
         let a: Vec<String> = argv(&c, b, "/p.so").into_iter().map(|w| w.into_string().unwrap()).collect();
         assert!(a.windows(2).any(|w| w == ["-kernel", SRC]));
+    }
+
+    #[test]
+    fn several_vcpus_at_el1_run_multi_threaded_everything_else_under_icount() {
+        let boards = crate::boards::load(&root().join("boards.toml")).unwrap();
+        let b = boards.iter().find(|b| b.qemu.as_ref().is_some_and(|q| q.machine == "virt")).unwrap();
+        let run = |args: &[&str]| {
+            let c = check(&opts(args), &root()).unwrap();
+            let a: Vec<String> = argv(&c, b, "/p.so").into_iter().map(|w| w.into_string().unwrap()).collect();
+            (scheduling(&c), a.iter().any(|w| w == "-icount"), a.windows(2).any(|w| w == ["-accel", "tcg,thread=multi"]))
+        };
+        assert_eq!(run(&[SRC]), (Scheduling::RoundRobin, true, false));
+        assert_eq!(run(&["--smp", "2", SRC]), (Scheduling::Mttcg, false, true));
+        // With EL2, VMPIDR_EL2 names the core: reproducible round-robin.
+        assert_eq!(run(&["--smp", "2", "--el", "2", SRC]), (Scheduling::RoundRobin, true, false));
+        assert_eq!(run(&["--smp", "4", "--el", "3", SRC]), (Scheduling::RoundRobin, true, false));
+        // The user's choice wins.
+        assert_eq!(run(&["--smp", "2", SRC, "--", "-icount", "shift=1"]), (Scheduling::RoundRobin, true, false));
+        assert_eq!(run(&["--smp", "2", SRC, "--", "-accel", "tcg,thread=single"]), (Scheduling::RoundRobin, true, false));
     }
 }

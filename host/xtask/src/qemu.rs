@@ -71,6 +71,11 @@ use crate::boards::{Board, Qemu, QemuKernel};
 pub const ARGV0: &str = "cachescope";
 /// What follows [`ARGV0`] when the cache model observes the run: `cachescope+model=PROFILE`.
 pub const ARGV0_MODEL: &str = "+model=";
+/// Whether QEMU arguments ask for multi-threaded TCG (`-accel tcg,…thread=multi…`).
+pub fn mttcg(args: &[String]) -> bool {
+    args.windows(2).any(|w| w[0] == "-accel" && w[1].split(',').any(|o| o == "thread=multi"))
+}
+
 /// The `-icount` the cache model's runs get (exactly reproducible).
 pub const ICOUNT: [&str; 2] = ["-icount", "shift=0,align=off,sleep=off"];
 /// Runs kept in the runs folder.
@@ -441,7 +446,9 @@ pub fn qemu_argv(line: &Line) -> Vec<OsString> {
     cmd.extend(s.extra.iter().map(OsString::from));
     if let Some((plugin, _)) = line.plugin {
         cmd.extend(["-plugin".into(), plugin.into()]);
-        if !s.extra.iter().any(|w| w == ICOUNT[0]) {
+        // Not when the user asked for -icount themselves, nor for multi-threaded TCG (which
+        // -icount would forbid).
+        if !s.extra.iter().any(|w| w == ICOUNT[0]) && !mttcg(&s.extra) {
             cmd.extend(ICOUNT.map(OsString::from));
         }
     }
