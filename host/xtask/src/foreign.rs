@@ -54,12 +54,6 @@ pub const UBOOT_FILES: [&str; 2] = ["usr/lib/u-boot/qemu_arm64/u-boot.bin", "usr
 pub const UBOOT_TOP_RESERVE: u64 = 0x10_9000;
 /// QEMU virt's RAM base.
 pub const VIRT_RAM_BASE: u64 = 0x4000_0000;
-/// The U-Boot runs' extra QEMU arguments: a socket chardev that never connects and retries every
-/// 200 ms. Under `-icount` nothing else wakes QEMU's main loop (virtual timers do not), so when
-/// it first polled the serial input while the guest's PL011 was still disabled (QEMU 10 reads
-/// no input then) it never looked at the input again: 3 of 6 U-Boot runs under the model
-/// lost the whole session and sat in the autoboot countdown; with the retry timer 3 of 3 read it.
-pub const MAIN_LOOP_WAKE: [&str; 2] = ["-chardev", "socket,id=cs-main-loop-wake,path=/nonexistent/cachescope-wake,reconnect-ms=200"];
 /// The RAM size of a `-m` value (`512M`, `2G`, plain MiB as QEMU takes it).
 pub fn memory_bytes(m: &str) -> Option<u64> {
     let (n, unit) = match m.trim().strip_suffix(['M', 'm']) {
@@ -340,7 +334,7 @@ pub fn subjects(root: &Path, debian: &Path, ram: u64) -> Vec<Subject> {
             expect: expect("u-boot"),
             timeout: 60,
             console: "poweroff ...",
-            qemu: MAIN_LOOP_WAKE.map(String::from).to_vec(),
+            qemu: vec![],
         });
     }
     for smp in [1, 2] {
@@ -350,7 +344,9 @@ pub fn subjects(root: &Path, debian: &Path, ram: u64) -> Vec<Subject> {
             elf: None,
             load_offset: 0,
             bios: false,
-            el: 1,
+            // Two vCPUs enter at EL2, so that under -icount (reproducible counts) VMPIDR_EL2
+            // names the core running each TB (observe at EL1 would run MTTCG instead).
+            el: if smp == 1 { 1 } else { 2 },
             smp,
             input: None,
             expect: expect("linux"),
@@ -504,8 +500,7 @@ mod tests {
         assert_eq!(
             uboot.observe_args(Path::new("/o")).join(" "),
             "observe --el 1 --smp 1 --timeout 60 --expect /r/tests/foreign/expect/u-boot.toml --out /o --elf /c/u-boot/uboot.elf \
-             --load-offset 0x5fef7000 --input /r/tests/foreign/u-boot.session --bios /c/u-boot/u-boot.bin -- -chardev \
-             socket,id=cs-main-loop-wake,path=/nonexistent/cachescope-wake,reconnect-ms=200"
+             --load-offset 0x5fef7000 --input /r/tests/foreign/u-boot.session --bios /c/u-boot/u-boot.bin"
         );
         let linux = s.iter().find(|s| s.name == "linux-smp2").unwrap();
         assert!(linux.observe_args(Path::new("/o")).join(" ").ends_with("/c/linux/vmlinuz -- -append nokaslr panic=-1 console=ttyAMA0"));

@@ -238,6 +238,9 @@ pub fn scheduling(c: &Checked) -> Scheduling {
 pub fn argv(c: &Checked, board: &Board, plugin: &str) -> Vec<std::ffi::OsString> {
     let q = board.qemu.as_ref().expect("virt board has qemu facts");
     let mut extra = vec!["-no-reboot".to_string()];
+    if c.input.is_some() {
+        extra.extend(MAIN_LOOP_WAKE.map(String::from));
+    }
     if scheduling(c) == Scheduling::Mttcg && !qemu::mttcg(&c.extra) {
         extra.extend(["-accel".to_string(), "tcg,thread=multi".to_string()]);
     }
@@ -259,6 +262,12 @@ pub fn argv(c: &Checked, board: &Board, plugin: &str) -> Vec<std::ffi::OsString>
     qemu::qemu_argv(&line)
 }
 
+/// What every `--input` run adds to QEMU's arguments: a socket chardev that never connects and
+/// retries every 200 ms. Under `-icount` nothing else wakes QEMU's main loop (virtual timers do not), so when
+/// it first polled the serial input while the guest's PL011 was still disabled (QEMU 10 reads
+/// no input then) it never looked at the input again: 3 of 6 U-Boot runs under the model
+/// lost the whole session and sat in the autoboot countdown; with the retry timer 7 of 7 read it.
+pub const MAIN_LOOP_WAKE: [&str; 2] = ["-chardev", "socket,id=cs-main-loop-wake,path=/nonexistent/cachescope-wake,reconnect-ms=200"];
 /// How long the console must have been quiet before the next line of `--input` is typed.
 pub const INPUT_QUIET: Duration = Duration::from_millis(300);
 
@@ -546,6 +555,10 @@ mod tests {
         assert_eq!(after("-plugin"), Some("/p.so,out=/m"));
         assert!(a.iter().any(|w| w == "-no-reboot") && a.iter().any(|w| w == "-icount"));
         assert!(a.windows(2).any(|w| w == ["-d", "int"]));
+        assert!(!a.iter().any(|w| w.contains("cs-main-loop-wake")), "no input, no wake timer");
+        let c = check(&opts(&["--input", SRC, SRC]), &root()).unwrap();
+        let a: Vec<String> = argv(&c, b, "/p.so").into_iter().map(|w| w.into_string().unwrap()).collect();
+        assert!(a.windows(2).any(|w| w == MAIN_LOOP_WAKE), "--input adds the wake timer: {a:?}");
         let c = check(&opts(&[SRC]), &root()).unwrap();
         let a: Vec<String> = argv(&c, b, "/p.so").into_iter().map(|w| w.into_string().unwrap()).collect();
         assert!(a.windows(2).any(|w| w == ["-kernel", SRC]));
