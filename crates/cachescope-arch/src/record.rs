@@ -891,7 +891,8 @@ kind! {
         req(phases, UInt, "phases completed"),
         req(va_learned, UInt, "by-VA operations translated from the guest's own accesses"),
         req(va_window, UInt, "… from a window's declared PA"),
-        req(va_identity, UInt, "… as PA = VA"),
+        req(va_identity, UInt, "… as PA = VA with the MMU of the VA's regime off (the architecture)"),
+        opt(va_walked, UInt, "… by a walk of the guest's own translation tables"),
         req(setway_ops, UInt, "DC set/way instructions decoded"),
         req(warnings, UInt, "model-warning records"),
         req(fast, Bool, "the shortcuts were on"),
@@ -904,7 +905,12 @@ kind! {
     MODEL_WARNING, ModelWarning, ModelWarningView = model(
     "model-warning",
     "Something the model could not follow (a malformed marker, a phase never ended).",
-    [req(what, Str, "the problem"), req(source, Str, "`model`"),],
+    [
+        req(what, Str, "the problem"),
+        opt(cause, Str, "a stable name for the kind of problem (`untranslated-va`: a VA the model could not translate)"),
+        opt(count, UInt, "how many times it happened (`untranslated-va`: distinct 4 KiB VA pages of this cause)"),
+        req(source, Str, "`model`"),
+    ],
 ) }
 
 kind! {

@@ -49,6 +49,15 @@ pub fn warning_line(what: &str) -> String {
     line(record::ModelWarning::new().what(what).source(SOURCE))
 }
 
+/// The `model-warning` cause of VAs the model could not translate.
+pub const UNTRANSLATED_VA: &str = "untranslated-va";
+
+/// An `untranslated-va` `model-warning`: `n` VA pages of `what` ("use: fault").
+pub fn untranslated_line(what: &str, n: u64) -> String {
+    let text = format!("{n} VA pages not translated by the guest's tables ({what}): not modelled, never taken as PA = VA");
+    line(record::ModelWarning::new().what(&text).cause(UNTRANSLATED_VA).count(n).source(SOURCE))
+}
+
 /// The levels a hierarchy with `lower` levels below L1 has.
 pub fn levels(lower: usize) -> impl Iterator<Item = Level> {
     Level::ALL.into_iter().take(2 + lower)

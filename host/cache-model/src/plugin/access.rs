@@ -50,8 +50,14 @@ impl<H: Host> Engine<H> {
         if f.replay().is_some() {
             self.credit_fetch(&mut core, cpu);
         }
-        // Not in the emulator's TLB (a group member in another page): the learned translation.
-        let (pa, io, learned) = known.unwrap_or_else(|| (core.guest.translate(vaddr).0, false, false));
+        // Not in the emulator's TLB (a group member in another page): the guest's translation.
+        let (pa, io, learned) = match known {
+            Some(k) => k,
+            None => match core.guest.translate(cpu, vaddr, &self.host, "data access") {
+                Some((pa, _)) => (pa, false, false),
+                None => return,
+            },
+        };
         if learned {
             let changed = core.guest.learn(vaddr, pa);
             if self.fast_on {
@@ -67,7 +73,7 @@ impl<H: Host> Engine<H> {
         let attr = match cached {
             Some(a) => a,
             None => {
-                let a = if io { Attr::Device } else { core.guest.data_attr(cpu, vaddr) };
+                let a = if io { Attr::Device } else { core.guest.data_attr(cpu, vaddr, &self.host) };
                 if self.fast_on && core.guest.page_uniform(vaddr) {
                     f.remember_page_attr(vaddr, a);
                 }
@@ -179,7 +185,7 @@ impl<H: Host> Engine<H> {
     /// fetched, how many a repeat right after itself fetches, and whether a hazard was reported.
     pub(super) fn fetch_lines(&self, core: &mut Core, cpu: usize, va: u64, bytes: u64) -> (FetchMode, u64, bool) {
         let f = &self.fast[cpu];
-        let attr = core.guest.fetch_attr(cpu, va);
+        let attr = core.guest.fetch_attr(cpu, va, &self.host);
         let previous_end = f.fetch_end();
         if !attr.cacheable() {
             let shift = core.model.as_ref().map_or(6, |m| m.config().l1i.line_shift());
@@ -195,18 +201,29 @@ impl<H: Host> Engine<H> {
         } else {
             let shift = self.model(core).config().l1i.line_shift();
             let lines = (va >> shift)..=((va + bytes - 1) >> shift);
-            let Core { model, guest, .. } = &mut *core;
-            let m = model.as_mut().expect("built above");
             // A TB lies in one page (AArch64 instructions never straddle one): translate its
-            // page once.
+            // page once; a line before it (lines longer than the TB's start offset) is the
+            // previous page's. Untranslated: the fetch is not modelled (counted).
             let page = va & !((1 << PAGE_SHIFT) - 1);
-            let pa_page = guest.translate(page).0;
+            let first = (*lines.start() << shift) & !((1 << PAGE_SHIFT) - 1);
+            let Some((pa_page, _)) = core.guest.translate(cpu, page, &self.host, "instruction fetch") else {
+                return (FetchMode::Bypass, 0, false);
+            };
+            let pa_first = if first == page {
+                pa_page
+            } else {
+                match core.guest.translate(cpu, first, &self.host, "instruction fetch") {
+                    Some((p, _)) => p,
+                    None => return (FetchMode::Bypass, 0, false),
+                }
+            };
+            let m = core.model.as_mut().expect("built above");
             let pa_of = |l: u64| -> u64 {
                 let a = l << shift;
                 if a & !((1 << PAGE_SHIFT) - 1) == page {
                     pa_page + (a - page)
                 } else {
-                    guest.translate(a).0
+                    pa_first + (a - first)
                 }
             };
             let first_pa = pa_of(*lines.start());

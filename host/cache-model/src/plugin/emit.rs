@@ -33,8 +33,8 @@ pub const PHASE_RECORD_LIMIT: u64 = 200_000;
 pub struct Stats {
     /// Markers seen.
     pub markers: u64,
-    /// Operand translations: learned, by window, identity.
-    pub va: [u64; 3],
+    /// Operand translations: learned, by window, MMU off (PA = VA), walked.
+    pub va: [u64; 4],
     /// DC set/way operations.
     pub setway_ops: u64,
     /// Warnings (written or only counted).
@@ -123,6 +123,13 @@ impl Core {
     pub fn emit(&mut self, text: &str) {
         let _ = self.out.write_all(text.as_bytes());
         let _ = self.out.flush();
+    }
+
+    /// An `untranslated-va` warning (at exit, one per cause): `n` VAs of `what`.
+    pub fn untranslated_warning(&mut self, what: &str, n: u64) {
+        self.stats.warnings += 1;
+        let text = model_records::untranslated_line(what, n);
+        self.emit(&text);
     }
 
     /// A `model-warning` (up to [`WARNING_LIMIT`]; counted always).
@@ -218,6 +225,7 @@ impl Core {
                 .va_learned(self.stats.va[0])
                 .va_window(self.stats.va[1])
                 .va_identity(self.stats.va[2])
+                .va_walked(self.stats.va[3])
                 .setway_ops(self.stats.setway_ops)
                 .warnings(self.stats.warnings)
                 .fast(fast)

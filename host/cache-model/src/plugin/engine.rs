@@ -5,22 +5,24 @@
 
 use std::cell::Cell;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::Relaxed};
 
 use cachescope_arch::cache::id::{Clidr, Ctr};
 
 use crate::config::{GuestGeometry, Settings};
 use crate::cpu_models::{identify, key_text, Key};
 use crate::decode::{decode_set_way, guest_to_model_slots, ControlReg, Insn, PrfAddr};
-use crate::guest::Translation;
+use crate::guest::{SysReg, Translation};
 use crate::hierarchy::{Level, LineOp, Model, Totals};
+use crate::walk::PhysMem;
 
 use super::emit::Core;
 use super::lock::{Guard, SpinLock};
 use super::shortcut::Shortcut;
 
-/// What the engine asks of the emulator besides the callback's arguments.
-pub trait Host {
+/// What the engine asks of the emulator besides the callback's arguments; guest physical memory
+/// ([`PhysMem`]) is what the walk reads the guest's tables from.
+pub trait Host: PhysMem {
     /// The board's execution counter of `cpu` (the inline-counted TB executions; asked only
     /// when the engine counts repeats inline).
     fn execs(&self, cpu: usize) -> u64;
@@ -76,6 +78,8 @@ pub struct Engine<H> {
     pub round_robin: bool,
     /// A TB whose core was known (tagged TPIDR_EL1 or VMPIDR_EL2) ran (more than one vCPU).
     tagged_seen: AtomicBool,
+    /// The Exception level of each vCPU's running TB (set at its fetch, [`Engine::at_el`]).
+    els: Box<[AtomicU8]>,
     core: SpinLock<Core>,
 }
 
@@ -116,6 +120,7 @@ impl<H: Host> Engine<H> {
             fast: (0..vcpus).map(|_| Shortcut::new()).collect(),
             round_robin: false,
             tagged_seen: AtomicBool::new(false),
+            els: (0..vcpus).map(|_| AtomicU8::new(1)).collect(),
             core: SpinLock::new(core),
         };
         if !engine.settings.wants_guest_geometry() {
@@ -144,6 +149,32 @@ impl<H: Host> Engine<H> {
                 apply_id_regs(m, ctr, clidr);
             }
         }
+    }
+
+    /// The guest's registers as the vCPUs start (read at the first translation, after QEMU's
+    /// reset and boot code): every core's, until its own writes.
+    pub fn seed_registers(&self, values: &[(SysReg, u64)]) {
+        let mut core = self.lock();
+        for cpu in 0..self.vcpus {
+            for &(reg, v) in values {
+                core.guest.write(cpu, reg, v);
+            }
+        }
+    }
+
+    /// At a TB's start: the Exception level it was translated for (a TB runs only at the EL it
+    /// was translated at: the EL is part of QEMU's TB flags). A change drops the shortcut's
+    /// pages (their attributes were the other regime's). The check is one atomic load.
+    #[inline]
+    pub fn at_el(&self, vcpu: u32, el: u8) {
+        let cpu = self.cpu(vcpu);
+        if self.els[cpu].load(Relaxed) == el {
+            return;
+        }
+        self.els[cpu].store(el, Relaxed);
+        let mut core = self.lock();
+        self.settle(&mut core, true);
+        core.guest.set_el(cpu, el);
     }
 
     pub(super) fn lock(&self) -> Guard<'_, Core> {
@@ -321,16 +352,18 @@ impl<H: Host> Engine<H> {
         core.model = Some(m);
     }
 
-    /// An operand VA's PA, counted by how it was found.
-    pub(super) fn translate(&self, core: &mut Core, va: u64) -> u64 {
-        let (pa, how) = core.guest.translate(va);
+    /// An operand VA's PA, counted by how it was found; `None` (counted under `what`, an
+    /// `untranslated-va` cause) when it cannot be translated.
+    pub(super) fn translate(&self, core: &mut Core, cpu: usize, va: u64, what: &str) -> Option<u64> {
+        let (pa, how) = core.guest.translate(cpu, va, &self.host, what)?;
         let k = match how {
             Translation::Learned => 0,
             Translation::Window => 1,
-            Translation::Identity => 2,
+            Translation::MmuOff => 2,
+            Translation::Walk => 3,
         };
         core.stats.va[k] += 1;
-        pa
+        Some(pa)
     }
 
     /// Drains the model's hazards into the deduplicated set, with the exposing access's VA and
@@ -389,15 +422,11 @@ impl<H: Host> Engine<H> {
             Insn::DcVa { rt, .. } | Insn::DcSetWay { rt, .. } | Insn::DcZva { rt } | Insn::IcIvau { rt } | Insn::MsrSctlr { rt } => {
                 (x(rt), 0, 0, 0, 0)
             }
-            Insn::MsrControl { rt, .. } => (x(rt), 0, 0, 0, 0),
+            Insn::MsrControl { rt, .. } | Insn::MsrTranslation { rt, .. } => (x(rt), 0, 0, 0, 0),
             Insn::IcIallu { .. } | Insn::Tlbi | Insn::Prefetch(_) => (0, 0, 0, 0, 0),
         };
         let mut core = self.lock();
-        if let Insn::MsrControl { reg, .. } = insn {
-            // Changes nothing the model or the shortcut follows: no settling.
-            return self.control_write(&mut core, cpu, reg, a);
-        }
-        let drop_pages = matches!(insn, Insn::Tlbi | Insn::MsrSctlr { .. } | Insn::Marker);
+        let drop_pages = matches!(insn, Insn::Tlbi | Insn::MsrSctlr { .. } | Insn::Marker | Insn::MsrControl { .. } | Insn::MsrTranslation { .. });
         self.settle(&mut core, drop_pages);
         if matches!(insn, Insn::DcVa { .. } | Insn::DcZva { .. }) && !core.maint.is_empty() {
             let shift = core.maint_shift();
@@ -416,15 +445,24 @@ impl<H: Host> Engine<H> {
         match insn {
             Insn::Marker => self.marker(&mut core, cpu, [a, b, c, d, e], pc),
             Insn::Tlbi => core.guest.forget_pages(),
-            Insn::MsrSctlr { .. } => core.guest.set_sctlr(cpu, a),
+            Insn::MsrSctlr { .. } => {
+                core.guest.write(cpu, SysReg::Sctlr(crate::walk::Regime::El1), a);
+            }
+            Insn::MsrTranslation { reg, .. } => {
+                core.guest.write(cpu, reg, a);
+            }
+            Insn::MsrControl { reg, .. } => {
+                core.guest.write(cpu, reg.sys_reg(), a);
+                self.control_write(&mut core, cpu, reg, a);
+            }
             Insn::DcVa { op, point, .. } => {
-                let pa = self.translate(&mut core, a);
+                let Some(pa) = self.translate(&mut core, cpu, a, "dc by va") else { return };
                 let dline = core.ctr.map_or(0, |c| u64::from(c.dmin_line()));
                 self.model(&mut core).dc_by_pa_granule(cpu, op, point, pa, dline);
             }
             Insn::DcZva { .. } => {
-                let pa = self.translate(&mut core, a);
-                let attr = core.guest.data_attr(cpu, a);
+                let Some(pa) = self.translate(&mut core, cpu, a, "dc zva") else { return };
+                let attr = core.guest.data_attr(cpu, a, &self.host);
                 if attr.cacheable() {
                     self.model(&mut core).dc_zva(cpu, pa, attr);
                 } else {
@@ -441,11 +479,11 @@ impl<H: Host> Engine<H> {
             Insn::DcSetWay { op, .. } => self.set_way(&mut core, cpu, op, a),
             Insn::IcIallu { broadcast } => self.model(&mut core).ic_invalidate_all(cpu, broadcast),
             Insn::IcIvau { .. } => {
-                let pa = self.translate(&mut core, a);
+                let Some(pa) = self.translate(&mut core, cpu, a, "ic ivau") else { return };
                 let iline = core.ctr.map_or(0, |c| u64::from(c.imin_line()));
                 self.model(&mut core).ic_invalidate_granule(cpu, pa, iline);
             }
-            Insn::Prefetch(_) | Insn::MsrControl { .. } => {}
+            Insn::Prefetch(_) => {}
         }
         if core.model.as_ref().is_some_and(|m| m.has_events()) {
             let va = if matches!(insn, Insn::DcSetWay { .. }) { 0 } else { a };
@@ -455,8 +493,7 @@ impl<H: Host> Engine<H> {
 
     /// A write of `value` to an EL2/EL3 control register by `cpu`: kept per vCPU, and a
     /// `model-warning` (once per register and bit in a run) for each cacheability control it
-    /// sets that the model does not follow (the model takes cacheability from SCTLR_EL1 and the
-    /// window markers only).
+    /// sets that the model does not follow (see [`ControlReg::unfollowed`]).
     fn control_write(&self, core: &mut Core, cpu: usize, reg: ControlReg, value: u64) {
         if core.control.len() <= cpu {
             core.control.resize(cpu + 1, [None; 4]);
@@ -468,7 +505,7 @@ impl<H: Host> Engine<H> {
                 continue;
             }
             core.warn(&format!(
-                "{name} set (vCPU {cpu}, {value:#x}): a cacheability control the model does not follow (it models SCTLR_EL1 and the window markers only), so accesses it governs are modelled as if it were clear"
+                "{name} set (vCPU {cpu}, {value:#x}): a control the model does not follow (it follows SCTLR, TTBR, TCR and MAIR of EL1/EL2/EL3, HCR_EL2.DC, SCR_EL3.NS and the window markers; not stage 2 or VHE), so accesses it governs are modelled as if it were clear"
             ));
             core.unfollowed.push(name);
         }
@@ -478,7 +515,7 @@ impl<H: Host> Engine<H> {
     /// the instruction), translated like a DC operand; nothing on non-cacheable memory.
     fn prefetch(&self, cpu: usize, p: crate::decode::Prefetch, va: u64) {
         let mut core = self.lock();
-        let attr = core.guest.data_attr(cpu, va);
+        let attr = core.guest.data_attr(cpu, va, &self.host);
         if !attr.cacheable() {
             return;
         }
@@ -488,7 +525,7 @@ impl<H: Host> Engine<H> {
             self.credit_fetch(&mut core, cpu);
         }
         self.fast[cpu].forget_line();
-        let pa = self.translate(&mut core, va);
+        let Some(pa) = self.translate(&mut core, cpu, va, "prefetch") else { return };
         self.model(&mut core).prefetch(cpu, pa, p.level, p.strm, attr);
     }
 
@@ -522,6 +559,10 @@ impl<H: Host> Engine<H> {
         self.settle(&mut core, true);
         if let Some(m) = core.model.as_mut() {
             m.end_trace();
+        }
+        let untranslated = core.guest.untranslated();
+        for (cause, n) in untranslated {
+            core.untranslated_warning(&cause, n);
         }
         if core.unattributed > 0 {
             let n = core.unattributed;
