@@ -128,6 +128,9 @@ pub enum Translation {
 struct Cpu {
     el: u8,
     sctlr: [u64; 3],
+    /// SCTLR as the kernel's SCTLR marker declared it (until the next decoded write): the
+    /// attributes follow it; translation follows the real register.
+    declared: [Option<u64>; 3],
     regs: [RegimeRegs; 3],
     hcr: u64,
     scr: Option<u64>,
@@ -136,6 +139,11 @@ struct Cpu {
 impl Cpu {
     fn regime(&self) -> Regime {
         Regime::of_el(self.el)
+    }
+
+    /// The SCTLR the attributes follow: the declared one, else the register.
+    fn attr_sctlr(&self, r: Regime) -> u64 {
+        self.declared[r.index()].unwrap_or(self.sctlr[r.index()])
     }
 
     /// HCR_EL2.DC applies: EL1&0, EL2 enabled in the current security state.
@@ -222,7 +230,10 @@ impl Guest {
     pub fn write(&mut self, cpu: usize, reg: SysReg, v: u64) -> bool {
         let c = self.cpu_mut(cpu);
         let slot = match reg {
-            SysReg::Sctlr(r) => &mut c.sctlr[r.index()],
+            SysReg::Sctlr(r) => {
+                c.declared[r.index()] = None;
+                &mut c.sctlr[r.index()]
+            }
             SysReg::Ttbr0(r) => &mut c.regs[r.index()].ttbr0,
             SysReg::Ttbr1El1 => &mut c.regs[0].ttbr1,
             SysReg::Tcr(r) => &mut c.regs[r.index()].tcr,
@@ -245,16 +256,24 @@ impl Guest {
         changed
     }
 
-    /// Records a new SCTLR value of core `cpu` at its current EL (the kernel's SCTLR marker).
+    /// The SCTLR value the kernel's SCTLR marker declares for core `cpu`'s current EL: the
+    /// attributes follow it until the register is written (a kernel may declare its memory
+    /// cacheable with the MMU really off: its accesses are then write-back outside windows, at
+    /// PA = VA, as marker protocol 1 defined).
     pub fn set_sctlr(&mut self, cpu: usize, v: u64) {
-        let r = self.cpu(cpu).regime();
-        self.write(cpu, SysReg::Sctlr(r), v);
+        let c = self.cpu_mut(cpu);
+        let r = c.regime().index();
+        if c.declared[r] != Some(v) {
+            c.declared[r] = Some(v);
+            self.invalidate();
+        }
     }
 
-    /// The SCTLR value of core `cpu`'s current regime (0, MMU and caches off, before any).
+    /// The SCTLR value the attributes of core `cpu`'s current regime follow (0, MMU and caches
+    /// off, before any).
     pub fn sctlr(&self, cpu: usize) -> u64 {
         let c = self.cpu(cpu);
-        c.sctlr[c.regime().index()]
+        c.attr_sctlr(c.regime())
     }
 
     /// Drops every cached walk (TLBI, or a followed register written).
@@ -330,6 +349,11 @@ impl Guest {
         if let Some(w) = self.window_at(va) {
             return Some(w.attr);
         }
+        let c = self.cpu(cpu);
+        if c.sctlr[c.regime().index()] & SCTLR_M == 0 {
+            // Declared on, really off: no tables to walk (write-back, the marker's contract).
+            return Some(Attr::NormalWriteBack);
+        }
         match self.walked(cpu, va, mem) {
             Ok((_, a)) => Some(a),
             Err(f) => {
@@ -343,7 +367,7 @@ impl Guest {
     pub fn data_attr(&mut self, cpu: usize, va: u64, mem: &dyn PhysMem) -> Attr {
         let c = self.cpu(cpu);
         let r = c.regime();
-        let sctlr = c.sctlr[r.index()];
+        let sctlr = c.attr_sctlr(r);
         if sctlr & SCTLR_M == 0 {
             return if c.default_cacheable(r) { Attr::NormalWriteBack } else { Attr::Device };
         }
@@ -358,15 +382,21 @@ impl Guest {
     pub fn fetch_attr(&mut self, cpu: usize, va: u64, mem: &dyn PhysMem) -> Attr {
         let c = self.cpu(cpu);
         let r = c.regime();
-        let sctlr = c.sctlr[r.index()];
+        let sctlr = c.attr_sctlr(r);
         if sctlr & SCTLR_I == 0 {
             return Attr::NormalNonCacheable;
         }
         if sctlr & SCTLR_M == 0 {
             return if c.default_cacheable(r) { Attr::NormalWriteBack } else { Attr::NormalWriteThrough };
         }
+        if let Some(w) = self.window_at(va) {
+            return w.attr;
+        }
+        if c.sctlr[r.index()] & SCTLR_M == 0 {
+            return Attr::NormalWriteBack;
+        }
         // Untranslated: counted by the fetch's translation, which skips the fetch.
-        self.window_at(va).map(|w| w.attr).or_else(|| self.walked(cpu, va, mem).ok().map(|(_, a)| a)).unwrap_or(Attr::NormalWriteBack)
+        self.walked(cpu, va, mem).map_or(Attr::NormalWriteBack, |(_, a)| a)
     }
 
     /// Whether every byte of the 4 KiB page holding `va` has the same attribute (no window
@@ -468,11 +498,11 @@ mod tests {
         let m = &Tables;
         assert_eq!(g.data_attr(0, RAM, m), Attr::Device, "MMU off");
         assert_eq!(g.fetch_attr(0, RAM, m), Attr::NormalNonCacheable, "I off");
-        g.set_sctlr(0, SCTLR_I);
+        g.write(0, SysReg::Sctlr(Regime::El1), SCTLR_I);
         assert_eq!(g.fetch_attr(0, RAM, m), Attr::NormalWriteThrough);
-        g.set_sctlr(0, SCTLR_M);
+        g.write(0, SysReg::Sctlr(Regime::El1), SCTLR_M);
         assert_eq!(g.data_attr(0, RAM + 0x20_0000, m), Attr::NormalNonCacheable, "C off");
-        g.set_sctlr(0, ON);
+        g.write(0, SysReg::Sctlr(Regime::El1), ON);
         assert_eq!(g.data_attr(0, RAM + 0x20_0000, m), Attr::NormalWriteBack, "the tables' WB block");
         assert_eq!(g.data_attr(0, RAM + 0x1000, m), Attr::NormalNonCacheable, "the tables' NC block");
         assert_eq!(g.fetch_attr(0, RAM + 0x1000, m), Attr::NormalNonCacheable);
@@ -521,11 +551,31 @@ mod tests {
         assert_eq!(g.sctlr(1), 0);
     }
 
+    /// The SCTLR marker declares the attributes' view; the register decides translation.
+    #[test]
+    fn a_declared_sctlr_gives_attributes_not_translations() {
+        let mut g = with_tables(Regime::El1);
+        let m = &Tables;
+        g.set_sctlr(0, ON);
+        assert_eq!(g.data_attr(0, RAM + 0x1000, m), Attr::NormalWriteBack, "MMU really off: no tables");
+        assert_eq!(g.fetch_attr(0, RAM + 0x1000, m), Attr::NormalWriteBack);
+        assert_eq!(g.translate(0, RAM + 0x1000, m, "t"), Some((RAM + 0x1000, Translation::MmuOff)));
+        g.window(RAM, 0x1000, Attr::NormalNonCacheable, None);
+        assert_eq!(g.data_attr(0, RAM + 0x40, m), Attr::NormalNonCacheable, "windows apply");
+        g.set_sctlr(0, SCTLR_M);
+        assert_eq!(g.data_attr(0, RAM + 0x1040, m), Attr::NormalNonCacheable, "declared C = 0");
+        // A real write supersedes the declaration: the tables apply.
+        g.write(0, SysReg::Sctlr(Regime::El1), ON);
+        assert_eq!(g.data_attr(0, RAM + 0x1040, m), Attr::NormalNonCacheable, "the tables' NC block");
+        assert_eq!(g.translate(0, RAM + 0x1040, m, "t"), Some((0x8000_1040, Translation::Walk)));
+        assert!(g.untranslated().is_empty());
+    }
+
     #[test]
     fn translation_order_walk_learned_window_then_untranslated() {
         let mut g = with_tables(Regime::El1);
         let m = &Tables;
-        g.set_sctlr(0, ON);
+        g.write(0, SysReg::Sctlr(Regime::El1), ON);
         assert_eq!(g.translate(0, RAM + 0x1234, m, "t"), Some((0x8000_1234, Translation::Walk)));
         // Beyond the range: a page learned from a data access, then a window's offset.
         let far = 0x2_0000_0000;

@@ -580,8 +580,7 @@ fn el2_and_el3_controls_the_model_does_not_follow_are_named_once() {
 #[test]
 fn the_regime_follows_the_el_and_untranslated_vas_are_counted() {
     let r = Run::new(&["profile=rpi4"], false);
-    r.marker(Marker::Hello { version: crate::protocol::VERSION }, 0x9000);
-    r.marker(Marker::Sctlr(1 | 4 | 1 << 12), 0x9000);
+    r.special(Insn::MsrSctlr { rt: 1 }, 0x9000, &[(1, 1 | 4 | 1 << 12)]);
     let va = VA_OFFSET + RAM + 0x8_0000;
     {
         let mut c = r.engine.lock();
