@@ -178,6 +178,8 @@ pub struct Guest {
     untranslated: BTreeMap<String, HashSet<u64>>,
     /// Walks done (TLB misses).
     walks: u64,
+    /// Print the first this many walks to stderr (`CS_MODEL_WALK_LOG=N`, a debugging aid).
+    pub log_walks: u64,
 }
 
 impl Default for Guest {
@@ -197,6 +199,7 @@ impl Guest {
             gen: 1,
             untranslated: BTreeMap::new(),
             walks: 0,
+            log_walks: 0,
         }
     }
 
@@ -314,7 +317,11 @@ impl Guest {
             }
         }
         self.walks += 1;
-        let w = walk(mem, r, &c.regs[r.index()], c.hcr & HCR_E2H != 0, va)?;
+        let result = walk(mem, r, &c.regs[r.index()], c.hcr & HCR_E2H != 0, va);
+        if self.walks <= self.log_walks {
+            eprintln!("cachescope-cache-model: walk {} cpu {cpu} {r:?} va {va:#x}: {result:x?}", self.walks);
+        }
+        let w = result?;
         let pa_page = w.pa >> PAGE_SHIFT << PAGE_SHIFT;
         let attr = w.mem.attr();
         self.tlb[i] = TlbEntry { tag: vpn + 1, key, gen: self.gen, pa_page, attr: Some(attr) };

@@ -86,7 +86,7 @@ impl<H: Host> Engine<H> {
         if !attr.cacheable() {
             let lines = if single { 1 } else { 2 };
             let mut hazard = false;
-            match core.model.as_mut() {
+            match self.early_model(&mut core) {
                 Some(m) => {
                     for k in 0..lines {
                         m.data_hint(cpu, pa + k * (1 << shift), 1, write, attr, hint);
@@ -192,7 +192,7 @@ impl<H: Host> Engine<H> {
             let (first, last) = (va >> shift, (va + bytes - 1) >> shift);
             let first = first + u64::from(previous_end == first | BYPASS_LINE);
             f.set_fetch_end(last | BYPASS_LINE);
-            match core.model.as_mut() {
+            match self.early_model(core) {
                 Some(m) => (first..=last).for_each(|l| m.fetch(cpu, l << shift, attr)),
                 None => core.early.levels[Level::L1I as usize].bypass += (last + 1).saturating_sub(first),
             }

@@ -51,6 +51,10 @@ pub struct Core {
     pub model: Option<Model>,
     /// Counts from before the model exists (bypassed accesses while the caches are off).
     pub early: Totals,
+    /// The records of a model built at reset from the CPU's table, held back until anything
+    /// else is written (then they come first), or dropped when the guest's geometry markers
+    /// replace that model before it was used: (text, whether it holds `model-profile`).
+    pub built_pending: Option<(String, bool)>,
     /// New geometry markers arrived since the model was built.
     pub geometry_changed: bool,
     /// SCTLR, windows, learned translations.
@@ -98,6 +102,7 @@ impl Core {
         Self {
             model: None,
             early: Totals::default(),
+            built_pending: None,
             geometry_changed: false,
             guest: Guest::new(),
             guest_geo: GuestGeometry::default(),
@@ -119,8 +124,18 @@ impl Core {
         }
     }
 
-    /// Writes record lines.
+    /// Drops held-back model records (their model is replaced unused).
+    pub fn drop_pending(&mut self) {
+        if let Some((_, profile)) = self.built_pending.take() {
+            self.profile_emitted &= !profile;
+        }
+    }
+
+    /// Writes record lines (after held-back model records, if any).
     pub fn emit(&mut self, text: &str) {
+        if let Some((pending, _)) = self.built_pending.take() {
+            let _ = self.out.write_all(pending.as_bytes());
+        }
         let _ = self.out.write_all(text.as_bytes());
         let _ = self.out.flush();
     }
@@ -235,9 +250,12 @@ impl Core {
     }
 
     /// The records of a new model: `model-profile` (once a run) and one `model-geometry` per level.
-    pub fn model_built(&mut self, settings: &Settings, h: &Hierarchy, origin: &str, vcpus: usize) {
+    /// With `hold`, the records are held back ([`Core::built_pending`]).
+    pub fn model_built(&mut self, settings: &Settings, h: &Hierarchy, origin: &str, vcpus: usize, hold: bool) {
+        self.drop_pending();
         let mut text = String::new();
         let lat = &h.latency;
+        let profile = !self.profile_emitted;
         if !self.profile_emitted {
             self.profile_emitted = true;
             text += &model_records::line(
@@ -274,6 +292,10 @@ impl Core {
                     .hit_ns(lat.ns(hit), 2)
                     .source(model_records::SOURCE),
             );
+        }
+        if hold {
+            self.built_pending = Some((text, profile));
+            return;
         }
         self.emit(&text);
     }

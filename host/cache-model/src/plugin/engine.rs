@@ -123,6 +123,10 @@ impl<H: Host> Engine<H> {
             els: (0..vcpus).map(|_| AtomicU8::new(1)).collect(),
             core: SpinLock::new(core),
         };
+        if let Ok(v) = std::env::var("CS_MODEL_WALK_LOG") {
+            let n = v.parse().unwrap_or_else(|_| fail(&format!("CS_MODEL_WALK_LOG={v}: not a number of walks to print")));
+            engine.lock().guest.log_walks = n;
+        }
         if !engine.settings.wants_guest_geometry() {
             let mut c = engine.lock();
             engine.model(&mut c);
@@ -278,16 +282,31 @@ impl<H: Host> Engine<H> {
     #[inline]
     pub(super) fn model<'c>(&self, core: &'c mut Core) -> &'c mut Model {
         if core.model.is_none() || (core.geometry_changed && self.settings.wants_guest_geometry()) {
-            self.build_model(core);
+            self.build_model(core, false);
+        } else if core.built_pending.is_some() {
+            core.emit("");
         }
         core.model.as_mut().expect("built above")
+    }
+
+    /// The model for an access that bypasses the caches: built now when its geometry is known
+    /// without the guest's markers (fixed by the settings, or the CPU is in the plugin's table
+    /// and no geometry marker came), so that the first access of the run is modelled (the
+    /// sanitizer sees the writes made with the MMU and caches off from reset); `None` while
+    /// the geometry waits for the guest's markers (the access is only counted).
+    pub(super) fn early_model<'c>(&self, core: &'c mut Core) -> Option<&'c mut Model> {
+        if core.model.is_none() && core.guest_geo.hierarchy().is_none() && core.cpu.is_some_and(|(_, m)| m.is_some()) {
+            self.build_model(core, true);
+        }
+        core.model.as_mut()
     }
 
     /// Builds the model from the settings and the guest's geometry, carrying the counters and
     /// the trace over from the previous model, and emits the `model-geometry` records.
     #[cold]
     #[inline(never)]
-    fn build_model(&self, core: &mut Core) {
+    fn build_model(&self, core: &mut Core, hold: bool) {
+        core.drop_pending();
         core.geometry_changed = false;
         // The guest's markers, else the CPU's table entry, else the settings' fallback.
         let cpu_model = core.cpu.and_then(|(_, m)| m);
@@ -322,7 +341,13 @@ impl<H: Host> Engine<H> {
         };
         let carried = core.model.as_ref().map(|m| m.totals()).unwrap_or_default();
         let carried_coh = core.model.as_ref().map(|m| m.coherence().to_vec()).unwrap_or_default();
-        if core.model.is_some() {
+        // A model that only counted bypassing accesses (built at reset from the CPU's table)
+        // has no cache contents to lose.
+        let used = core.model.as_ref().is_some_and(|m| {
+            let t = m.totals();
+            Level::ALL.iter().any(|&l| t.get(l).accesses > 0 || t.get(l).maint > 0)
+        });
+        if used {
             core.warn("geometry changed after the caches were in use: the caches start empty again");
         }
         let mut m = Model::new(&h, self.vcpus);
@@ -348,7 +373,7 @@ impl<H: Host> Engine<H> {
         for f in self.fast.iter() {
             f.set_line_shift(h.l1d.line_shift());
         }
-        core.model_built(&self.settings, &h, &origin, self.vcpus);
+        core.model_built(&self.settings, &h, &origin, self.vcpus, hold);
         core.model = Some(m);
     }
 
@@ -466,7 +491,7 @@ impl<H: Host> Engine<H> {
                 if attr.cacheable() {
                     self.model(&mut core).dc_zva(cpu, pa, attr);
                 } else {
-                    match core.model.as_mut() {
+                    match self.early_model(&mut core) {
                         Some(m) => m.dc_zva(cpu, pa, attr),
                         None => {
                             let l1d = &mut core.early.levels[Level::L1D as usize];

@@ -603,3 +603,44 @@ fn the_regime_follows_the_el_and_untranslated_vas_are_counted() {
     assert_eq!(warned.len(), 1, "{records}");
     assert!(warned[0].contains("(dc by va: translation-fault-level3)") && warned[0].contains("\"count\":1"), "{}", warned[0]);
 }
+
+/// Tracking from reset: code written with the MMU and caches off, before any cacheable access,
+/// then fetched through the enabled I-cache without an IC invalidate, is stale code. The model
+/// is built at the first access (the CPU's table gives the geometry), so that write is seen;
+/// the held-back geometry records of that model are dropped when markers replace it unused.
+#[test]
+fn the_first_access_of_the_run_is_modelled() {
+    let code = 0x4008_0000;
+    for ic in [false, true] {
+        let r = Run::new(&[], false);
+        r.engine.cpu_identified(a72_key(), Some(Ctr { raw: 0x8444_c004 }), None);
+        // A store with the MMU off: a Device access at PA = VA (QEMU's hwaddr is VA − VA_OFFSET).
+        r.engine.mem(0, &FakeAccess { size: 8, value: 0xd503_201f }, VA_OFFSET + code, VA_OFFSET + code, true, None, Hint { pc: 0x100, nt: false });
+        r.special(Insn::MsrSctlr { rt: 1 }, 0x104, &[(1, 1 << 12)]);
+        if ic {
+            r.special(Insn::IcIallu { broadcast: false }, 0x108, &[]);
+        }
+        r.engine.fetch(0, code, 8, false);
+        let records = r.finish();
+        let stale = records.lines().any(|l| l.contains("\"record\":\"hazard\"") && l.contains("stale-instruction"));
+        assert_eq!(stale, !ic, "IC IALLU {ic}: {records}");
+    }
+    // Geometry markers before any cacheable access replace the reset model: one set of geometry
+    // records (the guest's), and only the warning that they differ from the CPU's table.
+    let r = Run::new(&[], false);
+    r.engine.cpu_identified(a72_key(), None, None);
+    r.engine.mem(0, &FakeAccess { size: 8, value: 0 }, VA_OFFSET + code, VA_OFFSET + code, false, None, Hint::default());
+    for (level, kind, line, sets, ways) in [(1, Kind::Instruction, 64, 256, 3), (1, Kind::Data, 64, 64, 4), (2, Kind::Unified, 64, 1024, 16)] {
+        r.marker(Marker::Geometry { level, kind, line, sets, ways }, 0x8_0000);
+    }
+    r.special(Insn::MsrSctlr { rt: 1 }, 0x104, &[(1, 1 << 12)]);
+    r.engine.fetch(0, code, 8, false);
+    let records = r.finish();
+    assert_eq!(records.matches("\"record\":\"model-geometry\"").count(), 3, "{records}");
+    assert_eq!(records.matches("\"record\":\"model-profile\"").count(), 1, "{records}");
+    assert_eq!(geometry_of(&records)[1], ("L1D".into(), 64, 4, "guest".into()));
+    assert_eq!(records.matches("model-warning").count(), 1, "{records}");
+    assert!(records.contains("geometry markers differ from QEMU"), "{records}");
+    let l1d = records.lines().find(|l| l.contains("\"record\":\"model-total\"") && l.contains("\"level\":\"L1D\"")).unwrap();
+    assert!(l1d.contains("\"bypass\":1"), "the reset model's count is carried: {l1d}");
+}
