@@ -1,7 +1,9 @@
 //! AArch64 instruction decoding for the plugin: what the model does for the cache-model marker
 //! (`cachescope_arch::marker::MARKER_ENCODING`), the cache-maintenance SYS instructions, TLBI and
 //! writes to SCTLR_EL1 (all decoded by `cachescope_arch::cache::ops::decode_sys`, the decoder
-//! host/insn-count counts with), PRFM, the loads and stores the plugin batches; plus the DC
+//! host/insn-count counts with), writes to the translation registers the walk reads
+//! (TTBR0/TTBR1/TCR/MAIR of EL1, TTBR0/TCR/MAIR of EL2 and EL3) and to SCTLR_EL2/EL3, HCR_EL2 and
+//! SCR_EL3, PRFM, the loads and stores the plugin batches; plus the DC
 //! ISW/CSW/CISW operand.
 
 use cachescope_arch::cache::ops::{decode_sys, SysInsn, SysOp};

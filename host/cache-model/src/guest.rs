@@ -482,10 +482,10 @@ mod tests {
     impl PhysMem for Tables {
         fn read_u64(&self, pa: u64) -> Option<u64> {
             match pa {
-                0x1000 => Some(AF | 1),                     // L1[0]: Device block (AttrIndx 0)
-                0x1008 => Some(0x2000 | 3),                 // L1[1]: table
+                0x1000 => Some(AF | 1),                        // L1[0]: Device block (AttrIndx 0)
+                0x1008 => Some(0x2000 | 3),                    // L1[1]: table
                 0x2000 => Some(0x8000_0000 | AF | 2 << 2 | 1), // L2[0]: NC 2 MiB
-                0x2008..=0x2ff8 => Some((0x8000_0000 + ((pa - 0x2000) / 8 << 21)) | AF | 1 << 2 | 1),
+                0x2008..=0x2ff8 => Some((0x8000_0000 + (((pa - 0x2000) / 8) << 21)) | AF | 1 << 2 | 1),
                 _ => Some(0),
             }
         }

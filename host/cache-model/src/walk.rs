@@ -135,7 +135,9 @@ impl MemType {
             let (r, w) = (n & 0b10 != 0, n & 0b01 != 0);
             let c = |policy, transient| Cacheability { policy, transient, read_allocate: r, write_allocate: w };
             match n >> 2 {
-                _ if n == 0b0100 => Some(Cacheability { policy: Policy::NonCacheable, transient: false, read_allocate: false, write_allocate: false }),
+                _ if n == 0b0100 => {
+                    Some(Cacheability { policy: Policy::NonCacheable, transient: false, read_allocate: false, write_allocate: false })
+                }
                 0b00 if n != 0 => Some(c(Policy::WriteThrough, true)),
                 0b01 => Some(c(Policy::WriteBack, true)),
                 0b10 => Some(c(Policy::WriteThrough, false)),

@@ -155,6 +155,11 @@ impl<H: Host> Engine<H> {
         }
     }
 
+    /// A `model-warning` from the glue.
+    pub fn warn(&self, what: &str) {
+        self.lock().warn(what);
+    }
+
     /// The guest's registers as the vCPUs start (read at the first translation, after QEMU's
     /// reset and boot code): every core's, until its own writes.
     pub fn seed_registers(&self, values: &[(SysReg, u64)]) {
@@ -451,7 +456,8 @@ impl<H: Host> Engine<H> {
             Insn::IcIallu { .. } | Insn::Tlbi | Insn::Prefetch(_) => (0, 0, 0, 0, 0),
         };
         let mut core = self.lock();
-        let drop_pages = matches!(insn, Insn::Tlbi | Insn::MsrSctlr { .. } | Insn::Marker | Insn::MsrControl { .. } | Insn::MsrTranslation { .. });
+        let drop_pages =
+            matches!(insn, Insn::Tlbi | Insn::MsrSctlr { .. } | Insn::Marker | Insn::MsrControl { .. } | Insn::MsrTranslation { .. });
         self.settle(&mut core, drop_pages);
         if matches!(insn, Insn::DcVa { .. } | Insn::DcZva { .. }) && !core.maint.is_empty() {
             let shift = core.maint_shift();

@@ -75,6 +75,8 @@ struct Qemu {
     mem: Option<std::fs::File>,
     /// The guest registers were read (at the first translation).
     seeded: AtomicBool,
+    /// The warning that CPSR cannot be read was written.
+    el_warned: AtomicBool,
 }
 
 type State = Engine<Qemu>;
@@ -204,7 +206,13 @@ impl Qemu {
             let values: Vec<(SysReg, u64)> = regs.sys.iter().filter_map(|&(r, h)| Some((r, read_register(h)?))).collect();
             state.seed_registers(&values);
         }
-        let el = (read_register(regs.cpsr?)? >> 2 & 3) as u8;
+        let Some(cpsr) = regs.cpsr.and_then(read_register) else {
+            if !self.el_warned.swap(true, Relaxed) {
+                state.warn("CPSR is not readable at translation: every TB is taken for EL1 (the EL1&0 regime's tables and SCTLR_EL1)");
+            }
+            return None;
+        };
+        let el = (cpsr >> 2 & 3) as u8;
         let sctlr = regs.sctlr[crate::walk::Regime::of_el(el).index()].and_then(read_register);
         if haddr != 0 && sctlr.is_some_and(|s| s & 1 == 0) && !self.ram.read().is_ok_and(|m| m.knows(va)) {
             self.learn_block(va, haddr, word);
@@ -226,7 +234,12 @@ impl Qemu {
         if let Ok(mut m) = self.ram.write() {
             if let Some(block) = m.learn(pa, host, range) {
                 if std::env::var_os("CS_MODEL_LIST_REGS").is_some() {
-                    eprintln!("{NAME}: guest RAM block PA {:#x}..{:#x} at host {:#x}", block.pa, block.pa_end, block.pa.wrapping_add(block.host_minus_pa));
+                    eprintln!(
+                        "{NAME}: guest RAM block PA {:#x}..{:#x} at host {:#x}",
+                        block.pa,
+                        block.pa_end,
+                        block.pa.wrapping_add(block.host_minus_pa)
+                    );
                 }
             }
         }
@@ -310,7 +323,15 @@ impl Register for CacheModel {
             Board { last: entry(0), execs: entry(8) }
         });
         let mem = std::fs::File::open("/proc/self/mem").ok();
-        let host = Qemu { board, regs: OnceLock::new(), next_tb: AtomicU64::new(1), ram: RwLock::new(RamMap::default()), mem, seeded: AtomicBool::new(false) };
+        let host = Qemu {
+            board,
+            regs: OnceLock::new(),
+            next_tb: AtomicU64::new(1),
+            ram: RwLock::new(RamMap::default()),
+            mem,
+            seeded: AtomicBool::new(false),
+            el_warned: AtomicBool::new(false),
+        };
         let state = Arc::new(Engine::new(settings, vcpus, out, host).with_round_robin(round_robin()));
         let s = state.clone();
         qemu_plugin_register_atexit_cb(id, move |_| s.at_exit())?;

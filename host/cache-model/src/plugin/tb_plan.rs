@@ -108,8 +108,7 @@ pub fn plan(insns: &[TbInsn], batching: bool) -> Plan {
     let start = insns.first().map_or(0, |i| i.vaddr);
     let end = insns.last().map_or(start, |i| i.vaddr + i.size);
     let decoded: Vec<Option<Insn>> = insns.iter().map(|i| i.word.and_then(decode)).collect();
-    let changes_fetch =
-        |d: &Option<Insn>| {
+    let changes_fetch = |d: &Option<Insn>| {
         matches!(
             d,
             Some(

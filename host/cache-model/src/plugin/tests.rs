@@ -19,8 +19,8 @@ use crate::cache::xorshift64star;
 use crate::config::Settings;
 use crate::decode::{Insn, Prefetch, PrfAddr};
 use crate::guest::SysReg;
-use crate::walk::Regime;
 use crate::hierarchy::{Hint, LineOp, Point, Totals};
+use crate::walk::Regime;
 
 use super::engine::{shortcut_allowed, Engine, Host, MemAccess, SP};
 use super::tb_plan::Group;
@@ -615,7 +615,15 @@ fn the_first_access_of_the_run_is_modelled() {
         let r = Run::new(&[], false);
         r.engine.cpu_identified(a72_key(), Some(Ctr { raw: 0x8444_c004 }), None);
         // A store with the MMU off: a Device access at PA = VA (QEMU's hwaddr is VA − VA_OFFSET).
-        r.engine.mem(0, &FakeAccess { size: 8, value: 0xd503_201f }, VA_OFFSET + code, VA_OFFSET + code, true, None, Hint { pc: 0x100, nt: false });
+        r.engine.mem(
+            0,
+            &FakeAccess { size: 8, value: 0xd503_201f },
+            VA_OFFSET + code,
+            VA_OFFSET + code,
+            true,
+            None,
+            Hint { pc: 0x100, nt: false },
+        );
         r.special(Insn::MsrSctlr { rt: 1 }, 0x104, &[(1, 1 << 12)]);
         if ic {
             r.special(Insn::IcIallu { broadcast: false }, 0x108, &[]);
@@ -630,7 +638,9 @@ fn the_first_access_of_the_run_is_modelled() {
     let r = Run::new(&[], false);
     r.engine.cpu_identified(a72_key(), None, None);
     r.engine.mem(0, &FakeAccess { size: 8, value: 0 }, VA_OFFSET + code, VA_OFFSET + code, false, None, Hint::default());
-    for (level, kind, line, sets, ways) in [(1, Kind::Instruction, 64, 256, 3), (1, Kind::Data, 64, 64, 4), (2, Kind::Unified, 64, 1024, 16)] {
+    for (level, kind, line, sets, ways) in
+        [(1, Kind::Instruction, 64, 256, 3), (1, Kind::Data, 64, 64, 4), (2, Kind::Unified, 64, 1024, 16)]
+    {
         r.marker(Marker::Geometry { level, kind, line, sets, ways }, 0x8_0000);
     }
     r.special(Insn::MsrSctlr { rt: 1 }, 0x104, &[(1, 1 << 12)]);
