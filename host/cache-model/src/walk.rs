@@ -11,20 +11,20 @@
 //!   whose bits above the input size are not all 0 (lower range) or all 1 (upper range), top
 //!   byte excepted when TBI is set, gives a level-0 Translation fault; EPDx = 1 disables a range
 //!   (Translation fault, no walk).
-//! - D8.3, "Translation table descriptor formats": bits [1:0] 0b11 = table (levels 0..2) or page
+//! - D8.3, "Translation table descriptor formats": bits `[1:0]` 0b11 = table (levels 0..2) or page
 //!   (level 3), 0b01 = block (4 KiB granule: levels 1 and 2; 16 and 64 KiB: level 2, without
-//!   FEAT_LPA/LPA2), anything else invalid. Output and next-table addresses are bits [47:G].
+//!   FEAT_LPA/LPA2), anything else invalid. Output and next-table addresses are bits `[47:G]`.
 //!   An output or table address above the PA size that TCR.IPS/PS gives is an Address size
 //!   fault.
-//! - D8.5, "Memory region attributes": AttrIndx (descriptor bits [4:2]) selects a byte of
-//!   MAIR_ELx; SH (bits [9:8]) the shareability. The MAIR byte's encoding is decoded into
+//! - D8.5, "Memory region attributes": AttrIndx (descriptor bits `[4:2]`) selects a byte of
+//!   MAIR_ELx; SH (bits `[9:8]`) the shareability. The MAIR byte's encoding is decoded into
 //!   [`MemType`] (Device nGnRnE/nGnRE/nGRE/GRE; Normal inner and outer: Non-cacheable,
 //!   Write-Through or Write-Back with their transient and read/write-allocate hints).
 //!
-//! TCR fields (D19.2, TCR_EL1 / TCR_EL2 / TCR_EL3): T0SZ [5:0], EPD0 [7], TG0 [15:14] (0b00 4K,
-//! 0b01 64K, 0b10 16K), T1SZ [21:16], EPD1 [23], TG1 [31:30] (**other encodings**: 0b01 16K,
-//! 0b10 4K, 0b11 64K), IPS [34:32], TBI0 [37], TBI1 [38] (TCR_EL1); TCR_EL2 (E2H = 0) and TCR_EL3
-//! have T0SZ, TG0, PS [18:16] and TBI [20].
+//! TCR fields (D19.2, TCR_EL1 / TCR_EL2 / TCR_EL3): T0SZ `[5:0]`, EPD0 `[7]`, TG0 `[15:14]` (0b00 4K,
+//! 0b01 64K, 0b10 16K), T1SZ `[21:16]`, EPD1 `[23]`, TG1 `[31:30]` (**other encodings**: 0b01 16K,
+//! 0b10 4K, 0b11 64K), IPS `[34:32]`, TBI0 `[37]`, TBI1 `[38]` (TCR_EL1); TCR_EL2 (E2H = 0) and TCR_EL3
+//! have T0SZ, TG0, PS `[18:16]` and TBI `[20]`.
 //!
 //! Not followed (each gives a fault with its own cause, never a guess): 52-bit addresses
 //! (TxSZ < 16, FEAT_LPA/LPA2 blocks at level 0/1), VHE's two-range EL2 (HCR_EL2.E2H = 1),
