@@ -284,8 +284,8 @@ fn bench_loop(ctx: &mut Ctx) {
     let ticks = counter() - t0;
     record::BenchModel::new()
         .pattern(if chase { "chase" } else { "seq" })
-        .bytes(bytes as u64)
         .accesses(done)
+        .bytes(bytes as u64)
         .ticks(ticks)
         .cntfrq(freq)
         .ms(ticks * 1000 / freq)
