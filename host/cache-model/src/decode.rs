@@ -149,11 +149,11 @@ impl ControlReg {
     /// SCR_EL3.NS (it only decides whether HCR_EL2.DC applies: the model does not separate the
     /// security states' PA spaces and changes no memory type for them). Not followed: stage 2
     /// (VM) and its cacheability controls (CD, ID, FWB), VHE (E2H: EL2's walk then reports
-    /// `vhe-el2-not-followed`).
+    /// `vhe-el2-not-followed`), TGE (EL0 under EL2's control).
     pub fn unfollowed(self, value: u64) -> Vec<&'static str> {
         let bits: &[(u32, &str)] = match self {
             Self::SctlrEl2 | Self::SctlrEl3 | Self::ScrEl3 => &[],
-            Self::HcrEl2 => &[(0, "VM"), (32, "CD"), (33, "ID"), (34, "E2H"), (46, "FWB")],
+            Self::HcrEl2 => &[(0, "VM"), (27, "TGE"), (32, "CD"), (33, "ID"), (34, "E2H"), (46, "FWB")],
         };
         bits.iter().filter(|(b, _)| value >> b & 1 == 1).map(|&(_, n)| n).collect()
     }

@@ -189,14 +189,20 @@ impl<H: Host> Engine<H> {
         let previous_end = f.fetch_end();
         if !attr.cacheable() {
             let shift = core.model.as_ref().map_or(6, |m| m.config().l1i.line_shift());
-            let (first, last) = (va >> shift, (va + bytes - 1) >> shift);
+            // The TB's page translated once (see below); PA = VA with the MMU off.
+            let page = va & !((1 << PAGE_SHIFT) - 1);
+            let Some((pa_page, _)) = core.guest.translate(cpu, page, &self.host, "instruction fetch") else {
+                return (FetchMode::Bypass, 0, false);
+            };
+            let pa = pa_page + (va - page);
+            let (first, last) = (pa >> shift, (pa + bytes - 1) >> shift);
             let first = first + u64::from(previous_end == first | BYPASS_LINE);
             f.set_fetch_end(last | BYPASS_LINE);
             match self.early_model(core) {
                 Some(m) => (first..=last).for_each(|l| m.fetch(cpu, l << shift, attr)),
                 None => core.early.levels[Level::L1I as usize].bypass += (last + 1).saturating_sub(first),
             }
-            let all = last - (va >> shift) + 1;
+            let all = last - (pa >> shift) + 1;
             (FetchMode::Bypass, if all == 1 { 0 } else { all }, false)
         } else {
             let shift = self.model(core).config().l1i.line_shift();
