@@ -26,7 +26,10 @@
 //! SCTLR.I = 0 → Non-cacheable; I = 1 with M = 0 → write-through (cacheable, as the
 //! architecture makes them); I = 1 with M = 1 → window, else the walk's type. A data access
 //! whose VA the walk cannot translate (QEMU did) takes write-back and is counted as
-//! untranslated (`untranslated-va` warning at exit).
+//! untranslated (`untranslated-va` warning at exit). The kernel's SCTLR marker declares the
+//! SCTLR the attributes follow until the register is next written; translation always follows
+//! the register (a kernel declaring its caches on with the MMU really off gets write-back
+//! outside its windows, at PA = VA, as marker protocol 1 defined).
 //!
 //! # Translating a VA (instruction fetches, DC … VAC/VAU, DC ZVA, IC IVAU)
 //! In order: the MMU of the VA's regime is off → PA = VA (the architecture, counted as
