@@ -27,7 +27,7 @@
 //! have T0SZ, TG0, PS `[18:16]` and TBI `[20]`.
 //!
 //! Not followed (each gives a fault with its own cause, never a guess): 52-bit addresses
-//! (TxSZ < 16, FEAT_LPA/LPA2 blocks at level 0/1), VHE's two-range EL2 (HCR_EL2.E2H = 1),
+//! (TxSZ < 16, TCR.DS = 1, FEAT_LPA/LPA2 blocks at level 0/1), VHE's two-range EL2 (HCR_EL2.E2H = 1),
 //! stage 2 (the caller warns about HCR_EL2.VM), reserved MAIR encodings. The walk reads the
 //! tables from memory, not through the caches (the model does not count walk accesses).
 
@@ -186,7 +186,7 @@ pub enum Fault {
     OutOfRange,
     /// TCR.EPD0/EPD1 disables the range.
     RangeDisabled,
-    /// TxSZ < 16 (52-bit VAs) or a TG encoding that is reserved.
+    /// TxSZ < 16 (52-bit VAs), TCR.DS = 1 (FEAT_LPA2's descriptors) or a reserved TG encoding.
     UnsupportedTcr,
     /// An invalid descriptor (Translation fault) at this level.
     Translation(u8),
@@ -263,7 +263,9 @@ fn params(regime: Regime, regs: &RegimeRegs, va: u64) -> Result<Params, Fault> {
         Regime::El2 | Regime::El3 => (tcr & 63, tcr >> 14 & 3, tcr >> 20 & 1 == 1, false, regs.ttbr0, tcr >> 16 & 7, false),
     };
     let g = granule(tg, upper).ok_or(Fault::UnsupportedTcr)?;
-    if txsz < 16 {
+    // TCR.DS (FEAT_LPA2's 52-bit descriptor format): bit 59 of TCR_EL1, 32 of TCR_EL2/EL3.
+    let ds = if regime == Regime::El1 { tcr >> 59 & 1 } else { tcr >> 32 & 1 };
+    if txsz < 16 || ds == 1 {
         return Err(Fault::UnsupportedTcr);
     }
     let ia = 64 - txsz as u32;
@@ -458,6 +460,8 @@ mod tests {
         let w = walk(&m, Regime::El1, &r(34, l2), false, 0x0060_0040).unwrap();
         assert_eq!((w.level, w.pa, w.mem.attr()), (2, 0x4060_0040, Attr::NormalNonCacheable));
         assert_eq!(walk(&m, Regime::El1, &r(15, l1), false, 0), Err(Fault::UnsupportedTcr));
+        let ds = RegimeRegs { tcr: r(25, l1).tcr | 1 << 59, ..r(25, l1) };
+        assert_eq!(walk(&m, Regime::El1, &ds, false, 0x4000_1234), Err(Fault::UnsupportedTcr), "TCR_EL1.DS");
     }
 
     /// 16K and 64K granules; TG0 and TG1 encode them differently.
