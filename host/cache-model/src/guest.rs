@@ -178,7 +178,7 @@ pub struct Guest {
     gen: u32,
     /// VA pages that could not be translated, per cause: distinct pages, so that the count
     /// does not depend on how often the plugin asks (the shortcut asks less).
-    untranslated: BTreeMap<String, HashSet<u64>>,
+    untranslated: BTreeMap<String, (HashSet<u64>, u64)>,
     /// Walks done (TLB misses).
     walks: u64,
     /// Print the first this many walks to stderr (`CS_MODEL_WALK_LOG=N`, a debugging aid).
@@ -334,18 +334,19 @@ impl Guest {
     fn count_untranslated(&mut self, what: &str, va: u64, f: Fault) {
         let key = format!("{what}: {}", f.cause());
         match self.untranslated.get_mut(&key) {
-            Some(set) => {
+            Some((set, _)) => {
                 set.insert(va >> PAGE_SHIFT);
             }
             None => {
-                self.untranslated.insert(key, HashSet::from([va >> PAGE_SHIFT]));
+                self.untranslated.insert(key, (HashSet::from([va >> PAGE_SHIFT]), va));
             }
         }
     }
 
-    /// The VA pages left untranslated so far, as ("use: cause", distinct 4 KiB pages).
-    pub fn untranslated(&self) -> Vec<(String, u64)> {
-        self.untranslated.iter().map(|(k, v)| (k.clone(), v.len() as u64)).collect()
+    /// The VA pages left untranslated so far, as ("use: cause", distinct 4 KiB pages, the
+    /// first such VA).
+    pub fn untranslated(&self) -> Vec<(String, u64, u64)> {
+        self.untranslated.iter().map(|(k, (set, first))| (k.clone(), set.len() as u64, *first)).collect()
     }
 
     /// Walks done so far (translation-cache misses).
@@ -530,7 +531,7 @@ mod tests {
         assert!(!g.write(0, SysReg::Mair(Regime::El1), 0x44_bb_00), "same value: nothing changes");
         // Out of the 32-bit range: write-back assumed for the data access, counted untranslated.
         assert_eq!(g.data_attr(0, 0x1_0000_0000, m), Attr::NormalWriteBack);
-        assert_eq!(g.untranslated(), vec![("data attribute: va-out-of-range".to_string(), 1)]);
+        assert_eq!(g.untranslated(), vec![("data attribute: va-out-of-range".to_string(), 1, 0x1_0000_0000)]);
     }
 
     #[test]
@@ -555,7 +556,7 @@ mod tests {
         g.set_el(0, 2);
         g.write(0, SysReg::Hcr, HCR_E2H);
         assert_eq!(g.translate(0, RAM + 0x20_0040, m, "t"), None);
-        assert_eq!(g.untranslated(), vec![("t: vhe-el2-not-followed".to_string(), 1)]);
+        assert_eq!(g.untranslated(), vec![("t: vhe-el2-not-followed".to_string(), 1, RAM + 0x20_0040)]);
         // A second core keeps its own state.
         assert_eq!(g.el(1), 1);
         assert_eq!(g.sctlr(1), 0);
@@ -598,7 +599,7 @@ mod tests {
         assert_eq!(g.translate(0, far + 0x80, m, "t"), Some((0x5000_0080, Translation::Window)));
         g.window(far, 0x10_0000, Attr::NormalNonCacheable, None);
         assert_eq!(g.translate(0, far + 0x1_0000, m, "t"), None, "re-declared without a PA");
-        assert_eq!(g.untranslated(), vec![("t: va-out-of-range".to_string(), 2)], "two distinct pages");
+        assert_eq!(g.untranslated(), vec![("t: va-out-of-range".to_string(), 2, 0x2_0000_0000)], "two distinct pages");
         assert!(g.page_uniform(RAM));
     }
 }

@@ -592,8 +592,8 @@ impl<H: Host> Engine<H> {
             m.end_trace();
         }
         let untranslated = core.guest.untranslated();
-        for (cause, n) in untranslated {
-            core.untranslated_warning(&cause, n);
+        for (cause, n, first) in untranslated {
+            core.untranslated_warning(&format!("{cause}, first at VA {first:#x}"), n);
         }
         if core.unattributed > 0 {
             let n = core.unattributed;
