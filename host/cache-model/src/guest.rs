@@ -144,6 +144,11 @@ impl Cpu {
         Regime::of_el(self.el)
     }
 
+    /// The MMU of the current regime is off (the register, whatever a marker declared).
+    fn real_mmu_off(&self) -> bool {
+        self.sctlr[self.regime().index()] & SCTLR_M == 0
+    }
+
     /// The SCTLR the attributes follow: the declared one, else the register.
     fn attr_sctlr(&self, r: Regime) -> u64 {
         self.declared[r.index()].unwrap_or(self.sctlr[r.index()])
@@ -154,6 +159,10 @@ impl Cpu {
         r == Regime::El1 && self.hcr & HCR_DC != 0 && self.scr.is_none_or(|s| s & SCR_NS != 0)
     }
 }
+
+/// A core no TB or write has named yet: EL1, everything 0.
+static RESET: Cpu =
+    Cpu { el: 1, sctlr: [0; 3], declared: [None; 3], regs: [RegimeRegs { ttbr0: 0, ttbr1: 0, tcr: 0, mair: 0 }; 3], hcr: 0, scr: None };
 
 /// A cached walk: the 4 KiB VA page (+ 1; 0 = empty) of one vCPU's regime, in generation `gen`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -181,6 +190,9 @@ pub struct Guest {
     untranslated: BTreeMap<String, (HashSet<u64>, u64)>,
     /// Walks done (TLB misses).
     walks: u64,
+    /// Data pages where the walk's PA differed from QEMU's: the pages, the first (VA, QEMU's
+    /// PA, the walk's PA).
+    disagreed: (HashSet<u64>, Option<(u64, u64, u64)>),
     /// Print the first this many walks to stderr (`CS_MODEL_WALK_LOG=N`, a debugging aid).
     pub log_walks: u64,
 }
@@ -203,6 +215,7 @@ impl Guest {
             untranslated: BTreeMap::new(),
             walks: 0,
             log_walks: 0,
+            disagreed: (HashSet::new(), None),
         }
     }
 
@@ -213,8 +226,8 @@ impl Guest {
         &mut self.cpus[cpu]
     }
 
-    fn cpu(&self, cpu: usize) -> Cpu {
-        self.cpus.get(cpu).copied().unwrap_or(Cpu { el: 1, ..Cpu::default() })
+    fn cpu(&self, cpu: usize) -> &Cpu {
+        self.cpus.get(cpu).unwrap_or(&RESET)
     }
 
     /// Sets the Exception level core `cpu` runs at (each TB's, at its fetch).
@@ -309,7 +322,8 @@ impl Guest {
     /// and the walk's attribute, or the fault.
     fn walked(&mut self, cpu: usize, va: u64, mem: &dyn PhysMem) -> Result<(u64, Attr), Fault> {
         let c = self.cpu(cpu);
-        let r = c.regime();
+        let (r, e2h) = (c.regime(), c.hcr & HCR_E2H != 0);
+        let regs = c.regs[r.index()];
         let vpn = va >> PAGE_SHIFT;
         let key = (cpu as u32) << 2 | r.index() as u32;
         let i = (vpn as usize ^ (key as usize).wrapping_mul(0x9e37)) & (TLB_ENTRIES - 1);
@@ -320,7 +334,7 @@ impl Guest {
             }
         }
         self.walks += 1;
-        let result = walk(mem, r, &c.regs[r.index()], c.hcr & HCR_E2H != 0, va);
+        let result = walk(mem, r, &regs, e2h, va);
         if self.walks <= self.log_walks {
             eprintln!("cachescope-cache-model: walk {} cpu {cpu} {r:?} va {va:#x}: {result:x?}", self.walks);
         }
@@ -360,8 +374,7 @@ impl Guest {
         if let Some(w) = self.window_at(va) {
             return Some(w.attr);
         }
-        let c = self.cpu(cpu);
-        if c.sctlr[c.regime().index()] & SCTLR_M == 0 {
+        if self.cpu(cpu).real_mmu_off() {
             // Declared on, really off: no tables to walk (write-back, the marker's contract).
             return Some(Attr::NormalWriteBack);
         }
@@ -403,7 +416,7 @@ impl Guest {
         if let Some(w) = self.window_at(va) {
             return w.attr;
         }
-        if c.sctlr[r.index()] & SCTLR_M == 0 {
+        if self.cpu(cpu).real_mmu_off() {
             return Attr::NormalWriteBack;
         }
         // Untranslated: counted by the fetch's translation, which skips the fetch.
@@ -439,6 +452,28 @@ impl Guest {
         changed
     }
 
+    /// Checks the walk against QEMU's own translation of a data access at `va` (to `pa`): a
+    /// different PA is counted ([`Guest::disagreements`]). A failed walk is counted by the
+    /// access's attribute, not here.
+    pub fn check(&mut self, cpu: usize, va: u64, pa: u64, mem: &dyn PhysMem) {
+        if self.cpu(cpu).real_mmu_off() {
+            return;
+        }
+        if let Ok((pa_page, _)) = self.walked(cpu, va, mem) {
+            let walked = pa_page | (va & ((1 << PAGE_SHIFT) - 1));
+            if walked != pa {
+                self.disagreed.0.insert(va >> PAGE_SHIFT);
+                self.disagreed.1.get_or_insert((va, pa, walked));
+            }
+        }
+    }
+
+    /// The data pages where the walk disagreed with QEMU, and the first (VA, QEMU's PA, the
+    /// walk's PA).
+    pub fn disagreements(&self) -> (u64, Option<(u64, u64, u64)>) {
+        (self.disagreed.0.len() as u64, self.disagreed.1)
+    }
+
     /// Forgets learned pages and cached walks (TLBI). Window offsets stay: a window is
     /// re-declared when remapped.
     pub fn forget_pages(&mut self) {
@@ -449,9 +484,7 @@ impl Guest {
     /// Translates `va` for core `cpu` (see the module documentation for the order); `None`
     /// when it cannot be, counted under `what` (an `untranslated-va` cause).
     pub fn translate(&mut self, cpu: usize, va: u64, mem: &dyn PhysMem, what: &str) -> Option<(u64, Translation)> {
-        let c = self.cpu(cpu);
-        let r = c.regime();
-        if c.sctlr[r.index()] & SCTLR_M == 0 {
+        if self.cpu(cpu).real_mmu_off() {
             return Some((va, Translation::MmuOff));
         }
         let fault = match self.walked(cpu, va, mem) {
@@ -601,5 +634,11 @@ mod tests {
         assert_eq!(g.translate(0, far + 0x1_0000, m, "t"), None, "re-declared without a PA");
         assert_eq!(g.untranslated(), vec![("t: va-out-of-range".to_string(), 2, 0x2_0000_0000)], "two distinct pages");
         assert!(g.page_uniform(RAM));
+        // QEMU's translation of a data access checks the walk.
+        g.check(0, RAM + 0x1234, 0x8000_1234, m);
+        assert_eq!(g.disagreements(), (0, None));
+        g.check(0, RAM + 0x1234, 0x9000_1234, m);
+        g.check(0, RAM + 0x1238, 0x9000_1238, m);
+        assert_eq!(g.disagreements(), (1, Some((RAM + 0x1234, 0x9000_1234, 0x8000_1234))));
     }
 }

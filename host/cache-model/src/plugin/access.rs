@@ -59,6 +59,9 @@ impl<H: Host> Engine<H> {
             },
         };
         if learned {
+            if !io {
+                core.guest.check(cpu, vaddr, pa, &self.host);
+            }
             let changed = core.guest.learn(vaddr, pa);
             if self.fast_on {
                 f.remember_page(vaddr, pa, io);

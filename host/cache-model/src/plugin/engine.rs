@@ -595,6 +595,11 @@ impl<H: Host> Engine<H> {
         for (cause, n, first) in untranslated {
             core.untranslated_warning(&format!("{cause}, first at VA {first:#x}"), n);
         }
+        if let (n @ 1.., Some((va, pa, walked))) = core.guest.disagreements() {
+            core.warn(&format!(
+                "the walk of the guest's tables disagrees with QEMU's translation of data accesses on {n} pages (first: VA {va:#x} → QEMU PA {pa:#x}, walk {walked:#x}): the model's regime state missed a change"
+            ));
+        }
         if core.unattributed > 0 {
             let n = core.unattributed;
             core.warn(&format!("{n} hazard occurrences were not reported: raised by untagged code whose core is not known"));
