@@ -193,8 +193,10 @@ pub struct Guest {
     /// Data pages where the walk's PA differed from QEMU's: the pages, the first (VA, QEMU's
     /// PA, the walk's PA).
     disagreed: (HashSet<u64>, Option<(u64, u64, u64)>),
-    /// Print the first this many walks to stderr (`CS_MODEL_WALK_LOG=N`, a debugging aid).
+    /// Print the first this many walks, and the first this many faults, to stderr
+    /// (`CS_MODEL_WALK_LOG=N`, a debugging aid).
     pub log_walks: u64,
+    faults_logged: u64,
 }
 
 impl Default for Guest {
@@ -215,6 +217,7 @@ impl Guest {
             untranslated: BTreeMap::new(),
             walks: 0,
             log_walks: 0,
+            faults_logged: 0,
             disagreed: (HashSet::new(), None),
         }
     }
@@ -335,8 +338,10 @@ impl Guest {
         }
         self.walks += 1;
         let result = walk(mem, r, &regs, e2h, va);
-        if self.walks <= self.log_walks {
-            eprintln!("cachescope-cache-model: walk {} cpu {cpu} {r:?} va {va:#x}: {result:x?}", self.walks);
+        let log_fault = result.is_err() && self.faults_logged < self.log_walks;
+        if self.walks <= self.log_walks || log_fault {
+            self.faults_logged += u64::from(log_fault);
+            eprintln!("cachescope-cache-model: walk {} cpu {cpu} {r:?} {regs:x?} va {va:#x}: {result:x?}", self.walks);
         }
         let w = result?;
         let pa_page = w.pa >> PAGE_SHIFT << PAGE_SHIFT;
@@ -484,23 +489,33 @@ impl Guest {
     /// Translates `va` for core `cpu` (see the module documentation for the order); `None`
     /// when it cannot be, counted under `what` (an `untranslated-va` cause).
     pub fn translate(&mut self, cpu: usize, va: u64, mem: &dyn PhysMem, what: &str) -> Option<(u64, Translation)> {
+        match self.try_translate(cpu, va, mem) {
+            Ok(t) => Some(t),
+            Err(fault) => {
+                self.count_untranslated(what, va, fault);
+                None
+            }
+        }
+    }
+
+    /// [`Guest::translate`] without counting: the fault when there is no translation.
+    pub fn try_translate(&mut self, cpu: usize, va: u64, mem: &dyn PhysMem) -> Result<(u64, Translation), Fault> {
         if self.cpu(cpu).real_mmu_off() {
-            return Some((va, Translation::MmuOff));
+            return Ok((va, Translation::MmuOff));
         }
         let fault = match self.walked(cpu, va, mem) {
-            Ok((pa_page, _)) => return Some((pa_page | (va & ((1 << PAGE_SHIFT) - 1)), Translation::Walk)),
+            Ok((pa_page, _)) => return Ok((pa_page | (va & ((1 << PAGE_SHIFT) - 1)), Translation::Walk)),
             Err(f) => f,
         };
         let vpn = va >> PAGE_SHIFT;
         let (tag, ppn) = self.rtlb[(vpn as usize) & (RTLB_ENTRIES - 1)];
         if tag == vpn + 1 {
-            return Some((ppn << PAGE_SHIFT | (va & ((1 << PAGE_SHIFT) - 1)), Translation::Learned));
+            return Ok((ppn << PAGE_SHIFT | (va & ((1 << PAGE_SHIFT) - 1)), Translation::Learned));
         }
         if let Some(off) = self.window_at(va).and_then(|w| w.offset) {
-            return Some((va.wrapping_add(off), Translation::Window));
+            return Ok((va.wrapping_add(off), Translation::Window));
         }
-        self.count_untranslated(what, va, fault);
-        None
+        Err(fault)
     }
 }
 

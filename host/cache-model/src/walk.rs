@@ -203,6 +203,12 @@ pub enum Fault {
 }
 
 impl Fault {
+    /// The VA has no valid mapping in the guest's tables (what the MMU would fault on), as
+    /// opposed to a walk the model cannot do or read.
+    pub fn unmapped(self) -> bool {
+        matches!(self, Self::OutOfRange | Self::RangeDisabled | Self::Translation(_) | Self::AddressSize(_))
+    }
+
     /// A short name for the warning (stable: tests and expectation files may name it).
     pub fn cause(self) -> String {
         match self {

@@ -543,9 +543,14 @@ impl<H: Host> Engine<H> {
     }
 
     /// A PRFM PLD/PST of `va` (its address from the registers, read in the exec callback, before
-    /// the instruction), translated like a DC operand; nothing on non-cacheable memory.
+    /// the instruction), translated like a DC operand; nothing on non-cacheable memory, nothing
+    /// for a VA the guest's tables do not map (a prefetch never faults: the architecture makes
+    /// it a NOP there, e.g. Linux's `prefetch()` of a NULL list pointer).
     fn prefetch(&self, cpu: usize, p: crate::decode::Prefetch, va: u64) {
         let mut core = self.lock();
+        if core.guest.try_translate(cpu, va, &self.host).is_err_and(|f| f.unmapped()) {
+            return;
+        }
         let attr = core.guest.data_attr(cpu, va, &self.host);
         if !attr.cacheable() {
             return;

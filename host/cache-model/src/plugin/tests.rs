@@ -596,6 +596,9 @@ fn the_regime_follows_the_el_and_untranslated_vas_are_counted() {
     for k in 0..3 {
         r.special(civac, 0x9000, &[(1, VA_OFFSET + RAM + TABLE_HOLE + 64 * k)]);
     }
+    // A prefetch of an unmapped VA is a NOP (no warning).
+    let prfm = Prefetch { level: 1, strm: false, store: false, addr: PrfAddr::Imm { base: 6, offset: 0 } };
+    r.special(Insn::Prefetch(prfm), 0x9000, &[(6, VA_OFFSET + RAM + TABLE_HOLE)]);
     let records = r.finish();
     let run = records.lines().find(|l| l.contains("\"record\":\"model-run\"")).unwrap();
     assert!(run.contains("\"va_identity\":1,\"va_walked\":1"), "{run}");
