@@ -278,6 +278,21 @@ impl Guest {
         changed
     }
 
+    /// Adopts `v` as `reg`'s value read from the vCPU (at a translation): unlike
+    /// [`Guest::write`], an SCTLR declared by the marker stays declared. Returns whether the
+    /// value differed from what the decoded writes gave (a write the plugin missed).
+    pub fn resync(&mut self, cpu: usize, reg: SysReg, v: u64) -> bool {
+        let declared = match reg {
+            SysReg::Sctlr(r) => self.cpu(cpu).declared[r.index()],
+            _ => None,
+        };
+        let changed = self.write(cpu, reg, v);
+        if let (SysReg::Sctlr(r), Some(d)) = (reg, declared) {
+            self.cpu_mut(cpu).declared[r.index()] = Some(d);
+        }
+        changed
+    }
+
     /// The SCTLR value the kernel's SCTLR marker declares for core `cpu`'s current EL: the
     /// attributes follow it until the register is written (a kernel may declare its memory
     /// cacheable with the MMU really off: its accesses are then write-back outside windows, at
@@ -341,7 +356,11 @@ impl Guest {
         let log_fault = result.is_err() && self.faults_logged < self.log_walks;
         if self.walks <= self.log_walks || log_fault {
             self.faults_logged += u64::from(log_fault);
-            eprintln!("cachescope-cache-model: walk {} cpu {cpu} {r:?} {regs:x?} va {va:#x}: {result:x?}", self.walks);
+            let l0 = mem.read_u64(regs.ttbr0 & 0x0000_ffff_ffff_f000);
+            eprintln!(
+                "cachescope-cache-model: walk {} cpu {cpu} {r:?} {regs:x?} (TTBR0's first entry {l0:x?}) va {va:#x}: {result:x?}",
+                self.walks
+            );
         }
         let w = result?;
         let pa_page = w.pa >> PAGE_SHIFT << PAGE_SHIFT;
@@ -628,6 +647,13 @@ mod tests {
         assert_eq!(g.data_attr(0, RAM + 0x1040, m), Attr::NormalNonCacheable, "the tables' NC block");
         assert_eq!(g.translate(0, RAM + 0x1040, m, "t"), Some((0x8000_1040, Translation::Walk)));
         assert!(g.untranslated().is_empty());
+        // A value read from the vCPU: adopted, a declared SCTLR stays declared.
+        g.set_sctlr(0, SCTLR_M);
+        assert!(!g.resync(0, SysReg::Sctlr(Regime::El1), ON), "the register's value already");
+        assert!(g.resync(0, SysReg::Ttbr0(Regime::El1), 0x5000));
+        assert_eq!(g.sctlr(0), SCTLR_M, "still declared");
+        assert!(g.resync(0, SysReg::Sctlr(Regime::El1), 0));
+        assert_eq!(g.sctlr(0), SCTLR_M, "still declared");
     }
 
     #[test]

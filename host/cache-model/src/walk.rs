@@ -52,6 +52,9 @@ pub enum Regime {
 }
 
 impl Regime {
+    /// Every regime, in [`Regime::index`] order.
+    pub const ALL: [Self; 3] = [Self::El1, Self::El2, Self::El3];
+
     /// The regime of code at Exception level `el` (EL0 runs in EL1&0's).
     pub fn of_el(el: u8) -> Self {
         match el {

@@ -37,6 +37,8 @@ pub struct Stats {
     pub va: [u64; 4],
     /// DC set/way operations.
     pub setway_ops: u64,
+    /// Translation-register values adopted at a translation (`Engine::resync`).
+    pub resyncs: u64,
     /// Warnings (written or only counted).
     pub warnings: u64,
     /// Counter records of ended phases written so far (`model`, `model-time`, `model-coherence`).

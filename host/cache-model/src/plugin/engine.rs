@@ -155,6 +155,27 @@ impl<H: Host> Engine<H> {
         }
     }
 
+    /// At a translation (one vCPU): the TB's regime's registers as the vCPU holds them now.
+    /// Any that differ from the decoded writes' values (a write the plugin did not see, e.g. in
+    /// a TB QEMU re-translated for I/O with memory callbacks only) are adopted, and counted
+    /// (`model-warning` at exit).
+    pub fn resync(&self, values: &[(SysReg, u64)]) {
+        if self.vcpus != 1 {
+            return;
+        }
+        let mut core = self.lock();
+        let mut changed = false;
+        for &(reg, v) in values {
+            if core.guest.resync(0, reg, v) {
+                core.stats.resyncs += 1;
+                changed = true;
+            }
+        }
+        if changed {
+            self.settle(&mut core, true);
+        }
+    }
+
     /// A `model-warning` from the glue.
     pub fn warn(&self, what: &str) {
         self.lock().warn(what);
@@ -599,6 +620,10 @@ impl<H: Host> Engine<H> {
         let untranslated = core.guest.untranslated();
         for (cause, n, first) in untranslated {
             core.untranslated_warning(&format!("{cause}, first at VA {first:#x}"), n);
+        }
+        if core.stats.resyncs > 0 {
+            let n = core.stats.resyncs;
+            core.warn(&format!("{n} translation-register values read at translation differed from the decoded writes (adopted): writes the plugin did not see"));
         }
         if let (n @ 1.., Some((va, pa, walked))) = core.guest.disagreements() {
             core.warn(&format!(

@@ -62,6 +62,8 @@ struct Regs {
     sctlr: [Option<usize>; 3],
     /// The registers the guest state follows, read once at the first translation.
     sys: Vec<(SysReg, usize)>,
+    /// Per regime (EL1, EL2, EL3): the registers its walk reads, re-read at each translation.
+    regime_sys: [Vec<(SysReg, usize)>; 3],
 }
 
 /// What the engine asks of QEMU.
@@ -213,7 +215,13 @@ impl Qemu {
             return None;
         };
         let el = (cpsr >> 2 & 3) as u8;
-        let sctlr = regs.sctlr[crate::walk::Regime::of_el(el).index()].and_then(read_register);
+        let regime = crate::walk::Regime::of_el(el);
+        let sctlr = regs.sctlr[regime.index()].and_then(read_register);
+        if state.vcpus == 1 {
+            let values: Vec<(SysReg, u64)> =
+                regs.regime_sys[regime.index()].iter().filter_map(|&(r, h)| Some((r, read_register(h)?))).collect();
+            state.resync(&values);
+        }
         if haddr != 0 && sctlr.is_some_and(|s| s & 1 == 0) && !self.ram.read().is_ok_and(|m| m.knows(va)) {
             self.learn_block(va, haddr, word);
         }
@@ -373,7 +381,17 @@ impl HasCallbacks for CacheModel {
         let sys: Vec<(SysReg, usize)> = SysReg::ALL.iter().filter_map(|&(r, names)| Some((r, find_any(names)?))).collect();
         let sctlr = [find_any(&["SCTLR_EL1", "SCTLR"]), find("SCTLR_EL2"), find("SCTLR_EL3")];
         let cpsr = find("cpsr");
-        let _ = state.host.regs.set(Regs { x, ctr, clidr, core_id, vmpidr, cpsr, sctlr, sys });
+        let regime_sys = crate::walk::Regime::ALL.map(|g| {
+            sys.iter()
+                .copied()
+                .filter(|&(r, _)| match r {
+                    SysReg::Sctlr(x) | SysReg::Ttbr0(x) | SysReg::Tcr(x) | SysReg::Mair(x) => x == g,
+                    SysReg::Ttbr1El1 => g == crate::walk::Regime::El1,
+                    SysReg::Hcr | SysReg::Scr => false,
+                })
+                .collect()
+        });
+        let _ = state.host.regs.set(Regs { x, ctr, clidr, core_id, vmpidr, cpsr, sctlr, sys, regime_sys });
         Ok(())
     }
 
