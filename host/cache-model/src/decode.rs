@@ -1,13 +1,33 @@
 //! AArch64 instruction decoding for the plugin: what the model does for the cache-model marker
 //! (`cachescope_arch::marker::MARKER_ENCODING`), the cache-maintenance SYS instructions, TLBI and
 //! writes to SCTLR_EL1 (all decoded by `cachescope_arch::cache::ops::decode_sys`, the decoder
-//! host/insn-count counts with), PRFM, the loads and stores the plugin batches; plus the DC
+//! host/insn-count counts with), writes to the translation registers the walk reads
+//! (TTBR0/TTBR1/TCR/MAIR of EL1, TTBR0/TCR/MAIR of EL2 and EL3) and to SCTLR_EL2/EL3, HCR_EL2 and
+//! SCR_EL3, PRFM, the loads and stores the plugin batches; plus the DC
 //! ISW/CSW/CISW operand.
 
 use cachescope_arch::cache::ops::{decode_sys, SysInsn, SysOp};
 use cachescope_arch::marker::MARKER_ENCODING;
 
+use crate::guest::SysReg;
 use crate::hierarchy::{LineOp, Point};
+use crate::walk::Regime;
+
+/// The MSR encodings (Rt = 0) of the translation registers the walk reads (Arm ARM D19.2:
+/// op0 = 3; TTBR0 (op1, 2, 0, 0), TTBR1_EL1 (0, 2, 0, 1), TCR (op1, 2, 0, 2), MAIR (op1, 10, 2, 0),
+/// op1 = 0 for EL1, 4 for EL2, 6 for EL3).
+const MSR_TRANSLATION: [(u32, SysReg); 10] = [
+    (0xd518_2000, SysReg::Ttbr0(Regime::El1)),
+    (0xd518_2020, SysReg::Ttbr1El1),
+    (0xd518_2040, SysReg::Tcr(Regime::El1)),
+    (0xd518_a200, SysReg::Mair(Regime::El1)),
+    (0xd51c_2000, SysReg::Ttbr0(Regime::El2)),
+    (0xd51c_2040, SysReg::Tcr(Regime::El2)),
+    (0xd51c_a200, SysReg::Mair(Regime::El2)),
+    (0xd51e_2000, SysReg::Ttbr0(Regime::El3)),
+    (0xd51e_2040, SysReg::Tcr(Regime::El3)),
+    (0xd51e_a200, SysReg::Mair(Regime::El3)),
+];
 
 /// An instruction the plugin acts on. `rt` is the operand register number (31 = XZR).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +74,14 @@ pub enum Insn {
     },
     /// PRFM PLD/PST (PLI is not decoded: the model ignores it).
     Prefetch(Prefetch),
+    /// MSR to a translation register: TTBR0/TTBR1/TCR/MAIR of EL1, TTBR0/TCR/MAIR of EL2 and
+    /// EL3 (the walk's inputs: cached walks are dropped).
+    MsrTranslation {
+        /// Which one.
+        reg: SysReg,
+        /// Operand register.
+        rt: u8,
+    },
     /// MSR to a control register of EL2 or EL3 that decides cacheability or the regime.
     MsrControl {
         /// Which one.
@@ -106,14 +134,26 @@ impl ControlReg {
         }
     }
 
-    /// The bits set in `value` that change cacheability and that the model does not follow,
-    /// by name (SCR_EL3 has none: NS picks the security state, which the model does not
-    /// separate, and changes no memory type).
+    /// The register the guest state follows.
+    pub fn sys_reg(self) -> SysReg {
+        match self {
+            Self::SctlrEl2 => SysReg::Sctlr(Regime::El2),
+            Self::SctlrEl3 => SysReg::Sctlr(Regime::El3),
+            Self::HcrEl2 => SysReg::Hcr,
+            Self::ScrEl3 => SysReg::Scr,
+        }
+    }
+
+    /// The bits set in `value` that change cacheability or the regime and that the model does
+    /// not follow, by name. Followed (see `guest`): SCTLR_EL2/EL3 M, C, I; HCR_EL2.DC;
+    /// SCR_EL3.NS (it only decides whether HCR_EL2.DC applies: the model does not separate the
+    /// security states' PA spaces and changes no memory type for them). Not followed: stage 2
+    /// (VM) and its cacheability controls (CD, ID, FWB), VHE (E2H: EL2's walk then reports
+    /// `vhe-el2-not-followed`), TGE (EL0 under EL2's control).
     pub fn unfollowed(self, value: u64) -> Vec<&'static str> {
         let bits: &[(u32, &str)] = match self {
-            Self::SctlrEl2 | Self::SctlrEl3 => &[(0, "M"), (2, "C"), (12, "I")],
-            Self::HcrEl2 => &[(0, "VM"), (12, "DC"), (32, "CD"), (33, "ID"), (46, "FWB")],
-            Self::ScrEl3 => &[],
+            Self::SctlrEl2 | Self::SctlrEl3 | Self::ScrEl3 => &[],
+            Self::HcrEl2 => &[(0, "VM"), (27, "TGE"), (32, "CD"), (33, "ID"), (34, "E2H"), (46, "FWB")],
         };
         bits.iter().filter(|(b, _)| value >> b & 1 == 1).map(|&(_, n)| n).collect()
     }
@@ -182,6 +222,9 @@ pub fn decode(word: u32) -> Option<Insn> {
     }
     if let Some(reg) = ControlReg::ALL.into_iter().find(|r| word & !31 == r.msr()) {
         return Some(Insn::MsrControl { reg, rt: (word & 31) as u8 });
+    }
+    if let Some(&(_, reg)) = MSR_TRANSLATION.iter().find(|(enc, _)| word & !31 == *enc) {
+        return Some(Insn::MsrTranslation { reg, rt: (word & 31) as u8 });
     }
     let Some(SysInsn { op, rt }) = decode_sys(word) else {
         return decode_prfm(word).map(Insn::Prefetch);
@@ -432,9 +475,16 @@ mod tests {
         assert_eq!(decode(0xd51e_111f), Some(Insn::MsrControl { reg: ControlReg::ScrEl3, rt: 31 })); // msr scr_el3, xzr
         assert_eq!(decode(0xd53c_1101), None); // mrs x1, hcr_el2
         assert_eq!(ControlReg::HcrEl2.unfollowed(1 << 31), Vec::<&str>::new(), "RW changes no memory type");
-        assert_eq!(ControlReg::HcrEl2.unfollowed(1 << 12 | 1), vec!["VM", "DC"]);
+        assert_eq!(ControlReg::HcrEl2.unfollowed(1 << 12 | 1 | 1 << 34), vec!["VM", "E2H"], "DC is followed");
         assert_eq!(ControlReg::SctlrEl3.unfollowed(0x30c5_0838), Vec::<&str>::new(), "SCTLR_EL3's RES1 bits, MMU and caches off");
-        assert_eq!(ControlReg::SctlrEl2.unfollowed(0x30c5_1835), vec!["M", "C", "I"]);
+        assert_eq!(ControlReg::SctlrEl2.unfollowed(0x30c5_1835), Vec::<&str>::new(), "M, C, I are followed");
+        assert_eq!(ControlReg::HcrEl2.sys_reg(), SysReg::Hcr);
+        // The walk's inputs: msr ttbr0_el1, x0; ttbr1_el1, x1; tcr_el2, x2; mair_el3, x3.
+        assert_eq!(decode(0xd518_2000), Some(Insn::MsrTranslation { reg: SysReg::Ttbr0(Regime::El1), rt: 0 }));
+        assert_eq!(decode(0xd518_2021), Some(Insn::MsrTranslation { reg: SysReg::Ttbr1El1, rt: 1 }));
+        assert_eq!(decode(0xd51c_2042), Some(Insn::MsrTranslation { reg: SysReg::Tcr(Regime::El2), rt: 2 }));
+        assert_eq!(decode(0xd51e_a203), Some(Insn::MsrTranslation { reg: SysReg::Mair(Regime::El3), rt: 3 }));
+        assert_eq!(decode(0xd538_2000), None, "mrs x0, ttbr0_el1 is a read");
         assert_eq!(decode(0xd503_201f), None); // nop
         assert_eq!(decode(0xd503_3f9f), None); // dsb sy
         assert_eq!(decode(0xf940_0000), None); // ldr x0, [x0]

@@ -1,32 +1,98 @@
-//! What the plugin knows about the guest: SCTLR_EL1, the attribute windows the kernel declared,
-//! and virtual-to-physical translations learned from the guest's own accesses.
+//! What the plugin knows about the guest: per vCPU, its Exception level and the controls of
+//! each translation regime (SCTLR, TTBR, TCR, MAIR of EL1/EL2/EL3; HCR_EL2; SCR_EL3), the
+//! attribute windows the kernel declared, and the translations of the guest's own tables
+//! (walked by [`crate::walk`], cached in a small TLB).
+//!
+//! # Where the state comes from
+//! The registers are read from the vCPU when its first TB is translated (reset values, or what
+//! the boot code QEMU runs before the firmware set), then followed through every decoded write
+//! (`MSR` to SCTLR/TTBR0/TTBR1/TCR/MAIR of any EL, HCR_EL2, SCR_EL3: see `decode`). The EL of
+//! the code running comes from its TB (QEMU translates a TB for one EL, which is part of its
+//! flags; the glue reads CPSR at translation), set at each TB's fetch.
+//!
+//! # The regime (Arm ARM DDI 0487, D8.1 "Translation regimes")
+//! Code at EL0/EL1 uses the EL1&0 regime (SCTLR_EL1, TTBR0/1_EL1, TCR_EL1, MAIR_EL1), at EL2
+//! the EL2 regime (non-VHE; with HCR_EL2.E2H = 1 the walk reports `vhe-el2-not-followed`), at
+//! EL3 the EL3 regime. HCR_EL2.DC = 1 makes the EL1&0 stage 1 behave as if its MMU were off
+//! with a default Normal Write-Back type (D8.2.x, "The effect of HCR_EL2.DC"), when EL2 is
+//! enabled in the current security state (SCR_EL3.NS = 1, or no EL3 write seen). Stage 2
+//! (HCR_EL2.VM), HCR_EL2.CD/ID/FWB and the security state's separate PA space are not
+//! followed (the decoder's `model-warning`s name them).
 //!
 //! # Attributes
-//! Data accesses: SCTLR.M = 0 → Device; M = 1, C = 0 → Non-cacheable (Device stays Device);
-//! M = 1, C = 1 → the attribute of the most recently declared window containing the VA, else
-//! Normal write-back. Instruction fetches: SCTLR.I = 0 → Non-cacheable; I = 1 with M = 0 →
-//! cacheable (write-through, as the architecture makes them); I = 1 with M = 1 → the window's
-//! attribute, else write-back. The plugin starts with SCTLR = 0 (everything bypasses) until the
-//! kernel reports SCTLR (marker) or writes it (`MSR SCTLR_EL1` is decoded too).
+//! Data accesses: SCTLR.M = 0 → Device (HCR_EL2.DC: Normal write-back); M = 1 → the window
+//! declared over the VA (an override, most recent first), else the walk's memory type (its MAIR
+//! byte's inner domain); C = 0 → Non-cacheable (Device stays Device). Instruction fetches:
+//! SCTLR.I = 0 → Non-cacheable; I = 1 with M = 0 → write-through (cacheable, as the
+//! architecture makes them); I = 1 with M = 1 → window, else the walk's type. A data access
+//! whose VA the walk cannot translate (QEMU did) takes write-back and is counted as
+//! untranslated (`untranslated-va` warning at exit). The kernel's SCTLR marker declares the
+//! SCTLR the attributes follow until the register is next written; translation always follows
+//! the register (a kernel declaring its caches on with the MMU really off gets write-back
+//! outside its windows, at PA = VA, as marker protocol 1 defined).
 //!
-//! # Translating a VA operand (DC … VAC/VAU, DC ZVA, IC IVAU)
-//! Plugin API v4 cannot translate a VA, so the plugin learns translations: every memory access
-//! reports both its VA and its PA. In order:
-//! 1. **learned page**: a direct-mapped table of 4 KiB pages filled by accesses (like a TLB; any
-//!    TLBI empties it);
-//! 2. **window**: the VA lies in a declared window whose VA→PA offset is known: declared with the
-//!    window (protocol v2: the window marker's PA), else learned from the first access anywhere
-//!    in that window (the kernel's windows each map one contiguous physical range);
-//! 3. **identity**: PA = VA (the kernel runs identity-mapped outside its windows). Counted
-//!    separately in the `model-run` record so a wrong guess cannot hide.
+//! # Translating a VA (instruction fetches, DC … VAC/VAU, DC ZVA, IC IVAU)
+//! In order: the MMU of the VA's regime is off → PA = VA (the architecture, counted as
+//! `va_identity`); the walk (`va_walked`); a page learned from a data access QEMU translated
+//! (`va_learned`); a declared window with a known offset (`va_window`); else no translation:
+//! the operation is not modelled and counted per cause (`untranslated-va` at exit). PA = VA is
+//! never a guess.
+
+use std::collections::{BTreeMap, HashSet};
 
 use crate::hierarchy::Attr;
+use crate::walk::{walk, Fault, PhysMem, Regime, RegimeRegs};
 
 const SCTLR_M: u64 = 1 << 0;
 const SCTLR_C: u64 = 1 << 2;
 const SCTLR_I: u64 = 1 << 12;
+const HCR_DC: u64 = 1 << 12;
+const HCR_E2H: u64 = 1 << 34;
+const SCR_NS: u64 = 1 << 0;
 const PAGE_SHIFT: u32 = 12;
 const RTLB_ENTRIES: usize = 1 << 12;
+const TLB_ENTRIES: usize = 1 << 10;
+
+/// A system register the guest state follows (each write is decoded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SysReg {
+    /// SCTLR_ELx of the regime.
+    Sctlr(Regime),
+    /// TTBR0_ELx of the regime.
+    Ttbr0(Regime),
+    /// TTBR1_EL1.
+    Ttbr1El1,
+    /// TCR_ELx of the regime.
+    Tcr(Regime),
+    /// MAIR_ELx of the regime.
+    Mair(Regime),
+    /// HCR_EL2.
+    Hcr,
+    /// SCR_EL3.
+    Scr,
+}
+
+impl SysReg {
+    /// Every register, as the glue reads them at the first translation: (register, QEMU's names
+    /// for it, any of which may be exposed).
+    pub const ALL: [(SysReg, &'static [&'static str]); 15] = [
+        (SysReg::Sctlr(Regime::El1), &["SCTLR_EL1", "SCTLR"]),
+        (SysReg::Sctlr(Regime::El2), &["SCTLR_EL2"]),
+        (SysReg::Sctlr(Regime::El3), &["SCTLR_EL3"]),
+        (SysReg::Ttbr0(Regime::El1), &["TTBR0_EL1"]),
+        (SysReg::Ttbr0(Regime::El2), &["TTBR0_EL2"]),
+        (SysReg::Ttbr0(Regime::El3), &["TTBR0_EL3"]),
+        (SysReg::Ttbr1El1, &["TTBR1_EL1"]),
+        (SysReg::Tcr(Regime::El1), &["TCR_EL1"]),
+        (SysReg::Tcr(Regime::El2), &["TCR_EL2"]),
+        (SysReg::Tcr(Regime::El3), &["TCR_EL3"]),
+        (SysReg::Mair(Regime::El1), &["MAIR_EL1"]),
+        (SysReg::Mair(Regime::El2), &["MAIR_EL2"]),
+        (SysReg::Mair(Regime::El3), &["MAIR_EL3"]),
+        (SysReg::Hcr, &["HCR_EL2"]),
+        (SysReg::Scr, &["SCR_EL3"]),
+    ];
+}
 
 /// A declared window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,24 +116,87 @@ impl Window {
 /// How a VA was translated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Translation {
-    /// From a learned page.
+    /// The regime's MMU is off: PA = VA by the architecture.
+    MmuOff,
+    /// By the walk of the guest's tables.
+    Walk,
+    /// From a page a data access showed.
     Learned,
-    /// From a window's learned offset.
+    /// From a window's offset.
     Window,
-    /// Guessed PA = VA.
-    Identity,
+}
+
+/// One vCPU's controls.
+#[derive(Clone, Copy, Debug, Default)]
+struct Cpu {
+    el: u8,
+    sctlr: [u64; 3],
+    /// SCTLR as the kernel's SCTLR marker declared it (until the next decoded write): the
+    /// attributes follow it; translation follows the real register.
+    declared: [Option<u64>; 3],
+    regs: [RegimeRegs; 3],
+    hcr: u64,
+    scr: Option<u64>,
+}
+
+impl Cpu {
+    fn regime(&self) -> Regime {
+        Regime::of_el(self.el)
+    }
+
+    /// The MMU of the current regime is off (the register, whatever a marker declared).
+    fn real_mmu_off(&self) -> bool {
+        self.sctlr[self.regime().index()] & SCTLR_M == 0
+    }
+
+    /// The SCTLR the attributes follow: the declared one, else the register.
+    fn attr_sctlr(&self, r: Regime) -> u64 {
+        self.declared[r.index()].unwrap_or(self.sctlr[r.index()])
+    }
+
+    /// HCR_EL2.DC applies: EL1&0, EL2 enabled in the current security state.
+    fn default_cacheable(&self, r: Regime) -> bool {
+        r == Regime::El1 && self.hcr & HCR_DC != 0 && self.scr.is_none_or(|s| s & SCR_NS != 0)
+    }
+}
+
+/// A core no TB or write has named yet: EL1, everything 0.
+static RESET: Cpu =
+    Cpu { el: 1, sctlr: [0; 3], declared: [None; 3], regs: [RegimeRegs { ttbr0: 0, ttbr1: 0, tcr: 0, mair: 0 }; 3], hcr: 0, scr: None };
+
+/// A cached walk: the 4 KiB VA page (+ 1; 0 = empty) of one vCPU's regime, in generation `gen`.
+#[derive(Clone, Copy, Debug, Default)]
+struct TlbEntry {
+    tag: u64,
+    key: u32,
+    gen: u32,
+    pa_page: u64,
+    attr: Option<Attr>,
 }
 
 /// Guest state the attribute and translation decisions need.
 #[derive(Clone, Debug)]
 pub struct Guest {
-    /// SCTLR_EL1 per core (index = the model's vCPU): each core turns its MMU and caches on
-    /// by itself (a secondary starts with them off while the others run with them on).
-    sctlr: Vec<u64>,
+    cpus: Vec<Cpu>,
     /// In declaration order; the last containing window wins.
     windows: Vec<Window>,
     /// (VA page + 1, PA page); 0 = empty.
     rtlb: Vec<(u64, u64)>,
+    tlb: Vec<TlbEntry>,
+    /// Bumped to invalidate every cached walk (TLBI, a write to a followed register).
+    gen: u32,
+    /// VA pages that could not be translated, per cause: distinct pages, so that the count
+    /// does not depend on how often the plugin asks (the shortcut asks less).
+    untranslated: BTreeMap<String, (HashSet<u64>, u64)>,
+    /// Walks done (TLB misses).
+    walks: u64,
+    /// Data pages where the walk's PA differed from QEMU's: the pages, the first (VA, QEMU's
+    /// PA, the walk's PA).
+    disagreed: (HashSet<u64>, Option<(u64, u64, u64)>),
+    /// Print the first this many walks, and the first this many faults, to stderr
+    /// (`CS_MODEL_WALK_LOG=N`, a debugging aid).
+    pub log_walks: u64,
+    faults_logged: u64,
 }
 
 impl Default for Guest {
@@ -77,22 +206,116 @@ impl Default for Guest {
 }
 
 impl Guest {
-    /// MMU and caches off, no windows, nothing learned.
+    /// MMU and caches off at EL1, no windows, nothing learned.
     pub fn new() -> Self {
-        Self { sctlr: Vec::new(), windows: Vec::new(), rtlb: vec![(0, 0); RTLB_ENTRIES] }
-    }
-
-    /// Records a new SCTLR_EL1 value of core `cpu`.
-    pub fn set_sctlr(&mut self, cpu: usize, v: u64) {
-        if self.sctlr.len() <= cpu {
-            self.sctlr.resize(cpu + 1, 0);
+        Self {
+            cpus: Vec::new(),
+            windows: Vec::new(),
+            rtlb: vec![(0, 0); RTLB_ENTRIES],
+            tlb: vec![TlbEntry::default(); TLB_ENTRIES],
+            gen: 1,
+            untranslated: BTreeMap::new(),
+            walks: 0,
+            log_walks: 0,
+            faults_logged: 0,
+            disagreed: (HashSet::new(), None),
         }
-        self.sctlr[cpu] = v;
     }
 
-    /// The last SCTLR_EL1 value seen on core `cpu` (0, MMU and caches off, before any).
+    fn cpu_mut(&mut self, cpu: usize) -> &mut Cpu {
+        if self.cpus.len() <= cpu {
+            self.cpus.resize(cpu + 1, Cpu { el: 1, ..Cpu::default() });
+        }
+        &mut self.cpus[cpu]
+    }
+
+    fn cpu(&self, cpu: usize) -> &Cpu {
+        self.cpus.get(cpu).unwrap_or(&RESET)
+    }
+
+    /// Sets the Exception level core `cpu` runs at (each TB's, at its fetch).
+    #[inline]
+    pub fn set_el(&mut self, cpu: usize, el: u8) {
+        if self.cpus.get(cpu).is_some_and(|c| c.el == el) {
+            return;
+        }
+        self.cpu_mut(cpu).el = el;
+    }
+
+    /// The Exception level of core `cpu` (1 before any TB said).
+    pub fn el(&self, cpu: usize) -> u8 {
+        self.cpu(cpu).el
+    }
+
+    /// Records a write of `v` to `reg` on core `cpu`; returns whether it changed anything a
+    /// translation or an attribute depends on (then every cached walk is dropped).
+    pub fn write(&mut self, cpu: usize, reg: SysReg, v: u64) -> bool {
+        let c = self.cpu_mut(cpu);
+        let slot = match reg {
+            SysReg::Sctlr(r) => {
+                c.declared[r.index()] = None;
+                &mut c.sctlr[r.index()]
+            }
+            SysReg::Ttbr0(r) => &mut c.regs[r.index()].ttbr0,
+            SysReg::Ttbr1El1 => &mut c.regs[0].ttbr1,
+            SysReg::Tcr(r) => &mut c.regs[r.index()].tcr,
+            SysReg::Mair(r) => &mut c.regs[r.index()].mair,
+            SysReg::Hcr => &mut c.hcr,
+            SysReg::Scr => {
+                let changed = c.scr != Some(v);
+                c.scr = Some(v);
+                if changed {
+                    self.invalidate();
+                }
+                return changed;
+            }
+        };
+        let changed = *slot != v;
+        *slot = v;
+        if changed {
+            self.invalidate();
+        }
+        changed
+    }
+
+    /// Adopts `v` as `reg`'s value read from the vCPU (at a translation): unlike
+    /// [`Guest::write`], an SCTLR declared by the marker stays declared. Returns whether the
+    /// value differed from what the decoded writes gave (a write the plugin missed).
+    pub fn resync(&mut self, cpu: usize, reg: SysReg, v: u64) -> bool {
+        let declared = match reg {
+            SysReg::Sctlr(r) => self.cpu(cpu).declared[r.index()],
+            _ => None,
+        };
+        let changed = self.write(cpu, reg, v);
+        if let (SysReg::Sctlr(r), Some(d)) = (reg, declared) {
+            self.cpu_mut(cpu).declared[r.index()] = Some(d);
+        }
+        changed
+    }
+
+    /// The SCTLR value the kernel's SCTLR marker declares for core `cpu`'s current EL: the
+    /// attributes follow it until the register is written (a kernel may declare its memory
+    /// cacheable with the MMU really off: its accesses are then write-back outside windows, at
+    /// PA = VA, as marker protocol 1 defined).
+    pub fn set_sctlr(&mut self, cpu: usize, v: u64) {
+        let c = self.cpu_mut(cpu);
+        let r = c.regime().index();
+        if c.declared[r] != Some(v) {
+            c.declared[r] = Some(v);
+            self.invalidate();
+        }
+    }
+
+    /// The SCTLR value the attributes of core `cpu`'s current regime follow (0, MMU and caches
+    /// off, before any).
     pub fn sctlr(&self, cpu: usize) -> u64 {
-        self.sctlr.get(cpu).copied().unwrap_or(0)
+        let c = self.cpu(cpu);
+        c.attr_sctlr(c.regime())
+    }
+
+    /// Drops every cached walk (TLBI, or a followed register written).
+    pub fn invalidate(&mut self) {
+        self.gen = self.gen.wrapping_add(1).max(1);
     }
 
     /// Declares, replaces (same start) or removes (`len` 0) a window; `pa` is the physical
@@ -113,13 +336,90 @@ impl Guest {
         self.windows.iter().rev().find(|w| w.contains(va))
     }
 
-    /// Attribute of a data access at `va` by core `cpu`.
-    pub fn data_attr(&self, cpu: usize, va: u64) -> Attr {
-        let sctlr = self.sctlr(cpu);
-        if sctlr & SCTLR_M == 0 {
-            return Attr::Device;
+    /// The walk of `va` in core `cpu`'s current regime, through the TLB: the PA of its page
+    /// and the walk's attribute, or the fault.
+    fn walked(&mut self, cpu: usize, va: u64, mem: &dyn PhysMem) -> Result<(u64, Attr), Fault> {
+        let c = self.cpu(cpu);
+        let (r, e2h) = (c.regime(), c.hcr & HCR_E2H != 0);
+        let regs = c.regs[r.index()];
+        let vpn = va >> PAGE_SHIFT;
+        let key = (cpu as u32) << 2 | r.index() as u32;
+        let i = (vpn as usize ^ (key as usize).wrapping_mul(0x9e37)) & (TLB_ENTRIES - 1);
+        let e = self.tlb[i];
+        if e.tag == vpn + 1 && e.key == key && e.gen == self.gen {
+            if let Some(a) = e.attr {
+                return Ok((e.pa_page, a));
+            }
         }
-        let mapped = self.window_at(va).map_or(Attr::NormalWriteBack, |w| w.attr);
+        self.walks += 1;
+        let result = walk(mem, r, &regs, e2h, va);
+        let log_fault = result.is_err() && self.faults_logged < self.log_walks;
+        if self.walks <= self.log_walks || log_fault {
+            self.faults_logged += u64::from(log_fault);
+            let l0 = mem.read_u64(regs.ttbr0 & 0x0000_ffff_ffff_f000);
+            eprintln!(
+                "cachescope-cache-model: walk {} cpu {cpu} {r:?} {regs:x?} (TTBR0's first entry {l0:x?}) va {va:#x}: {result:x?}",
+                self.walks
+            );
+        }
+        let w = result?;
+        let pa_page = w.pa >> PAGE_SHIFT << PAGE_SHIFT;
+        let attr = w.mem.attr();
+        self.tlb[i] = TlbEntry { tag: vpn + 1, key, gen: self.gen, pa_page, attr: Some(attr) };
+        Ok((pa_page, attr))
+    }
+
+    fn count_untranslated(&mut self, what: &str, va: u64, f: Fault) {
+        let key = format!("{what}: {}", f.cause());
+        match self.untranslated.get_mut(&key) {
+            Some((set, _)) => {
+                set.insert(va >> PAGE_SHIFT);
+            }
+            None => {
+                self.untranslated.insert(key, (HashSet::from([va >> PAGE_SHIFT]), va));
+            }
+        }
+    }
+
+    /// The VA pages left untranslated so far, as ("use: cause", distinct 4 KiB pages, the
+    /// first such VA).
+    pub fn untranslated(&self) -> Vec<(String, u64, u64)> {
+        self.untranslated.iter().map(|(k, (set, first))| (k.clone(), set.len() as u64, *first)).collect()
+    }
+
+    /// Walks done so far (translation-cache misses).
+    pub fn walks(&self) -> u64 {
+        self.walks
+    }
+
+    /// The mapped attribute of `va` with the MMU on: a window's, else the walk's (`None`:
+    /// untranslated, counted under `what`).
+    fn mapped(&mut self, cpu: usize, va: u64, mem: &dyn PhysMem, what: &str) -> Option<Attr> {
+        if let Some(w) = self.window_at(va) {
+            return Some(w.attr);
+        }
+        if self.cpu(cpu).real_mmu_off() {
+            // Declared on, really off: no tables to walk (write-back, the marker's contract).
+            return Some(Attr::NormalWriteBack);
+        }
+        match self.walked(cpu, va, mem) {
+            Ok((_, a)) => Some(a),
+            Err(f) => {
+                self.count_untranslated(what, va, f);
+                None
+            }
+        }
+    }
+
+    /// Attribute of a data access at `va` by core `cpu`.
+    pub fn data_attr(&mut self, cpu: usize, va: u64, mem: &dyn PhysMem) -> Attr {
+        let c = self.cpu(cpu);
+        let r = c.regime();
+        let sctlr = c.attr_sctlr(r);
+        if sctlr & SCTLR_M == 0 {
+            return if c.default_cacheable(r) { Attr::NormalWriteBack } else { Attr::Device };
+        }
+        let mapped = self.mapped(cpu, va, mem, "data attribute").unwrap_or(Attr::NormalWriteBack);
         if sctlr & SCTLR_C == 0 && mapped != Attr::Device {
             return Attr::NormalNonCacheable;
         }
@@ -127,19 +427,29 @@ impl Guest {
     }
 
     /// Attribute of an instruction fetch at `va` by core `cpu`.
-    pub fn fetch_attr(&self, cpu: usize, va: u64) -> Attr {
-        let sctlr = self.sctlr(cpu);
+    pub fn fetch_attr(&mut self, cpu: usize, va: u64, mem: &dyn PhysMem) -> Attr {
+        let c = self.cpu(cpu);
+        let r = c.regime();
+        let sctlr = c.attr_sctlr(r);
         if sctlr & SCTLR_I == 0 {
             return Attr::NormalNonCacheable;
         }
         if sctlr & SCTLR_M == 0 {
-            return Attr::NormalWriteThrough;
+            return if c.default_cacheable(r) { Attr::NormalWriteBack } else { Attr::NormalWriteThrough };
         }
-        self.window_at(va).map_or(Attr::NormalWriteBack, |w| w.attr)
+        if let Some(w) = self.window_at(va) {
+            return w.attr;
+        }
+        if self.cpu(cpu).real_mmu_off() {
+            return Attr::NormalWriteBack;
+        }
+        // Untranslated: counted by the fetch's translation, which skips the fetch.
+        self.walked(cpu, va, mem).map_or(Attr::NormalWriteBack, |(_, a)| a)
     }
 
     /// Whether every byte of the 4 KiB page holding `va` has the same attribute (no window
-    /// starts or ends inside it), so the plugin may cache the attribute per page.
+    /// starts or ends inside it; a walk maps at least 4 KiB alike), so the plugin may cache the
+    /// attribute per page.
     pub fn page_uniform(&self, va: u64) -> bool {
         let start = va & !((1 << PAGE_SHIFT) - 1);
         let end = start + (1 << PAGE_SHIFT);
@@ -166,22 +476,65 @@ impl Guest {
         changed
     }
 
-    /// Forgets learned pages (TLBI). Window offsets stay: a window is re-declared when remapped.
-    pub fn forget_pages(&mut self) {
-        self.rtlb.fill((0, 0));
+    /// Checks the walk against QEMU's own translation of a data access at `va` (to `pa`): a
+    /// different PA is counted ([`Guest::disagreements`]). A failed walk is counted by the
+    /// access's attribute, not here.
+    pub fn check(&mut self, cpu: usize, va: u64, pa: u64, mem: &dyn PhysMem) {
+        if self.cpu(cpu).real_mmu_off() {
+            return;
+        }
+        if let Ok((pa_page, _)) = self.walked(cpu, va, mem) {
+            let walked = pa_page | (va & ((1 << PAGE_SHIFT) - 1));
+            if walked != pa {
+                self.disagreed.0.insert(va >> PAGE_SHIFT);
+                self.disagreed.1.get_or_insert((va, pa, walked));
+            }
+        }
     }
 
-    /// Translates an operand VA (see the module documentation for the order).
-    pub fn translate(&self, va: u64) -> (u64, Translation) {
+    /// The data pages where the walk disagreed with QEMU, and the first (VA, QEMU's PA, the
+    /// walk's PA).
+    pub fn disagreements(&self) -> (u64, Option<(u64, u64, u64)>) {
+        (self.disagreed.0.len() as u64, self.disagreed.1)
+    }
+
+    /// Forgets learned pages and cached walks (TLBI). Window offsets stay: a window is
+    /// re-declared when remapped.
+    pub fn forget_pages(&mut self) {
+        self.rtlb.fill((0, 0));
+        self.invalidate();
+    }
+
+    /// Translates `va` for core `cpu` (see the module documentation for the order); `None`
+    /// when it cannot be, counted under `what` (an `untranslated-va` cause).
+    pub fn translate(&mut self, cpu: usize, va: u64, mem: &dyn PhysMem, what: &str) -> Option<(u64, Translation)> {
+        match self.try_translate(cpu, va, mem) {
+            Ok(t) => Some(t),
+            Err(fault) => {
+                self.count_untranslated(what, va, fault);
+                None
+            }
+        }
+    }
+
+    /// [`Guest::translate`] without counting: the fault when there is no translation.
+    pub fn try_translate(&mut self, cpu: usize, va: u64, mem: &dyn PhysMem) -> Result<(u64, Translation), Fault> {
+        if self.cpu(cpu).real_mmu_off() {
+            return Ok((va, Translation::MmuOff));
+        }
+        let fault = match self.walked(cpu, va, mem) {
+            Ok((pa_page, _)) => return Ok((pa_page | (va & ((1 << PAGE_SHIFT) - 1)), Translation::Walk)),
+            Err(f) => f,
+        };
         let vpn = va >> PAGE_SHIFT;
         let (tag, ppn) = self.rtlb[(vpn as usize) & (RTLB_ENTRIES - 1)];
         if tag == vpn + 1 {
-            return (ppn << PAGE_SHIFT | (va & ((1 << PAGE_SHIFT) - 1)), Translation::Learned);
+            return Ok((ppn << PAGE_SHIFT | (va & ((1 << PAGE_SHIFT) - 1)), Translation::Learned));
         }
         if let Some(off) = self.window_at(va).and_then(|w| w.offset) {
-            return (va.wrapping_add(off), Translation::Window);
+            return Ok((va.wrapping_add(off), Translation::Window));
         }
-        (va, Translation::Identity)
+        Err(fault)
     }
 }
 
@@ -190,70 +543,143 @@ mod tests {
     use super::*;
 
     const ON: u64 = SCTLR_M | SCTLR_C | SCTLR_I;
+    const RAM: u64 = 0x4000_0000;
+    const AF: u64 = 1 << 10 | 3 << 8;
+
+    /// Tables at PA 0x1000: 4K, T0SZ = 32 (start level 1): VA 0..1 GiB Device block, VA
+    /// 1..2 GiB → PA 0x8000_0000 Normal write-back except its first 2 MiB, NC (L2 block).
+    struct Tables;
+
+    impl PhysMem for Tables {
+        fn read_u64(&self, pa: u64) -> Option<u64> {
+            match pa {
+                0x1000 => Some(AF | 1),                        // L1[0]: Device block (AttrIndx 0)
+                0x1008 => Some(0x2000 | 3),                    // L1[1]: table
+                0x2000 => Some(0x8000_0000 | AF | 2 << 2 | 1), // L2[0]: NC 2 MiB
+                0x2008..=0x2ff8 => Some((0x8000_0000 + (((pa - 0x2000) / 8) << 21)) | AF | 1 << 2 | 1),
+                _ => Some(0),
+            }
+        }
+    }
+
+    fn with_tables(regime: Regime) -> Guest {
+        let mut g = Guest::new();
+        g.write(0, SysReg::Ttbr0(regime), 0x1000);
+        g.write(0, SysReg::Tcr(regime), 32);
+        g.write(0, SysReg::Mair(regime), 0x44_ff_00);
+        g
+    }
 
     #[test]
-    fn attributes_follow_sctlr_and_windows() {
-        let mut g = Guest::new();
-        assert_eq!(g.data_attr(0, 0x4000_0000), Attr::Device, "MMU off");
-        assert_eq!(g.fetch_attr(0, 0x4000_0000), Attr::NormalNonCacheable, "I off");
-        g.set_sctlr(0, SCTLR_I);
-        assert_eq!(g.fetch_attr(0, 0x4000_0000), Attr::NormalWriteThrough);
-        g.set_sctlr(0, SCTLR_M);
-        assert_eq!(g.data_attr(0, 0x4000_0000), Attr::NormalNonCacheable, "C off");
+    fn attributes_follow_sctlr_tables_and_windows() {
+        let mut g = with_tables(Regime::El1);
+        let m = &Tables;
+        assert_eq!(g.data_attr(0, RAM, m), Attr::Device, "MMU off");
+        assert_eq!(g.fetch_attr(0, RAM, m), Attr::NormalNonCacheable, "I off");
+        g.write(0, SysReg::Sctlr(Regime::El1), SCTLR_I);
+        assert_eq!(g.fetch_attr(0, RAM, m), Attr::NormalWriteThrough);
+        g.write(0, SysReg::Sctlr(Regime::El1), SCTLR_M);
+        assert_eq!(g.data_attr(0, RAM + 0x20_0000, m), Attr::NormalNonCacheable, "C off");
+        g.write(0, SysReg::Sctlr(Regime::El1), ON);
+        assert_eq!(g.data_attr(0, RAM + 0x20_0000, m), Attr::NormalWriteBack, "the tables' WB block");
+        assert_eq!(g.data_attr(0, RAM + 0x1000, m), Attr::NormalNonCacheable, "the tables' NC block");
+        assert_eq!(g.fetch_attr(0, RAM + 0x1000, m), Attr::NormalNonCacheable);
+        assert_eq!(g.data_attr(0, 0x900_0000, m), Attr::Device, "the tables' Device block");
+        // Windows override the tables; the last declared wins; removal restores the tables'.
+        g.window(RAM, 0x10_0000, Attr::NormalWriteThrough, None);
+        g.window(RAM + 0x8_0000, 0x1000, Attr::Device, None);
+        assert_eq!(g.data_attr(0, RAM + 0x40, m), Attr::NormalWriteThrough);
+        assert_eq!(g.data_attr(0, RAM + 0x8_0040, m), Attr::Device, "later window wins");
+        g.window(RAM, 0, Attr::NormalWriteBack, None);
+        assert_eq!(g.data_attr(0, RAM + 0x40, m), Attr::NormalNonCacheable, "removed");
+        // MAIR written: index 1 turns write-through, the cached walk is dropped.
+        assert!(g.write(0, SysReg::Mair(Regime::El1), 0x44_bb_00));
+        assert_eq!(g.data_attr(0, RAM + 0x20_0000, m), Attr::NormalWriteThrough);
+        assert!(!g.write(0, SysReg::Mair(Regime::El1), 0x44_bb_00), "same value: nothing changes");
+        // Out of the 32-bit range: write-back assumed for the data access, counted untranslated.
+        assert_eq!(g.data_attr(0, 0x1_0000_0000, m), Attr::NormalWriteBack);
+        assert_eq!(g.untranslated(), vec![("data attribute: va-out-of-range".to_string(), 1, 0x1_0000_0000)]);
+    }
+
+    #[test]
+    fn each_el_has_its_regime_and_hcr_dc_makes_el1_cacheable() {
+        let mut g = with_tables(Regime::El2);
+        let m = &Tables;
+        g.set_el(0, 2);
+        assert_eq!(g.data_attr(0, RAM + 0x20_0000, m), Attr::Device, "SCTLR_EL2.M = 0");
+        g.write(0, SysReg::Sctlr(Regime::El2), ON);
+        assert_eq!(g.data_attr(0, RAM + 0x20_0000, m), Attr::NormalWriteBack, "EL2's tables");
+        assert_eq!(g.translate(0, RAM + 0x20_0040, m, "t"), Some((0x8020_0040, Translation::Walk)));
+        // EL1: its own SCTLR (off), so PA = VA; with HCR_EL2.DC, Normal write-back.
+        g.set_el(0, 1);
+        assert_eq!(g.translate(0, RAM + 0x20_0040, m, "t"), Some((RAM + 0x20_0040, Translation::MmuOff)));
+        assert_eq!(g.data_attr(0, RAM, m), Attr::Device);
+        g.write(0, SysReg::Hcr, HCR_DC);
+        assert_eq!(g.data_attr(0, RAM, m), Attr::NormalWriteBack);
+        assert_eq!(g.fetch_attr(0, RAM, m), Attr::NormalNonCacheable, "SCTLR_EL1.I = 0 still");
+        g.write(0, SysReg::Scr, 0);
+        assert_eq!(g.data_attr(0, RAM, m), Attr::Device, "Secure EL1: EL2 (and DC) not in effect");
+        // VHE: EL2's two-range regime is not followed.
+        g.set_el(0, 2);
+        g.write(0, SysReg::Hcr, HCR_E2H);
+        assert_eq!(g.translate(0, RAM + 0x20_0040, m, "t"), None);
+        assert_eq!(g.untranslated(), vec![("t: vhe-el2-not-followed".to_string(), 1, RAM + 0x20_0040)]);
+        // A second core keeps its own state.
+        assert_eq!(g.el(1), 1);
+        assert_eq!(g.sctlr(1), 0);
+    }
+
+    /// The SCTLR marker declares the attributes' view; the register decides translation.
+    #[test]
+    fn a_declared_sctlr_gives_attributes_not_translations() {
+        let mut g = with_tables(Regime::El1);
+        let m = &Tables;
         g.set_sctlr(0, ON);
-        assert_eq!(g.data_attr(0, 0x4000_0000), Attr::NormalWriteBack);
-        g.window(0x1_0000_0000, 0x10_0000, Attr::NormalNonCacheable, None);
-        g.window(0x1_0008_0000, 0x1000, Attr::NormalWriteThrough, None);
-        assert_eq!(g.data_attr(0, 0x1_0000_0040), Attr::NormalNonCacheable);
-        assert_eq!(g.data_attr(0, 0x1_0008_0040), Attr::NormalWriteThrough, "later window wins");
-        assert_eq!(g.data_attr(0, 0x1_0010_0000), Attr::NormalWriteBack, "past the end");
-        g.window(0x1_0000_0000, 0, Attr::NormalWriteBack, None);
-        assert_eq!(g.data_attr(0, 0x1_0000_0040), Attr::NormalWriteBack, "removed");
+        assert_eq!(g.data_attr(0, RAM + 0x1000, m), Attr::NormalWriteBack, "MMU really off: no tables");
+        assert_eq!(g.fetch_attr(0, RAM + 0x1000, m), Attr::NormalWriteBack);
+        assert_eq!(g.translate(0, RAM + 0x1000, m, "t"), Some((RAM + 0x1000, Translation::MmuOff)));
+        g.window(RAM, 0x1000, Attr::NormalNonCacheable, None);
+        assert_eq!(g.data_attr(0, RAM + 0x40, m), Attr::NormalNonCacheable, "windows apply");
         g.set_sctlr(0, SCTLR_M);
-        g.window(0x900_0000, 0x1000, Attr::Device, None);
-        assert_eq!(g.data_attr(0, 0x900_0000), Attr::Device);
+        assert_eq!(g.data_attr(0, RAM + 0x1040, m), Attr::NormalNonCacheable, "declared C = 0");
+        // A real write supersedes the declaration: the tables apply.
+        g.write(0, SysReg::Sctlr(Regime::El1), ON);
+        assert_eq!(g.data_attr(0, RAM + 0x1040, m), Attr::NormalNonCacheable, "the tables' NC block");
+        assert_eq!(g.translate(0, RAM + 0x1040, m, "t"), Some((0x8000_1040, Translation::Walk)));
+        assert!(g.untranslated().is_empty());
+        // A value read from the vCPU: adopted, a declared SCTLR stays declared.
+        g.set_sctlr(0, SCTLR_M);
+        assert!(!g.resync(0, SysReg::Sctlr(Regime::El1), ON), "the register's value already");
+        assert!(g.resync(0, SysReg::Ttbr0(Regime::El1), 0x5000));
+        assert_eq!(g.sctlr(0), SCTLR_M, "still declared");
+        assert!(g.resync(0, SysReg::Sctlr(Regime::El1), 0));
+        assert_eq!(g.sctlr(0), SCTLR_M, "still declared");
     }
 
     #[test]
-    fn page_uniformity() {
-        let mut g = Guest::new();
-        g.window(0x1_0000_0000, 0x2000, Attr::NormalNonCacheable, None);
-        assert!(g.page_uniform(0x1_0000_0000));
-        assert!(g.page_uniform(0x1_0000_1fff));
-        g.window(0x1_0000_0800, 0x100, Attr::NormalWriteThrough, None);
-        assert!(!g.page_uniform(0x1_0000_0000));
-        assert!(g.page_uniform(0x1_0000_1000));
-    }
-
-    #[test]
-    fn translation_order() {
-        let mut g = Guest::new();
-        assert_eq!(g.translate(0x4000_1234), (0x4000_1234, Translation::Identity));
-        g.window(0x2_0000_0000, 0x10_0000, Attr::NormalNonCacheable, None);
-        assert!(g.learn(0x2_0000_0040, 0x5000_0040), "a new page and the window's offset");
-        assert!(!g.learn(0x2_0000_0100, 0x5000_0100), "nothing new");
-        assert_eq!(g.translate(0x2_0000_0080), (0x5000_0080, Translation::Learned));
-        assert_eq!(g.translate(0x2_0005_0080), (0x5005_0080, Translation::Window));
+    fn translation_order_walk_learned_window_then_untranslated() {
+        let mut g = with_tables(Regime::El1);
+        let m = &Tables;
+        g.write(0, SysReg::Sctlr(Regime::El1), ON);
+        assert_eq!(g.translate(0, RAM + 0x1234, m, "t"), Some((0x8000_1234, Translation::Walk)));
+        // Beyond the range: a page learned from a data access, then a window's offset.
+        let far = 0x2_0000_0000;
+        assert_eq!(g.translate(0, far, m, "t"), None);
+        g.window(far, 0x10_0000, Attr::NormalNonCacheable, Some(0x5000_0000));
+        assert_eq!(g.translate(0, far + 0x5_0080, m, "t"), Some((0x5005_0080, Translation::Window)));
+        assert!(g.learn(far + 0x40, 0x6000_0040));
+        assert_eq!(g.translate(0, far + 0x80, m, "t"), Some((0x6000_0080, Translation::Learned)));
         g.forget_pages();
-        assert_eq!(g.translate(0x2_0000_0080), (0x5000_0080, Translation::Window));
-        g.window(0x2_0000_0000, 0x10_0000, Attr::NormalNonCacheable, None);
-        assert_eq!(g.translate(0x2_0000_0080), (0x2_0000_0080, Translation::Identity), "re-declared: offset unknown");
-    }
-
-    #[test]
-    fn declared_pa_translates_before_any_access() {
-        let mut g = Guest::new();
-        g.window(0x2_0000_0000, 0x10_0000, Attr::NormalNonCacheable, Some(0x5000_0000));
-        assert_eq!(g.translate(0x2_0005_0080), (0x5005_0080, Translation::Window));
-        assert_eq!(g.translate(0x2_0010_0000), (0x2_0010_0000, Translation::Identity), "past the end");
-        // A learned page still comes first, and an access does not overwrite the declared offset.
-        assert!(g.learn(0x2_0000_0040, 0x6000_0040));
-        assert_eq!(g.translate(0x2_0000_0080), (0x6000_0080, Translation::Learned));
-        assert_eq!(g.translate(0x2_0001_0000), (0x5001_0000, Translation::Window));
-        // A PA above the VA (the first window's is below it), and a window re-declared without a PA.
-        g.window(0x1000, 0x1000, Attr::Device, Some(0x9000_0000));
-        assert_eq!(g.translate(0x1010), (0x9000_0010, Translation::Window));
-        g.window(0x2_0000_0000, 0x10_0000, Attr::NormalNonCacheable, None);
-        assert_eq!(g.translate(0x2_0001_0000), (0x2_0001_0000, Translation::Identity), "re-declared without a PA");
+        assert_eq!(g.translate(0, far + 0x80, m, "t"), Some((0x5000_0080, Translation::Window)));
+        g.window(far, 0x10_0000, Attr::NormalNonCacheable, None);
+        assert_eq!(g.translate(0, far + 0x1_0000, m, "t"), None, "re-declared without a PA");
+        assert_eq!(g.untranslated(), vec![("t: va-out-of-range".to_string(), 2, 0x2_0000_0000)], "two distinct pages");
+        assert!(g.page_uniform(RAM));
+        // QEMU's translation of a data access checks the walk.
+        g.check(0, RAM + 0x1234, 0x8000_1234, m);
+        assert_eq!(g.disagreements(), (0, None));
+        g.check(0, RAM + 0x1234, 0x9000_1234, m);
+        g.check(0, RAM + 0x1238, 0x9000_1238, m);
+        assert_eq!(g.disagreements(), (1, Some((RAM + 0x1234, 0x9000_1234, 0x8000_1234))));
     }
 }

@@ -6,7 +6,9 @@
 //! - [`geometry`]: cache shapes, profiles and the `SIZE:WAYS:LINE` syntax.
 //! - [`decode`]: AArch64 decoding of the marker and the maintenance instructions.
 //! - [`protocol`]: the marker protocol (shared with the kernel's `src/model_markers.rs`).
-//! - [`guest`]: SCTLR, attribute windows and learned VA→PA translations.
+//! - [`guest`]: the regime per vCPU (SCTLR/TTBR/TCR/MAIR of each EL), attribute windows,
+//!   translations from the guest's tables.
+//! - [`walk`]: the stage-1 translation table walker (pure).
 //! - [`config`]: plugin arguments.
 //! - [`cpu_models`]: the guest CPU's cache geometry from the registers a plugin can read.
 //! - [`model_records`]: output records and phases.
@@ -30,6 +32,7 @@ pub mod model_records;
 pub mod pc_table;
 pub mod protocol;
 pub mod sanitize;
+pub mod walk;
 
 pub mod plugin;
 

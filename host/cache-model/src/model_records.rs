@@ -60,6 +60,12 @@ pub fn cause_warning_line(cause: cachescope_arch::warning::WarningCause, what: &
     }
 }
 
+/// An `untranslated-va` `model-warning`: `n` VA pages of `what` ("use: fault").
+pub fn untranslated_line(what: &str, n: u64) -> String {
+    let text = format!("{n} VA pages not translated by the guest's tables ({what}): not modelled, never taken as PA = VA");
+    cause_warning_line(cachescope_arch::warning::WarningCause::UntranslatedVa, &text, Some(n))
+}
+
 /// The levels a hierarchy with `lower` levels below L1 has.
 pub fn levels(lower: usize) -> impl Iterator<Item = Level> {
     Level::ALL.into_iter().take(2 + lower)

@@ -51,10 +51,19 @@ impl<H: Host> Engine<H> {
         if f.replay().is_some() {
             self.credit_fetch(&mut core, cpu);
         }
-        // Not in the emulator's TLB (a group member in another page): the learned translation.
-        let (pa, io, learned) = known.unwrap_or_else(|| (core.guest.translate(vaddr).0, false, false));
+        // Not in the emulator's TLB (a group member in another page): the guest's translation.
+        let (pa, io, learned) = match known {
+            Some(k) => k,
+            None => match core.guest.translate(cpu, vaddr, &self.host, "data access") {
+                Some((pa, _)) => (pa, false, false),
+                None => return,
+            },
+        };
         self.touched(&mut core, pa, u64::from(size));
         if learned {
+            if !io {
+                core.guest.check(cpu, vaddr, pa, &self.host);
+            }
             let changed = core.guest.learn(vaddr, pa);
             if self.fast_on {
                 f.remember_page(vaddr, pa, io);
@@ -69,7 +78,7 @@ impl<H: Host> Engine<H> {
         let attr = match cached {
             Some(a) => a,
             None => {
-                let a = if io { Attr::Device } else { core.guest.data_attr(cpu, vaddr) };
+                let a = if io { Attr::Device } else { core.guest.data_attr(cpu, vaddr, &self.host) };
                 if self.fast_on && core.guest.page_uniform(vaddr) {
                     f.remember_page_attr(vaddr, a);
                 }
@@ -82,7 +91,7 @@ impl<H: Host> Engine<H> {
         if !attr.cacheable() {
             let lines = if single { 1 } else { 2 };
             let mut hazard = false;
-            match core.model.as_mut() {
+            match self.early_model(&mut core) {
                 Some(m) => {
                     // One bypass per line; the sanitizer judges the bytes.
                     m.data_hint(cpu, pa, size, write, attr, hint);
@@ -186,41 +195,58 @@ impl<H: Host> Engine<H> {
     /// fetched, how many a repeat right after itself fetches, and whether a hazard was reported.
     pub(super) fn fetch_lines(&self, core: &mut Core, cpu: usize, va: u64, bytes: u64) -> (FetchMode, u64, bool) {
         let f = &self.fast[cpu];
-        let attr = core.guest.fetch_attr(cpu, va);
+        let attr = core.guest.fetch_attr(cpu, va, &self.host);
         let previous_end = f.fetch_end();
         if !attr.cacheable() {
             let shift = core.model.as_ref().map_or(6, |m| m.config().l1i.line_shift());
-            let (first, last) = (va >> shift, (va + bytes - 1) >> shift);
+            // The TB's page translated once (see below); PA = VA with the MMU off.
+            let page = va & !((1 << PAGE_SHIFT) - 1);
+            let Some((pa_page, _)) = core.guest.translate(cpu, page, &self.host, "instruction fetch") else {
+                return (FetchMode::Bypass, 0, false);
+            };
+            let pa = pa_page + (va - page);
+            let (first, last) = (pa >> shift, (pa + bytes - 1) >> shift);
             let first = first + u64::from(previous_end == first | BYPASS_LINE);
             f.set_fetch_end(last | BYPASS_LINE);
-            self.touched(core, va, bytes);
-            match core.model.as_mut() {
+            self.touched(core, pa, bytes);
+            match self.early_model(core) {
                 Some(m) => (first..=last).for_each(|l| m.fetch(cpu, l << shift, attr)),
                 None => core.early.levels[Level::L1I as usize].bypass += (last + 1).saturating_sub(first),
             }
-            let all = last - (va >> shift) + 1;
+            let all = last - (pa >> shift) + 1;
             (FetchMode::Bypass, if all == 1 { 0 } else { all }, false)
         } else {
             let shift = self.model(core).config().l1i.line_shift();
             let lines = (va >> shift)..=((va + bytes - 1) >> shift);
-            let Core { model, guest, taint, .. } = &mut *core;
-            let m = model.as_mut().expect("built above");
             // A TB lies in one page (AArch64 instructions never straddle one): translate its
-            // page once.
+            // page once; a line before it (lines longer than the TB's start offset) is the
+            // previous page's. Untranslated: the fetch is not modelled (counted).
             let page = va & !((1 << PAGE_SHIFT) - 1);
-            let pa_page = guest.translate(page).0;
+            let first = (*lines.start() << shift) & !((1 << PAGE_SHIFT) - 1);
+            let Some((pa_page, _)) = core.guest.translate(cpu, page, &self.host, "instruction fetch") else {
+                return (FetchMode::Bypass, 0, false);
+            };
+            let pa_first = if first == page {
+                pa_page
+            } else {
+                match core.guest.translate(cpu, first, &self.host, "instruction fetch") {
+                    Some((p, _)) => p,
+                    None => return (FetchMode::Bypass, 0, false),
+                }
+            };
+            let m = core.model.as_mut().expect("built above");
             let pa_of = |l: u64| -> u64 {
                 let a = l << shift;
                 if a & !((1 << PAGE_SHIFT) - 1) == page {
                     pa_page + (a - page)
                 } else {
-                    guest.translate(a).0
+                    pa_first + (a - first)
                 }
             };
             let first_pa = pa_of(*lines.start());
             if !self.attributed() {
                 // The TB's lines (one page: see above): see `attribution`.
-                taint.page(first_pa, bytes);
+                core.taint.page(first_pa, bytes);
             }
             let continues = previous_end == first_pa >> shift && m.l1i_holds(cpu, first_pa);
             f.set_fetch_end(pa_of(*lines.end()) >> shift);

@@ -35,10 +35,12 @@ pub struct Stats {
     pub markers: u64,
     /// Of those, ignored (`markers=declarations`): `None` when every marker is followed.
     pub markers_ignored: Option<u64>,
-    /// Operand translations: learned, by window, identity.
-    pub va: [u64; 3],
+    /// Operand translations: learned, by window, MMU off (PA = VA), walked.
+    pub va: [u64; 4],
     /// DC set/way operations.
     pub setway_ops: u64,
+    /// Translation-register values adopted at a translation (`Engine::resync`).
+    pub resyncs: u64,
     /// Warnings (written or only counted).
     pub warnings: u64,
     /// Counter records of ended phases written so far (`model`, `model-time`, `model-coherence`).
@@ -53,6 +55,10 @@ pub struct Core {
     pub model: Option<Model>,
     /// Counts from before the model exists (bypassed accesses while the caches are off).
     pub early: Totals,
+    /// The records of a model built at reset from the CPU's table, held back until anything
+    /// else is written (then they come first), or dropped when the guest's geometry markers
+    /// replace that model before it was used: (text, whether it holds `model-profile`).
+    pub built_pending: Option<(String, bool)>,
     /// New geometry markers arrived since the model was built.
     pub geometry_changed: bool,
     /// SCTLR, windows, learned translations.
@@ -104,6 +110,7 @@ impl Core {
         Self {
             model: None,
             early: Totals::default(),
+            built_pending: None,
             geometry_changed: false,
             guest: Guest::new(),
             guest_geo: GuestGeometry::default(),
@@ -127,10 +134,27 @@ impl Core {
         }
     }
 
-    /// Writes record lines.
+    /// Drops held-back model records (their model is replaced unused).
+    pub fn drop_pending(&mut self) {
+        if let Some((_, profile)) = self.built_pending.take() {
+            self.profile_emitted &= !profile;
+        }
+    }
+
+    /// Writes record lines (after held-back model records, if any).
     pub fn emit(&mut self, text: &str) {
+        if let Some((pending, _)) = self.built_pending.take() {
+            let _ = self.out.write_all(pending.as_bytes());
+        }
         let _ = self.out.write_all(text.as_bytes());
         let _ = self.out.flush();
+    }
+
+    /// An `untranslated-va` warning (at exit, one per cause): `n` VAs of `what`.
+    pub fn untranslated_warning(&mut self, what: &str, n: u64) {
+        self.stats.warnings += 1;
+        let text = model_records::untranslated_line(what, n);
+        self.emit(&text);
     }
 
     /// A `model-warning` (up to [`WARNING_LIMIT`]; counted always).
@@ -240,6 +264,7 @@ impl Core {
                 .va_learned(self.stats.va[0])
                 .va_window(self.stats.va[1])
                 .va_identity(self.stats.va[2])
+                .va_walked(self.stats.va[3])
                 .setway_ops(self.stats.setway_ops)
                 .warnings(self.stats.warnings)
                 .fast(fast)
@@ -249,9 +274,12 @@ impl Core {
     }
 
     /// The records of a new model: `model-profile` (once a run) and one `model-geometry` per level.
-    pub fn model_built(&mut self, settings: &Settings, h: &Hierarchy, origin: &str, vcpus: usize) {
+    /// With `hold`, the records are held back ([`Core::built_pending`]).
+    pub fn model_built(&mut self, settings: &Settings, h: &Hierarchy, origin: &str, vcpus: usize, hold: bool) {
+        self.drop_pending();
         let mut text = String::new();
         let lat = &h.latency;
+        let profile = !self.profile_emitted;
         if !self.profile_emitted {
             self.profile_emitted = true;
             text += &model_records::line(
@@ -288,6 +316,10 @@ impl Core {
                     .hit_ns(lat.ns(hit), 2)
                     .source(model_records::SOURCE),
             );
+        }
+        if hold {
+            self.built_pending = Some((text, profile));
+            return;
         }
         self.emit(&text);
     }

@@ -6,22 +6,24 @@
 use cachescope_arch::warning::WarningCause;
 use std::cell::Cell;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 
 use cachescope_arch::cache::id::{Clidr, Ctr};
 
 use crate::config::{GuestGeometry, Settings};
 use crate::cpu_models::{identify, key_text, Key};
 use crate::decode::{decode_set_way, guest_to_model_slots, ControlReg, Insn, PrfAddr};
-use crate::guest::Translation;
+use crate::guest::{SysReg, Translation};
 use crate::hierarchy::{Level, LineOp, Model, Totals};
+use crate::walk::PhysMem;
 
 use super::emit::Core;
 use super::lock::{Guard, SpinLock};
 use super::shortcut::Shortcut;
 
-/// What the engine asks of the emulator besides the callback's arguments.
-pub trait Host {
+/// What the engine asks of the emulator besides the callback's arguments; guest physical memory
+/// ([`PhysMem`]) is what the walk reads the guest's tables from.
+pub trait Host: PhysMem {
     /// The board's execution counter of `cpu` (the inline-counted TB executions; asked only
     /// when the engine counts repeats inline).
     fn execs(&self, cpu: usize) -> u64;
@@ -80,6 +82,8 @@ pub struct Engine<H> {
     /// TBs, under MTTCG (where the callback's index is the running vCPU's), whose register
     /// named another core than the index (see [`Engine::identify_by`]).
     disagreed: AtomicU64,
+    /// The Exception level of each vCPU's running TB (set at its fetch, [`Engine::at_el`]).
+    els: Box<[AtomicU8]>,
     core: SpinLock<Core>,
 }
 
@@ -121,8 +125,13 @@ impl<H: Host> Engine<H> {
             round_robin: false,
             tagged_seen: AtomicBool::new(false),
             disagreed: AtomicU64::new(0),
+            els: (0..vcpus).map(|_| AtomicU8::new(1)).collect(),
             core: SpinLock::new(core),
         };
+        if let Ok(v) = std::env::var("CS_MODEL_WALK_LOG") {
+            let n = v.parse().unwrap_or_else(|_| fail(&format!("CS_MODEL_WALK_LOG={v}: not a number of walks to print")));
+            engine.lock().guest.log_walks = n;
+        }
         if !engine.settings.wants_guest_geometry() {
             let mut c = engine.lock();
             engine.model(&mut c);
@@ -149,6 +158,58 @@ impl<H: Host> Engine<H> {
                 apply_id_regs(m, ctr, clidr);
             }
         }
+    }
+
+    /// At a translation (one vCPU): the TB's regime's registers as the vCPU holds them now.
+    /// Any that differ from the decoded writes' values (a write the plugin did not see, e.g. in
+    /// a TB QEMU re-translated for I/O with memory callbacks only) are adopted, and counted
+    /// (`model-warning` at exit).
+    pub fn resync(&self, values: &[(SysReg, u64)]) {
+        if self.vcpus != 1 {
+            return;
+        }
+        let mut core = self.lock();
+        let mut changed = false;
+        for &(reg, v) in values {
+            if core.guest.resync(0, reg, v) {
+                core.stats.resyncs += 1;
+                changed = true;
+            }
+        }
+        if changed {
+            self.settle(&mut core, true);
+        }
+    }
+
+    /// A `model-warning` from the glue.
+    pub fn warn(&self, what: &str) {
+        self.lock().warn(what);
+    }
+
+    /// The guest's registers as the vCPUs start (read at the first translation, after QEMU's
+    /// reset and boot code): every core's, until its own writes.
+    pub fn seed_registers(&self, values: &[(SysReg, u64)]) {
+        let mut core = self.lock();
+        for cpu in 0..self.vcpus {
+            for &(reg, v) in values {
+                core.guest.write(cpu, reg, v);
+            }
+        }
+    }
+
+    /// At a TB's start: the Exception level it was translated for (a TB runs only at the EL it
+    /// was translated at: the EL is part of QEMU's TB flags). A change drops the shortcut's
+    /// pages (their attributes were the other regime's). The check is one atomic load.
+    #[inline]
+    pub fn at_el(&self, vcpu: u32, el: u8) {
+        let cpu = self.cpu(vcpu);
+        if self.els[cpu].load(Relaxed) == el {
+            return;
+        }
+        self.els[cpu].store(el, Relaxed);
+        let mut core = self.lock();
+        self.settle(&mut core, true);
+        core.guest.set_el(cpu, el);
     }
 
     pub(super) fn lock(&self) -> Guard<'_, Core> {
@@ -260,16 +321,31 @@ impl<H: Host> Engine<H> {
     #[inline]
     pub(super) fn model<'c>(&self, core: &'c mut Core) -> &'c mut Model {
         if core.model.is_none() || (core.geometry_changed && self.settings.wants_guest_geometry()) {
-            self.build_model(core);
+            self.build_model(core, false);
+        } else if core.built_pending.is_some() {
+            core.emit("");
         }
         core.model.as_mut().expect("built above")
+    }
+
+    /// The model for an access that bypasses the caches: built now when its geometry is known
+    /// without the guest's markers (fixed by the settings, or the CPU is in the plugin's table
+    /// and no geometry marker came), so that the first access of the run is modelled (the
+    /// sanitizer sees the writes made with the MMU and caches off from reset); `None` while
+    /// the geometry waits for the guest's markers (the access is only counted).
+    pub(super) fn early_model<'c>(&self, core: &'c mut Core) -> Option<&'c mut Model> {
+        if core.model.is_none() && core.guest_geo.hierarchy().is_none() && core.cpu.is_some_and(|(_, m)| m.is_some()) {
+            self.build_model(core, true);
+        }
+        core.model.as_mut()
     }
 
     /// Builds the model from the settings and the guest's geometry, carrying the counters and
     /// the trace over from the previous model, and emits the `model-geometry` records.
     #[cold]
     #[inline(never)]
-    fn build_model(&self, core: &mut Core) {
+    fn build_model(&self, core: &mut Core, hold: bool) {
+        core.drop_pending();
         core.geometry_changed = false;
         // The guest's markers, else the CPU's table entry, else the settings' fallback.
         let cpu_model = core.cpu.and_then(|(_, m)| m);
@@ -304,7 +380,13 @@ impl<H: Host> Engine<H> {
         };
         let carried = core.model.as_ref().map(|m| m.totals()).unwrap_or_default();
         let carried_coh = core.model.as_ref().map(|m| m.coherence().to_vec()).unwrap_or_default();
-        if core.model.is_some() {
+        // A model that only counted bypassing accesses (built at reset from the CPU's table)
+        // has no cache contents to lose.
+        let used = core.model.as_ref().is_some_and(|m| {
+            let t = m.totals();
+            Level::ALL.iter().any(|&l| t.get(l).accesses > 0 || t.get(l).maint > 0)
+        });
+        if used {
             core.warn("geometry changed after the caches were in use: the caches start empty again");
         }
         let mut m = Model::new(&h, self.vcpus);
@@ -330,20 +412,22 @@ impl<H: Host> Engine<H> {
         for f in self.fast.iter() {
             f.set_line_shift(h.l1d.line_shift());
         }
-        core.model_built(&self.settings, &h, &origin, self.vcpus);
+        core.model_built(&self.settings, &h, &origin, self.vcpus, hold);
         core.model = Some(m);
     }
 
-    /// An operand VA's PA, counted by how it was found.
-    pub(super) fn translate(&self, core: &mut Core, va: u64) -> u64 {
-        let (pa, how) = core.guest.translate(va);
+    /// An operand VA's PA, counted by how it was found; `None` (counted under `what`, an
+    /// `untranslated-va` cause) when it cannot be translated.
+    pub(super) fn translate(&self, core: &mut Core, cpu: usize, va: u64, what: &str) -> Option<u64> {
+        let (pa, how) = core.guest.translate(cpu, va, &self.host, what)?;
         let k = match how {
             Translation::Learned => 0,
             Translation::Window => 1,
-            Translation::Identity => 2,
+            Translation::MmuOff => 2,
+            Translation::Walk => 3,
         };
         core.stats.va[k] += 1;
-        pa
+        Some(pa)
     }
 
     /// Drains the model's hazards into the deduplicated set, with the exposing access's VA and
@@ -416,15 +500,12 @@ impl<H: Host> Engine<H> {
             Insn::DcVa { rt, .. } | Insn::DcSetWay { rt, .. } | Insn::DcZva { rt } | Insn::IcIvau { rt } | Insn::MsrSctlr { rt } => {
                 (x(rt), 0, 0, 0, 0)
             }
-            Insn::MsrControl { rt, .. } => (x(rt), 0, 0, 0, 0),
+            Insn::MsrControl { rt, .. } | Insn::MsrTranslation { rt, .. } => (x(rt), 0, 0, 0, 0),
             Insn::IcIallu { .. } | Insn::Tlbi | Insn::Prefetch(_) => (0, 0, 0, 0, 0),
         };
         let mut core = self.lock();
-        if let Insn::MsrControl { reg, .. } = insn {
-            // Changes nothing the model or the shortcut follows: no settling.
-            return self.control_write(&mut core, cpu, reg, a);
-        }
-        let drop_pages = matches!(insn, Insn::Tlbi | Insn::MsrSctlr { .. } | Insn::Marker);
+        let drop_pages =
+            matches!(insn, Insn::Tlbi | Insn::MsrSctlr { .. } | Insn::Marker | Insn::MsrControl { .. } | Insn::MsrTranslation { .. });
         self.settle(&mut core, drop_pages);
         if matches!(insn, Insn::DcVa { .. } | Insn::DcZva { .. }) && !core.maint.is_empty() {
             let shift = core.maint_shift();
@@ -444,31 +525,53 @@ impl<H: Host> Engine<H> {
             // What an unattributed instruction of this kind can reach (see `attribution`).
             match insn {
                 Insn::DcVa { .. } | Insn::DcZva { .. } | Insn::IcIvau { .. } => {
-                    let pa = core.guest.translate(a).0;
-                    core.taint.page(pa, 1 << 11);
+                    // The name the operation's own translation below gives an untranslated VA;
+                    // untranslated, the operation is not modelled, so it reaches nothing.
+                    let what = match insn {
+                        Insn::DcVa { .. } => "dc by va",
+                        Insn::DcZva { .. } => "dc zva",
+                        _ => "ic ivau",
+                    };
+                    if let Some((pa, _)) = core.guest.translate(cpu, a, &self.host, what) {
+                        core.taint.page(pa, 1 << 11);
+                    }
                 }
-                // Every line of a core's cache, or its SCTLR (the cacheability of all it does).
-                Insn::DcSetWay { .. } | Insn::IcIallu { .. } | Insn::MsrSctlr { .. } => core.taint.everything(),
-                // Global, or not modelled per core (the EL2/EL3 controls only warn).
-                Insn::Marker | Insn::Tlbi | Insn::MsrControl { .. } | Insn::Prefetch(_) => {}
+                // Every line of a core's cache, or a control or translation register of one core
+                // (the cacheability or the translation of all it does, per core in the walk).
+                Insn::DcSetWay { .. }
+                | Insn::IcIallu { .. }
+                | Insn::MsrSctlr { .. }
+                | Insn::MsrControl { .. }
+                | Insn::MsrTranslation { .. } => core.taint.everything(),
+                // Global.
+                Insn::Marker | Insn::Tlbi | Insn::Prefetch(_) => {}
             }
         }
         match insn {
             Insn::Marker => self.marker(&mut core, cpu, [a, b, c, d, e], pc),
             Insn::Tlbi => core.guest.forget_pages(),
-            Insn::MsrSctlr { .. } => core.guest.set_sctlr(cpu, a),
+            Insn::MsrSctlr { .. } => {
+                core.guest.write(cpu, SysReg::Sctlr(crate::walk::Regime::El1), a);
+            }
+            Insn::MsrTranslation { reg, .. } => {
+                core.guest.write(cpu, reg, a);
+            }
+            Insn::MsrControl { reg, .. } => {
+                core.guest.write(cpu, reg.sys_reg(), a);
+                self.control_write(&mut core, cpu, reg, a);
+            }
             Insn::DcVa { op, point, .. } => {
-                let pa = self.translate(&mut core, a);
+                let Some(pa) = self.translate(&mut core, cpu, a, "dc by va") else { return };
                 let dline = core.ctr.map_or(0, |c| u64::from(c.dmin_line()));
                 self.model(&mut core).dc_by_pa_granule(cpu, op, point, pa, dline);
             }
             Insn::DcZva { .. } => {
-                let pa = self.translate(&mut core, a);
-                let attr = core.guest.data_attr(cpu, a);
+                let Some(pa) = self.translate(&mut core, cpu, a, "dc zva") else { return };
+                let attr = core.guest.data_attr(cpu, a, &self.host);
                 if attr.cacheable() {
                     self.model(&mut core).dc_zva(cpu, pa, attr);
                 } else {
-                    match core.model.as_mut() {
+                    match self.early_model(&mut core) {
                         Some(m) => m.dc_zva(cpu, pa, attr),
                         None => {
                             let l1d = &mut core.early.levels[Level::L1D as usize];
@@ -481,11 +584,11 @@ impl<H: Host> Engine<H> {
             Insn::DcSetWay { op, .. } => self.set_way(&mut core, cpu, op, a),
             Insn::IcIallu { broadcast } => self.model(&mut core).ic_invalidate_all(cpu, broadcast),
             Insn::IcIvau { .. } => {
-                let pa = self.translate(&mut core, a);
+                let Some(pa) = self.translate(&mut core, cpu, a, "ic ivau") else { return };
                 let iline = core.ctr.map_or(0, |c| u64::from(c.imin_line()));
                 self.model(&mut core).ic_invalidate_granule(cpu, pa, iline);
             }
-            Insn::Prefetch(_) | Insn::MsrControl { .. } => {}
+            Insn::Prefetch(_) => {}
         }
         if core.model.as_ref().is_some_and(|m| m.has_events()) {
             let va = if matches!(insn, Insn::DcSetWay { .. }) { 0 } else { a };
@@ -495,8 +598,7 @@ impl<H: Host> Engine<H> {
 
     /// A write of `value` to an EL2/EL3 control register by `cpu`: kept per vCPU, and a
     /// `model-warning` (once per register and bit in a run) for each cacheability control it
-    /// sets that the model does not follow (the model takes cacheability from SCTLR_EL1 and the
-    /// window markers only).
+    /// sets that the model does not follow (see [`ControlReg::unfollowed`]).
     fn control_write(&self, core: &mut Core, cpu: usize, reg: ControlReg, value: u64) {
         if core.control.len() <= cpu {
             core.control.resize(cpu + 1, [None; 4]);
@@ -508,17 +610,22 @@ impl<H: Host> Engine<H> {
                 continue;
             }
             core.warn(&format!(
-                "{name} set (vCPU {cpu}, {value:#x}): a cacheability control the model does not follow (it models SCTLR_EL1 and the window markers only), so accesses it governs are modelled as if it were clear"
+                "{name} set (vCPU {cpu}, {value:#x}): a control the model does not follow (it follows SCTLR, TTBR, TCR and MAIR of EL1/EL2/EL3, HCR_EL2.DC, SCR_EL3.NS and the window markers; not stage 2 or VHE), so accesses it governs are modelled as if it were clear"
             ));
             core.unfollowed.push(name);
         }
     }
 
     /// A PRFM PLD/PST of `va` (its address from the registers, read in the exec callback, before
-    /// the instruction), translated like a DC operand; nothing on non-cacheable memory.
+    /// the instruction), translated like a DC operand; nothing on non-cacheable memory, nothing
+    /// for a VA the guest's tables do not map (a prefetch never faults: the architecture makes
+    /// it a NOP there, e.g. Linux's `prefetch()` of a NULL list pointer).
     fn prefetch(&self, cpu: usize, p: crate::decode::Prefetch, va: u64) {
         let mut core = self.lock();
-        let attr = core.guest.data_attr(cpu, va);
+        if core.guest.try_translate(cpu, va, &self.host).is_err_and(|f| f.unmapped()) {
+            return;
+        }
+        let attr = core.guest.data_attr(cpu, va, &self.host);
         if !attr.cacheable() {
             return;
         }
@@ -528,7 +635,7 @@ impl<H: Host> Engine<H> {
             self.credit_fetch(&mut core, cpu);
         }
         self.fast[cpu].forget_line();
-        let pa = self.translate(&mut core, va);
+        let Some(pa) = self.translate(&mut core, cpu, va, "prefetch") else { return };
         self.touched(&mut core, pa, 1);
         self.model(&mut core).prefetch(cpu, pa, p.level, p.strm, attr);
     }
@@ -563,6 +670,19 @@ impl<H: Host> Engine<H> {
         self.settle(&mut core, true);
         if let Some(m) = core.model.as_mut() {
             m.end_trace();
+        }
+        let untranslated = core.guest.untranslated();
+        for (cause, n, first) in untranslated {
+            core.untranslated_warning(&format!("{cause}, first at VA {first:#x}"), n);
+        }
+        if core.stats.resyncs > 0 {
+            let n = core.stats.resyncs;
+            core.warn(&format!("{n} translation-register values read at translation differed from the decoded writes (adopted): writes the plugin did not see"));
+        }
+        if let (n @ 1.., Some((va, pa, walked))) = core.guest.disagreements() {
+            core.warn(&format!(
+                "the walk of the guest's tables disagrees with QEMU's translation of data accesses on {n} pages (first: VA {va:#x} → QEMU PA {pa:#x}, walk {walked:#x}): the model's regime state missed a change"
+            ));
         }
         if core.unattributed > 0 {
             let n = core.unattributed;

@@ -4,8 +4,9 @@
 //! Every decision is the [`Engine`]'s.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, OnceLock};
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use qemu_plugin::install::{Args, Info};
 use qemu_plugin::{
@@ -16,8 +17,11 @@ use qemu_plugin::{
 use cachescope_arch::cache::id::{Clidr, Ctr};
 
 use crate::config::Settings;
+use crate::guest::SysReg;
+use crate::walk::PhysMem;
 
 use super::engine::{fail, shortcut_allowed, Engine, Host, MemAccess, SP};
+use super::ram::{mapping_containing, RamMap};
 use super::shortcut::PAGE_SHIFT;
 use super::tb_plan::{plan, Access, TbInsn};
 use super::NAME;
@@ -79,6 +83,14 @@ struct Regs {
     clidr: Option<usize>,
     core_id: Option<usize>,
     vmpidr: Option<usize>,
+    /// CPSR (its EL field: the EL a TB is translated for).
+    cpsr: Option<usize>,
+    /// SCTLR of EL1, EL2, EL3 (is the MMU of a TB's regime off, at translation).
+    sctlr: [Option<usize>; 3],
+    /// The registers the guest state follows, read once at the first translation.
+    sys: Vec<(SysReg, usize)>,
+    /// Per regime (EL1, EL2, EL3): the registers its walk reads, re-read at each translation.
+    regime_sys: [Vec<(SysReg, usize)>; 3],
 }
 
 /// What the engine asks of QEMU.
@@ -86,6 +98,14 @@ struct Qemu {
     board: Option<Board>,
     regs: OnceLock<Regs>,
     next_tb: AtomicU64,
+    /// Guest RAM blocks learned from fetches (see [`super::ram`]).
+    ram: RwLock<RamMap>,
+    /// `/proc/self/mem`, the walk's reads of guest RAM (an unmapped address fails, safely).
+    mem: Option<std::fs::File>,
+    /// The guest registers were read (at the first translation).
+    seeded: AtomicBool,
+    /// The warning that CPSR cannot be read was written.
+    el_warned: AtomicBool,
 }
 
 type State = Engine<Qemu>;
@@ -195,6 +215,72 @@ impl Qemu {
     }
 }
 
+impl PhysMem for Qemu {
+    fn read_u64(&self, pa: u64) -> Option<u64> {
+        let host = self.ram.read().ok()?.host(pa, 8)?;
+        let mut b = [0u8; 8];
+        self.mem.as_ref()?.read_exact_at(&mut b, host).ok()?;
+        Some(u64::from_le_bytes(b))
+    }
+}
+
+impl Qemu {
+    /// At translation (the translating vCPU's registers are current): the TB's EL from CPSR,
+    /// and when the MMU of that EL's regime is off, the RAM block of its first instruction,
+    /// whose PA is then its VA (see [`super::ram`]). The guest registers are read at the
+    /// first translation. `None` when CPSR is not readable.
+    fn at_translation(&self, state: &State, va: u64, haddr: u64, word: Option<u32>) -> Option<u8> {
+        let regs = self.regs.get()?;
+        if !self.seeded.swap(true, Relaxed) {
+            let values: Vec<(SysReg, u64)> = regs.sys.iter().filter_map(|&(r, h)| Some((r, read_register(h)?))).collect();
+            state.seed_registers(&values);
+        }
+        let Some(cpsr) = regs.cpsr.and_then(read_register) else {
+            if !self.el_warned.swap(true, Relaxed) {
+                state.warn("CPSR is not readable at translation: every TB is taken for EL1 (the EL1&0 regime's tables and SCTLR_EL1)");
+            }
+            return None;
+        };
+        let el = (cpsr >> 2 & 3) as u8;
+        let regime = crate::walk::Regime::of_el(el);
+        let sctlr = regs.sctlr[regime.index()].and_then(read_register);
+        if state.vcpus == 1 {
+            let values: Vec<(SysReg, u64)> =
+                regs.regime_sys[regime.index()].iter().filter_map(|&(r, h)| Some((r, read_register(h)?))).collect();
+            state.resync(&values);
+        }
+        if haddr != 0 && sctlr.is_some_and(|s| s & 1 == 0) && !self.ram.read().is_ok_and(|m| m.knows(va)) {
+            self.learn_block(va, haddr, word);
+        }
+        Some(el)
+    }
+
+    /// Learns the RAM block holding PA `pa` at host address `host`, checked by reading the
+    /// instruction back through `/proc/self/mem`.
+    #[cold]
+    fn learn_block(&self, pa: u64, host: u64, word: Option<u32>) {
+        let Some(file) = &self.mem else { return };
+        let mut b = [0u8; 4];
+        if file.read_exact_at(&mut b, host).is_err() || word.is_some_and(|w| w != u32::from_le_bytes(b)) {
+            return;
+        }
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+        let Some(range) = mapping_containing(&maps, host) else { return };
+        if let Ok(mut m) = self.ram.write() {
+            if let Some(block) = m.learn(pa, host, range) {
+                if std::env::var_os("CS_MODEL_LIST_REGS").is_some() {
+                    eprintln!(
+                        "{NAME}: guest RAM block PA {:#x}..{:#x} at host {:#x}",
+                        block.pa,
+                        block.pa_end,
+                        block.pa.wrapping_add(block.host_minus_pa)
+                    );
+                }
+            }
+        }
+    }
+}
+
 impl Host for Qemu {
     fn execs(&self, cpu: usize) -> u64 {
         debug_assert_eq!(cpu, 0, "the board exists with one vCPU only");
@@ -276,7 +362,16 @@ impl Register for CacheModel {
             // `last` starts at 0, which no TB key equals (keys start at 1).
             Board { last: entry(0), execs: entry(8), base: AtomicPtr::new(std::ptr::null_mut()) }
         });
-        let host = Qemu { board, regs: OnceLock::new(), next_tb: AtomicU64::new(1) };
+        let mem = std::fs::File::open("/proc/self/mem").ok();
+        let host = Qemu {
+            board,
+            regs: OnceLock::new(),
+            next_tb: AtomicU64::new(1),
+            ram: RwLock::new(RamMap::default()),
+            mem,
+            seeded: AtomicBool::new(false),
+            el_warned: AtomicBool::new(false),
+        };
         let state = Arc::new(Engine::new(settings, vcpus, out, host).with_round_robin(round_robin()));
         let s = state.clone();
         qemu_plugin_register_atexit_cb(id, move |_| s.at_exit())?;
@@ -314,7 +409,21 @@ impl HasCallbacks for CacheModel {
         let id_clidr = clidr.and_then(|h| read_id_reg(Some(h), "CLIDR_EL1")).map(Clidr::decode);
         state.cpu_identified(key, id_ctr, id_clidr);
         let vmpidr = if state.vcpus > 1 { find("VMPIDR_EL2") } else { None };
-        let _ = state.host.regs.set(Regs { x, ctr, clidr, core_id, vmpidr });
+        let find_any = |names: &[&str]| names.iter().find_map(|n| find(n));
+        let sys: Vec<(SysReg, usize)> = SysReg::ALL.iter().filter_map(|&(r, names)| Some((r, find_any(names)?))).collect();
+        let sctlr = [find_any(&["SCTLR_EL1", "SCTLR"]), find("SCTLR_EL2"), find("SCTLR_EL3")];
+        let cpsr = find("cpsr");
+        let regime_sys = crate::walk::Regime::ALL.map(|g| {
+            sys.iter()
+                .copied()
+                .filter(|&(r, _)| match r {
+                    SysReg::Sctlr(x) | SysReg::Ttbr0(x) | SysReg::Tcr(x) | SysReg::Mair(x) => x == g,
+                    SysReg::Ttbr1El1 => g == crate::walk::Regime::El1,
+                    SysReg::Hcr | SysReg::Scr => false,
+                })
+                .collect()
+        });
+        let _ = state.host.regs.set(Regs { x, ctr, clidr, core_id, vmpidr, cpsr, sctlr, sys, regime_sys });
         Ok(())
     }
 
@@ -330,6 +439,8 @@ impl HasCallbacks for CacheModel {
             })
             .collect();
         let plan = plan(&words, state.fast_on);
+        let haddr = insns.first().map_or(0, |i| i.haddr());
+        let el = state.host.at_translation(state, plan.start, haddr, words.first().and_then(|w| w.word)).unwrap_or(1);
         let no_regs = CallbackFlags::QEMU_PLUGIN_CB_NO_REGS;
         // The further fetch segments first: each callback runs before its instruction's own.
         for &(at, seg_start, len) in &plan.segments {
@@ -378,7 +489,10 @@ impl HasCallbacks for CacheModel {
             // reset, so that the next TB is never taken for a repeat.
             let repeats_inline = state.host.board.is_some() && plan.segments.is_empty();
             let s = state.clone();
-            let fetch = move |vcpu| s.fetch(vcpu, start, first_len, repeats_inline);
+            let fetch = move |vcpu| {
+                s.at_el(vcpu, el);
+                s.fetch(vcpu, start, first_len, repeats_inline)
+            };
             let core_id = if state.vcpus > 1 { state.host.core_id_registers() } else { None };
             match (&state.host.board, core_id) {
                 (Some(b), _) if repeats_inline => {

@@ -84,6 +84,7 @@ pub mod tb_plan;
 
 mod access;
 mod markers;
+pub mod ram;
 
 #[cfg(not(test))]
 mod glue;

@@ -3,7 +3,7 @@
 //!
 //! - **Fetch segments.** The TB's instructions are fetched at its start, but those after an
 //!   instruction that changes what a fetch means (a marker: phase attribution; IC invalidation;
-//!   an SCTLR write), and those of each further instruction line ([`FETCH_SEGMENT_SHIFT`]), are
+//!   a write to SCTLR, TTBR, TCR, MAIR of any EL, HCR_EL2 or SCR_EL3), and those of each further instruction line ([`FETCH_SEGMENT_SHIFT`]), are
 //!   fetched right before the first of them executes, by a callback on that instruction
 //!   registered before its own callbacks. So the counts do not depend on where QEMU ends TBs
 //!   (see the engine's `fetch`), and a TB left early by a synchronous exception (a faulting
@@ -108,8 +108,19 @@ pub fn plan(insns: &[TbInsn], batching: bool) -> Plan {
     let start = insns.first().map_or(0, |i| i.vaddr);
     let end = insns.last().map_or(start, |i| i.vaddr + i.size);
     let decoded: Vec<Option<Insn>> = insns.iter().map(|i| i.word.and_then(decode)).collect();
-    let changes_fetch =
-        |d: &Option<Insn>| matches!(d, Some(Insn::Marker | Insn::IcIallu { .. } | Insn::IcIvau { .. } | Insn::MsrSctlr { .. }));
+    let changes_fetch = |d: &Option<Insn>| {
+        matches!(
+            d,
+            Some(
+                Insn::Marker
+                    | Insn::IcIallu { .. }
+                    | Insn::IcIvau { .. }
+                    | Insn::MsrSctlr { .. }
+                    | Insn::MsrControl { .. }
+                    | Insn::MsrTranslation { .. }
+            )
+        )
+    };
     let mut breaks: Vec<u64> = insns
         .iter()
         .zip(&decoded)

@@ -18,16 +18,73 @@ use cachescope_arch::marker::{Marker, ModelAttr};
 use crate::cache::xorshift64star;
 use crate::config::Settings;
 use crate::decode::{Insn, Prefetch, PrfAddr};
+use crate::guest::SysReg;
 use crate::hierarchy::{Hint, LineOp, Point, Totals};
+use crate::walk::Regime;
 
 use super::engine::{shortcut_allowed, Engine, Host, MemAccess, SP};
 use super::tb_plan::Group;
 
-/// The fake emulator: the board's two counters for vCPU 0, phase names made up from their VA.
-#[derive(Default)]
+/// The fake emulator: the board's two counters for vCPU 0, phase names made up from their VA,
+/// and the guest's translation tables ([`tables`]).
 struct FakeHost {
     execs: AtomicU64,
     last: AtomicU64,
+    tables: HashMap<u64, u64>,
+}
+
+impl Default for FakeHost {
+    fn default() -> Self {
+        Self { execs: AtomicU64::new(0), last: AtomicU64::new(0), tables: tables() }
+    }
+}
+
+impl crate::walk::PhysMem for FakeHost {
+    fn read_u64(&self, pa: u64) -> Option<u64> {
+        self.tables.get(&pa).copied()
+    }
+}
+
+/// Where the fake guest's tables are (PAs no access of the traces touches).
+const L0: u64 = 0x7000_0000;
+/// TCR_EL1: 4K granules (TG1 = 0b10), 48-bit VAs both halves, 40-bit PAs.
+const TCR: u64 = 16 | 16 << 16 | 0b10 << 30 | 0b010 << 32;
+/// MAIR_EL1: 0 Device-nGnRE, 1 Normal WB, 2 Normal NC, 3 Normal WT.
+const MAIR: u64 = 0xbb_44_ff_04;
+/// The page of RAM the tables map Non-cacheable, the one they map write-through, the one they
+/// leave unmapped (QEMU's own translation still maps it: the walk's fault is counted).
+const TABLE_NC: u64 = 0xa_0000;
+const TABLE_WT: u64 = 0xb_0000;
+const TABLE_HOLE: u64 = 0xc_0000;
+
+/// The guest's tables: VA = PA + [`VA_OFFSET`], by 1 GiB blocks (PA 0..1 GiB Device), except
+/// RAM's first 2 MiB, mapped by 4 KiB pages: Normal write-back but [`TABLE_NC`], [`TABLE_WT`]
+/// and [`TABLE_HOLE`]; the rest of RAM's GiB by 2 MiB write-back blocks.
+fn tables() -> HashMap<u64, u64> {
+    let (l1, l2, l3) = (L0 + 0x1000, L0 + 0x2000, L0 + 0x3000);
+    let af = 1 << 10 | 3 << 8;
+    let mut t = HashMap::new();
+    t.insert(L0, l1 | 3);
+    let l1_index = |va: u64| (va >> 30) & 511;
+    t.insert(l1 + 8 * l1_index(VA_OFFSET), af | 1);
+    t.insert(l1 + 8 * l1_index(VA_OFFSET + RAM), l2 | 3);
+    t.insert(l2, l3 | 3);
+    for k in 1..512 {
+        t.insert(l2 + 8 * k, (RAM + (k << 21)) | af | 1 << 2 | 1);
+    }
+    for k in 0..512u64 {
+        let idx = match k << 12 {
+            TABLE_NC => 2,
+            TABLE_WT => 3,
+            TABLE_HOLE => {
+                t.insert(l3 + 8 * k, 0);
+                continue;
+            }
+            _ => 1,
+        };
+        t.insert(l3 + 8 * k, (RAM + (k << 12)) | af | idx << 2 | 3);
+    }
+    t
 }
 
 impl Host for FakeHost {
@@ -106,6 +163,7 @@ impl Run {
         let settings = Settings::parse(&words).expect("valid settings");
         let out = Buf::default();
         let engine = Engine::new(settings, vcpus, Box::new(out.clone()), FakeHost::default()).with_round_robin(round_robin);
+        engine.seed_registers(&[(SysReg::Ttbr0(Regime::El1), L0), (SysReg::Tcr(Regime::El1), TCR), (SysReg::Mair(Regime::El1), MAIR)]);
         assert_eq!(engine.fast_on, fast);
         Self { engine, out }
     }
@@ -220,8 +278,18 @@ fn trace(seed: u64, n: usize, guest_geometry: bool) -> Vec<Step> {
         .collect();
     // Pointers: cacheable RAM (two of them), the write-through and non-cacheable windows, device,
     // and the code itself (code written by data stores, then run).
-    let bases =
-        [VA_OFFSET + RAM + 0x8_0000, VA_OFFSET + RAM + 0x9_0f00, WINDOWS[0].0 + 0x100, WINDOWS[1].0 + 0x7c0, WINDOWS[2].0, code + 0x180];
+    // Then the pages the tables map NC, WT or not at all.
+    let bases = [
+        VA_OFFSET + RAM + 0x8_0000,
+        VA_OFFSET + RAM + 0x9_0f00,
+        WINDOWS[0].0 + 0x100,
+        WINDOWS[1].0 + 0x7c0,
+        WINDOWS[2].0,
+        VA_OFFSET + RAM + TABLE_NC + 0x40,
+        VA_OFFSET + RAM + TABLE_WT + 0xfc0,
+        VA_OFFSET + RAM + TABLE_HOLE + 0x80,
+        code + 0x180,
+    ];
     let ops = [LineOp::Clean, LineOp::Invalidate, LineOp::CleanInvalidate];
     let mut open_phases: Vec<u64> = Vec::new();
     let mut next_phase = 1;
@@ -230,9 +298,9 @@ fn trace(seed: u64, n: usize, guest_geometry: bool) -> Vec<Step> {
         let (key, va, segments) = tbs[(r() % tbs.len() as u64) as usize].clone();
         // Now and then the loop writes its own code (the TB whose repeats are counted inline).
         let base = match r() % 50 {
-            0 => bases[5],
+            0 => bases[8],
             1 | 2 => va,
-            _ => bases[(r() % 5) as usize],
+            _ => bases[(r() % 8) as usize],
         };
         let reps = 1 + r() % 6;
         for rep in 0..reps {
@@ -309,6 +377,13 @@ fn trace(seed: u64, n: usize, guest_geometry: bool) -> Vec<Step> {
                 let attrs = [ModelAttr::NormalWriteBack, ModelAttr::NormalWriteThrough, ModelAttr::NormalNonCacheable];
                 Step::Marker(Marker::Window { va, len, attr: attrs[(r() % 3) as usize], pa: Some(va - VA_OFFSET) })
             }
+            // The tables' NC index turns write-through and back (the walks cached are dropped),
+            // or TTBR0 is written with its own value (nothing changes).
+            16 => {
+                let mair = if r() % 2 == 0 { MAIR } else { MAIR & !0xff_0000 | 0xbb_0000 };
+                Step::Special { insn: Insn::MsrTranslation { reg: SysReg::Mair(Regime::El1), rt: 8 }, pc, regs: vec![(8, mair)] }
+            }
+            17 => Step::Special { insn: Insn::MsrTranslation { reg: SysReg::Ttbr0(Regime::El1), rt: 8 }, pc, regs: vec![(8, L0)] },
             15 if guest_geometry && r() % 8 == 0 => {
                 Step::Marker(Marker::Geometry { level: 1, kind: Kind::Data, line: 64, sets: 64, ways: 2 })
             }
@@ -493,6 +568,9 @@ fn two_rr_cores(steps: &[CoreStep]) -> String {
     let tag = |c: u32| Some(cachescope_arch::marker::core_id_value(c));
     for c in 0..2 {
         r.engine.identify_by(tag(c), || None, 0);
+        // The register (translation through the guest's tables) and the marker (the
+        // attributes' view).
+        r.special(Insn::MsrSctlr { rt: 1 }, 0x8_0000, &[(1, 1 | 4 | 1 << 12)]);
         r.marker(Marker::Sctlr(1 | 4 | 1 << 12), 0x8_0000);
     }
     for (core, step) in steps {
@@ -554,17 +632,106 @@ fn el2_and_el3_controls_the_model_does_not_follow_are_named_once() {
     let r = Run::new(&["profile=rpi4"], false);
     let msr = |reg, v| r.special(Insn::MsrControl { reg, rt: 1 }, 0x9000, &[(1, v)]);
     msr(ControlReg::HcrEl2, 1 << 31); // RW only: the kernel's own EL2 set-up
-    msr(ControlReg::ScrEl3, 1); // NS: recorded, no memory type
+    msr(ControlReg::ScrEl3, 1); // NS: followed (whether HCR_EL2.DC applies)
     msr(ControlReg::SctlrEl3, 0x30c5_0838); // RES1 bits, MMU and caches off
     assert_eq!(r.engine.lock().control[0], [None, Some(0x30c5_0838), Some(1 << 31), Some(1)]);
-    msr(ControlReg::HcrEl2, 1 << 31 | 1 << 12);
-    msr(ControlReg::HcrEl2, 1 << 12);
-    msr(ControlReg::SctlrEl2, 1 | 1 << 2);
+    msr(ControlReg::HcrEl2, 1 << 31 | 1 << 12 | 1); // DC is followed, VM (stage 2) is not
+    msr(ControlReg::HcrEl2, 1 << 12 | 1);
+    msr(ControlReg::HcrEl2, 1 << 34);
+    msr(ControlReg::SctlrEl2, 1 | 1 << 2); // followed
     let records = r.finish();
     let warnings: Vec<&str> = records.lines().filter(|l| l.contains("model-warning")).collect();
-    assert_eq!(warnings.len(), 3, "{records}");
-    assert!(warnings[0].contains("HCR_EL2.DC set (vCPU 0, 0x80001000)"), "{}", warnings[0]);
-    assert!(warnings[1].contains("SCTLR_EL2.M set") && warnings[2].contains("SCTLR_EL2.C set"), "{records}");
+    assert_eq!(warnings.len(), 2, "{records}");
+    assert!(warnings[0].contains("HCR_EL2.VM set (vCPU 0, 0x80001001)"), "{}", warnings[0]);
+    assert!(warnings[1].contains("HCR_EL2.E2H set"), "{records}");
+}
+
+/// A TB's EL picks the regime: the same VA is Device at EL2 (SCTLR_EL2.M = 0) and write-back
+/// at EL1 (its tables); a DC CIVAC at EL2 translates PA = VA (MMU off), at EL1 through the walk,
+/// and with the tables' hole it is not modelled and named once at exit with its page count.
+#[test]
+fn the_regime_follows_the_el_and_untranslated_vas_are_counted() {
+    let r = Run::new(&["profile=rpi4"], false);
+    r.special(Insn::MsrSctlr { rt: 1 }, 0x9000, &[(1, 1 | 4 | 1 << 12)]);
+    let va = VA_OFFSET + RAM + 0x8_0000;
+    {
+        let mut c = r.engine.lock();
+        assert_eq!(c.guest.data_attr(0, va, &r.engine.host), ModelAttr::NormalWriteBack);
+        assert_eq!(c.guest.data_attr(0, VA_OFFSET + RAM + TABLE_NC, &r.engine.host), ModelAttr::NormalNonCacheable);
+    }
+    r.engine.at_el(0, 2);
+    assert_eq!(r.engine.lock().guest.data_attr(0, va, &r.engine.host), ModelAttr::Device, "SCTLR_EL2.M = 0");
+    let civac = Insn::DcVa { op: LineOp::CleanInvalidate, point: Point::Coherency, rt: 1 };
+    r.special(civac, 0x9000, &[(1, va)]);
+    r.engine.at_el(0, 1);
+    r.special(civac, 0x9000, &[(1, va)]);
+    for k in 0..3 {
+        r.special(civac, 0x9000, &[(1, VA_OFFSET + RAM + TABLE_HOLE + 64 * k)]);
+    }
+    // A prefetch of an unmapped VA is a NOP (no warning).
+    let prfm = Prefetch { level: 1, strm: false, store: false, addr: PrfAddr::Imm { base: 6, offset: 0 } };
+    r.special(Insn::Prefetch(prfm), 0x9000, &[(6, VA_OFFSET + RAM + TABLE_HOLE)]);
+    let records = r.finish();
+    let run = records.lines().find(|l| l.contains("\"record\":\"model-run\"")).unwrap();
+    assert!(run.contains("\"va_identity\":1,\"va_walked\":1"), "{run}");
+    let warned: Vec<&str> = records.lines().filter(|l| l.contains("\"cause\":\"untranslated-va\"")).collect();
+    assert_eq!(warned.len(), 1, "{records}");
+    assert!(
+        warned[0].contains("(dc by va: translation-fault-level3, first at VA 0x1400c0000)") && warned[0].contains("\"count\":1"),
+        "{}",
+        warned[0]
+    );
+}
+
+/// Tracking from reset: code written with the MMU and caches off, before any cacheable access,
+/// then fetched through the enabled I-cache without an IC invalidate, is stale code. The model
+/// is built at the first access (the CPU's table gives the geometry), so that write is seen;
+/// the held-back geometry records of that model are dropped when markers replace it unused.
+#[test]
+fn the_first_access_of_the_run_is_modelled() {
+    let code = 0x4008_0000;
+    for ic in [false, true] {
+        let r = Run::new(&[], false);
+        r.engine.cpu_identified(a72_key(), Some(Ctr { raw: 0x8444_c004 }), None);
+        // A store with the MMU off: a Device access at PA = VA (QEMU's hwaddr is VA − VA_OFFSET).
+        r.engine.mem(
+            0,
+            &FakeAccess { size: 8, value: 0xd503_201f },
+            VA_OFFSET + code,
+            VA_OFFSET + code,
+            true,
+            None,
+            Hint { pc: 0x100, nt: false },
+        );
+        r.special(Insn::MsrSctlr { rt: 1 }, 0x104, &[(1, 1 << 12)]);
+        if ic {
+            r.special(Insn::IcIallu { broadcast: false }, 0x108, &[]);
+        }
+        r.engine.fetch(0, code, 8, false);
+        let records = r.finish();
+        let stale = records.lines().any(|l| l.contains("\"record\":\"hazard\"") && l.contains("stale-instruction"));
+        assert_eq!(stale, !ic, "IC IALLU {ic}: {records}");
+    }
+    // Geometry markers before any cacheable access replace the reset model: one set of geometry
+    // records (the guest's), and only the warning that they differ from the CPU's table.
+    let r = Run::new(&[], false);
+    r.engine.cpu_identified(a72_key(), None, None);
+    r.engine.mem(0, &FakeAccess { size: 8, value: 0 }, VA_OFFSET + code, VA_OFFSET + code, false, None, Hint::default());
+    for (level, kind, line, sets, ways) in
+        [(1, Kind::Instruction, 64, 256, 3), (1, Kind::Data, 64, 64, 4), (2, Kind::Unified, 64, 1024, 16)]
+    {
+        r.marker(Marker::Geometry { level, kind, line, sets, ways }, 0x8_0000);
+    }
+    r.special(Insn::MsrSctlr { rt: 1 }, 0x104, &[(1, 1 << 12)]);
+    r.engine.fetch(0, code, 8, false);
+    let records = r.finish();
+    assert_eq!(records.matches("\"record\":\"model-geometry\"").count(), 3, "{records}");
+    assert_eq!(records.matches("\"record\":\"model-profile\"").count(), 1, "{records}");
+    assert_eq!(geometry_of(&records)[1], ("L1D".into(), 64, 4, "guest".into()));
+    assert_eq!(records.matches("model-warning").count(), 1, "{records}");
+    assert!(records.contains("geometry markers differ from QEMU"), "{records}");
+    let l1d = records.lines().find(|l| l.contains("\"record\":\"model-total\"") && l.contains("\"level\":\"L1D\"")).unwrap();
+    assert!(l1d.contains("\"bypass\":1"), "the reset model's count is carried: {l1d}");
 }
 
 #[test]
