@@ -193,7 +193,8 @@ pub struct Guest {
     /// Data pages where the walk's PA differed from QEMU's: the pages, the first (VA, QEMU's
     /// PA, the walk's PA).
     disagreed: (HashSet<u64>, Option<(u64, u64, u64)>),
-    /// Print the first this many walks, and the first this many faults, to stderr
+    /// Print the first this many walks, the first this many faults, and (engine) every decoded
+    /// translation-register write, to stderr
     /// (`CS_MODEL_WALK_LOG=N`, a debugging aid).
     pub log_walks: u64,
     faults_logged: u64,

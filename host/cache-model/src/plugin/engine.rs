@@ -33,6 +33,9 @@ pub trait Host: PhysMem {
     fn id_regs(&self) -> (Option<Ctr>, Option<Clidr>);
     /// The NUL-terminated phase name at `va` in guest memory.
     fn read_name(&self, va: u64) -> Option<String>;
+    /// The running vCPU's SCTLR/TTBR/TCR/MAIR of the regime of Exception level `el` (asked in a
+    /// callback with register access: at a TLBI); empty when not readable.
+    fn regime_registers(&self, el: u8) -> Vec<(SysReg, u64)>;
 }
 
 /// The access a memory callback reports.
@@ -503,6 +506,16 @@ impl<H: Host> Engine<H> {
             Insn::MsrControl { rt, .. } | Insn::MsrTranslation { rt, .. } => (x(rt), 0, 0, 0, 0),
             Insn::IcIallu { .. } | Insn::Tlbi | Insn::Prefetch(_) => (0, 0, 0, 0, 0),
         };
+        // At a TLBI (translation state changes around one): the regime's registers as the vCPU
+        // holds them, adopted where a write escaped the decoder (see `resync`).
+        let resync = if matches!(insn, Insn::Tlbi) && self.vcpus == 1 {
+            self.host.regime_registers(self.els[cpu].load(Relaxed))
+        } else {
+            Vec::new()
+        };
+        if !resync.is_empty() {
+            self.resync(&resync);
+        }
         let mut core = self.lock();
         let drop_pages =
             matches!(insn, Insn::Tlbi | Insn::MsrSctlr { .. } | Insn::Marker | Insn::MsrControl { .. } | Insn::MsrTranslation { .. });
@@ -554,6 +567,9 @@ impl<H: Host> Engine<H> {
                 core.guest.write(cpu, SysReg::Sctlr(crate::walk::Regime::El1), a);
             }
             Insn::MsrTranslation { reg, .. } => {
+                if core.guest.log_walks > 0 {
+                    eprintln!("{}: cpu {cpu} pc {pc:#x}: msr {reg:?} = {a:#x}", super::NAME);
+                }
                 core.guest.write(cpu, reg, a);
             }
             Insn::MsrControl { reg, .. } => {

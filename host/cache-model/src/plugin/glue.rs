@@ -307,6 +307,11 @@ impl Host for Qemu {
     fn read_name(&self, va: u64) -> Option<String> {
         read_name(va)
     }
+
+    fn regime_registers(&self, el: u8) -> Vec<(SysReg, u64)> {
+        let Some(regs) = self.regs.get() else { return Vec::new() };
+        regs.regime_sys[crate::walk::Regime::of_el(el).index()].iter().filter_map(|&(r, h)| Some((r, read_register(h)?))).collect()
+    }
 }
 
 impl MemAccess for MemoryInfo<'_> {

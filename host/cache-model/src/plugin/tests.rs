@@ -104,6 +104,10 @@ impl Host for FakeHost {
     fn read_name(&self, va: u64) -> Option<String> {
         Some(format!("phase-at-{va:x}"))
     }
+
+    fn regime_registers(&self, _el: u8) -> Vec<(SysReg, u64)> {
+        Vec::new()
+    }
 }
 
 /// The guest's VA → PA map: VA = PA + this; the device region is I/O.
