@@ -199,7 +199,11 @@ pub fn find_kernel(given: Option<PathBuf>) -> Result<PathBuf, String> {
         return if k.is_file() { Ok(k) } else { Err(format!("{}: no such kernel Image ({hint})", k.display())) };
     }
     let k = crate::foreign::linux_kernel();
-    if k.is_file() { Ok(k) } else { Err(format!("{}: no kernel Image there ({hint})", k.display())) }
+    if k.is_file() {
+        Ok(k)
+    } else {
+        Err(format!("{}: no kernel Image there ({hint})", k.display()))
+    }
 }
 
 /// Runs the benchmark and prints its table.

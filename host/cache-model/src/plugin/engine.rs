@@ -702,7 +702,9 @@ impl<H: Host> Engine<H> {
         }
         if core.unattributed > 0 {
             let n = core.unattributed;
-            let what = format!("{n} hazard occurrences were not reported: raised by untagged code whose core is not known, or on what such code touched");
+            let what = format!(
+                "{n} hazard occurrences were not reported: raised by untagged code whose core is not known, or on what such code touched"
+            );
             core.warn_cause(WarningCause::Attribution, &what, Some(n));
         } else if self.vcpus > 1 && self.round_robin && !self.tagged_seen.load(Relaxed) {
             core.warn_cause(WarningCause::Attribution, &self.unattributed_warning(), None);

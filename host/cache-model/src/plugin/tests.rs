@@ -557,7 +557,10 @@ fn untagged_code_on_several_round_robin_vcpus_reports_no_hazard() {
             // Both warnings name their cause, so a check can allow them (observe --expect).
             let caused = records.lines().filter(|l| l.contains(r#""record":"model-warning""#) && l.contains(r#""cause":"attribution""#));
             assert_eq!(caused.count(), 2, "{records}");
-            assert!(records.contains(r#"untagged code whose core is not known, or on what such code touched","cause":"attribution","count":"#), "{records}");
+            assert!(
+                records.contains(r#"untagged code whose core is not known, or on what such code touched","cause":"attribution","count":"#),
+                "{records}"
+            );
         }
     }
 }
