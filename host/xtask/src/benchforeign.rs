@@ -37,6 +37,8 @@ pub struct Options {
     pub machine: String,
     /// QEMU `-cpu`.
     pub cpu: String,
+    /// QEMU `-m`: virt's RAM (boards.toml `qemu_memory`, what observe gives it).
+    pub memory: String,
     /// QEMU_CACHE_MODEL-style plugin value (`on` = the defaults, or `key=value,…`).
     pub model: String,
     /// Wall-clock limit of one run (then it is killed and the benchmark fails).
@@ -53,7 +55,7 @@ pub fn qemu_args(o: &Options, smp: u32, plugin: Option<&str>) -> Vec<String> {
         "-smp",
         &smp.to_string(),
         "-m",
-        "512",
+        &o.memory,
         "-nographic",
         "-nic",
         "none",
@@ -263,6 +265,7 @@ mod tests {
             reps: 3,
             machine: "virt".into(),
             cpu: "cortex-a72".into(),
+            memory: "512M".into(),
             model: "on".into(),
             timeout: Duration::from_secs(60),
         }

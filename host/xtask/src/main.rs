@@ -728,8 +728,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             let kernel = benchforeign::find_kernel(kernel).map_err(usage)?;
             let timeout = std::time::Duration::from_secs(timeout.max(1));
-            let o = benchforeign::Options { kernel, smp, reps: reps.max(1), machine, cpu, model, timeout };
             let ctx = qemu::Context::new(&root, Vec::new());
+            // virt's RAM, as observe and the foreign subjects give it to QEMU.
+            let memory = observe::virt_board(&ctx.boards)
+                .and_then(|b| b.qemu.as_ref()?.memory.clone())
+                .ok_or_else(|| usage("boards.toml: no virt board with a qemu_memory"))?;
+            let o = benchforeign::Options { kernel, smp, reps: reps.max(1), machine, cpu, memory, model, timeout };
             benchforeign::bench_foreign(&root, &ctx.host_bin, &o).map_err(usage)
         }
         Command::BenchModel { accesses, reps } => benchmodel::bench_model(&repo_root(), accesses, reps.max(1)).map_err(usage),
@@ -870,11 +874,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             // virt's RAM, as observe gives it to QEMU (boards.toml `qemu_memory`).
             let ram = || -> Result<u64, Failure> {
                 let boards = boards::load(&boards_path).map_err(usage)?;
-                let m = boards
-                    .iter()
-                    .filter_map(|b| b.qemu.as_ref())
-                    .find(|q| q.machine == "virt")
-                    .and_then(|q| q.memory.clone())
+                let m = observe::virt_board(&boards)
+                    .and_then(|b| b.qemu.as_ref()?.memory.clone())
                     .ok_or_else(|| usage(format!("{}: no virt board with a qemu_memory", boards_path.display())))?;
                 foreign::memory_bytes(&m).ok_or_else(|| usage(format!("{}: qemu_memory '{m}' is not a size", boards_path.display())))
             };

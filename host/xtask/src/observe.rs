@@ -119,6 +119,11 @@ pub struct Checked {
     pub extra: Vec<String>,
 }
 
+/// The board QEMU virt emulates (what observe runs on; its `qemu_memory` is virt's RAM).
+pub fn virt_board(boards: &[Board]) -> Option<&Board> {
+    boards.iter().find(|b| b.qemu.as_ref().is_some_and(|q| q.machine == "virt"))
+}
+
 /// The machine of an entry EL on virt.
 pub fn machine_for_el(el: &str) -> Option<&'static str> {
     match el {
@@ -398,11 +403,7 @@ fn run_inner(ctx: &Context, o: &Options) -> Result<u8, Stop> {
         Some(e) => Some(Symbols::load(e, c.load_offset).map_err(|m| bad(format!("--elf: {m}")))?),
         None => None,
     };
-    let board = ctx
-        .boards
-        .iter()
-        .find(|b| b.qemu.as_ref().is_some_and(|q| q.machine == "virt"))
-        .ok_or_else(|| bad("boards.toml has no board QEMU virt emulates"))?;
+    let board = virt_board(&ctx.boards).ok_or_else(|| bad("boards.toml has no board QEMU virt emulates"))?;
     if !qemu::on_path(&env, "qemu-system-aarch64") {
         return Err((4, "qemu-system-aarch64 is not installed (exit status 4): run scripts/bootstrap".into()));
     }
@@ -544,7 +545,7 @@ mod tests {
     #[test]
     fn the_command_line_is_the_runner_s_with_bios_and_no_reboot() {
         let boards = crate::boards::load(&root().join("boards.toml")).unwrap();
-        let b = boards.iter().find(|b| b.qemu.as_ref().is_some_and(|q| q.machine == "virt")).unwrap();
+        let b = virt_board(&boards).unwrap();
         let c = check(&opts(&["--bios", SRC, "--cpu", "max", "--el", "2", "--", "-d", "int"]), &root()).unwrap();
         let a: Vec<String> = argv(&c, b, "/p.so,out=/m").into_iter().map(|w| w.into_string().unwrap()).collect();
         let after = |o: &str| a.iter().position(|w| w == o).map(|i| a[i + 1].as_str());
@@ -567,7 +568,7 @@ mod tests {
     #[test]
     fn several_vcpus_at_el1_run_multi_threaded_everything_else_under_icount() {
         let boards = crate::boards::load(&root().join("boards.toml")).unwrap();
-        let b = boards.iter().find(|b| b.qemu.as_ref().is_some_and(|q| q.machine == "virt")).unwrap();
+        let b = virt_board(&boards).unwrap();
         let run = |args: &[&str]| {
             let c = check(&opts(args), &root()).unwrap();
             let a: Vec<String> = argv(&c, b, "/p.so").into_iter().map(|w| w.into_string().unwrap()).collect();
