@@ -7,6 +7,7 @@
 //! The protocol itself (commands, attribute codes, version, encoding) is
 //! [`cachescope_arch::marker`], shared with the plugin.
 
+pub use cachescope_arch::attr::Shareability;
 pub use cachescope_arch::marker::{Command, Marker, ModelAttr, PA_UNKNOWN, PROTOCOL_VERSION};
 
 #[cfg(target_os = "none")]
@@ -29,11 +30,18 @@ mod target {
         }
     }
 
-    /// Declares `[va, va+len)` as having `attr`, mapped contiguously to physical `pa` onwards
-    /// ([`PA_UNKNOWN`] when not known or not contiguous; irrelevant when `len` is 0).
+    /// Declares `[va, va+len)` as having `attr`, Inner Shareable, mapped contiguously to
+    /// physical `pa` onwards ([`PA_UNKNOWN`] when not known or not contiguous; irrelevant when
+    /// `len` is 0).
     pub fn window(va: usize, pa: u64, len: usize, attr: ModelAttr) {
+        window_shared(va, pa, len, attr, Shareability::Inner);
+    }
+
+    /// [`window`] with the mapping's shareability (protocol 6: the sanitizer's
+    /// `non-shareable-shared` rule).
+    pub fn window_shared(va: usize, pa: u64, len: usize, attr: ModelAttr, share: Shareability) {
         let pa = (pa != PA_UNKNOWN).then_some(pa);
-        emit(Marker::Window { va: va as u64, len: len as u64, attr, pa });
+        emit(Marker::Window { va: va as u64, len: len as u64, attr, pa, share });
     }
 
     /// Reports the current SCTLR_EL1.

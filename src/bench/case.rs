@@ -38,6 +38,7 @@ typed_args! {
         reps: Number { min: 1, max: 1000 }, Literal("5"), "measured repetitions per point";
         warmup: Number { min: 0, max: 100 }, Literal("1"), "warm-up runs per point";
         timer: OneOf(&["cntvct", "pmccntr"]), Literal("cntvct"), "timer for measured windows";
+        pmu_counters: Number { min: 0, max: 31 }, Computed("PMCR_EL0.N; 0 under the cache model"), "PMU event counters a phase uses at most (below PMCR_EL0.N the events are multiplexed over more groups; 0: no pmu records)";
         attrs: SubsetOf(ATTR_NAMES), Computed("all"), "attributes to run over";
     }
 }
@@ -126,7 +127,15 @@ pub fn env(ctx: &Ctx) -> Result<Env, &'static str> {
         "pmccntr" => Timer::cycles()?,
         _ => Timer::generic(),
     };
-    Ok(Env { timer, reps: ctx.args.get(COMMON.reps) as usize, warmup: ctx.args.get(COMMON.warmup) as usize, emulated: ctx.boot.emulated })
+    Ok(Env {
+        timer,
+        reps: ctx.args.get(COMMON.reps) as usize,
+        warmup: ctx.args.get(COMMON.warmup) as usize,
+        emulated: ctx.boot.emulated,
+        // Under the cache model the PMU counts are the emulator's, and a pmu record between
+        // phases changes the caches the next phase starts with: off unless asked for.
+        pmu_counters: ctx.args.get(COMMON.pmu_counters).map_or(if ctx.boot.model.is_some() { 0 } else { 31 }, |n| n as u8),
+    })
 }
 
 /// The regions benchmarks run over (every alias window of the test arena, and the write-back

@@ -274,6 +274,145 @@ mod target {
         Ok(emit(env, id, summary, iters, Unit::TimePerOp, &|m| m.handovers_per_op(2)))
     }
 
+    /// The go / done hand-shake of a core-to-core pair of two secondaries: kernel memory, not a
+    /// declared window, so the cache model counts its hand-overs apart from the benchmark
+    /// line's (`buf_` counts).
+    #[repr(C, align(128))]
+    struct Handshake {
+        go: u64,
+        _pad: [u64; 15],
+        done: u64,
+    }
+
+    static mut HANDSHAKE: Handshake = Handshake { go: 0, _pad: [0; 15], done: 0 };
+
+    /// The addresses of the hand-shake's two words.
+    fn handshake() -> (usize, usize) {
+        // SAFETY: only the addresses are taken; the words are read and written volatile.
+        unsafe { (core::ptr::addr_of!(HANDSHAKE.go) as usize, core::ptr::addr_of!(HANDSHAKE.done) as usize) }
+    }
+
+    /// Core-to-core latency of the ordered pair (`from`, `to`): the word at `line` handed back
+    /// and forth, `from` writing first; `iters` round trips (two one-way hand-overs each) per
+    /// window, timed by the boot core (core 0). With the boot core in the pair it plays its side
+    /// in the window; with two secondaries it opens each window (`go`) and waits for `from`'s
+    /// `done`: two hand-overs of the hand-shake's lines in the timed window, besides the 2 ×
+    /// `iters` of the line. Returns the median window in timer counts.
+    #[allow(clippy::too_many_arguments)]
+    pub fn core_to_core(
+        env: &Env,
+        line: usize,
+        line_bytes: u64,
+        from: usize,
+        to: usize,
+        iters: u64,
+        timeout_ms: u64,
+    ) -> Result<u64, String> {
+        let (go, done) = handshake();
+        store(line, 0);
+        store(go, 0);
+        store(done, 0);
+        hw::dsb_sy();
+        let total = (env.warmup + env.reps) as u64;
+        let rounds = total * iters;
+        let others: Vec<usize> = [from, to].into_iter().filter(|&c| c != 0).collect();
+        let job = smp::launch(&others, move |core| {
+            let deadline = Deadline::after_ms(timeout_ms);
+            if core == to {
+                // The responder: every round, wait for `from`'s store, then answer.
+                for m in 0..rounds {
+                    if !wait_eq(line, 2 * m + 1, &deadline) {
+                        return Err(2 * m + 1);
+                    }
+                    store(line, 2 * m + 2);
+                }
+                return Ok(());
+            }
+            if to == 0 {
+                // `from` against the boot core, which answers in its windows.
+                for m in 0..rounds {
+                    if !wait_eq(line, 2 * m, &deadline) {
+                        return Err(2 * m);
+                    }
+                    store(line, 2 * m + 1);
+                }
+                return Ok(());
+            }
+            // `from` against another secondary: one window per `go`, then `done`.
+            for w in 0..total {
+                if !wait_eq(go, w + 1, &deadline) {
+                    return Err(u64::MAX);
+                }
+                for m in w * iters..(w + 1) * iters {
+                    if !wait_eq(line, 2 * m, &deadline) {
+                        return Err(2 * m);
+                    }
+                    store(line, 2 * m + 1);
+                }
+                if !wait_eq(line, 2 * (w + 1) * iters, &deadline) {
+                    return Err(2 * (w + 1) * iters);
+                }
+                store(done, w + 1);
+            }
+            Ok(())
+        });
+        let deadline = Deadline::after_ms(timeout_ms);
+        let (mut round, mut window) = (0u64, 0u64);
+        let mut stuck = None;
+        let params = [(Param::Iters.name(), iters), (Param::From.name(), from as u64), (Param::To.name(), to as u64)];
+        let id = MetricId {
+            bench: SmpBench::C2c.name(),
+            variant: SmpVariant::LineHandover.name(),
+            attr: "normal-wb",
+            bytes: line_bytes,
+            params: &params,
+        };
+        let summary = measure(env, id, || {
+            if stuck.is_some() {
+                return;
+            }
+            if from == 0 {
+                for _ in 0..iters {
+                    if !wait_eq(line, 2 * round, &deadline) {
+                        stuck = Some(2 * round);
+                        return;
+                    }
+                    store(line, 2 * round + 1);
+                    round += 1;
+                }
+                if !wait_eq(line, 2 * round, &deadline) {
+                    stuck = Some(2 * round);
+                }
+            } else if to == 0 {
+                for _ in 0..iters {
+                    if !wait_eq(line, 2 * round + 1, &deadline) {
+                        stuck = Some(2 * round + 1);
+                        return;
+                    }
+                    store(line, 2 * round + 2);
+                    round += 1;
+                }
+            } else {
+                window += 1;
+                store(go, window);
+                if !wait_eq(done, window, &deadline) {
+                    stuck = Some(window);
+                }
+            }
+        });
+        let results = gather("core-to-core", job.join(timeout_ms))?;
+        if let Some(at) = stuck {
+            return Err(format!("core-to-core {from}->{to}: the boot core waited in vain at {at}"));
+        }
+        if let Some((core, Err(at))) = results.iter().find(|(_, r)| r.is_err()) {
+            return Err(format!("core-to-core {from}->{to}: core {core} waited in vain at {at}"));
+        }
+        if load(line) != 2 * rounds {
+            return Err(format!("core-to-core {from}->{to}: the line holds {} after {} hand-overs", load(line), 2 * rounds));
+        }
+        Ok(emit(env, id, summary, iters, Unit::TimePerOp, &|m| m.handovers_per_op(2)))
+    }
+
     /// The identity of a false-sharing figure: `n` cores, counters `stride` bytes apart.
     pub fn false_sharing_id<'a>(variant: SmpVariant, n: usize, stride: usize, params: &'a [(&'a str, u64)]) -> MetricId<'a> {
         MetricId { bench: SmpBench::Falseshare.name(), variant: variant.name(), attr: "normal-wb", bytes: (n * stride) as u64, params }

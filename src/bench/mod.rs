@@ -14,6 +14,8 @@ pub mod stats;
 #[cfg(target_os = "none")]
 pub mod case;
 #[cfg(target_os = "none")]
+pub mod pmu;
+#[cfg(target_os = "none")]
 pub mod timer;
 
 // One file per benchmark, each declaring its `BENCHMARK` (see [`case::Benchmark`]).
@@ -146,6 +148,10 @@ mod target {
         pub warmup: usize,
         /// Running under an emulator.
         pub emulated: bool,
+        /// PMU event counters a measured phase uses at most ([`super::pmu`]; 0: no counting).
+        /// A byte: it fits the struct's padding, so the benchmarks' stack frames keep their
+        /// layout (the cache model sees their lines).
+        pub pmu_counters: u8,
     }
 
     /// A measurement's further facts, as the `metric` record's typed setters (`&|m|
@@ -266,14 +272,29 @@ mod target {
 
     /// Measures `f` `env.reps` times after `env.warmup` runs and summarises the windows. The
     /// measured windows (not the warm-up runs) are one cache-model phase named after `id`
-    /// (ids count up from 1), so the model's counts pair with the metric.
+    /// (ids count up from 1), so the model's counts pair with the metric. With `env.pmu_counters`, the
+    /// windows count the PMU events and the phase's `pmu` record is emitted after it.
     pub fn measure(env: &Env, id: MetricId, mut f: impl FnMut()) -> Summary {
         // The warm-up runs through the very same frames as the measured windows (only the
         // markers are off), so the measured windows find the stack lines they use warm too.
         // Set/way walks in it are recorded once for the phase (`cache::per_phase`).
         let mut samples = crate::cache::per_phase(&id, || {
             let _ = in_phase(id, false, || env.timer.measure(env.warmup, &mut f));
-            in_phase(id, true, || env.timer.measure(env.reps, &mut f))
+            match (env.pmu_counters > 0).then(|| super::pmu::plan(env.pmu_counters.into())).flatten() {
+                None => in_phase(id, true, || env.timer.measure(env.reps, &mut f)),
+                Some(plan) => {
+                    let plan = &plan;
+                    // Counted windows; the counters are read after the phase's end marker.
+                    let mut counts = super::pmu::PhaseCounts::new(plan);
+                    let samples = match counts.program_single(env.reps) {
+                        Some(mask) => in_phase(id, true, || env.timer.measure_counted(env.reps, mask, &mut f)),
+                        None => in_phase(id, true, || counts.measure(&env.timer, env.reps, &mut f)),
+                    };
+                    counts.finish();
+                    counts.emit(&alloc::format!("{id}"), env.emulated);
+                    samples
+                }
+            }
         });
         super::stats::summarize(&mut samples).expect("reps >= 1")
     }

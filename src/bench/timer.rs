@@ -79,10 +79,34 @@ impl Timer {
         self.now().wrapping_sub(t0)
     }
 
+    /// [`window`](Self::window) with the PMU event counters of `mask` running inside its
+    /// barriers: started after the opening DSB/ISB, stopped after the closing ones
+    /// (`bench::pmu`).
+    #[inline(always)]
+    pub fn counted_window(&self, mask: u64, f: &mut impl FnMut()) -> u64 {
+        cachescope_arch::hw::dsb_sy();
+        cachescope_arch::hw::isb();
+        pmu::start(mask);
+        let t0 = self.now();
+        f();
+        cachescope_arch::hw::dsb_sy();
+        cachescope_arch::hw::isb();
+        let t1 = self.now();
+        pmu::stop(mask);
+        t1.wrapping_sub(t0)
+    }
+
     /// `reps` measured windows of `f` (warm-up is the caller's: `bench::measure` runs it through
     /// this same function, so warm-up and measured runs take the same path).
     pub fn measure(&self, reps: usize, mut f: impl FnMut()) -> Vec<u64> {
         (0..reps).map(|_| self.window(&mut f)).collect()
+    }
+
+    /// [`measure`](Self::measure) with the PMU event counters of `mask` running inside each
+    /// window ([`counted_window`](Self::counted_window)): the same loop, so the windows touch the
+    /// same memory as uncounted ones.
+    pub fn measure_counted(&self, reps: usize, mask: u64, mut f: impl FnMut()) -> Vec<u64> {
+        (0..reps).map(|_| self.counted_window(mask, &mut f)).collect()
     }
 
     /// Resolution: the smallest non-zero difference of two back-to-back reads (counts).

@@ -157,7 +157,7 @@ pub fn build(boot: &BootInfo) -> Result<(), Error> {
     drop(st);
     let windows = WINDOWS.call_once(|| windows);
     for w in windows {
-        model_markers::window(w.va, w.pa as u64, w.len, w.attr.model_attr());
+        model_markers::window_shared(w.va, w.pa as u64, w.len, w.attr.model_attr(), w.attributes().share);
     }
     for d in &devices {
         // Identity mapped: PA = VA.
@@ -297,7 +297,7 @@ pub fn map(name: &'static str, va: u64, pa: u64, len: u64, attrs: Attributes, gr
     with_tables(|t| t.map(name, va, pa, len, attrs, gran))?;
     hw::dsb_ishst();
     hw::tlbi_sync();
-    model_markers::window(va as usize, pa, len as usize, attrs.mem.model_attr());
+    model_markers::window_shared(va as usize, pa, len as usize, attrs.mem.model_attr(), attrs.share);
     Ok(())
 }
 
@@ -332,7 +332,7 @@ pub fn make_range(va: u64, len: u64, attrs: Attributes) -> Result<(), Error> {
     let pa = with_tables(|t| t.make_range(va, len, attrs))?;
     hw::dsb_ishst();
     hw::tlbi_sync();
-    model_markers::window(va as usize, pa.unwrap_or(model_markers::PA_UNKNOWN), len as usize, attrs.mem.model_attr());
+    model_markers::window_shared(va as usize, pa.unwrap_or(model_markers::PA_UNKNOWN), len as usize, attrs.mem.model_attr(), attrs.share);
     Ok(())
 }
 

@@ -105,18 +105,12 @@ fn report(ctx: &mut Ctx) {
     match Timer::cycles() {
         Ok(_) => {
             diag!("PMU: cycle counter usable at EL1, {} event counters", crate::cpu::pmu::event_counters());
-            for (ev, name) in [
-                (0x11u16, "CPU_CYCLES"),
-                (0x08, "INST_RETIRED"),
-                (0x04, "L1D_CACHE"),
-                (0x03, "L1D_CACHE_REFILL"),
-                (0x16, "L2D_CACHE"),
-                (0x17, "L2D_CACHE_REFILL"),
-            ] {
+            for e in cachescope_arch::pmu::PmuEvent::ALL {
+                let (ev, name) = (e.number(), e.name());
                 if crate::cpu::pmu::event_implemented(ev) {
-                    diag!("  event {ev:#04x} {name}: advertised by PMCEID");
+                    diag!("  event {ev:#04x} {name}: advertised by PMCEID, counted per phase (pmu records)");
                 } else {
-                    diag!("  event {ev:#04x} {name}: not advertised by PMCEID0/1 - skipped");
+                    diag!("  event {ev:#04x} {name}: not advertised by PMCEID0/1 - not counted");
                 }
             }
         }

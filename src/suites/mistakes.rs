@@ -2,7 +2,9 @@
 //! model's sanitizer (host/cache-model) can be seen to catch each one: a hand-off without a
 //! clean, a read-back without an invalidate, an invalidate of a partial edge line, a by-VA loop
 //! with twice the line as its stride, self-modifying code without IC IVAU, and set/way
-//! maintenance of one level where another level holds the data.
+//! maintenance of one level where another level holds the data; and, on two cores, a
+//! non-cacheable write behind another core's cached copy and a line cached by two cores through
+//! a Non-shareable mapping.
 //!
 //! Each case runs its mistake as the cache-model phase `mistakes/CASE` and declares what the
 //! sanitizer must report with `expect-hazard` records (kind and lines). The plugin cannot answer
@@ -47,6 +49,7 @@ pub const SUITE: Suite = Suite {
         Case { name: "smc-without-ic", run: smc_without_ic },
         Case { name: "setway-one-level", run: setway_one_level },
         Case { name: "cross-core-nc-write", run: cross_core_nc_write },
+        Case { name: "non-shareable-shared", run: non_shareable_shared },
     ],
     on_request: false,
     args: &[],
@@ -326,5 +329,51 @@ fn cross_core_nc_write(ctx: &mut Ctx) {
             ctx.check(true, format!("cross-core-nc-write performed on cores 0 and {peer}; the verdict is the sanitizer's"));
         }
         Err(e) => ctx.fail(format!("core {peer} did not write: {e}")),
+    }
+}
+
+/// Core 0 maps its case's lines a second time, Non-shareable (a scratch alias whose descriptors
+/// have SH = 0b00), and reads them through it; core 1 then reads them through the Inner
+/// Shareable write-back alias. Two cores whose shareability domains for the lines do not include
+/// each other now cache them (Arm ARM DDI 0487, B2.7): the hardware keeps the copies coherent
+/// for neither, so a write by one may never reach the other. The correct sequence maps the lines
+/// Inner Shareable on both cores (every other case). Needs a second core.
+fn non_shareable_shared(ctx: &mut Ctx) {
+    use crate::mem::{alias::SCRATCH_BASE, attr::Attributes, mmu, table::PAGE_SIZE, Granularity, Shareability};
+    use crate::smp;
+    let Some(cores) = ctx.secondaries() else { return };
+    let peer = cores[0];
+    let l = match lines(ctx, 7) {
+        Ok(l) => l,
+        Err(why) => return ctx.skip(why),
+    };
+    let ns = (SCRATCH_BASE + l.pa) as usize;
+    let _ = mmu::unmap(ns as u64, PAGE_SIZE); // left over by an earlier run that stopped midway
+    let attrs = Attributes { share: Shareability::Non, ..Attributes::RW_DATA };
+    if let Err(e) = mmu::map("non-shareable", ns as u64, l.pa, PAGE_SIZE, attrs, Granularity::Pages) {
+        return ctx.fail(format!("cannot map the non-shareable alias: {e}"));
+    }
+    let phase = "mistakes/non-shareable-shared";
+    let (wb, line) = (l.wb, l.line);
+    let read = named_phase(phase, || {
+        for i in 0..LINES {
+            core::hint::black_box(read(ns + i * line));
+        }
+        smp::run_on(peer, 1000, move |_| {
+            for i in 0..LINES {
+                core::hint::black_box(read(wb + i * line));
+            }
+        })
+    });
+    ctx.expect_hazard(phase, HazardKind::NonShareableShared, l.pa, LINES as u64, l.line as u64);
+    settle(&l, CASE_SPAN);
+    if let Err(e) = mmu::unmap(ns as u64, PAGE_SIZE) {
+        return ctx.fail(format!("cannot unmap the non-shareable alias: {e}"));
+    }
+    match read {
+        Ok(()) => {
+            ctx.check(true, format!("non-shareable-shared performed on cores 0 and {peer}; the verdict is the sanitizer's"));
+        }
+        Err(e) => ctx.fail(format!("core {peer} did not read: {e}")),
     }
 }

@@ -1,6 +1,7 @@
 //! The multicore suite: every core brought up with the boot core's MMU regime, then coherence
 //! benchmarks — ping-pong (a line's ownership round trip), false sharing, a cross-core SPSC
-//! ring, a ring all-reduce and broadcast maintenance ([`crate::bench::coherence`]). With one
+//! ring, a ring all-reduce, broadcast maintenance and the core-to-core matrix (every ordered pair
+//! of cores handing a line back and forth) ([`crate::bench::coherence`]). With one
 //! core every case SKIPs with the reason.
 //!
 //! Under QEMU every figure measures the emulator (vCPUs are host threads, or one thread
@@ -30,6 +31,7 @@ pub const SUITE: Suite = Suite {
         Case { name: "spsc-ring", run: spsc },
         Case { name: "allreduce", run: allreduce },
         Case { name: "broadcast", run: broadcast },
+        Case { name: "core-to-core", run: core_to_core },
     ],
     args: ARGS,
     validate: Some(validate),
@@ -74,6 +76,7 @@ const TIMEOUT: &[ArgSpec] = core::slice::from_ref(&ARGS[ARGS.len() - 1]);
 /// unless said otherwise): far enough apart that none shares a line or a page with another.
 mod at {
     pub const PINGPONG: usize = 0;
+    pub const CORE_TO_CORE: usize = 32 << 10;
     pub const PINGPONG_NC: usize = 1 << 20;
     pub const FALSE_SHARING: usize = 64 << 10;
     pub const SPSC: usize = 128 << 10;
@@ -106,6 +109,8 @@ fn env(ctx: &Ctx) -> Env {
         reps: ctx.args.get(SMP.smp_reps) as usize,
         warmup: ctx.args.get(SMP.smp_warmup) as usize,
         emulated: ctx.boot.emulated,
+        // Windows across several cores: one core's counters would not cover them.
+        pmu_counters: 0,
     }
 }
 
@@ -352,4 +357,26 @@ fn runs_after(ctx: &mut Ctx) {
         ctx.check(smp::is_lost(core), format!("core {core} is marked lost after its timeout"));
         ctx.check_eq(smp::run_on(core, timeout(ctx), |c| c), Err(CoreError::Lost), format!("core {core} gets no more work"));
     }
+}
+
+/// Every ordered pair of cores hands one line back and forth (`smp_iters` round trips per
+/// window): the core-to-core latency matrix, one `c2c` record per pair.
+fn core_to_core(ctx: &mut Ctx) {
+    let Some((cores, wb, _)) = setup(ctx) else { return };
+    let env = env(ctx);
+    let (line, _) = line_and_cwg();
+    let iters = ctx.args.get(SMP.smp_iters);
+    let all: Vec<usize> = core::iter::once(0).chain(cores.iter().copied()).collect();
+    let at = wb.va + at::CORE_TO_CORE;
+    let mut pairs = 0;
+    for &from in &all {
+        for &to in all.iter().filter(|&&t| t != from) {
+            match co::core_to_core(&env, at, line as u64, from, to, iters, timeout(ctx)) {
+                Ok(_) => pairs += 1,
+                Err(e) => return ctx.fail(e),
+            }
+        }
+    }
+    diag!("core-to-core: {pairs} ordered pairs of {} cores, {iters} round trips per window", all.len());
+    ctx.check_eq(pairs, all.len() * (all.len() - 1), "core-to-core: every ordered pair measured");
 }

@@ -110,6 +110,27 @@ impl Shareability {
             Shareability::Outer => "outer",
         }
     }
+
+    /// The encoding of a stage 1 descriptor's SH field, bits `[9:8]` (0b00 Non-shareable,
+    /// 0b10 Outer Shareable, 0b11 Inner Shareable, 0b01 reserved), which is also the marker
+    /// protocol's window shareability code (version 6, [`crate::marker`]).
+    pub const fn sh_field(self) -> u64 {
+        match self {
+            Shareability::Non => 0b00,
+            Shareability::Outer => 0b10,
+            Shareability::Inner => 0b11,
+        }
+    }
+
+    /// The shareability an SH field encodes; `None` for the reserved 0b01 (and values past 2 bits).
+    pub const fn from_sh_field(sh: u64) -> Option<Self> {
+        match sh {
+            0b00 => Some(Shareability::Non),
+            0b10 => Some(Shareability::Outer),
+            0b11 => Some(Shareability::Inner),
+            _ => None,
+        }
+    }
 }
 
 /// Data access permission at EL1 (EL0 never has access to the kernel's mappings).

@@ -251,6 +251,12 @@ identities! {
         /// Reduce-scatter then all-gather around the ring.
         Ring = "ring",
     }
+    /// Core-to-core latency: for every ordered pair of cores, a line handed back and forth
+    /// (the first core of the pair writes first).
+    C2c = "c2c" {
+        /// Plain loads and stores of one line (each round trip two one-way hand-overs).
+        LineHandover = "line-handover",
+    }
     /// Broadcast maintenance: DC CIVAC on lines another core holds, TLBI and IC, Inner
     /// Shareable against local.
     Bcast = "bcast" {
@@ -342,6 +348,10 @@ params! {
     Ops = "ops",
     /// Lines per window (the multicore suite's broadcast).
     Lines = "lines",
+    /// The core that writes first (the multicore suite's core-to-core pairs).
+    From = "from",
+    /// The other core of the pair (the multicore suite's core-to-core pairs).
+    To = "to",
 }
 
 #[cfg(test)]

@@ -20,6 +20,54 @@ pub enum HazardKind {
     /// not the bytes written: nothing stale is read, but the line is one maintenance slip away
     /// from it ([`Severity::Advisory`]).
     SharedLine = 5,
+    /// Two cores whose shareability domains for the line do not include each other cache it at
+    /// once: a copy made through a Non-shareable mapping while another core holds one, or the
+    /// reverse. The hardware keeps no coherence between them (Arm ARM DDI 0487, B2.7), so a
+    /// write by either may never reach the other.
+    NonShareableShared = 6,
+}
+
+/// The access that exposed a hazard: the `access` field of `hazard` records, written by the
+/// plugin's sanitizer and read by the host tools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HazardAccess {
+    /// A cacheable data read.
+    Read = 0,
+    /// A data write.
+    Write = 1,
+    /// An instruction fetch.
+    Fetch = 2,
+    /// A Normal Non-cacheable read (or one with the cache off).
+    NcRead = 3,
+    /// A Device read.
+    DeviceRead = 4,
+    /// DC IVAC (invalidate by VA without clean).
+    DcIvac = 5,
+    /// DC ISW (invalidate by set/way without clean).
+    DcIsw = 6,
+    /// The end of a declared maintenance range (a `maintenance-gap`'s line no operation reached).
+    MaintEnd = 7,
+}
+
+impl HazardAccess {
+    /// Every access, in discriminant order.
+    pub const ALL: [HazardAccess; 8] =
+        [Self::Read, Self::Write, Self::Fetch, Self::NcRead, Self::DeviceRead, Self::DcIvac, Self::DcIsw, Self::MaintEnd];
+
+    /// The `access` field of `hazard` records.
+    pub const fn name(self) -> &'static str {
+        ["read", "write", "fetch", "nc-read", "device-read", "dc-ivac", "dc-isw", "maint-end"][self as usize]
+    }
+
+    /// The access of a record's `access` field.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// The access in words, for a human line ("the non-cacheable read", "the DC IVAC").
+    pub const fn describe(self) -> &'static str {
+        ["read", "write", "fetch", "non-cacheable read", "Device read", "DC IVAC", "DC ISW", "maintenance range's end"][self as usize]
+    }
 }
 
 /// How much a hazard kind weighs in the sanitizer's verdict.
@@ -34,17 +82,40 @@ pub enum Severity {
 
 impl HazardKind {
     /// Every kind, in record order (the index is the discriminant).
-    pub const ALL: [HazardKind; 6] =
-        [Self::StaleReadByDevice, Self::LostWrite, Self::StaleReadByCpu, Self::StaleInstruction, Self::MaintenanceGap, Self::SharedLine];
+    pub const ALL: [HazardKind; 7] = [
+        Self::StaleReadByDevice,
+        Self::LostWrite,
+        Self::StaleReadByCpu,
+        Self::StaleInstruction,
+        Self::MaintenanceGap,
+        Self::SharedLine,
+        Self::NonShareableShared,
+    ];
 
     /// The `kind` field of `hazard` and `expect-hazard` records.
     pub const fn name(self) -> &'static str {
-        ["stale-read-by-device", "lost-write", "stale-read-by-cpu", "stale-instruction", "maintenance-gap", "shared-line"][self as usize]
+        [
+            "stale-read-by-device",
+            "lost-write",
+            "stale-read-by-cpu",
+            "stale-instruction",
+            "maintenance-gap",
+            "shared-line",
+            "non-shareable-shared",
+        ][self as usize]
     }
 
     /// The kind's count field in the `hazard-total` record.
     pub const fn total_field(self) -> &'static str {
-        ["stale_read_by_device", "lost_write", "stale_read_by_cpu", "stale_instruction", "maintenance_gap", "shared_line"][self as usize]
+        [
+            "stale_read_by_device",
+            "lost_write",
+            "stale_read_by_cpu",
+            "stale_instruction",
+            "maintenance_gap",
+            "shared_line",
+            "non_shareable_shared",
+        ][self as usize]
     }
 
     /// The kind's weight in the verdict: `shared-line` is advisory, every other kind an error.
@@ -90,5 +161,16 @@ mod tests {
             assert!(doc.contains(k.name()), "{doc}");
             assert!(field(&crate::record::HAZARD_TOTAL, k.total_field()).is_some(), "{}", k.total_field());
         }
+    }
+
+    #[test]
+    fn access_names_round_trip_and_are_distinct() {
+        for (i, a) in HazardAccess::ALL.into_iter().enumerate() {
+            assert_eq!(a as usize, i);
+            assert_eq!(HazardAccess::from_name(a.name()), Some(a));
+            assert!(!a.describe().is_empty());
+        }
+        assert_eq!(HazardAccess::from_name("nc_read"), None);
+        assert_eq!(HazardAccess::NcRead.name(), "nc-read");
     }
 }

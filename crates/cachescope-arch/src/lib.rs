@@ -13,6 +13,7 @@
 //! - [`descriptor`]: VMSAv8-64 stage 1 descriptors (tock-registers layouts) and MAIR_EL1.
 //! - [`list`]: the fixed-capacity list returned where a `Vec` would need an allocator.
 //! - `hw` (target only): the instructions, one wrapper each, and the real CPU behind the seams.
+//! - [`pmu`]: the PMUv3 common events a measured window counts, and how they are multiplexed.
 //! - [`record`]: the record contract (every `# cs:` record kind and field), shared with the host.
 //! - [`sysreg`]: every system-register layout (tock-registers) and the one access style.
 //! - [`marker`]: the cache-model marker protocol (`hint #0x7f`), shared with the QEMU plugin.
@@ -39,6 +40,7 @@ pub mod exception;
 pub mod hazard;
 pub mod list;
 pub mod marker;
+pub mod pmu;
 pub mod record;
 pub mod sysreg;
 pub mod warning;

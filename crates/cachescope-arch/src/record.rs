@@ -466,6 +466,13 @@ macro_rules! coherence_counts {
             req(buf_invalidations, UInt, "of `invalidations`, those of lines in the kernel's declared attribute windows (its benchmark buffers; not its stacks, heap or barriers)"),
             req(buf_interventions, UInt, "of `interventions`, those of lines in the declared windows"),
             req(buf_upgrades, UInt, "of `upgrades`, those of lines in the declared windows"),
+            req(cross_invalidations, UInt, "of `invalidations`, those by a core in another cluster (the profile's topology)"),
+            req(cross_interventions, UInt, "of `interventions`, those supplied by a core in another cluster"),
+            req(cross_remote_maint, UInt, "of `remote_maint`, those issued by a core in another cluster"),
+            req(cluster_handovers, UInt, "this core's demand data accesses served by a dirty copy in a core of its own cluster (each costs the in-cluster hand-over latency)"),
+            req(cross_handovers, UInt, "the same, served from a core in another cluster (the cross-cluster hand-over latency)"),
+            req(buf_cluster_handovers, UInt, "of `cluster_handovers`, those of lines in the declared windows"),
+            req(buf_cross_handovers, UInt, "of `cross_handovers`, those of lines in the declared windows"),
         ] }
     };
 }
@@ -690,6 +697,30 @@ kind! {
         opt(cached, UInt, "kv (schema 1 only; now in params)"),
         opt(stride, UInt, "kv (schema 1 only; now in params)"),
         opt(wrapped, UInt, "kv (schema 1 only; now in params)"),
+    ],
+) }
+
+/// The `pmu` record's `source` when the kernel counted on the core's PMU.
+pub const PMU_SOURCE_PMU: &str = "pmu";
+
+/// The `pmu` record's `source` in a synthetic board log (`cachescope-report synth-board-log`:
+/// made from a model log, a test input, never silicon).
+pub const PMU_SOURCE_SYNTHETIC: &str = "synthetic";
+
+kind! {
+    /// `pmu`: the PMU event counts of one phase's measured windows.
+    PMU, Pmu, PmuView = kernel(
+    "pmu",
+    "The PMUv3 event counts of one phase's measured windows (`cachescope_arch::pmu`): every event of the catalogue the core advertises in PMCEID0/1, at most PMCR_EL0.N at a time, the groups multiplexed over contiguous shares of the repetitions; emitted when the phase ends, before its `metric`. Only where the PMU is usable at EL1.",
+    [
+        req(phase, Str, "the phase (a metric's `phase`)"),
+        req(reps, UInt, "measured windows of the phase"),
+        req(counters, UInt, "event counters (PMCR_EL0.N)"),
+        req(events, UIntList, "event numbers counted (`cachescope_arch::pmu::PmuEvent`), in catalogue order"),
+        req(counts, UIntList, "per event: its count summed over the windows it was counted in"),
+        req(windows, UIntList, "per event: the windows it was counted in (its group's share of `reps`; 0: not counted, fewer windows than groups)"),
+        req(source, Str, "`pmu` (the core's counters), or `synthetic` (made from a model log by `cachescope-report synth-board-log`: a test input, not silicon)"),
+        req(emulated, Bool, "counted under an emulator: the counts are the emulator's"),
     ],
 ) }
 
@@ -936,7 +967,7 @@ kind! {
     "model-profile",
     "The modelled core: clock, memory latency and hardware prefetcher, with their sources (once per run, before `model-geometry`).",
     [
-        req(profile, Str, "guest, rpi4, rpi5 or custom"),
+        req(profile, Str, "guest, rpi4, rpi5, dsu2x4 or custom"),
         req(clock_mhz, UInt, "core clock the cycle figures refer to, MHz"),
         req(memory_cycles, UInt, "latency of an access served by memory (and of every access that bypasses the caches), cycles"),
         req(memory_ns, Num, "the same in ns"),
@@ -945,6 +976,23 @@ kind! {
         req(hwpf_degree, UInt, "prefetches per trigger"),
         req(latency_ref, Str, "where the latencies come from"),
         req(hwpf_ref, Str, "which published prefetcher the model approximates"),
+        req(source, Str, "`model`"),
+    ],
+) }
+
+kind! {
+    /// `model-topology`: the modelled clusters and hand-over costs.
+    MODEL_TOPOLOGY, ModelTopology, ModelTopologyView = model(
+    "model-topology",
+    "The modelled topology: clusters of cores (vCPU i in cluster i / cores_per_cluster, QEMU's -smp N,clusters=C,cores=K order), what a cluster shares, what joins the clusters, and what one line hand-over between two cores costs (once per run, after `model-profile`).",
+    [
+        req(clusters, UInt, "clusters"),
+        req(cores_per_cluster, UInt, "cores in each cluster"),
+        req(cluster_cache, Str, "what a cluster shares: shared-l2-inclusive or dsu-l3-snoop-filter"),
+        req(interconnect, Str, "what joins the clusters: none or cmn-hnf-slc"),
+        opt(handover_in_cycles, UInt, "cycles of a demand access served by a dirty copy in the same cluster (absent: the serving level's hit latency)"),
+        opt(handover_cross_cycles, UInt, "the same from another cluster (absent: the serving level's hit latency)"),
+        req(handover_ref, Str, "where the hand-over costs come from, or that they are estimates"),
         req(source, Str, "`model`"),
     ],
 ) }
@@ -970,15 +1018,15 @@ kind! {
     "hazard",
     "A cache-maintenance hazard, deduplicated per (kind, line, phase): emitted when the phase ends (at exit outside phases).",
     [
-        req(kind, Str, "stale-read-by-device, lost-write, stale-read-by-cpu, stale-instruction, maintenance-gap; shared-line (advisory: a reader bypassing a cache shares the line with a writer, without reading the written bytes; listed, never fails a phase that did not declare it)"),
+        req(kind, Str, "stale-read-by-device, lost-write, stale-read-by-cpu, stale-instruction, maintenance-gap, non-shareable-shared; shared-line (advisory: a reader bypassing a cache shares the line with a writer, without reading the written bytes; listed, never fails a phase that did not declare it)"),
         req(pa, Hex, "physical address of the line"),
         req(va, Hex, "virtual address of the first exposing access"),
         req(pc, Hex, "PC of the first exposing access"),
         req(phase, Str, "phase name (empty outside phases)"),
         req(phase_id, UInt, "phase id (0 outside phases)"),
         req(count, UInt, "occurrences in this phase"),
-        req(access, Str, "the exposing access: nc-read, device-read, dc-ivac, dc-isw, read, fetch, maint-end"),
-        req(cause, Str, "the earlier access that made the line hazardous: write, nc-write, device-write, …"),
+        req(access, Str, "the exposing access: nc-read, device-read, dc-ivac, dc-isw, read, write, fetch, maint-end"),
+        req(cause, Str, "the earlier access that made the line hazardous: write, nc-write, device-write, non-shareable-copy, copy-elsewhere, …"),
         req(cause_pc, Hex, "PC of that access (0x0 when not known)"),
         opt(stale, Hex, "the value the exposing access would see on silicon, when known"),
         opt(current, Hex, "the value the emulator returned or holds, when known"),
@@ -1001,6 +1049,7 @@ kind! {
         req(stale_instruction, UInt, "…"),
         req(maintenance_gap, UInt, "…"),
         opt(shared_line, UInt, "… (advisory; absent in model logs written before the kind existed)"),
+        opt(non_shareable_shared, UInt, "… (absent in model logs written before the kind existed)"),
         req(truncated, Bool,
             "more distinct hazards than the plugin records in a run (10,000): the rest were only counted (`dropped`); the run fails",
         ),
@@ -1090,6 +1139,7 @@ pub const KINDS: &[RecordKind] = &[
     MMU,
     ATTR,
     METRIC,
+    PMU,
     KNEE,
     INFERRED,
     EXPECT_HAZARD,
@@ -1098,6 +1148,7 @@ pub const KINDS: &[RecordKind] = &[
     ALLOC_TRACE,
     BENCH_MODEL,
     MODEL_PROFILE,
+    MODEL_TOPOLOGY,
     MODEL_GEOMETRY,
     MODEL,
     MODEL_TIME,
@@ -1322,12 +1373,12 @@ mod tests {
             .sanitize(true)
             .hazards(15)
             .count(20)
-            .per_kind(&[5, 4, 3, 2, 1, 0])
+            .per_kind(&[5, 4, 3, 2, 1, 0, 6])
             .truncated(false)
             .dropped(0)
             .source("model");
         assert!(h.finish().contains(
-            r#""stale_read_by_device":5,"lost_write":4,"stale_read_by_cpu":3,"stale_instruction":2,"maintenance_gap":1,"shared_line":0,"#
+            r#""stale_read_by_device":5,"lost_write":4,"stale_read_by_cpu":3,"stale_instruction":2,"maintenance_gap":1,"shared_line":0,"non_shareable_shared":6,"#
         ));
     }
 

@@ -179,6 +179,27 @@ mod access {
         PMCNTENSET_EL0: PmcntensetEl0, "pmcntenset_el0", (), read, write
     );
     sysreg!(
+        /// PMCNTENCLR_EL0: counter disables (write 1 to a counter's bit).
+        PMCNTENCLR_EL0: PmcntenclrEl0, "pmcntenclr_el0", (), read, write
+    );
+    sysreg!(
+        /// PMOVSCLR_EL0: counter overflow flags (write 1 to clear; bit 31 = cycle counter).
+        PMOVSCLR_EL0: PmovsclrEl0, "pmovsclr_el0", (), read, write
+    );
+    sysreg!(
+        /// PMSELR_EL0: selects the event counter PMXEVTYPER_EL0 / PMXEVCNTR_EL0 access.
+        PMSELR_EL0: PmselrEl0, "pmselr_el0", (), read, write
+    );
+    sysreg!(
+        /// PMXEVTYPER_EL0: the selected counter's event and filter (0 in bits 31:27 = count at
+        /// EL1 and EL0, not EL2).
+        PMXEVTYPER_EL0: PmxevtyperEl0, "pmxevtyper_el0", (), read, write
+    );
+    sysreg!(
+        /// PMXEVCNTR_EL0: the selected event counter's value.
+        PMXEVCNTR_EL0: PmxevcntrEl0, "pmxevcntr_el0", (), read, write
+    );
+    sysreg!(
         /// PMCCFILTR_EL0: cycle counter filter (0 = count at EL1 and EL0).
         PMCCFILTR_EL0: PmccfiltrEl0, "pmccfiltr_el0", (), read, write
     );

@@ -32,6 +32,9 @@ pub struct Qemu {
     pub cpu: Option<String>,
     /// `-m` value, for machines that take one.
     pub memory: Option<String>,
+    /// `-smp` default when QEMU_SMP is unset, for machines that take one (key `qemu_smp`,
+    /// default 1).
+    pub smp: u32,
     /// What `-kernel` loads.
     pub kernel: QemuKernel,
     /// Words prepended to the kernel arguments under QEMU (may be empty).
@@ -152,6 +155,7 @@ pub const KEYS: &[&str] = &[
     "qemu_machine",
     "qemu_cpu",
     "qemu_memory",
+    "qemu_smp",
     "qemu_kernel",
     "qemu_kernel_args",
     "qemu_cache_model",
@@ -316,6 +320,11 @@ fn board(t: &Table, index: usize) -> Result<Board, BoardError> {
                 machine,
                 cpu: f.opt_string("qemu_cpu")?,
                 memory: f.opt_string("qemu_memory")?,
+                smp: match f.opt_int("qemu_smp")? {
+                    None => 1,
+                    Some(n @ 1..=999) => n as u32,
+                    Some(n) => return Err(f.err("qemu_smp", format!("{n} is not a number of cores from 1 to 999"))),
+                },
                 kernel,
                 kernel_args: f.opt_string("qemu_kernel_args")?.unwrap_or_default(),
                 cache_model: f.opt_string("qemu_cache_model")?.unwrap_or_else(|| "off".into()),

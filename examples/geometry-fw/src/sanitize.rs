@@ -15,6 +15,7 @@ mod virt;
 
 use core::fmt::Write;
 
+use cachescope_arch::attr::Shareability;
 use cachescope_arch::hazard::HazardKind;
 use cachescope_arch::marker::{emit, Marker, ModelAttr, PROTOCOL_VERSION};
 use virt::{exit, Console};
@@ -40,9 +41,15 @@ extern "C" fn main() -> ! {
     // every access happens as written.
     unsafe {
         let _ = word.read_volatile(); // the CPU reads: the line is cached
-        emit(Marker::Window { va: buf as u64, len: 64, attr: ModelAttr::NormalNonCacheable, pa: Some(buf as u64) });
+        emit(Marker::Window {
+            va: buf as u64,
+            len: 64,
+            attr: ModelAttr::NormalNonCacheable,
+            pa: Some(buf as u64),
+            share: Shareability::Inner,
+        });
         word.write_volatile(0xd0d0); // the device writes memory, behind the cached copy
-        emit(Marker::Window { va: buf as u64, len: 0, attr: ModelAttr::NormalNonCacheable, pa: None });
+        emit(Marker::Window { va: buf as u64, len: 0, attr: ModelAttr::NormalNonCacheable, pa: None, share: Shareability::Inner });
         let _ = word.read_volatile(); // the mistake: no DC IVAC before reading the device's data
     }
     emit(Marker::PhaseEnd { id: 1 });

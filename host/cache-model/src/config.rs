@@ -3,7 +3,7 @@
 //!
 //! | argument | values | default |
 //! |----------|--------|---------|
-//! | `profile` | `guest`, `rpi4`, `rpi5` | `guest`: the geometry markers the kernel sends at boot |
+//! | `profile` | `guest`, `rpi4`, `rpi5`, `dsu2x4` (two clusters of four, `topology.rs`) | `guest`: the geometry markers the kernel sends at boot |
 //! | `l1i`, `l1d`, `l2`, `l3` | `SIZE:WAYS[:LINE]` (e.g. `32K:2:64`); `l3=none` drops L3 | from the profile / guest |
 //! | `l2share`, `l3share` | `shared`, `private` | profile's; `shared` for the guest's |
 //! | `policy` | `lru`, `fifo`, `random`, `plru` (tree pseudo-LRU): every level (a profile's inclusion stays) | the profile's per level (`rpi4`, `rpi5`); `lru` for the guest's |
@@ -379,6 +379,12 @@ impl Settings {
         }
         h.seed = self.seed;
         h.zva_bytes = self.zva;
+        // Rule 19: a hand-over without a figure of its own costs the level that serves it; the
+        // `model-topology` record says so with the number.
+        let serving = h.serving_cycles();
+        let ho = &mut h.topology.handover;
+        ho.in_cluster_cycles.get_or_insert(serving);
+        ho.cross_cluster_cycles.get_or_insert(serving);
         if explicit {
             origin = if self.wants_guest_geometry() || self.profile.is_some() { format!("{origin}+arguments") } else { "arguments".into() };
         }
@@ -439,6 +445,7 @@ impl GuestGeometry {
             zva_bytes: 64,
             hwpf: HwPrefetch::off(GENERIC_HWPF_REF),
             latency: Latency::generic(),
+            topology: crate::topology::Topology::generic(),
         };
         h.validate().ok()?;
         Some(h)
@@ -473,6 +480,12 @@ mod tests {
         assert_eq!(h.hwpf.kind, HwPfKind::Off, "no profile: no prefetcher");
         assert_eq!(h.latency, Latency::generic());
         assert_eq!(s.profile_name(), "guest");
+        // No topology of its own: a hand-over costs the serving level (the L2 of the guest's
+        // geometry, generic latencies), in the record's numbers too.
+        let (h, _) = s.resolve(&qemu_a72()).unwrap();
+        assert_eq!((h.topology.clusters, h.topology.handover.in_cluster_cycles), (1, Some(14)));
+        let (h, _) = Settings::parse(&["profile=dsu2x4"]).unwrap().resolve(&qemu_a72()).unwrap();
+        assert_eq!((h.topology.handover.in_cluster_cycles, h.topology.handover.cross_cluster_cycles), (Some(41), Some(103)));
     }
 
     #[test]

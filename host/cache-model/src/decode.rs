@@ -65,8 +65,13 @@ pub enum Insn {
         /// Operand register.
         rt: u8,
     },
-    /// Any TLBI: learned translations are dropped.
-    Tlbi,
+    /// Any TLBI: learned translations are dropped; cached walks too, all of them or (by VA)
+    /// those of the operand's page.
+    Tlbi {
+        /// The operand register of a TLBI by VA of one page ([`tlbi_by_va`]); `None` for every
+        /// other TLBI (all, by ASID, by IPA, by range: every cached walk is dropped).
+        va_rt: Option<u8>,
+    },
     /// MSR SCTLR_EL1, Xt.
     MsrSctlr {
         /// Operand register.
@@ -244,11 +249,35 @@ pub fn decode(word: u32) -> Option<Insn> {
         SysOp::IcIallu => Some(Insn::IcIallu { broadcast: false }),
         SysOp::IcIalluis => Some(Insn::IcIallu { broadcast: true }),
         SysOp::IcIvau => Some(Insn::IcIvau { rt }),
-        SysOp::TlbiVmalle1is | SysOp::TlbiVaae1is | SysOp::TlbiOther => Some(Insn::Tlbi),
+        SysOp::TlbiVmalle1is | SysOp::TlbiVaae1is | SysOp::TlbiOther => Some(Insn::Tlbi { va_rt: tlbi_by_va(word).then_some(rt) }),
         SysOp::MsrSctlrEl1 => Some(Insn::MsrSctlr { rt }),
         // The MTE tag operations and GVA/GZVA: not modelled.
         SysOp::DcOther | SysOp::DcCvac | SysOp::DcCvap | SysOp::DcCvadp => None,
     }
+}
+
+/// Whether a TLBI word invalidates by VA one page's entries (Arm ARM D8.13 "TLB maintenance
+/// instructions", C5.5): `TLBI VAE1, VAAE1, VALE1, VAALE1` (op1 0, op2 1/3/5/7) and `VAE2,
+/// VALE2`, `VAE3, VALE3` (op1 4/6, op2 1/5), each non-shareable (CRm 7), Inner (3) or Outer
+/// Shareable (1). The range forms (RVA*, CRm 2/5/6), by IPA (stage 2, CRm 0/4 at op1 4), by
+/// ASID and the "all" forms are not: they drop every cached walk.
+pub fn tlbi_by_va(word: u32) -> bool {
+    let (op1, crn, crm, op2) = ((word >> 16) & 7, (word >> 12) & 15, (word >> 8) & 15, (word >> 5) & 7);
+    let sys = word & 0xfff8_0000 == 0xd508_0000;
+    sys && crn == 8
+        && matches!(crm, 1 | 3 | 7)
+        && match op1 {
+            0 => op2 & 1 == 1,
+            4 | 6 => op2 == 1 || op2 == 5,
+            _ => false,
+        }
+}
+
+/// The VA a TLBI by VA's operand names: `VA[55:12]` in bits `[43:0]`, sign-extended from VA bit 55
+/// (the ASID and TTL fields above are ignored: a superset of entries is dropped).
+pub fn tlbi_operand_va(xt: u64) -> u64 {
+    let va = (xt & ((1 << 44) - 1)) << 12;
+    ((va << 8) as i64 >> 8) as u64
 }
 
 /// Decodes PRFM (immediate, register, literal) and PRFUM (C6.2 PRFM/PRFUM); `None` for other
@@ -465,8 +494,19 @@ mod tests {
         assert_eq!(decode(0xd508_751f), Some(Insn::IcIallu { broadcast: false })); // ic iallu
         assert_eq!(decode(0xd508_711f), Some(Insn::IcIallu { broadcast: true })); // ic ialluis
         assert_eq!(decode(0xd50b_7528), Some(Insn::IcIvau { rt: 8 })); // ic ivau, x8
-        assert_eq!(decode(0xd508_871f), Some(Insn::Tlbi)); // tlbi vmalle1
-        assert_eq!(decode(0xd508_8320), Some(Insn::Tlbi)); // tlbi vae1is, x0
+        assert_eq!(decode(0xd508_871f), Some(Insn::Tlbi { va_rt: None })); // tlbi vmalle1
+        assert_eq!(decode(0xd508_8320), Some(Insn::Tlbi { va_rt: Some(0) })); // tlbi vae1is, x0
+        assert_eq!(decode(0xd508_8362), Some(Insn::Tlbi { va_rt: Some(2) })); // tlbi vaae1is, x2
+        assert_eq!(decode(0xd508_87a3), Some(Insn::Tlbi { va_rt: Some(3) })); // tlbi vale1, x3
+        assert_eq!(decode(0xd508_8341), Some(Insn::Tlbi { va_rt: None })); // tlbi aside1is, x1
+        assert_eq!(decode(0xd50c_8721), Some(Insn::Tlbi { va_rt: Some(1) })); // tlbi vae2, x1
+        assert_eq!(decode(0xd50e_87a1), Some(Insn::Tlbi { va_rt: Some(1) })); // tlbi vale3, x1
+        assert_eq!(decode(0xd50c_8021), Some(Insn::Tlbi { va_rt: None })); // tlbi ipas2e1is, x1
+        assert_eq!(decode(0xd508_8621), Some(Insn::Tlbi { va_rt: None })); // tlbi rvae1, x1
+        assert_eq!(decode(0xd50c_871f), Some(Insn::Tlbi { va_rt: None })); // tlbi alle2
+        let operand = |va: u64, asid: u64| (va >> 12) & ((1 << 44) - 1) | asid << 48;
+        assert_eq!(tlbi_operand_va(operand(0x4_0a00, 7)), 0x4_0000, "a low VA's page, the ASID ignored");
+        assert_eq!(tlbi_operand_va(operand(0xffff_ff80_0000_1234, 5)), 0xffff_ff80_0000_1000, "a high VA, sign-extended");
         assert_eq!(decode(0xd518_1009), Some(Insn::MsrSctlr { rt: 9 })); // msr sctlr_el1, x9
         assert_eq!(decode(0xd538_1009), None); // mrs x9, sctlr_el1
         assert_eq!(decode(0xd51c_1001), Some(Insn::MsrControl { reg: ControlReg::SctlrEl2, rt: 1 })); // msr sctlr_el2, x1

@@ -3,6 +3,8 @@
 
 use std::fmt;
 
+use crate::topology::Topology;
+
 use crate::cache::Policy;
 
 /// One cache's shape. `sets = size / (ways * line)`; line and sets are powers of two.
@@ -224,6 +226,12 @@ pub const RPI4_LATENCY_REF: &str = "Cortex-A72 at 1.5 GHz (BCM2711): L1D load-to
 pub const RPI5_LATENCY_REF: &str = "Cortex-A76 at 2.4 GHz (BCM2712), sbc-bench Raspberry Pi 5 figures: L1 1.67 ns = 4 cycles, \
      L2 5.0 ns = 12 cycles, L3 ~17 ns = 41 cycles, DRAM ~125 ns = 300 cycles";
 
+/// Latency sources of the `dsu2x4` profile.
+pub const DSU2X4_LATENCY_REF: &str = "modelled on a 2 x 4 Cortex-A76 system, each cluster a DynamIQ Shared Unit (DSU TRM \
+     100453) on an Arm CMN-600 mesh (CMN-600 TRM 100180) with its system-level cache in the home nodes: core clock, L1 and \
+     L2 as the rpi5 profile (sbc-bench Raspberry Pi 5: 4 and 12 cycles); the shared level (the SLC with the cluster L3s \
+     folded in, 4 MiB) at the Pi 5's L3 hit, 41 cycles, and memory 300 cycles: estimates, no measured system";
+
 /// Replacement policy per level and inclusion (the [`Hierarchy::policy`] field).
 ///
 /// Written `lru` when every level has one policy and nothing is inclusive, else per level
@@ -331,6 +339,8 @@ pub struct Hierarchy {
     pub hwpf: HwPrefetch,
     /// Latency table.
     pub latency: Latency,
+    /// Clusters, interconnect and hand-over costs (`topology.rs`).
+    pub topology: Topology,
 }
 
 impl Hierarchy {
@@ -354,10 +364,11 @@ impl Hierarchy {
         if !self.zva_bytes.is_power_of_two() || self.zva_bytes > 2048 {
             return Err(format!("DC ZVA block {} is not a power of two up to 2048", self.zva_bytes));
         }
-        Ok(())
+        self.topology.validate()
     }
 
-    /// A built-in profile by name: `rpi4` (Cortex-A72 in the Pi 4) or `rpi5` (Cortex-A76 in the Pi 5).
+    /// A built-in profile by name: `rpi4` (Cortex-A72 in the Pi 4), `rpi5` (Cortex-A76 in the
+    /// Pi 5) or `dsu2x4` (two DSU clusters of four Cortex-A76 on a CMN-600 mesh).
     pub fn profile(name: &str) -> Option<Self> {
         let g = |s: &str| Geometry::parse(s).expect("built-in profile geometry");
         match name {
@@ -371,6 +382,7 @@ impl Hierarchy {
                 zva_bytes: 64,
                 hwpf: HwPrefetch { kind: HwPfKind::Stride, distance: 2, degree: 2, reference: RPI4_HWPF_REF.into() },
                 latency: Latency { clock_mhz: 1500, hit_cycles: [4, 21, 21], memory_cycles: 225, reference: RPI4_LATENCY_REF.into() },
+                topology: Topology::profile("rpi4").expect("built in"),
             }),
             // BCM2712: L1I/L1D 64 KiB 4-way, L2 512 KiB 8-way per core, L3 2 MiB 16-way shared.
             "rpi5" => Some(Self {
@@ -385,13 +397,35 @@ impl Hierarchy {
                 zva_bytes: 64,
                 hwpf: HwPrefetch { kind: HwPfKind::Stride, distance: 4, degree: 2, reference: RPI5_HWPF_REF.into() },
                 latency: Latency { clock_mhz: 2400, hit_cycles: [4, 12, 41], memory_cycles: 300, reference: RPI5_LATENCY_REF.into() },
+                topology: Topology::profile("rpi5").expect("built in"),
+            }),
+            // Two DSU clusters of four Cortex-A76 joined by a CMN-600 (DSU2X4_LATENCY_REF): the
+            // cores' L1s and L2s as the Pi 5's; the shared level stands for the system-level
+            // cache behind the mesh, the clusters' DSU L3s folded into it.
+            "dsu2x4" => Self::profile("rpi5").map(|rpi5| Self {
+                lower: vec![rpi5.lower[0], LowerLevel { geometry: g("4M:16:64"), sharing: Sharing::Shared }],
+                latency: Latency { reference: DSU2X4_LATENCY_REF.into(), ..rpi5.latency },
+                topology: Topology::profile("dsu2x4").expect("built in"),
+                ..rpi5
             }),
             _ => None,
         }
     }
 
+    /// The latency a hand-over (rule 19 of `hierarchy.rs`) is served at without a topology
+    /// figure: the hit of the first shared level, where the model writes the dirty copy back,
+    /// or memory when every level is private.
+    pub fn serving_cycles(&self) -> u32 {
+        let private = self.lower.iter().take_while(|l| l.sharing == Sharing::Private).count();
+        if private < self.lower.len() {
+            self.latency.hit_cycles[private + 1]
+        } else {
+            self.latency.memory_cycles
+        }
+    }
+
     /// Names of the built-in profiles.
-    pub const PROFILES: &'static [&'static str] = &["rpi4", "rpi5"];
+    pub const PROFILES: &'static [&'static str] = &["rpi4", "rpi5", "dsu2x4"];
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use crate::hierarchy::Attr;
+use crate::hierarchy::{Attr, Shareability};
 use crate::walk::{walk, Fault, PhysMem, Regime, RegimeRegs};
 
 const SCTLR_M: u64 = 1 << 0;
@@ -105,6 +105,8 @@ pub struct Window {
     pub attr: Attr,
     /// PA − VA: declared with the window, or learned from the first access inside it.
     pub offset: Option<u64>,
+    /// The mapping's shareability (marker protocol 6; Inner before).
+    pub share: Shareability,
 }
 
 impl Window {
@@ -164,7 +166,8 @@ impl Cpu {
 static RESET: Cpu =
     Cpu { el: 1, sctlr: [0; 3], declared: [None; 3], regs: [RegimeRegs { ttbr0: 0, ttbr1: 0, tcr: 0, mair: 0 }; 3], hcr: 0, scr: None };
 
-/// A cached walk: the 4 KiB VA page (+ 1; 0 = empty) of one vCPU's regime, in generation `gen`.
+/// A cached walk: the 4 KiB VA page (+ 1; 0 = empty) of one vCPU's regime, in generation `gen`,
+/// from a mapping of 2^`size_shift` bytes (a TLBI by VA of any page in it drops the entry).
 #[derive(Clone, Copy, Debug, Default)]
 struct TlbEntry {
     tag: u64,
@@ -172,7 +175,13 @@ struct TlbEntry {
     gen: u32,
     pa_page: u64,
     attr: Option<Attr>,
+    size_shift: u8,
+    /// The descriptor's SH field.
+    sh: u8,
 }
+
+/// The VA bits a TLBI by VA names (VA[55:0]; the top byte is the range, or a tag).
+const TLBI_VA_MASK: u64 = (1 << 56) - 1;
 
 /// Guest state the attribute and translation decisions need.
 #[derive(Clone, Debug)]
@@ -198,6 +207,9 @@ pub struct Guest {
     /// (`CS_MODEL_WALK_LOG=N`, a debugging aid).
     pub log_walks: u64,
     faults_logged: u64,
+    /// A Non-shareable cacheable mapping was seen (a window, or a walked descriptor): only then
+    /// does [`Guest::data_shareability`] need asking.
+    narrow: bool,
 }
 
 impl Default for Guest {
@@ -220,6 +232,7 @@ impl Guest {
             log_walks: 0,
             faults_logged: 0,
             disagreed: (HashSet::new(), None),
+            narrow: false,
         }
     }
 
@@ -279,19 +292,48 @@ impl Guest {
         changed
     }
 
+    /// The value of `reg` on core `cpu` as the decoded writes (and resyncs) gave it.
+    pub fn value(&self, cpu: usize, reg: SysReg) -> u64 {
+        let c = self.cpu(cpu);
+        match reg {
+            SysReg::Sctlr(r) => c.sctlr[r.index()],
+            SysReg::Ttbr0(r) => c.regs[r.index()].ttbr0,
+            SysReg::Ttbr1El1 => c.regs[0].ttbr1,
+            SysReg::Tcr(r) => c.regs[r.index()].tcr,
+            SysReg::Mair(r) => c.regs[r.index()].mair,
+            SysReg::Hcr => c.hcr,
+            SysReg::Scr => c.scr.unwrap_or(0),
+        }
+    }
+
     /// Adopts `v` as `reg`'s value read from the vCPU (at a translation): unlike
     /// [`Guest::write`], an SCTLR declared by the marker stays declared. Returns whether the
     /// value differed from what the decoded writes gave (a write the plugin missed).
+    ///
+    /// Only the bits the model follows count: a bit the CPU does not implement reads as 0
+    /// whatever was written (Linux 6.12 writes SCTLR_EL1.ATA, bit 41, which a Cortex-A72
+    /// without MTE holds RES0), and that is no missed write.
     pub fn resync(&mut self, cpu: usize, reg: SysReg, v: u64) -> bool {
         let declared = match reg {
             SysReg::Sctlr(r) => self.cpu(cpu).declared[r.index()],
             _ => None,
         };
-        let changed = self.write(cpu, reg, v);
+        let before = self.value(cpu, reg);
+        self.write(cpu, reg, v);
         if let (SysReg::Sctlr(r), Some(d)) = (reg, declared) {
             self.cpu_mut(cpu).declared[r.index()] = Some(d);
         }
-        changed
+        (before ^ v) & Self::followed_bits(reg) != 0
+    }
+
+    /// The bits of `reg` translation or attributes depend on (all of TTBR, TCR, MAIR).
+    fn followed_bits(reg: SysReg) -> u64 {
+        match reg {
+            SysReg::Sctlr(_) => SCTLR_M | SCTLR_C | SCTLR_I,
+            SysReg::Hcr => HCR_DC | HCR_E2H,
+            SysReg::Scr => SCR_NS,
+            SysReg::Ttbr0(_) | SysReg::Ttbr1El1 | SysReg::Tcr(_) | SysReg::Mair(_) => u64::MAX,
+        }
     }
 
     /// The SCTLR value the kernel's SCTLR marker declares for core `cpu`'s current EL: the
@@ -321,11 +363,44 @@ impl Guest {
 
     /// Declares, replaces (same start) or removes (`len` 0) a window; `pa` is the physical
     /// address of its first byte when the kernel told it (protocol v2), else it is learned.
-    pub fn window(&mut self, va: u64, len: u64, attr: Attr, pa: Option<u64>) {
+    pub fn window(&mut self, va: u64, len: u64, attr: Attr, pa: Option<u64>, share: Shareability) {
         self.windows.retain(|w| w.va != va);
         if len > 0 {
-            self.windows.push(Window { va, len, attr, offset: pa.map(|pa| pa.wrapping_sub(va)) });
+            self.narrow |= share == Shareability::Non && attr.cacheable();
+            self.windows.push(Window { va, len, attr, offset: pa.map(|pa| pa.wrapping_sub(va)), share });
         }
+    }
+
+    /// Whether a cacheable Non-shareable mapping was ever seen (declared or walked): until then
+    /// every access is Inner Shareable and [`Guest::data_shareability`] need not be asked.
+    #[inline]
+    pub fn narrow_seen(&self) -> bool {
+        self.narrow
+    }
+
+    /// The shareability of a cacheable data access at `va` by core `cpu` (the sanitizer's
+    /// `non-shareable-shared` rule): the window's over `va`, else the walked descriptor's SH
+    /// (the reserved 0b01 as Inner); Inner while the regime's MMU is off (its default
+    /// attributes are not judged) or the VA does not translate.
+    pub fn data_shareability(&mut self, cpu: usize, va: u64, mem: &dyn PhysMem) -> Shareability {
+        if let Some(w) = self.window_at(va) {
+            return w.share;
+        }
+        let c = self.cpu(cpu);
+        let unmapped = c.attr_sctlr(c.regime()) & SCTLR_M == 0 || c.real_mmu_off();
+        if unmapped || self.walked(cpu, va, mem).is_err() {
+            return Shareability::Inner;
+        }
+        let (i, _, _) = self.tlb_slot(cpu, va);
+        Shareability::from_sh_field(u64::from(self.tlb[i].sh)).unwrap_or(Shareability::Inner)
+    }
+
+    /// The TLB slot of `va` in core `cpu`'s current regime, its tag and its key.
+    fn tlb_slot(&self, cpu: usize, va: u64) -> (usize, u64, u32) {
+        let r = self.cpu(cpu).regime();
+        let vpn = va >> PAGE_SHIFT;
+        let key = (cpu as u32) << 2 | r.index() as u32;
+        ((vpn as usize ^ (key as usize).wrapping_mul(0x9e37)) & (TLB_ENTRIES - 1), vpn + 1, key)
     }
 
     /// The declared windows.
@@ -343,11 +418,9 @@ impl Guest {
         let c = self.cpu(cpu);
         let (r, e2h) = (c.regime(), c.hcr & HCR_E2H != 0);
         let regs = c.regs[r.index()];
-        let vpn = va >> PAGE_SHIFT;
-        let key = (cpu as u32) << 2 | r.index() as u32;
-        let i = (vpn as usize ^ (key as usize).wrapping_mul(0x9e37)) & (TLB_ENTRIES - 1);
+        let (i, tag, key) = self.tlb_slot(cpu, va);
         let e = self.tlb[i];
-        if e.tag == vpn + 1 && e.key == key && e.gen == self.gen {
+        if e.tag == tag && e.key == key && e.gen == self.gen {
             if let Some(a) = e.attr {
                 return Ok((e.pa_page, a));
             }
@@ -366,7 +439,9 @@ impl Guest {
         let w = result?;
         let pa_page = w.pa >> PAGE_SHIFT << PAGE_SHIFT;
         let attr = w.mem.attr();
-        self.tlb[i] = TlbEntry { tag: vpn + 1, key, gen: self.gen, pa_page, attr: Some(attr) };
+        let size_shift = w.size_shift.clamp(PAGE_SHIFT, 63) as u8;
+        self.narrow |= w.sh == 0 && attr.cacheable();
+        self.tlb[i] = TlbEntry { tag, key, gen: self.gen, pa_page, attr: Some(attr), size_shift, sh: w.sh };
         Ok((pa_page, attr))
     }
 
@@ -506,6 +581,23 @@ impl Guest {
         self.invalidate();
     }
 
+    /// Forgets learned pages (as [`Guest::forget_pages`]) but, of the cached walks, only those
+    /// whose mapping holds `va` (a TLBI by VA: the architecture lets every other entry stay, so
+    /// a guest that changes a valid entry breaks before it makes, with a TLBI of that VA; an
+    /// invalid entry is never cached). Every regime's and vCPU's matching entries go (a
+    /// superset of what the TLBI's regime, ASID and level select).
+    pub fn forget_page(&mut self, va: u64) {
+        self.rtlb.fill((0, 0));
+        let va = va & TLBI_VA_MASK;
+        let gen = self.gen;
+        for e in self.tlb.iter_mut().filter(|e| e.tag != 0 && e.gen == gen) {
+            let entry_va = ((e.tag - 1) << PAGE_SHIFT) & TLBI_VA_MASK;
+            if (entry_va ^ va) >> e.size_shift == 0 {
+                e.tag = 0;
+            }
+        }
+    }
+
     /// Translates `va` for core `cpu` (see the module documentation for the order); `None`
     /// when it cannot be, counted under `what` (an `untranslated-va` cause).
     pub fn translate(&mut self, cpu: usize, va: u64, mem: &dyn PhysMem, what: &str) -> Option<(u64, Translation)> {
@@ -572,6 +664,20 @@ mod tests {
     }
 
     #[test]
+    fn a_resync_counts_only_bits_the_model_follows() {
+        let mut g = Guest::new();
+        // Linux 6.12's SCTLR_EL1 with ATA (bit 41), read back without it (no MTE).
+        let written = 0x0200_0020_34f4_d91d;
+        g.write(0, SysReg::Sctlr(Regime::El1), written);
+        assert!(!g.resync(0, SysReg::Sctlr(Regime::El1), written & !(1 << 41)), "a RES0 bit");
+        assert_eq!(g.value(0, SysReg::Sctlr(Regime::El1)), written & !(1 << 41), "the CPU's value adopted");
+        assert!(g.resync(0, SysReg::Sctlr(Regime::El1), written & !(1 << 41) & !SCTLR_C), "the C bit");
+        g.write(0, SysReg::Ttbr0(Regime::El1), 0x4000_0000);
+        assert!(g.resync(0, SysReg::Ttbr0(Regime::El1), 0x4000_1000));
+        assert!(!g.resync(0, SysReg::Ttbr0(Regime::El1), 0x4000_1000), "no difference");
+    }
+
+    #[test]
     fn attributes_follow_sctlr_tables_and_windows() {
         let mut g = with_tables(Regime::El1);
         let m = &Tables;
@@ -587,11 +693,11 @@ mod tests {
         assert_eq!(g.fetch_attr(0, RAM + 0x1000, m), Attr::NormalNonCacheable);
         assert_eq!(g.data_attr(0, 0x900_0000, m), Attr::Device, "the tables' Device block");
         // Windows override the tables; the last declared wins; removal restores the tables'.
-        g.window(RAM, 0x10_0000, Attr::NormalWriteThrough, None);
-        g.window(RAM + 0x8_0000, 0x1000, Attr::Device, None);
+        g.window(RAM, 0x10_0000, Attr::NormalWriteThrough, None, Shareability::Inner);
+        g.window(RAM + 0x8_0000, 0x1000, Attr::Device, None, Shareability::Inner);
         assert_eq!(g.data_attr(0, RAM + 0x40, m), Attr::NormalWriteThrough);
         assert_eq!(g.data_attr(0, RAM + 0x8_0040, m), Attr::Device, "later window wins");
-        g.window(RAM, 0, Attr::NormalWriteBack, None);
+        g.window(RAM, 0, Attr::NormalWriteBack, None, Shareability::Inner);
         assert_eq!(g.data_attr(0, RAM + 0x40, m), Attr::NormalNonCacheable, "removed");
         // MAIR written: index 1 turns write-through, the cached walk is dropped.
         assert!(g.write(0, SysReg::Mair(Regime::El1), 0x44_bb_00));
@@ -639,7 +745,7 @@ mod tests {
         assert_eq!(g.data_attr(0, RAM + 0x1000, m), Attr::NormalWriteBack, "MMU really off: no tables");
         assert_eq!(g.fetch_attr(0, RAM + 0x1000, m), Attr::NormalWriteBack);
         assert_eq!(g.translate(0, RAM + 0x1000, m, "t"), Some((RAM + 0x1000, Translation::MmuOff)));
-        g.window(RAM, 0x1000, Attr::NormalNonCacheable, None);
+        g.window(RAM, 0x1000, Attr::NormalNonCacheable, None, Shareability::Inner);
         assert_eq!(g.data_attr(0, RAM + 0x40, m), Attr::NormalNonCacheable, "windows apply");
         g.set_sctlr(0, SCTLR_M);
         assert_eq!(g.data_attr(0, RAM + 0x1040, m), Attr::NormalNonCacheable, "declared C = 0");
@@ -666,13 +772,13 @@ mod tests {
         // Beyond the range: a page learned from a data access, then a window's offset.
         let far = 0x2_0000_0000;
         assert_eq!(g.translate(0, far, m, "t"), None);
-        g.window(far, 0x10_0000, Attr::NormalNonCacheable, Some(0x5000_0000));
+        g.window(far, 0x10_0000, Attr::NormalNonCacheable, Some(0x5000_0000), Shareability::Inner);
         assert_eq!(g.translate(0, far + 0x5_0080, m, "t"), Some((0x5005_0080, Translation::Window)));
         assert!(g.learn(far + 0x40, 0x6000_0040));
         assert_eq!(g.translate(0, far + 0x80, m, "t"), Some((0x6000_0080, Translation::Learned)));
         g.forget_pages();
         assert_eq!(g.translate(0, far + 0x80, m, "t"), Some((0x5000_0080, Translation::Window)));
-        g.window(far, 0x10_0000, Attr::NormalNonCacheable, None);
+        g.window(far, 0x10_0000, Attr::NormalNonCacheable, None, Shareability::Inner);
         assert_eq!(g.translate(0, far + 0x1_0000, m, "t"), None, "re-declared without a PA");
         assert_eq!(g.untranslated(), vec![("t: va-out-of-range".to_string(), 2, 0x2_0000_0000)], "two distinct pages");
         assert!(g.page_uniform(RAM));

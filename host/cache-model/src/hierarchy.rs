@@ -65,6 +65,13 @@
 //!       D7.5.12, class 3: "invisible to the software for the purpose of managing coherency"):
 //!       its dirty lines are not stale for a device, a write behind the caches does not make its
 //!       copies stale, and discarding its dirty lines by VA loses nothing an agent could see.
+//!     - b. **Shareability** (more than one vCPU; `non-shareable-shared`): at rule 17's snoop for
+//!       a data access of vCPU c ([`Model::data_in_domain`] gives its mapping's shareability),
+//!       if another vCPU k holds the line in its private caches and c's access is
+//!       Non-shareable, or k's copy was filled by a Non-shareable access, the line is reported.
+//!       Every vCPU is in one Inner (and Outer) Shareable domain; a Non-shareable access's
+//!       domain is its own core. Nothing changes a count or a state (docs/cache-model.md,
+//!       "Shareability").
 //!
 //! 17. **Coherence** (more than one vCPU; `Coherence` counts it per vCPU): MESI over each vCPU's
 //!     *private domain* — its L1D and the private levels directly below it (rpi5: its L2). The
@@ -107,6 +114,17 @@
 //!     back-invalidates: set/way maintenance of the inclusive level (rule 8) removes only its
 //!     own copy, DC ZVA (rule 9) allocates in L1D without a lower-level line, and the L1I is
 //!     not covered (the TRM names the L1 data caches).
+//!
+//! 19. **Topology** (`topology.rs`; the profile's clusters, vCPU i in cluster
+//!     i / cores_per_cluster): rule 17's events between two vCPUs of different clusters also
+//!     count apart — `cross_invalidations` (for the invalidated vCPU), `cross_interventions` (for
+//!     the requester), `cross_remote_maint` (for the vCPU the broadcast reached). A demand
+//!     *data* access whose rule-17a snoop took a dirty copy from another vCPU is a *hand-over*:
+//!     one `cluster_handovers` or `cross_handovers` for the requester (instruction fetches and
+//!     prefetches are not hand-overs). The caches and their states are unchanged by the
+//!     topology: a cache shared by one cluster only is not modelled on its own. The latency table
+//!     prices each hand-over at the topology's in-cluster or cross-cluster figure instead of the
+//!     hit of the level that served it (`model_records::phase_cycles`).
 
 use std::io::Write;
 use std::ops::{Add, Sub};
@@ -132,6 +150,21 @@ pub struct Coherence {
     pub buf_interventions: u64,
     /// Of `upgrades`, those of lines inside the buffers.
     pub buf_upgrades: u64,
+    /// Of `invalidations`, those by a vCPU in another cluster (rule 19).
+    pub cross_invalidations: u64,
+    /// Of `interventions`, those supplied by a vCPU in another cluster (rule 19).
+    pub cross_interventions: u64,
+    /// Of `remote_maint`, those issued by a vCPU in another cluster (rule 19).
+    pub cross_remote_maint: u64,
+    /// This vCPU's demand data accesses served by a dirty copy of a vCPU in its own cluster
+    /// (rule 19's hand-overs; the latency table's in-cluster hand-over cost).
+    pub cluster_handovers: u64,
+    /// The same, served from another cluster (the cross-cluster hand-over cost).
+    pub cross_handovers: u64,
+    /// Of `cluster_handovers`, those of lines inside the buffers.
+    pub buf_cluster_handovers: u64,
+    /// Of `cross_handovers`, those of lines inside the buffers.
+    pub buf_cross_handovers: u64,
 }
 
 impl Coherence {
@@ -154,16 +187,40 @@ impl Coherence {
         }
     }
 
-    fn all(&self) -> [u64; 9] {
+    fn all(&self) -> [u64; 16] {
         let v = self.values();
-        [v[0], v[1], v[2], v[3], v[4], v[5], self.buf_invalidations, self.buf_interventions, self.buf_upgrades]
+        [
+            v[0],
+            v[1],
+            v[2],
+            v[3],
+            v[4],
+            v[5],
+            self.buf_invalidations,
+            self.buf_interventions,
+            self.buf_upgrades,
+            self.cross_invalidations,
+            self.cross_interventions,
+            self.cross_remote_maint,
+            self.cluster_handovers,
+            self.cross_handovers,
+            self.buf_cluster_handovers,
+            self.buf_cross_handovers,
+        ]
     }
 
-    fn from_all(v: [u64; 9]) -> Self {
+    fn from_all(v: [u64; 16]) -> Self {
         Self {
             buf_invalidations: v[6],
             buf_interventions: v[7],
             buf_upgrades: v[8],
+            cross_invalidations: v[9],
+            cross_interventions: v[10],
+            cross_remote_maint: v[11],
+            cluster_handovers: v[12],
+            cross_handovers: v[13],
+            buf_cluster_handovers: v[14],
+            buf_cross_handovers: v[15],
             ..Self::from_values([v[0], v[1], v[2], v[3], v[4], v[5]])
         }
     }
@@ -187,7 +244,7 @@ impl Sub for Coherence {
 
 use crate::cache::{cache_seed, Cache, Evicted, Fill};
 use crate::geometry::{Hierarchy, HwPfKind, HwPrefetch, Sharing};
-use crate::sanitize::{byte_mask, full_mask, ByteMask, Event, HazardKind, Sanitizer};
+use crate::sanitize::{byte_mask, full_mask, ByteMask, Event, HazardAccess, HazardKind, Sanitizer};
 
 /// One trace line, formatted only when tracing is on.
 macro_rules! tr {
@@ -276,6 +333,9 @@ impl Sub for Totals {
 /// marker protocol's attribute, one type shared with the kernel (`cachescope_arch::marker`).
 pub use cachescope_arch::marker::ModelAttr as Attr;
 
+/// Shareability of a mapping (the sanitizer's `non-shareable-shared` rule, 16b).
+pub use cachescope_arch::attr::Shareability;
+
 /// What a maintenance operation does to a line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LineOp {
@@ -348,6 +408,19 @@ pub struct Model {
     trace: Option<Box<dyn Write + Send>>,
     /// Rule 18: per lower level, whether it is inclusive of the L1Ds it serves.
     inclusive: [bool; 2],
+    /// Rule 19: the cluster of each vCPU.
+    cluster: Vec<usize>,
+    /// Rule 19: set by [`Model::snoop`] when a dirty copy supplied the line: whether from
+    /// another cluster.
+    supplier_cross: Option<bool>,
+    /// vCPUs (bit k = vCPU k, bit 63 also any above) whose private caches or their copies'
+    /// marks an operation changed from outside their own L1D access since
+    /// [`Model::take_disturbed`] (another vCPU's snoop, a back-invalidation, a write behind
+    /// their copies): the plugin drops their shortcuts.
+    disturbed: u64,
+    /// Rule 16b: the shareability and PC of the data access being modelled
+    /// ([`Model::data_in_domain`]; `None` otherwise).
+    access_share: Option<(Shareability, u64)>,
 }
 
 impl Model {
@@ -389,7 +462,23 @@ impl Model {
             poc: usize::MAX,
             trace: None,
             inclusive: std::array::from_fn(|i| i < config.lower.len() && config.policy.inclusive[i]),
+            cluster: (0..vcpus).map(|k| config.topology.cluster_of(k)).collect(),
+            supplier_cross: None,
+            disturbed: 0,
+            access_share: None,
         }
+    }
+
+    /// The vCPUs whose private caches another vCPU's operation changed since the last call
+    /// (bit k = vCPU k; bit 63 also stands for every vCPU above 63), and clears the set.
+    pub fn take_disturbed(&mut self) -> u64 {
+        std::mem::take(&mut self.disturbed)
+    }
+
+    /// Notes that an operation changed vCPU `k`'s private caches (see [`Model::take_disturbed`]).
+    #[inline]
+    fn disturb(&mut self, k: usize) {
+        self.disturbed |= 1 << k.min(63);
     }
 
     /// Rule 17's counters per vCPU (all zero with one vCPU).
@@ -599,6 +688,26 @@ impl Model {
         }
     }
 
+    /// [`Model::data_hint`] through a mapping of shareability `share` (rule 16b: the sanitizer
+    /// judges which cores may cache the line together). Counts and states are those of
+    /// [`Model::data_hint`], which takes every access as Inner Shareable.
+    #[allow(clippy::too_many_arguments)]
+    pub fn data_in_domain(
+        &mut self,
+        cpu: usize,
+        pa: u64,
+        size: u32,
+        write: bool,
+        attr: Attr,
+        hint: Hint,
+        share: Shareability,
+    ) -> Option<usize> {
+        self.access_share = Some((share, hint.pc));
+        let slot = self.data_hint(cpu, pa, size, write, attr, hint);
+        self.access_share = None;
+        slot
+    }
+
     /// An instruction fetch of the whole line holding `pa` (every byte of it, for the sanitizer).
     pub fn fetch(&mut self, cpu: usize, pa: u64, attr: Attr) {
         let shift = self.l1i[cpu].line_shift();
@@ -678,7 +787,7 @@ impl Model {
                 let san = self.san.as_mut().expect("checked");
                 let (cause, cause_pc) = san.dirty_cause(line);
                 let kind = if san.dirty_mask(line) & bytes != 0 { HazardKind::StaleReadByDevice } else { HazardKind::SharedLine };
-                san.report(kind, addr, if nc { "nc-read" } else { "device-read" }, cause, cause_pc);
+                san.report(kind, addr, if nc { HazardAccess::NcRead } else { HazardAccess::DeviceRead }, cause, cause_pc);
             }
             return;
         }
@@ -703,6 +812,8 @@ impl Model {
             }
         }
         if fresh || already {
+            // Copies of any vCPU may have turned stale.
+            self.disturbed = u64::MAX;
             let kind = if nc { "nc-write" } else { "device-write" };
             let san = self.san.as_mut().expect("checked");
             let b = san.behind.entry(line).or_insert(crate::sanitize::Behind { pc, kind, bytes: 0 });
@@ -770,16 +881,16 @@ impl Model {
             let san = self.san.as_mut().expect("checked by the caller");
             let dirty = dirty && !san.idc;
             let written = san.written(line);
-            if dirty && san.dirty_mask(line) & bytes != 0 {
+            if dirty && san.l1_dirty_mask(line) & bytes != 0 {
                 let (cause, cause_pc) = san.dirty_cause(line);
-                san.report(HazardKind::StaleInstruction, a, "fetch", cause, cause_pc);
+                san.report(HazardKind::StaleInstruction, a, HazardAccess::Fetch, cause, cause_pc);
             } else if let Some((pc, _)) = written.filter(|&(_, w)| w & bytes != 0) {
-                san.report(HazardKind::StaleInstruction, a, "fetch", "write-without-ic-invalidate", pc);
+                san.report(HazardKind::StaleInstruction, a, HazardAccess::Fetch, "write-without-ic-invalidate", pc);
             } else if dirty {
                 let (cause, cause_pc) = san.dirty_cause(line);
-                san.report(HazardKind::SharedLine, a, "fetch", cause, cause_pc);
+                san.report(HazardKind::SharedLine, a, HazardAccess::Fetch, cause, cause_pc);
             } else if let Some((pc, _)) = written {
-                san.report(HazardKind::SharedLine, a, "fetch", "write-without-ic-invalidate", pc);
+                san.report(HazardKind::SharedLine, a, HazardAccess::Fetch, "write-without-ic-invalidate", pc);
             }
             a += step;
         }
@@ -793,7 +904,8 @@ impl Model {
         let base = line << self.l1d[0].line_shift();
         if let Some(san) = self.san.as_mut() {
             let (cause, cause_pc) = san.behind_cause(line);
-            let (kind, access) = if instr { (HazardKind::StaleInstruction, "fetch") } else { (HazardKind::StaleReadByCpu, "read") };
+            let (kind, access) =
+                if instr { (HazardKind::StaleInstruction, HazardAccess::Fetch) } else { (HazardKind::StaleReadByCpu, HazardAccess::Read) };
             let kind = if san.behind_mask(line) & bytes != 0 { kind } else { HazardKind::SharedLine };
             san.report(kind, base, access, cause, cause_pc);
         }
@@ -801,7 +913,7 @@ impl Model {
 
     /// An invalidate without clean that discarded a dirty line.
     #[cold]
-    fn san_lost(&mut self, addr: u64, access: &'static str) {
+    fn san_lost(&mut self, addr: u64, access: HazardAccess) {
         let line = self.l1d_line(addr);
         let base = line << self.l1d[0].line_shift();
         if let Some(san) = self.san.as_mut() {
@@ -812,7 +924,7 @@ impl Model {
 
     #[inline]
     fn data_line(&mut self, cpu: usize, addr: u64, write: bool, attr: Attr, hint: Hint, bytes: ByteMask) -> Option<usize> {
-        match attr {
+        match attr.base() {
             Attr::NormalNonCacheable | Attr::Device => {
                 self.totals.at(Level::L1D).bypass += 1;
                 self.totals.served[SERVED_MEMORY] += 1;
@@ -833,8 +945,14 @@ impl Model {
                 }
                 None
             }
-            Attr::NormalWriteBack | Attr::NormalWriteThrough => {
-                let fill = Fill { dirty: write, prefetch: false, nt: hint.nt };
+            _ => {
+                let allocates = if write { attr.write_allocate() } else { attr.read_allocate() };
+                if !allocates && self.l1d[cpu].probe(self.l1d[cpu].line_of(addr)).is_none() {
+                    self.no_allocate_miss(cpu, addr, write, hint.pc, bytes);
+                    return None;
+                }
+                // Rule 1c: a transient line is filled as its set's next victim, as an LDNP fill.
+                let fill = Fill { dirty: write, prefetch: false, nt: hint.nt || attr.transient() };
                 let (slot, depth, trigger) = self.demand_l1(cpu, false, addr, fill, hint.pc, bytes);
                 self.totals.served[if depth > self.lower.len() { SERVED_MEMORY } else { depth }] += 1;
                 let prefetched = trigger && self.hwpf.kind != HwPfKind::Off;
@@ -852,6 +970,44 @@ impl Model {
                 Some(slot)
             }
         }
+    }
+
+    /// Rules 1a and 1b: a write-back write without write-allocate, or a read without
+    /// read-allocate, that misses L1D allocates nowhere (Arm ARM DDI 0487 chapter B2,
+    /// "Cacheability, Shareability, Early Write Acknowledgement, and Cacheability hints": the
+    /// allocation hints say whether a miss should allocate). It goes to the next level: the first level that
+    /// holds the line serves it (a write dirties that copy), else memory.
+    #[cold]
+    fn no_allocate_miss(&mut self, cpu: usize, addr: u64, write: bool, pc: u64, bytes: ByteMask) {
+        let t = self.totals.at(Level::L1D);
+        t.accesses += 1;
+        t.misses += 1;
+        if self.coherent {
+            self.snoop(cpu, addr, write);
+        }
+        let mut depth = SERVED_MEMORY;
+        for i in 0..self.lower.len() {
+            let c = self.lower_mut(i, cpu);
+            let line = c.line_of(addr);
+            let slot = c.probe(line);
+            let hit = c.touch(line);
+            let dirtied = match (write, slot) {
+                (true, Some(slot)) => Some(!c.set_dirty(slot)),
+                _ => None,
+            };
+            count_lookup(self.totals.at(Level::lower(i)), hit);
+            if hit.is_some() {
+                depth = i + 1;
+                if let Some(dirtied) = dirtied {
+                    self.san_write(cpu, addr, bytes, pc, dirtied);
+                }
+                break;
+            }
+        }
+        if depth == SERVED_MEMORY && write && self.san.is_some() {
+            self.san_code_written(addr, pc, bytes);
+        }
+        self.totals.served[depth.min(SERVED_MEMORY)] += 1;
     }
 
     /// Rule 1 at L1; returns the slot now holding the line, the depth that served it (0 = L1,
@@ -942,6 +1098,7 @@ impl Model {
             if coh && i == self.private {
                 shared = self.snoop(cpu, addr, write);
                 snooped = true;
+                self.count_handover(cpu, addr, instr);
             }
             depth += 1;
             let c = self.lower_mut(i, cpu);
@@ -972,6 +1129,7 @@ impl Model {
             // Every level is private: the PoC is memory.
             shared = self.snoop(cpu, addr, write);
             snooped = true;
+            self.count_handover(cpu, addr, instr);
         }
         for i in (0..depth).rev() {
             if let Some(v) = victims[i] {
@@ -995,11 +1153,15 @@ impl Model {
     /// PoC first. Returns whether any other vCPU held the line.
     fn snoop(&mut self, cpu: usize, addr: u64, write: bool) -> bool {
         let mut any = false;
+        // Rule 16b: the vCPUs (bit per vCPU) whose private caches held the line.
+        let mut holders = 0u64;
         let buf = u64::from(self.in_buffers(addr));
+        self.supplier_cross = None;
         for k in 0..self.vcpus {
             if k == cpu {
                 continue;
             }
+            let cross = self.cluster[k] != self.cluster[cpu];
             let (mut held, mut dirty) = (false, false);
             for p in 0..=self.private {
                 let c = if p == 0 { &mut self.l1d[k] } else { &mut self.lower[p - 1][k] };
@@ -1019,12 +1181,17 @@ impl Model {
                     c.set_shared(slot, true);
                 }
             }
+            if held {
+                self.disturb(k);
+            }
             let ck = &mut self.coh[k];
             if held {
+                holders |= 1u64.checked_shl(k as u32).unwrap_or(0);
                 ck.snoop_hits += 1;
                 if write {
                     ck.invalidations += 1;
                     ck.buf_invalidations += buf;
+                    ck.cross_invalidations += u64::from(cross);
                 }
                 any = true;
             } else {
@@ -1033,9 +1200,46 @@ impl Model {
             if dirty {
                 self.coh[cpu].interventions += 1;
                 self.coh[cpu].buf_interventions += buf;
+                self.coh[cpu].cross_interventions += u64::from(cross);
+                self.supplier_cross = Some(cross);
             }
         }
+        self.san_shareability(cpu, addr, holders, write);
         any
+    }
+
+    /// Rule 16b after a snoop that found the line in the private caches of `holders` (bit per
+    /// vCPU): only with the sanitizer, and only once a Non-shareable access was modelled.
+    #[inline]
+    fn san_shareability(&mut self, cpu: usize, addr: u64, holders: u64, write: bool) {
+        let access = self.access_share;
+        let shift = self.l1d[0].line_shift();
+        let Some(san) = self.san.as_mut() else { return };
+        if access.is_some_and(|(s, _)| s == Shareability::Non) || !san.non_shareable.is_empty() {
+            let line = addr >> shift;
+            san.shareability(cpu, line, line << shift, holders, access, write);
+        }
+    }
+
+    /// Rule 19: after a demand access's snoop, a dirty copy that supplied a data access counts
+    /// one hand-over for `cpu`, in its cluster or across.
+    fn count_handover(&mut self, cpu: usize, addr: u64, instr: bool) {
+        let Some(cross) = self.supplier_cross.take().filter(|_| !instr) else { return };
+        let buf = u64::from(self.in_buffers(addr));
+        let c = &mut self.coh[cpu];
+        if cross {
+            c.cross_handovers += 1;
+            c.buf_cross_handovers += buf;
+        } else {
+            c.cluster_handovers += 1;
+            c.buf_cluster_handovers += buf;
+        }
+    }
+
+    /// Rule 17d with rule 19's split: `cpu`'s broadcast maintenance reached vCPU `k`.
+    fn count_remote_maint(&mut self, k: usize, cpu: usize) {
+        self.coh[k].remote_maint += 1;
+        self.coh[k].cross_remote_maint += u64::from(self.cluster[k] != self.cluster[cpu]);
     }
 
     /// Rule 17b: a write hit on a shared L1D copy (already unmarked by the hit).
@@ -1204,14 +1408,21 @@ impl Model {
             let c = &mut self.l1d[k];
             let step = 1u64 << c.line_shift();
             let mut a = start;
+            let mut any = false;
             while a < start + bytes {
                 if let Some(slot) = c.probe(c.line_of(a)) {
+                    any = true;
                     if c.invalidate_slot(slot).is_some_and(|e| e.dirty) {
                         dirty = true;
                         self.totals.at(Level::L1D).writebacks += 1;
                     }
                 }
                 a += step;
+            }
+            if any {
+                // The issuing vCPU's own copies too: its fetch or prefetch may remove the line
+                // its shortcut remembers.
+                self.disturb(k);
             }
         }
         dirty
@@ -1273,13 +1484,13 @@ impl Model {
         if self.coherent {
             for k in (0..self.vcpus).filter(|&k| k != cpu) {
                 if self.own_copy(k, pa, 0).is_some() {
-                    self.coh[k].remote_maint += 1;
+                    self.count_remote_maint(k, cpu);
                 }
             }
         }
         self.totals.at(Level::L1D).maint += 1;
         if op == LineOp::Invalidate && self.san.is_some() && self.poc_caches().any(|c| c.holds_dirty(c.line_of(pa))) {
-            self.san_lost(pa, "dc-ivac");
+            self.san_lost(pa, HazardAccess::DcIvac);
         }
         for k in 0..self.vcpus {
             let c = &mut self.l1d[k];
@@ -1373,7 +1584,7 @@ impl Model {
             let shift = c.line_shift();
             let Some(held) = c.slot(slot) else { continue };
             if op == LineOp::Invalidate && held.dirty && self.san.is_some() {
-                self.san_lost(held.line << shift, "dc-isw");
+                self.san_lost(held.line << shift, HazardAccess::DcIsw);
             }
             let c = match i {
                 None => &mut self.l1d[cpu],
@@ -1404,7 +1615,7 @@ impl Model {
         self.totals.at(Level::L1D).maint += 1;
         let block = u64::from(self.config.zva_bytes);
         let start = pa & !(block - 1);
-        match attr {
+        match attr.base() {
             Attr::NormalNonCacheable | Attr::Device => self.totals.at(Level::L1D).bypass += 1,
             Attr::NormalWriteThrough => {
                 let step = 1u64 << self.l1d[cpu].line_shift();
@@ -1412,7 +1623,7 @@ impl Model {
                     self.write_through(cpu, a);
                 }
             }
-            Attr::NormalWriteBack => {
+            _ => {
                 let shift = self.l1d[cpu].line_shift();
                 let step = 1u64 << shift;
                 for a in (start..start + block).step_by(step as usize) {
@@ -1452,6 +1663,7 @@ impl Model {
             }
             if all_vcpus && k != cpu && self.coherent {
                 self.coh[k].remote_maint += 1;
+                self.coh[k].cross_remote_maint += u64::from(self.cluster[k] != self.cluster[cpu]);
             }
         }
     }
@@ -1473,6 +1685,7 @@ impl Model {
                 c.invalidate_slot(slot);
                 if k != cpu && self.coherent {
                     self.coh[k].remote_maint += 1;
+                    self.coh[k].cross_remote_maint += u64::from(self.cluster[k] != self.cluster[cpu]);
                 }
             }
         }
@@ -1488,6 +1701,12 @@ impl Model {
     /// hazard, so the plugin's shortcut never takes it for a plain hit.
     pub fn l1d_stale(&self, cpu: usize, slot: usize) -> bool {
         self.l1d[cpu].slot_stale(slot)
+    }
+
+    /// Whether `cpu`'s L1D copy in `slot` is marked shared (rule 17: a write to it upgrades, a
+    /// coherence action, so the plugin's shortcut takes only loads on it).
+    pub fn l1d_shared(&self, cpu: usize, slot: usize) -> bool {
+        self.l1d[cpu].is_shared(slot)
     }
 
     /// Whether `cpu`'s L1I holds any line of the L1D line holding `pa`.

@@ -14,6 +14,7 @@
 //! - [`model_records`]: output records and phases.
 //! - [`pc_table`]: the per-PC miss and write-back table (`pc_table=N`).
 //! - [`sanitize`]: the cache-maintenance sanitizer's state and hazards.
+//! - [`topology`]: clusters, interconnect and core-to-core hand-over costs of a profile.
 //! - [`plugin`]: the plugin around the model: translation planning, the shortcut, markers,
 //!   records, and the QEMU glue (only the glue is left out of test builds).
 //!
@@ -32,6 +33,7 @@ pub mod model_records;
 pub mod pc_table;
 pub mod protocol;
 pub mod sanitize;
+pub mod topology;
 pub mod walk;
 
 pub mod plugin;

@@ -3,12 +3,13 @@
 //! | record | when | fields (after `"record"`) |
 //! |--------|------|---------------------------|
 //! | `model-profile` | once, before the first `model-geometry` | `profile`, `clock_mhz`, `memory_cycles`, `memory_ns`, `hwpf`, `hwpf_distance`, `hwpf_degree`, `latency_ref`, `hwpf_ref` |
+//! | `model-topology` | once, after `model-profile` | `clusters`, `cores_per_cluster`, `cluster_cache`, `interconnect`, `handover_in_cycles`, `handover_cross_cycles` (each absent: the serving level's latency), `handover_ref` |
 //! | `model-geometry` | when a geometry becomes active, one per level | `level`, `size`, `line`, `sets`, `ways`, `sharing`, `policy`, `origin`, `vcpus`, `hit_cycles`, `hit_ns` |
 //! | `model` | at each phase end, one per level | `phase`, `phase_id`, `level`, `accesses`, `hits`, `misses`, `writebacks`, `maint`, `bypass`, `prefetches`, `prefetch_hits` |
 //! | `model-time` | at each phase end | `phase`, `phase_id`, `data_accesses`, `cycles`, `ns` |
 //! | `model-total` | at exit, one per level | `level`, `accesses`, `hits`, `misses`, `writebacks`, `maint`, `bypass`, `prefetches`, `prefetch_hits` |
-//! | `model-coherence` | at each phase end, one per vCPU (more than one vCPU only) | `phase`, `phase_id`, `cpu`, `invalidations`, `interventions`, `upgrades`, `snoop_hits`, `snoop_misses`, `remote_maint`, `buf_invalidations`, `buf_interventions`, `buf_upgrades` |
-//! | `model-coherence-total` | at exit, one per vCPU (more than one vCPU only) | `cpu` and the same nine counts |
+//! | `model-coherence` | at each phase end, one per vCPU (more than one vCPU only) | `phase`, `phase_id`, `cpu`, `invalidations`, `interventions`, `upgrades`, `snoop_hits`, `snoop_misses`, `remote_maint`, `buf_invalidations`, `buf_interventions`, `buf_upgrades`, `cross_invalidations`, `cross_interventions`, `cross_remote_maint`, `cluster_handovers`, `cross_handovers`, `buf_cluster_handovers`, `buf_cross_handovers` |
+//! | `model-coherence-total` | at exit, one per vCPU (more than one vCPU only) | `cpu` and the same sixteen counts |
 //! | `hazard` | at each phase end (at exit outside phases), one per (kind, line) | see `sanitize.rs` |
 //! | `hazard-total` | at exit | per-kind counts, `truncated`, `dropped` (past the hazard bound) |
 //! | `model-pc` | at exit with `pc_table=N`, at most N + 1 | `pc`, `pcs`, `rest`, `l1d_misses`, `l2_misses`, `writebacks` (see `pc_table.rs`) |
@@ -18,8 +19,9 @@
 //! Every record ends with `"source":"model"`. Levels: `L1I`, `L1D`, `L2`, `L3` (only those
 //! modelled). Counters of private caches are summed over vCPUs.
 
-use crate::geometry::Latency;
+use crate::geometry::{Hierarchy, Latency};
 use crate::hierarchy::{Coherence, Level, Totals};
+use crate::topology::Topology;
 use cachescope_arch::record::{self, Builder};
 
 /// Every model record's `source`.
@@ -34,10 +36,52 @@ pub fn modelled_cycles(t: &Totals, lat: &Latency) -> (u64, u64) {
     (accesses, cycles)
 }
 
-/// The `model-time` record of a finished phase.
-pub fn time_line(name: &str, id: u64, counts: &Totals, lat: &Latency) -> String {
-    let (accesses, cycles) = modelled_cycles(counts, lat);
+/// [`modelled_cycles`] with rule 19's hand-overs (`hierarchy.rs`): each demand data access
+/// served by another vCPU's dirty copy was counted as served by the first shared level (where
+/// the model writes the copy back), or memory when every level is private; it costs the
+/// topology's in-cluster or cross-cluster hand-over latency instead, when the profile gives one.
+pub fn phase_cycles(t: &Totals, coh: &[Coherence], h: &Hierarchy) -> (u64, u64) {
+    let lat = &h.latency;
+    let (accesses, cycles) = modelled_cycles(t, lat);
+    let served_at = h.serving_cycles();
+    let ho = &h.topology.handover;
+    let (cluster, cross) =
+        coh.iter().fold((0u64, 0u64), |(a, b), c| (a.wrapping_add(c.cluster_handovers), b.wrapping_add(c.cross_handovers)));
+    let adjust = |n: u64, cost: Option<u32>| -> u64 {
+        // Wrapping: the served part already holds `n × served_at`.
+        cost.map_or(0, |c| n.wrapping_mul(u64::from(c)).wrapping_sub(n.wrapping_mul(u64::from(served_at))))
+    };
+    let cycles = cycles.wrapping_add(adjust(cluster, ho.in_cluster_cycles)).wrapping_add(adjust(cross, ho.cross_cluster_cycles));
+    (accesses, cycles)
+}
+
+/// The `model-time` record of a finished phase: its cycles by [`phase_cycles`] under `h`,
+/// else (no model yet) by [`modelled_cycles`] at the generic latencies.
+pub fn time_line(name: &str, id: u64, counts: &Totals, coh: &[Coherence], h: Option<&Hierarchy>) -> String {
+    let generic = Latency::generic();
+    let (lat, (accesses, cycles)) = match h {
+        Some(h) => (&h.latency, phase_cycles(counts, coh, h)),
+        None => (&generic, modelled_cycles(counts, &generic)),
+    };
     line(record::ModelTime::new().phase(name).phase_id(id).data_accesses(accesses).cycles(cycles).ns(lat.ns(cycles), 2).source(SOURCE))
+}
+
+/// The `model-topology` record.
+pub fn topology_line(t: &Topology) -> String {
+    let r = record::ModelTopology::new()
+        .clusters(u64::from(t.clusters))
+        .cores_per_cluster(u64::from(t.cores_per_cluster))
+        .cluster_cache(t.cluster_cache.name())
+        .interconnect(t.interconnect.name());
+    let ho = &t.handover;
+    match (ho.in_cluster_cycles, ho.cross_cluster_cycles) {
+        (Some(i), Some(c)) => {
+            line(r.handover_in_cycles(u64::from(i)).handover_cross_cycles(u64::from(c)).handover_ref(ho.reference).source(SOURCE))
+        }
+        (Some(i), None) => line(r.handover_in_cycles(u64::from(i)).handover_ref(ho.reference).source(SOURCE)),
+        (None, Some(c)) => line(r.handover_cross_cycles(u64::from(c)).handover_ref(ho.reference).source(SOURCE)),
+        (None, None) => line(r.handover_ref(ho.reference).source(SOURCE)),
+    }
 }
 
 /// A built record as one output line: `# cs: {…}` and a newline.
@@ -97,6 +141,13 @@ macro_rules! with_coherence {
             .buf_invalidations(c.buf_invalidations)
             .buf_interventions(c.buf_interventions)
             .buf_upgrades(c.buf_upgrades)
+            .cross_invalidations(c.cross_invalidations)
+            .cross_interventions(c.cross_interventions)
+            .cross_remote_maint(c.cross_remote_maint)
+            .cluster_handovers(c.cluster_handovers)
+            .cross_handovers(c.cross_handovers)
+            .buf_cluster_handovers(c.buf_cluster_handovers)
+            .buf_cross_handovers(c.buf_cross_handovers)
             .source(SOURCE)
     }};
 }
@@ -124,7 +175,7 @@ pub fn hazard_lines(entries: &[crate::sanitize::Entry]) -> String {
             .phase(&e.phase)
             .phase_id(e.phase_id)
             .count(e.count)
-            .access(e.event.access)
+            .access(e.event.access.name())
             .cause(e.event.cause)
             .cause_pc(e.event.cause_pc);
         if let Some(v) = e.current {
@@ -139,7 +190,7 @@ pub fn hazard_lines(entries: &[crate::sanitize::Entry]) -> String {
             e.pc,
             if e.phase.is_empty() { "-" } else { &e.phase },
             e.count,
-            e.event.access,
+            e.event.access.name(),
             e.event.cause,
             e.event.cause_pc
         );
@@ -226,6 +277,7 @@ impl Phases {
 mod tests {
     use super::*;
     use crate::hierarchy::Counts;
+    use cachescope_arch::hazard::HazardAccess;
 
     /// A hazard with and without the value the emulator held: `current` before `source`, as
     /// declared (the builders' order is checked when a record is finished, in debug builds).
@@ -234,7 +286,7 @@ mod tests {
         let event = crate::sanitize::Event {
             kind: crate::sanitize::HazardKind::LostWrite,
             pa: 0x40,
-            access: "dc-ivac",
+            access: HazardAccess::DcIvac,
             cause: "write",
             cause_pc: 0x10,
             uncounted: false,
@@ -261,16 +313,19 @@ mod tests {
         let lat = Latency::generic();
         assert_eq!(modelled_cycles(&t, &lat), (16, 10 * 4 + 2 * 14 + 40 + 3 * 200));
         assert_eq!(
-            time_line("p", 3, &t, &lat),
+            time_line("p", 3, &t, &[], None),
             "# cs: {\"record\":\"model-time\",\"phase\":\"p\",\"phase_id\":3,\"data_accesses\":16,\"cycles\":708,\"ns\":354.00,\"source\":\"model\"}\n"
         );
+        let topo = topology_line(&Topology::profile("dsu2x4").unwrap());
+        assert!(topo.starts_with("# cs: {\"record\":\"model-topology\",\"clusters\":2,\"cores_per_cluster\":4,\"cluster_cache\":\"dsu-l3-snoop-filter\",\"interconnect\":\"cmn-hnf-slc\",\"handover_in_cycles\":41,\"handover_cross_cycles\":103,"), "{topo}");
+        assert!(!topology_line(&Topology::generic()).contains("handover_in_cycles"));
         assert_eq!(total_lines(&Totals::default(), 0).lines().count(), 2);
         let mut h = crate::sanitize::Hazards::with_limit(1);
         for pa in [0, 0x40] {
             let e = crate::sanitize::Event {
                 kind: crate::sanitize::HazardKind::LostWrite,
                 pa,
-                access: "dc-ivac",
+                access: HazardAccess::DcIvac,
                 cause: "write",
                 cause_pc: 0,
                 uncounted: false,
@@ -279,7 +334,7 @@ mod tests {
         }
         assert_eq!(
             hazard_total_line(&h, true),
-            "# cs: {\"record\":\"hazard-total\",\"sanitize\":true,\"hazards\":1,\"count\":2,\"stale_read_by_device\":0,\"lost_write\":1,\"stale_read_by_cpu\":0,\"stale_instruction\":0,\"maintenance_gap\":0,\"shared_line\":0,\"truncated\":true,\"dropped\":1,\"source\":\"model\"}\n"
+            "# cs: {\"record\":\"hazard-total\",\"sanitize\":true,\"hazards\":1,\"count\":2,\"stale_read_by_device\":0,\"lost_write\":1,\"stale_read_by_cpu\":0,\"stale_instruction\":0,\"maintenance_gap\":0,\"shared_line\":0,\"non_shareable_shared\":0,\"truncated\":true,\"dropped\":1,\"source\":\"model\"}\n"
         );
         assert_eq!(phase_lines("x", 1, &Totals::default(), 2).lines().count(), 4);
     }

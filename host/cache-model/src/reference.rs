@@ -144,6 +144,10 @@ pub struct RefModel {
     pub coh: Vec<Coherence>,
     /// Per lower level: inclusive of the L1Ds it serves (rule 18).
     inclusive: Vec<bool>,
+    /// Rule 19: vCPUs per cluster.
+    per_cluster: usize,
+    /// Rule 19: the vCPU whose dirty copy the last snoop took.
+    supplier: Option<usize>,
 }
 
 const I: usize = 0;
@@ -182,6 +186,8 @@ impl RefModel {
             private,
             coh: vec![Coherence::default(); vcpus],
             inclusive: (0..h.lower.len()).map(|i| h.policy.inclusive[i]).collect(),
+            per_cluster: h.topology.cores_per_cluster.max(1) as usize,
+            supplier: None,
         }
     }
 
@@ -261,20 +267,54 @@ impl RefModel {
                     c.sets[si][w].as_mut().unwrap().shared = true;
                 }
             }
+            let far = self.far(k, cpu);
             if had {
                 anyone = true;
                 self.coh[k].snoop_hits += 1;
                 if write {
                     self.coh[k].invalidations += 1;
+                    if far {
+                        self.coh[k].cross_invalidations += 1;
+                    }
                 }
             } else {
                 self.coh[k].snoop_misses += 1;
             }
             if had_dirty {
                 self.coh[cpu].interventions += 1;
+                if far {
+                    self.coh[cpu].cross_interventions += 1;
+                }
+                self.supplier = Some(k);
             }
         }
         anyone
+    }
+
+    /// Rule 19: whether vCPUs `a` and `b` are in different clusters.
+    fn far(&self, a: usize, b: usize) -> bool {
+        a / self.per_cluster != b / self.per_cluster
+    }
+
+    /// Rule 19: the snoop of a demand data access took a dirty copy: a hand-over.
+    fn handed_over(&mut self, cpu: usize, side: usize) {
+        if let Some(k) = self.supplier.take() {
+            if side == D {
+                if self.far(k, cpu) {
+                    self.coh[cpu].cross_handovers += 1;
+                } else {
+                    self.coh[cpu].cluster_handovers += 1;
+                }
+            }
+        }
+    }
+
+    /// Rule 17d, split by rule 19.
+    fn remote_maint(&mut self, k: usize, cpu: usize) {
+        self.coh[k].remote_maint += 1;
+        if self.far(k, cpu) {
+            self.coh[k].cross_remote_maint += 1;
+        }
     }
 
     /// Sets the shared mark of every copy `cpu` holds (the L1D's only if `with_l1d`).
@@ -396,8 +436,10 @@ impl RefModel {
         let mut asked = false;
         for p in 0..depth {
             if coh && p == 1 + self.private {
+                self.supplier = None;
                 shared = self.snoop(cpu, addr, dirty);
                 asked = true;
+                self.handed_over(cpu, side);
             }
             if coh && p >= 1 && p <= self.private {
                 // a private level below L1: its copy's mark, if it has one
@@ -432,8 +474,10 @@ impl RefModel {
             return (0, trigger);
         }
         if coh && !asked && hit_at == depth {
+            self.supplier = None;
             shared = self.snoop(cpu, addr, dirty);
             asked = true;
+            self.handed_over(cpu, side);
         }
         for p in (1..hit_at).rev() {
             self.place_fill(cpu, side, p, addr, false, true, false, false);
@@ -464,7 +508,27 @@ impl RefModel {
         let line = u64::from(self.l1d[cpu].geo.line);
         let mut a = pa / line * line;
         while a < pa + u64::from(size.max(1)) {
-            match attr {
+            let allocates = if write { attr.write_allocate() } else { attr.read_allocate() };
+            match attr.base() {
+                _ if attr.cacheable() && !allocates && self.at(cpu, D, 0).1.find(a).is_none() => {
+                    // No allocation on this miss: the first level holding the line serves it.
+                    if self.coherent {
+                        self.snoop(cpu, a, write);
+                    }
+                    let mut served = 3;
+                    for p in 0..self.depth() {
+                        if self.lookup(cpu, D, p, a).0 && p > 0 {
+                            if write {
+                                let c = self.at(cpu, D, p).1;
+                                let (si, w) = (c.set_index(a), c.find(a).unwrap());
+                                c.sets[si][w].as_mut().unwrap().dirty = true;
+                            }
+                            served = p;
+                            break;
+                        }
+                    }
+                    self.totals.served[served] += 1;
+                }
                 Attr::NormalNonCacheable | Attr::Device => {
                     self.totals.levels[D].bypass += 1;
                     self.totals.served[3] += 1;
@@ -480,7 +544,7 @@ impl RefModel {
                     self.totals.served[3] += 1;
                 }
                 _ => {
-                    let (at, trigger) = self.demand(cpu, D, a, write, nt);
+                    let (at, trigger) = self.demand(cpu, D, a, write, nt || attr.transient());
                     let idx = if at >= self.depth() { 3 } else { at };
                     self.totals.served[idx] += 1;
                     if trigger {
@@ -582,7 +646,7 @@ impl RefModel {
         if self.coherent {
             for k in 0..self.l1d.len() {
                 if k != cpu && self.own_shared(k, pa, 0).is_some() {
-                    self.coh[k].remote_maint += 1;
+                    self.remote_maint(k, cpu);
                 }
             }
         }
@@ -666,7 +730,7 @@ impl RefModel {
         self.totals.levels[D].maint += 1;
         let start = pa / block * block;
         let line = u64::from(self.l1d[cpu].geo.line);
-        match attr {
+        match attr.base() {
             Attr::NormalNonCacheable | Attr::Device => self.totals.levels[D].bypass += 1,
             Attr::NormalWriteThrough => {
                 for a in (start..start + block).step_by(line as usize) {
@@ -675,7 +739,7 @@ impl RefModel {
                     }
                 }
             }
-            Attr::NormalWriteBack => {
+            _ => {
                 for a in (start..start + block).step_by(line as usize) {
                     if self.coherent {
                         self.snoop(cpu, a, true);
@@ -706,7 +770,7 @@ impl RefModel {
                 }
             }
             if all && k != cpu && self.coherent {
-                self.coh[k].remote_maint += 1;
+                self.remote_maint(k, cpu);
             }
         }
     }
@@ -720,7 +784,7 @@ impl RefModel {
                 let si = c.set_index(pa);
                 c.sets[si][w] = None;
                 if k != cpu && self.coherent {
-                    self.coh[k].remote_maint += 1;
+                    self.remote_maint(k, cpu);
                 }
             }
         }

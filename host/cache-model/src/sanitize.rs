@@ -34,6 +34,11 @@
 //!   copy a device write made stale.
 //! - `maintenance-gap`: lines of a range declared with the maintenance-range markers (protocol
 //!   v4) that received no by-VA data-cache operation before the range's end marker.
+//! - `non-shareable-shared` (model rule 16b, more than one vCPU): a coherent request (rule 17's
+//!   snoop) by core c for a line that another core k holds in its private caches, when c's
+//!   access goes through a Non-shareable mapping (cause `copy-elsewhere`) or k's copy was
+//!   filled through one (cause `non-shareable-copy`, [`Sanitizer::non_shareable`]): two cores
+//!   whose shareability domains for the line do not include each other cache it at once.
 //!
 //! Hazards are deduplicated per (kind, line, phase) with a count by the plugin, and at most
 //! [`HAZARD_RECORD_LIMIT`] of them are recorded in a run: past it the rest are only counted
@@ -44,7 +49,9 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// The hazard kinds: the record contract's list (`cachescope_arch::hazard`).
-pub use cachescope_arch::hazard::HazardKind;
+pub use cachescope_arch::hazard::{HazardAccess, HazardKind};
+
+use crate::hierarchy::Shareability;
 
 /// What the sanitizer saw, before the plugin adds the exposing access's VA, PC and phase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,8 +60,8 @@ pub struct Event {
     pub kind: HazardKind,
     /// Physical address of the line (its first byte).
     pub pa: u64,
-    /// The exposing access: `nc-read`, `device-read`, `dc-ivac`, `dc-isw`, `read`, `fetch`.
-    pub access: &'static str,
+    /// The exposing access.
+    pub access: HazardAccess,
     /// The earlier access that made the line hazardous.
     pub cause: &'static str,
     /// Its PC (0 when not known).
@@ -132,6 +139,11 @@ pub struct LineBytes {
     /// say so): the first write that dirties it while no cache before the PoC holds it dirty
     /// starts the mask afresh.
     pub dirty: ByteMask,
+    /// The bytes written since the line's L1D copy was last clean (what an instruction fetch
+    /// from the Point of Unification may miss). A clean to the PoU (DC CVAU) makes the L1D copy
+    /// clean while a lower level before the PoC still holds it dirty: `dirty` keeps those bytes
+    /// (they still differ from memory), this mask starts afresh at the next write.
+    pub l1_dirty: ByteMask,
     /// PC of the first D-side write since the line's last IC invalidate (with `written`).
     pub written_pc: u64,
     /// The bytes written since the line's last IC invalidate (the stale-instruction rule; 0:
@@ -159,6 +171,10 @@ pub struct Sanitizer {
     pub idc: bool,
     /// CTR_EL0.DIC: instruction invalidation is not required for instruction coherence.
     pub dic: bool,
+    /// L1D line number → the vCPUs (bit per vCPU, the first 64) whose last fill of the line
+    /// into their private caches went through a Non-shareable mapping, and that fill's PC
+    /// (rule 16b). Empty unless such a mapping was used.
+    pub non_shareable: LineMap<(u64, u64)>,
 }
 
 impl Sanitizer {
@@ -168,8 +184,39 @@ impl Sanitizer {
     }
 
     /// Records a hazard.
-    pub fn report(&mut self, kind: HazardKind, pa: u64, access: &'static str, cause: &'static str, cause_pc: u64) {
+    pub fn report(&mut self, kind: HazardKind, pa: u64, access: HazardAccess, cause: &'static str, cause_pc: u64) {
         self.events.push(Event { kind, pa, access, cause, cause_pc, uncounted: self.uncounted });
+    }
+
+    /// Rule 16b at a coherent request of `cpu` for `line` (the snoop found the line in the
+    /// private caches of the vCPUs in `holders`, bit per vCPU), by an access at `pc` through a
+    /// mapping of `share` (`request` = `Some((share, pc))`; `None`: not known, e.g. a prefetch,
+    /// taken as Inner Shareable and not recorded): reports `non-shareable-shared` at `pa` when the request is Non-shareable
+    /// and a holder exists, or a holder's copy was filled Non-shareable; then records `cpu`'s
+    /// fill as Non-shareable or not.
+    pub fn shareability(&mut self, cpu: usize, line: u64, pa: u64, holders: u64, request: Option<(Shareability, u64)>, write: bool) {
+        let (share, pc) = (request.map(|(s, _)| s), request.map_or(0, |(_, pc)| pc));
+        let access = if write { HazardAccess::Write } else { HazardAccess::Read };
+        let narrow = share == Some(Shareability::Non);
+        if holders != 0 {
+            if narrow {
+                self.report(HazardKind::NonShareableShared, pa, access, "copy-elsewhere", 0);
+            } else if let Some(&(_, fill_pc)) = self.non_shareable.get(&line).filter(|&&(cores, _)| cores & holders != 0) {
+                self.report(HazardKind::NonShareableShared, pa, access, "non-shareable-copy", fill_pc);
+            }
+        }
+        let Some(bit) = 1u64.checked_shl(cpu as u32).filter(|_| cpu < 64) else { return };
+        if narrow {
+            let e = self.non_shareable.entry(line).or_insert((0, pc));
+            *e = (e.0 | bit, pc);
+        } else if share.is_some() && !self.non_shareable.is_empty() {
+            if let Some(e) = self.non_shareable.get_mut(&line) {
+                e.0 &= !bit;
+                if e.0 == 0 {
+                    self.non_shareable.remove(&line);
+                }
+            }
+        }
     }
 
     /// The recorded cause of a dirty line: ("write", its PC) or ("write", 0) when not known.
@@ -180,6 +227,12 @@ impl Sanitizer {
     /// The bytes of a dirty line that differ from memory (every byte when not known).
     pub fn dirty_mask(&self, line: u64) -> ByteMask {
         self.lines.get(&line).map(|l| l.dirty).filter(|&d| d != 0).unwrap_or(u64::MAX)
+    }
+
+    /// The bytes of a line dirty in an L1D written since that copy was last clean (every byte
+    /// when not known): the stale-instruction rule's dirty bytes.
+    pub fn l1_dirty_mask(&self, line: u64) -> ByteMask {
+        self.lines.get(&line).map(|l| l.l1_dirty).filter(|&d| d != 0).unwrap_or(u64::MAX)
     }
 
     /// The first write since the line's last IC invalidate (its PC) and the bytes written since.
@@ -224,6 +277,9 @@ impl Sanitizer {
             Some(true) => e.dirty = bytes,
             Some(false) => e.dirty |= bytes,
             None => {}
+        }
+        if dirty.is_some() {
+            e.l1_dirty = if dirtied { bytes } else { e.l1_dirty | bytes };
         }
         if !self.dic {
             if e.written == 0 || e.epoch != epoch {
@@ -372,7 +428,7 @@ mod tests {
     use super::*;
 
     fn ev(kind: HazardKind, pa: u64) -> Event {
-        Event { kind, pa, access: "read", cause: "nc-write", cause_pc: 0x10, uncounted: false }
+        Event { kind, pa, access: HazardAccess::Read, cause: "nc-write", cause_pc: 0x10, uncounted: false }
     }
 
     #[test]

@@ -137,6 +137,7 @@ fn plru_agrees_with_reference_with_odd_and_wide_ways() {
         zva_bytes: 64,
         hwpf: HwPrefetch::off("test"),
         latency: Latency::generic(),
+        topology: crate::topology::Topology::generic(),
     };
     for (seed, span) in [(11u64, 16u64 << 10), (12, 96 << 10)] {
         let mut rng = seed;

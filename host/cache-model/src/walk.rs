@@ -151,15 +151,14 @@ impl MemType {
         Some(Self::Normal { inner: domain(lo)?, outer: domain(hi)?, tagged: false })
     }
 
-    /// The model's attribute: Device, or the inner domain's policy (the model's caches are the
-    /// inner ones: L1 and L2 of the cores it models).
+    /// The model's attribute: Device, or the inner domain's policy with its allocation hints
+    /// (the model's caches are the inner ones: L1 and L2 of the cores it models).
     pub fn attr(self) -> Attr {
         match self {
             Self::Device(_) => Attr::Device,
             Self::Normal { inner, .. } => match inner.policy {
                 Policy::NonCacheable => Attr::NormalNonCacheable,
-                Policy::WriteThrough => Attr::NormalWriteThrough,
-                Policy::WriteBack => Attr::NormalWriteBack,
+                p => Attr::with_hints(p == Policy::WriteBack, inner.read_allocate, inner.write_allocate, inner.transient),
             },
         }
     }
@@ -405,6 +404,17 @@ mod tests {
         assert_eq!(MemType::from_mair(0x44).map(MemType::attr), Some(Attr::NormalNonCacheable));
         assert_eq!(MemType::from_mair(0xff).map(MemType::attr), Some(Attr::NormalWriteBack));
         assert_eq!(MemType::from_mair(0xbb).map(MemType::attr), Some(Attr::NormalWriteThrough));
+        // MAIR's allocation hints reach the model (protocol 6's attribute codes).
+        for (byte, attr) in [
+            (0xee, Attr::NormalWriteBackNoWriteAllocate),
+            (0xdd, Attr::NormalWriteBackNoReadAllocate),
+            (0xcc, Attr::NormalWriteBackNoAllocate),
+            (0x77, Attr::NormalWriteBackTransient),
+            (0x22, Attr::NormalWriteThroughTransient),
+            (0xaa, Attr::NormalWriteThrough),
+        ] {
+            assert_eq!(MemType::from_mair(byte).map(MemType::attr), Some(attr), "MAIR {byte:#x}");
+        }
         let Some(MemType::Normal { inner, outer, tagged }) = MemType::from_mair(0x4a) else { panic!() };
         assert_eq!(inner, Cacheability { policy: Policy::WriteThrough, transient: false, read_allocate: true, write_allocate: false });
         assert_eq!(outer.policy, Policy::NonCacheable);

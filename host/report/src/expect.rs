@@ -9,7 +9,16 @@
 //! function = "copy_and_run"            # symbol of the exposing PC
 //! line = "el1_icache.S:57"             # basename:line of the exposing PC
 //! cause_function = "copy_and_run"      # optional: symbol of the cause PC
+//!
+//! [[hazard]]                            # an image without symbols (a vmlinuz): the exposing PC
+//! kind = "stale-instruction"
+//! pc = "0xffff80008003c368"             # instead of function and line
+//! cause_pc = "0xffff8000803246fc"       # optional, instead of cause_function
 //! ```
+//!
+//! Advisory kinds ([`Severity::Advisory`]: `shared-line`) are judged only when the file lists at
+//! least one hazard of that kind; otherwise they are reported, not checked (as a kernel phase's
+//! verdict treats them).
 //!
 //! Every `[[hazard]]` must match exactly one reported hazard and every reported hazard must
 //! match exactly one entry. A reported hazard is a site ([`Observed::sites`]): the records of one
@@ -20,25 +29,33 @@
 
 use serde::Deserialize;
 
-use cachescope_arch::hazard::HazardKind;
+use cachescope_arch::hazard::{HazardKind, Severity};
 use cachescope_arch::warning::WarningCause;
 
 use crate::firmware::{Hazard, Observed, Site};
 use crate::symbols::Symbols;
 
-/// One expected hazard.
+/// One expected hazard, as written in the file (checked by [`Expectation::parse`]).
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct Expected {
     /// The kind, as the model log names it.
     pub kind: String,
-    /// The exposing PC's function.
-    pub function: String,
-    /// The exposing PC's `basename:line`.
-    pub line: String,
+    /// The exposing PC's function (with `line`; or `pc`).
+    #[serde(default)]
+    pub function: Option<String>,
+    /// The exposing PC's `basename:line` (with `function`).
+    #[serde(default)]
+    pub line: Option<String>,
+    /// The exposing PC itself, `0x…`, for an image without symbols (instead of function and line).
+    #[serde(default)]
+    pub pc: Option<String>,
     /// The cause PC's function, when checked.
     #[serde(default)]
     pub cause_function: Option<String>,
+    /// The cause PC itself, `0x…`, when checked without symbols.
+    #[serde(default)]
+    pub cause_pc: Option<String>,
 }
 
 /// An expectation file.
@@ -53,23 +70,52 @@ pub struct Expectation {
     pub hazards: Vec<Expected>,
 }
 
+/// `0x…` (or decimal) as a PC; `None` if it is not one.
+fn parse_pc(text: &str) -> Option<u64> {
+    match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => text.parse().ok(),
+    }
+}
+
 impl Expected {
     fn describe(&self) -> String {
-        let cause = self.cause_function.as_deref().map(|c| format!(" (cause in {c})")).unwrap_or_default();
-        format!("{} in {} at {}{cause}", self.kind, self.function, self.line)
+        let cause = match (&self.cause_function, &self.cause_pc) {
+            (Some(c), _) => format!(" (cause in {c})"),
+            (None, Some(c)) => format!(" (cause at {c})"),
+            (None, None) => String::new(),
+        };
+        match (&self.function, &self.line, &self.pc) {
+            (Some(f), Some(l), _) => format!("{} in {f} at {l}{cause}", self.kind),
+            (_, _, Some(pc)) => format!("{} at pc {pc}{cause}", self.kind),
+            _ => format!("{}{cause}", self.kind),
+        }
     }
 
-    fn matches(&self, h: &Hazard, syms: &Symbols) -> bool {
+    /// Whether it names a function and line (so needs the firmware's symbols).
+    fn needs_symbols(&self) -> bool {
+        self.pc.is_none() || (self.cause_function.is_some())
+    }
+
+    fn matches(&self, h: &Hazard, syms: Option<&Symbols>) -> bool {
         if h.kind != self.kind {
             return false;
         }
-        let p = syms.place(h.pc);
-        if p.function.as_deref() != Some(self.function.as_str()) || p.file_line().as_deref() != Some(self.line.as_str()) {
+        let place_ok = match (&self.pc, &self.function, &self.line, syms) {
+            (Some(pc), _, _, _) => parse_pc(pc) == Some(h.pc),
+            (None, Some(f), Some(l), Some(s)) => {
+                let p = s.place(h.pc);
+                p.function.as_deref() == Some(f.as_str()) && p.file_line().as_deref() == Some(l.as_str())
+            }
+            _ => false,
+        };
+        if !place_ok {
             return false;
         }
-        match &self.cause_function {
-            Some(c) => h.cause_pc != 0 && syms.place(h.cause_pc).function.as_deref() == Some(c.as_str()),
-            None => true,
+        match (&self.cause_function, &self.cause_pc) {
+            (Some(c), _) => h.cause_pc != 0 && syms.is_some_and(|s| s.place(h.cause_pc).function.as_deref() == Some(c.as_str())),
+            (None, Some(c)) => parse_pc(c) == Some(h.cause_pc),
+            (None, None) => true,
         }
     }
 }
@@ -101,12 +147,34 @@ impl Expectation {
                 let known: Vec<&str> = HazardKind::ALL.iter().map(|k| k.name()).collect();
                 return Err(format!("[[hazard]] {n}: kind '{}' is not a hazard kind ({})", h.kind, known.join(", ")));
             }
-            if h.function.is_empty() {
-                return Err(format!("[[hazard]] {n}: function is empty"));
+            match (&h.function, &h.line, &h.pc) {
+                (Some(_), Some(_), Some(_)) | (Some(_), None, Some(_)) | (None, Some(_), Some(_)) => {
+                    return Err(format!("[[hazard]] {n}: give either function and line, or pc, not both"));
+                }
+                (None, None, Some(pc)) => {
+                    if parse_pc(pc).is_none() {
+                        return Err(format!("[[hazard]] {n}: pc '{pc}' is not an address (0x…)"));
+                    }
+                }
+                (Some(f), Some(line), None) => {
+                    if f.is_empty() {
+                        return Err(format!("[[hazard]] {n}: function is empty"));
+                    }
+                    let ok = line.rsplit_once(':').is_some_and(|(f, l)| !f.is_empty() && !f.contains('/') && l.parse::<u32>().is_ok());
+                    if !ok {
+                        return Err(format!("[[hazard]] {n}: line '{line}' must be basename:line, e.g. el1_icache.S:57"));
+                    }
+                }
+                (Some(_), None, None) => return Err(format!("[[hazard]] {n}: function without line (give line = \"FILE:N\")")),
+                (None, Some(_), None) => return Err(format!("[[hazard]] {n}: line without function")),
+                (None, None, None) => return Err(format!("[[hazard]] {n}: where? give function and line, or pc")),
             }
-            let ok = h.line.rsplit_once(':').is_some_and(|(f, l)| !f.is_empty() && !f.contains('/') && l.parse::<u32>().is_ok());
-            if !ok {
-                return Err(format!("[[hazard]] {n}: line '{}' must be basename:line, e.g. el1_icache.S:57", h.line));
+            match (&h.cause_function, &h.cause_pc) {
+                (Some(_), Some(_)) => return Err(format!("[[hazard]] {n}: give either cause_function or cause_pc, not both")),
+                (None, Some(c)) if parse_pc(c).is_none() => {
+                    return Err(format!("[[hazard]] {n}: cause_pc '{c}' is not an address (0x…)"));
+                }
+                _ => {}
             }
         }
         for w in &e.allow_warnings {
@@ -129,48 +197,40 @@ impl Expectation {
         if o.truncated {
             problems.push("the plugin's bound on hazard records cut the list short: not every hazard is known".into());
         }
-        let sites = o.sites();
-        match syms {
-            None if !self.hazards.is_empty() => {
-                problems.push("the expectation names functions and lines, but the run has no ELF to resolve them (--elf)".into());
-                for site in &sites {
-                    problems.push(format!("unmatched hazard: {}", reported(site, None)));
-                }
+        // Advisory kinds the file does not list are reported, not judged.
+        let judged = |kind: &str| {
+            HazardKind::from_name(kind).is_none_or(|k| k.severity() != Severity::Advisory) || self.hazards.iter().any(|e| e.kind == kind)
+        };
+        let sites: Vec<Site> = o.sites().into_iter().filter(|site| judged(&site.first.kind)).collect();
+        if syms.is_none() && self.hazards.iter().any(Expected::needs_symbols) {
+            problems.push("the expectation names functions and lines, but the run has no ELF to resolve them (--elf)".into());
+        }
+        let hits: Vec<Vec<usize>> = self
+            .hazards
+            .iter()
+            .map(|e| sites.iter().enumerate().filter(|(_, site)| e.matches(&site.first, syms)).map(|(i, _)| i).collect())
+            .collect();
+        for (e, m) in self.hazards.iter().zip(&hits) {
+            match m.len() {
+                0 => problems.push(format!("missing hazard: {}", e.describe())),
+                1 => {}
+                n => problems.push(format!(
+                    "expected once, reported at {n} sites: {} (cause PCs {})",
+                    e.describe(),
+                    m.iter().map(|&i| format!("{:#x}", sites[i].first.cause_pc)).collect::<Vec<_>>().join(", ")
+                )),
             }
-            None => {
-                for site in &sites {
-                    problems.push(format!("unexpected hazard: {}", reported(site, None)));
-                }
-            }
-            Some(s) => {
-                let hits: Vec<Vec<usize>> = self
-                    .hazards
-                    .iter()
-                    .map(|e| sites.iter().enumerate().filter(|(_, site)| e.matches(&site.first, s)).map(|(i, _)| i).collect())
-                    .collect();
-                for (e, m) in self.hazards.iter().zip(&hits) {
-                    match m.len() {
-                        0 => problems.push(format!("missing hazard: {}", e.describe())),
-                        1 => {}
-                        n => problems.push(format!(
-                            "expected once, reported at {n} sites: {} (cause PCs {})",
-                            e.describe(),
-                            m.iter().map(|&i| format!("{:#x}", sites[i].first.cause_pc)).collect::<Vec<_>>().join(", ")
-                        )),
-                    }
-                }
-                for (i, site) in sites.iter().enumerate() {
-                    let by: Vec<usize> = hits.iter().enumerate().filter(|(_, m)| m.contains(&i)).map(|(k, _)| k + 1).collect();
-                    match by.len() {
-                        0 => problems.push(format!("unexpected hazard: {}", reported(site, Some(s)))),
-                        1 => {}
-                        _ => problems.push(format!(
-                            "one hazard matches [[hazard]] entries {}: {}",
-                            by.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(" and "),
-                            reported(site, Some(s))
-                        )),
-                    }
-                }
+        }
+        for (i, site) in sites.iter().enumerate() {
+            let by: Vec<usize> = hits.iter().enumerate().filter(|(_, m)| m.contains(&i)).map(|(k, _)| k + 1).collect();
+            match by.len() {
+                0 => problems.push(format!("unexpected hazard: {}", reported(site, syms))),
+                1 => {}
+                _ => problems.push(format!(
+                    "one hazard matches [[hazard]] entries {}: {}",
+                    by.iter().map(|k| k.to_string()).collect::<Vec<_>>().join(" and "),
+                    reported(site, syms)
+                )),
             }
         }
         for w in &o.warnings {
@@ -302,7 +362,20 @@ mod tests {
             "{}",
             bad("allow_warnings = \"attribution\"")
         );
-        assert!(bad("[[hazard]]\nkind = \"stale-instruction\"\nfunction = \"f\"\n").contains("missing field `line`"));
+        assert_eq!(
+            bad("[[hazard]]\nkind = \"stale-instruction\"\nfunction = \"f\"\n"),
+            "[[hazard]] 1: function without line (give line = \"FILE:N\")"
+        );
+        assert_eq!(bad("[[hazard]]\nkind = \"stale-instruction\"\n"), "[[hazard]] 1: where? give function and line, or pc");
+        assert_eq!(
+            bad("[[hazard]]\nkind = \"lost-write\"\nfunction = \"f\"\nline = \"a.S:1\"\npc = \"0x10\"\n"),
+            "[[hazard]] 1: give either function and line, or pc, not both"
+        );
+        assert_eq!(bad("[[hazard]]\nkind = \"lost-write\"\npc = \"0xg\"\n"), "[[hazard]] 1: pc '0xg' is not an address (0x…)");
+        assert_eq!(
+            bad("[[hazard]]\nkind = \"lost-write\"\npc = \"0x10\"\ncause_pc = \"x\"\n"),
+            "[[hazard]] 1: cause_pc 'x' is not an address (0x…)"
+        );
         assert!(bad("[[hazard]]\nkind = \"stale-instruction\"\nfunction = \"f\"\nline = \"a.S:1\"\nfile = \"x\"\n")
             .contains("unknown field `file`"));
         assert!(bad("[[hazzard]]\nkind = \"x\"\n").contains("unknown field `hazzard`"));
@@ -318,5 +391,37 @@ mod tests {
             "allow_warnings: 'atribution' is not a warning cause (untranslated-va, attribution)"
         );
         assert_eq!(Expectation::parse("# nothing: no hazards\n").unwrap(), Expectation::default());
+    }
+
+    #[test]
+    fn an_image_without_symbols_is_checked_by_pc() {
+        let e = Expectation::parse("[[hazard]]\nkind = \"stale-instruction\"\npc = \"0xffff80008003c368\"\ncause_pc = \"0x40\"\n").unwrap();
+        let h = hazard("stale-instruction", 0xffff_8000_8003_c368, 0x40);
+        assert_eq!(e.check(&observed(vec![h.clone()], vec![]), None), Vec::<String>::new());
+        // Another cause PC, or another PC: missing and unexpected.
+        let p = e.check(&observed(vec![hazard("stale-instruction", 0xffff_8000_8003_c368, 0x44)], vec![]), None);
+        assert_eq!(
+            p,
+            [
+                "missing hazard: stale-instruction at pc 0xffff80008003c368 (cause at 0x40)",
+                "unexpected hazard: stale-instruction in ? at ? (pc 0xffff80008003c368, va 0x40081000, cause write in 0x44)"
+            ]
+        );
+    }
+
+    #[test]
+    fn advisory_hazards_are_judged_only_when_listed() {
+        let shared = hazard("shared-line", 0x10, 0x20);
+        // Not listed: reported by the digest, not a problem here.
+        assert_eq!(Expectation::default().check(&observed(vec![shared.clone()], vec![]), None), Vec::<String>::new());
+        // An error kind still is.
+        let p = Expectation::default().check(&observed(vec![shared.clone(), hazard("lost-write", 0x10, 0)], vec![]), None);
+        assert_eq!(p.len(), 1, "{p:?}");
+        // Listed: judged exactly, like any kind.
+        let e = Expectation::parse("[[hazard]]\nkind = \"shared-line\"\npc = \"0x10\"\n").unwrap();
+        assert_eq!(e.check(&observed(vec![shared.clone()], vec![]), None), Vec::<String>::new());
+        let p = e.check(&observed(vec![shared.clone(), hazard("shared-line", 0x30, 0)], vec![]), None);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(p[0].starts_with("unexpected hazard: shared-line"), "{p:?}");
     }
 }

@@ -11,11 +11,11 @@
 //!   function as cg_annotate does; raw PCs without an ELF);
 //! - every warning (`model-warning`), with its cause.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
-use cachescope_arch::hazard::HazardKind;
+use cachescope_arch::hazard::{HazardAccess, HazardKind, Severity};
 use cachescope_arch::record;
 
 use crate::input::Log;
@@ -264,6 +264,9 @@ pub fn advice(kind: HazardKind, va: u64, access: &str) -> String {
         HazardKind::MaintenanceGap => format!(
             "extend the by-VA loop to every line of the range around {va:#x}: round the start down and the end up to the line size (CTR_EL0.DminLine), step one line"
         ),
+        HazardKind::NonShareableShared => format!(
+            "map the line of {va:#x} Inner Shareable (SH = 0b11) on every core that uses it, or keep it to one core and clean and invalidate it to PoC (DC CIVAC, DSB) before another core touches it"
+        ),
         HazardKind::SharedLine => format!(
             "nothing stale was read yet, but the line of {va:#x} holds bytes the {} does not see through the cache: keep data and code (or cached and non-cacheable data) in separate lines, or clean the whole line (DC CVAC/CVAU) after each write",
             describe_access(access)
@@ -271,13 +274,12 @@ pub fn advice(kind: HazardKind, va: u64, access: &str) -> String {
     }
 }
 
+/// A record's `access` in words ([`HazardAccess::describe`]; a name this tool does not know yet,
+/// from a newer plugin, with its dashes as spaces).
 fn describe_access(access: &str) -> String {
-    match access {
-        "nc-read" => "non-cacheable read".into(),
-        "device-read" => "Device read".into(),
-        "dc-ivac" => "DC IVAC".into(),
-        "dc-isw" => "DC ISW".into(),
-        a => a.replace('-', " "),
+    match HazardAccess::from_name(access) {
+        Some(a) => a.describe().into(),
+        None => access.replace('-', " "),
     }
 }
 
@@ -378,7 +380,8 @@ pub fn hazard_block(site: &Site, syms: Option<&Symbols>, line: u64) -> String {
     let fname = |pc: u64| place(syms, pc).function.unwrap_or_else(|| format!("{pc:#x}"));
     let mut s = String::new();
     let title = if h.cause_pc != 0 { format!("{} / {}", fname(h.pc), fname(h.cause_pc)) } else { fname(h.pc) };
-    let _ = writeln!(s, "BUG: cachescope: {} in {title}", h.kind);
+    let advisory = HazardKind::from_name(&h.kind).is_some_and(|k| k.severity() == Severity::Advisory);
+    let _ = writeln!(s, "{}: cachescope: {} in {title}", if advisory { "NOTE" } else { "BUG" }, h.kind);
     let phases = site.phases.iter().filter(|p| !p.is_empty()).cloned().collect::<Vec<_>>();
     let phase = match phases.len() {
         0 => String::new(),
@@ -403,6 +406,9 @@ pub fn hazard_block(site: &Site, syms: Option<&Symbols>, line: u64) -> String {
     }
     s
 }
+
+/// Advisory sites the digest shows in full (the rest are counted; all are in the model log).
+pub const ADVISORIES_SHOWN: usize = 3;
 
 /// The three per-function tables' keys: L1D misses, L2 misses, write-backs.
 pub const PC_COLUMNS: [&str; 3] = ["L1D misses", "L2 misses", "write-backs"];
@@ -493,30 +499,51 @@ pub fn digest(o: &Observed, syms: Option<&Symbols>, run: &ObservedRun) -> String
             );
         }
     }
-    // Hazards.
-    let occurrences: u64 = o.hazards.iter().map(|h| h.count).sum();
-    let sites = o.sites();
+    // Hazards (errors), then advisories (fragile, not wrong: listed apart, the first few shown).
+    let line = o.line_size();
+    let is_advisory = |kind: &str| HazardKind::from_name(kind).is_some_and(|k| k.severity() == Severity::Advisory);
+    let (advisories, errors): (Vec<Site>, Vec<Site>) = o.sites().into_iter().partition(|site| is_advisory(&site.first.kind));
+    let summary = |sites: &[Site]| {
+        let lines: u64 = sites.iter().map(|x| x.lines).sum();
+        let occurrences: u64 = sites.iter().map(|x| x.count).sum();
+        format!(
+            "{} site{} ({} line{}, {} occurrence{})",
+            sites.len(),
+            if sites.len() == 1 { "" } else { "s" },
+            lines,
+            if lines == 1 { "" } else { "s" },
+            thousands(occurrences),
+            if occurrences == 1 { "" } else { "s" }
+        )
+    };
     let _ = writeln!(
         s,
         "hazards: {}{}",
-        if o.hazards.is_empty() {
-            "none".to_string()
-        } else {
-            format!(
-                "{} site{} ({} line{}, {} occurrence{})",
-                sites.len(),
-                if sites.len() == 1 { "" } else { "s" },
-                o.hazards.len(),
-                if o.hazards.len() == 1 { "" } else { "s" },
-                thousands(occurrences),
-                if occurrences == 1 { "" } else { "s" }
-            )
-        },
+        if errors.is_empty() { "none".to_string() } else { summary(&errors) },
         if o.truncated { " — TRUNCATED: more than the plugin records; the rest were only counted" } else { "" }
     );
-    let line = o.line_size();
-    for site in &sites {
+    for site in &errors {
         s += &hazard_block(site, syms, line);
+    }
+    if !advisories.is_empty() {
+        let kinds: BTreeSet<&str> = advisories.iter().map(|x| x.first.kind.as_str()).collect();
+        let _ = writeln!(
+            s,
+            "advisories ({}: fragile, not wrong; not counted as hazards): {}",
+            kinds.into_iter().collect::<Vec<_>>().join(", "),
+            summary(&advisories)
+        );
+        for site in advisories.iter().take(ADVISORIES_SHOWN) {
+            s += &hazard_block(site, syms, line);
+        }
+        if advisories.len() > ADVISORIES_SHOWN {
+            let _ = writeln!(
+                s,
+                "  … {} more advisory sites: every one is in the model records ({})",
+                advisories.len() - ADVISORIES_SHOWN,
+                run.model
+            );
+        }
     }
     // Top functions.
     let funcs = per_function(&o.pcs, syms);

@@ -15,8 +15,10 @@
 pub mod bench;
 pub mod capture;
 pub mod compare;
+pub mod compare_model;
 pub mod console;
 pub mod contract;
+pub mod core_to_core;
 mod digest_format;
 pub mod dl;
 pub mod expect;

@@ -8,7 +8,7 @@ use cachescope_report::compare::{self, Baseline};
 use cachescope_report::input::{Error, Log};
 use cachescope_report::runinfo::RunInfo;
 use cachescope_report::{
-    capture, console, contract, extract, junit, ktap, metrics::Metric, model_data, records, report, summary, times, verdict,
+    capture, compare_model, console, contract, extract, junit, ktap, metrics::Metric, model_data, records, report, summary, times, verdict,
 };
 use clap::{ArgGroup, Args, Parser, Subcommand};
 use std::io::{ErrorKind, Write};
@@ -105,6 +105,48 @@ enum Cmd {
     /// functions by L1D/L2 misses and write-backs, warnings; with --expect, the expectation
     /// check (exit 1 when not met).
     Firmware(FirmwareArgs),
+    /// A board's PMU counts per phase (its `pmu` records) beside the cache model's prediction
+    /// for the same phases under the board's profile, per measured window, with the error
+    /// (model - PMU) / PMU; a table on stdout and, with --svg, the figure.
+    ///
+    /// Make the model log with the same kernel arguments under the board's profile
+    /// (QEMU_CACHE_MODEL=rpi5 for a Pi 5; docs/raspberry-pi.md). Exit 2 when the board log has
+    /// no pmu records or the model log another Pi's profile.
+    CompareModel(CompareModelArgs),
+    /// A synthetic board log for compare-model: the emulator log with a `pmu` record of source
+    /// `synthetic` before each metric, its counts the model log's predictions (times --scale).
+    ///
+    /// A test input of compare-model, never silicon: every such record says `synthetic`.
+    SynthBoardLog(SynthArgs),
+}
+
+#[derive(Args)]
+struct CompareModelArgs {
+    /// The board's log (its boot and pmu records).
+    #[arg(value_name = "BOARD_LOG")]
+    board: String,
+    /// The cache model's log of the same kernel arguments under the board's profile.
+    #[arg(value_name = "MODEL_LOG")]
+    model: String,
+    /// Also write the figure (SVG) here.
+    #[arg(long, value_name = "FILE.svg")]
+    svg: Option<String>,
+}
+
+#[derive(Args)]
+struct SynthArgs {
+    /// The emulator run's log (its metric records name the phases).
+    #[arg(value_name = "EMULATOR_LOG")]
+    log: String,
+    /// That run's cache-model log.
+    #[arg(value_name = "MODEL_LOG")]
+    model: String,
+    /// Multiply an event's counts: EVENT=FACTOR (e.g. L1D_CACHE_REFILL=1.25); repeatable.
+    #[arg(long, value_name = "EVENT=FACTOR")]
+    scale: Vec<String>,
+    /// Where to write the synthetic board log (- = stdout).
+    #[arg(short, long, value_name = "OUT", default_value = "-")]
+    out: String,
 }
 
 #[derive(Args)]
@@ -789,6 +831,41 @@ fn verdict_cmd(a: &VerdictArgs) -> Result<(), Fail> {
     }
 }
 
+/// The model log's records, refused when it has none of the model's.
+fn model_data_of(path: &str) -> Result<model_data::ModelData, Fail> {
+    let mlog = Log::load(path)?;
+    let (mrecs, _) = records::extract(&mlog);
+    let d = model_data::ModelData::from_records(&mrecs);
+    if d.is_empty() {
+        return Err(Fail(2, format!("{path}: no cache-model records")));
+    }
+    Ok(d)
+}
+
+fn compare_model_cmd(a: &CompareModelArgs) -> Result<(), Fail> {
+    let log = Log::load(&a.board)?;
+    let (board, _) = records::extract(&log);
+    let d = model_data_of(&a.model)?;
+    let c = compare_model::compare(&board, &d).map_err(|e| Fail(2, format!("{} / {}: {e}", a.board, a.model)))?;
+    if let Some(path) = &a.svg {
+        write_to(path, &c.figure())?;
+    }
+    out(&c.to_text())
+}
+
+fn synth_cmd(a: &SynthArgs) -> Result<(), Fail> {
+    let factors = a
+        .scale
+        .iter()
+        .map(|s| compare_model::parse_factor(s))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Fail(2, format!("--scale {e}")))?;
+    let log = Log::load(&a.log)?;
+    let d = model_data_of(&a.model)?;
+    let text = compare_model::synthesize(&log, &d, &factors).map_err(|e| Fail(2, format!("{} / {}: {e}", a.log, a.model)))?;
+    write_to(&a.out, &text)
+}
+
 fn infer_cmd(a: &InferArgs) -> Result<(), Fail> {
     let log = Log::load(&a.file)?;
     let mlog = Log::load(&a.model)?;
@@ -863,6 +940,8 @@ fn main() -> ExitCode {
         Cmd::Summary(a) => summary_cmd(a),
         Cmd::Infer(a) => infer_cmd(a),
         Cmd::Firmware(a) => firmware_cmd(a),
+        Cmd::CompareModel(a) => compare_model_cmd(a),
+        Cmd::SynthBoardLog(a) => synth_cmd(a),
         Cmd::Verdict(a) => verdict_cmd(a),
     };
     if std::env::var_os("CS_REPORT_TIME").is_some() {

@@ -204,6 +204,10 @@ pub struct PhaseCoherence {
     pub transfers: u64,
     /// Copies invalidated by another core's write.
     pub invalidations: u64,
+    /// Demand accesses served by a dirty copy of a core in the same cluster (hand-overs).
+    pub cluster_handovers: u64,
+    /// The same from a core in another cluster.
+    pub cross_handovers: u64,
 }
 
 impl Phase {
@@ -276,6 +280,8 @@ pub struct ModelData {
     pub totals: Vec<LevelCounts>,
     /// The `model-profile` record (profile, clock, latencies, prefetcher), if any.
     pub profile: Option<Object>,
+    /// The `model-topology` record (clusters, hand-over costs), if any.
+    pub topology: Option<Object>,
     /// The `model-run` record, if any.
     pub run: Option<Object>,
     /// `model-warning` texts.
@@ -322,6 +328,8 @@ impl ModelData {
                 let sum = p.coherence.get_or_insert_with(PhaseCoherence::default);
                 sum.transfers += c.buf_interventions().unwrap_or(0);
                 sum.invalidations += c.buf_invalidations().unwrap_or(0);
+                sum.cluster_handovers += c.buf_cluster_handovers().unwrap_or(0);
+                sum.cross_handovers += c.buf_cross_handovers().unwrap_or(0);
             } else if let Some(t) = r.view::<record::ModelTimeView<_>>() {
                 let time = PhaseTime {
                     data_accesses: t.data_accesses().unwrap_or(0),
@@ -336,6 +344,7 @@ impl ModelData {
             }
             match r.kind() {
                 "model-profile" => d.profile = Some(o.clone()),
+                "model-topology" => d.topology = Some(o.clone()),
                 "model-run" => d.run = Some(o.clone()),
                 "hazard" => d.hazards.push(o.clone()),
                 "hazard-total" => d.hazard_total = Some(o.clone()),

@@ -1075,6 +1075,7 @@ pub fn build_with(run: &Log, model: Option<&Log>, opts: Options) -> Report {
     c.sanitizer_section(run, &run_only, &model_only, model.is_some(), model_flag.as_deref());
     c.attribute_section(run, &recs, &md);
     c.coherence_section(&md, &model_only);
+    c.core_to_core_section(&metrics, &md);
     c.blocks.extend(run_blocks);
 
     // Measured figures: the findings when measured on silicon; an appendix when they time an
@@ -1479,15 +1480,33 @@ impl Ctx<'_> {
                     c.snoop_misses(),
                     c.remote_maint(),
                     c.buf_interventions(),
+                    c.cross_interventions(),
+                    c.cross_invalidations(),
+                    c.cross_remote_maint(),
+                    c.cluster_handovers(),
+                    c.cross_handovers(),
                 ];
                 counts.iter().map(|n| n.map(|n| n.to_string()).unwrap_or_default()).collect()
             })
             .collect();
-        let head =
-            ["vCPU", "invalidations", "interventions", "upgrades", "snoop_hits", "snoop_misses", "remote_maint", "buf_interventions"]
-                .map(String::from)
-                .to_vec();
-        self.blocks.push(Block::Para("Counts of the model's MESI protocol over the whole run, per vCPU (docs/cache-model.md): copies invalidated by another core's write, requests another core's dirty copy supplied, S→M upgrades, snoops that found or missed the line, broadcast maintenance received; `buf_` counts only lines of the declared benchmark buffers.".into()));
+        let head = [
+            "vCPU",
+            "invalidations",
+            "interventions",
+            "upgrades",
+            "snoop_hits",
+            "snoop_misses",
+            "remote_maint",
+            "buf_interventions",
+            "cross_interventions",
+            "cross_invalidations",
+            "cross_remote_maint",
+            "cluster_handovers",
+            "cross_handovers",
+        ]
+        .map(String::from)
+        .to_vec();
+        self.blocks.push(Block::Para("Counts of the model's MESI protocol over the whole run, per vCPU (docs/cache-model.md): copies invalidated by another core's write, requests another core's dirty copy supplied, S→M upgrades, snoops that found or missed the line, broadcast maintenance received; `buf_` counts only lines of the declared benchmark buffers; `cross_` the events between cores of different clusters (the profile's topology), and the hand-overs are demand data accesses another core's dirty copy served, in the core's cluster or from another.".into()));
         self.blocks.push(Block::Table(head, rows));
         let mut per: Vec<Vec<String>> = Vec::new();
         for p in d.phases.iter().filter(|p| p.coherence.is_some_and(|c| c.transfers + c.invalidations > 0)) {
@@ -1498,6 +1517,35 @@ impl Ctx<'_> {
             self.blocks.push(Block::Heading(3, "Per phase (buffer lines)".into()));
             self.blocks.push(Block::Table(vec!["phase".into(), "line transfers (interventions)".into(), "invalidations".into()], per));
         }
+    }
+}
+
+/// The core-to-core heat map (`core_to_core.rs`) as a figure.
+struct HeatMap(crate::core_to_core::Matrix);
+
+impl Figure for HeatMap {
+    fn render(&self) -> String {
+        self.0.heat_map()
+    }
+}
+
+impl Ctx<'_> {
+    /// The smp suite's core-to-core matrix: its digest line and its heat map.
+    fn core_to_core_section(&mut self, metrics: &[Metric], d: &ModelData) {
+        let Some(m) = crate::core_to_core::Matrix::collect(metrics, d) else { return };
+        self.blocks.push(Block::Heading(3, "Core-to-core latency".into()));
+        self.blocks.push(Block::Para(format!(
+            "Every ordered pair of cores hands one line back and forth (the smp suite's `c2c` benchmark, row: the core that writes first): {}.",
+            m.digest()
+        )));
+        let caption = if m.pairs.iter().any(|p| p.model.is_some_and(|x| x.cycles.is_some())) {
+            "Core-to-core hand-over cost from the cache model: modelled cycles (the profile's in-cluster and cross-cluster hand-over costs, counted by the coherence protocol), not silicon."
+        } else if m.emulated {
+            "Core-to-core hand-over time measured by the timer under an emulator: not silicon."
+        } else {
+            "Core-to-core hand-over time measured by the timer (median of the windows)."
+        };
+        self.figure("core-to-core".into(), caption.into(), HeatMap(m));
     }
 }
 

@@ -345,6 +345,8 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
             "model",
             "not observed (QEMU_CACHE_MODEL=off): knees, modelled latency, hand-off, bypass, KV, prefetch and geometry need the cache model",
         ));
+        // The timer's core-to-core matrix, without the model's.
+        out.extend(crate::core_to_core::Matrix::collect(&metrics, &md).map(|m| line("core-to-core", m.digest())));
     } else {
         // The sanitizer's verdict and the coherence line are never dropped for room.
         let mut lines = model_lines(&recs, &md);
@@ -352,6 +354,7 @@ pub fn digest(run: &Log, model: Option<&Log>, opts: &Options) -> Vec<String> {
         lines.retain(|l| !l.starts_with("hazards"));
         out.extend(lines);
         tail.extend(coherence_line(&md).map(clip));
+        tail.extend(crate::core_to_core::Matrix::collect(&metrics, &md).map(|m| clip(line("core-to-core", m.digest()))));
         // The hazard breakdown whole: wrapped, never cut.
         tail.extend(keep.into_iter().flat_map(wrap));
     }

@@ -395,7 +395,7 @@ fn help_on_every_subcommand_and_version() {
 #[test]
 fn typos_get_suggestions_and_exit_2() {
     assert_code(&run(&["chek", "x.log"]), 2, &["unrecognized subcommand 'chek'", "a similar subcommand exists: 'check'"]);
-    assert_code(&run(&["compar"]), 2, &["a similar subcommand exists: 'compare'"]);
+    assert_code(&run(&["compar"]), 2, &["some similar subcommands exist: 'compare-model', 'compare'"]);
     assert_code(&run(&["check", "--allow-unknwn", "x.log"]), 2, &["a similar argument exists: '--allow-unknown'"]);
     assert_code(
         &run(&["report", &fixture("bench-qemu.log"), "--svgdir", "d", "-o", "r.html"]),
@@ -861,4 +861,51 @@ fn report_finds_the_model_log_and_icount_by_itself() {
     // A catalogue row's NAME.log and NAME.model are found too.
     let o = run(&["report", &fixture("mistakes-model.log"), "-o", html.to_str().unwrap()]);
     assert_code(&o, 0, &["mistakes-model.model"]);
+}
+
+/// compare-model on a synthetic board log made from an emulator log and its model log
+/// (profile rpi5): every event the model predicts matches exactly, except the two scaled ones,
+/// whose error is exactly 1/factor - 1; the table and the figure name the counts synthetic.
+#[test]
+fn compare_model_reads_a_synthetic_board_log() {
+    let t = Scratch::new("compare-model");
+    let (log, model) = (fixture("bench-rpi5-model.log"), fixture("bench-rpi5-model.log.model"));
+    let board = t.path("board.log").display().to_string();
+    let o = run(&["synth-board-log", &log, &model, "--scale", "L1D_CACHE_REFILL=2", "--scale", "L2D_CACHE=4", "-o", &board]);
+    assert_code(&o, 0, &[]);
+    let text_of = std::fs::read_to_string(&board).unwrap();
+    // One synthetic pmu record per metric; the emulator's own pmu records are gone.
+    let metrics = text_of.matches("\"record\":\"metric\"").count();
+    assert!(metrics >= 10, "{metrics} metrics");
+    assert_eq!(text_of.matches("\"record\":\"pmu\"").count(), metrics);
+    assert_eq!(text_of.matches("\"source\":\"synthetic\"").count(), metrics);
+    assert_code(&run(&["check", &board]), 0, &["ok: KTAP v1"]);
+    let svg = t.path("cmp.svg").display().to_string();
+    let o = run(&["compare-model", &board, &model, "--svg", &svg]);
+    assert_code(&o, 0, &["SYNTHETIC", "profile `rpi5`", "stream/read-ldp/normal-wb/2097152/prefetch_distance=0"]);
+    let out = text(&o);
+    let row = |phase: &str, event: &str| -> String {
+        out.lines()
+            .find(|l| l.starts_with(phase) && l.split_whitespace().nth(1) == Some(event))
+            .unwrap_or_else(|| panic!("no row {phase} {event} in:\n{out}"))
+            .to_string()
+    };
+    let phase = "stream/read-ldp/normal-wb/2097152/prefetch_distance=0";
+    assert!(row(phase, "L1D_CACHE_REFILL").ends_with("-50.0%"), "{}", row(phase, "L1D_CACHE_REFILL"));
+    assert!(row(phase, "L2D_CACHE").ends_with("-75.0%"), "{}", row(phase, "L2D_CACHE"));
+    for e in ["L1D_CACHE", "L1D_CACHE_WB", "L2D_CACHE_REFILL", "MEM_ACCESS", "CPU_CYCLES"] {
+        assert!(row(phase, e).ends_with("+0.0%"), "{}", row(phase, e));
+    }
+    assert!(out.contains("L1D_CACHE_REFILL    50.0% over"), "{out}");
+    let fig = std::fs::read_to_string(&svg).unwrap();
+    assert!(fig.starts_with("<svg") && fig.ends_with("</svg>") && fig.contains("L1D_CACHE_REFILL") && fig.contains("not silicon"), "{fig}");
+    // The board is a Pi 4 but the model log is the rpi5 profile's: refused.
+    let pi4 = t.path("pi4.log");
+    std::fs::write(&pi4, text_of.replace("\"board\":\"qemu-virt\"", "\"board\":\"rpi4\"")).unwrap();
+    assert_code(&run(&["compare-model", &pi4.display().to_string(), &model]), 2, &["profile `rpi5`", "QEMU_CACHE_MODEL=rpi4"]);
+    // A board log without pmu records (made before them) is refused with the reason.
+    assert_code(&run(&["compare-model", &fixture("latency-mistakes-model.log"), &model]), 2, &["no pmu records"]);
+    // A bad --scale names the problem.
+    assert_code(&run(&["synth-board-log", &log, &model, "--scale", "L9_CACHE=2"]), 2, &["not an event of the catalogue"]);
+    assert_code(&run(&["synth-board-log", &log, &model, "--scale", "L1D_CACHE=-1"]), 2, &["positive number"]);
 }

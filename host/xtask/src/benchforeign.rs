@@ -76,7 +76,7 @@ pub fn qemu_args(o: &Options, smp: u32, plugin: Option<&str>) -> Vec<String> {
 }
 
 /// The CPU time (user + system, ms) of this process's waited-for children so far.
-fn children_cpu_ms() -> u64 {
+pub(crate) fn children_cpu_ms() -> u64 {
     // SAFETY: getrusage fills the struct it is given; a zeroed rusage is a valid value.
     let ru = unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();

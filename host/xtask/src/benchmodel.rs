@@ -54,6 +54,8 @@ fn run(root: &Path, elf: &Path, model: &str, plugin: Option<&str>, args: &str, a
         .env("QEMU_CACHE_MODEL", model)
         .env("CS_CONSOLE", "raw")
         .env("CS_NO_MATRIX", "1")
+        // One core: the loops are one core's.
+        .env("QEMU_SMP", "1")
         .env("QEMU_TIMEOUT", "600")
         .stdin(Stdio::null())
         .output()

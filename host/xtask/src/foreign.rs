@@ -353,7 +353,9 @@ pub fn subjects(root: &Path, debian: &Path, ram: u64) -> Vec<Subject> {
             smp,
             input: None,
             expect: expect("linux"),
-            timeout: 240,
+            // A bound on a hang, not a speed goal: 84 s (1 vCPU) and 172 s (2 vCPUs) measured
+            // beside other work at load 5-8 on 2 cores.
+            timeout: if smp == 1 { 300 } else { 420 },
             console: "Unable to mount root fs",
             // observe adds -no-reboot: panic=-1's reboot ends the run.
             qemu: vec!["-append".into(), LINUX_APPEND.into()],
@@ -419,16 +421,26 @@ pub fn run_one(s: &Subject, with: &RunWith) -> Outcome {
     (true, format!("ok - {} ({took})", s.name), String::new())
 }
 
-/// Runs the subjects, at most `jobs` at once, each one's line printed as it ends (in the order
-/// given at the end); returns whether all passed.
+/// The order subjects start in: the longest first (by timeout, a bound on how long each takes),
+/// so the long Linux boots do not start last behind the short ones; ties keep the given order.
+fn start_order(subjects: &[Subject]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..subjects.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(subjects[i].timeout));
+    order
+}
+
+/// Runs the subjects, at most `jobs` at once, the longest first ([`start_order`]); their lines
+/// are printed at the end, in the order given; returns whether all passed.
 pub fn run_all(subjects: &[Subject], with: &RunWith, jobs: usize) -> bool {
+    let order = start_order(subjects);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: std::sync::Mutex<BTreeMap<usize, Outcome>> = std::sync::Mutex::new(BTreeMap::new());
     std::thread::scope(|sc| {
         for _ in 0..jobs.clamp(1, subjects.len().max(1)) {
             sc.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(s) = subjects.get(i) else { break };
+                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&i) = order.get(k) else { break };
+                let s = &subjects[i];
                 let r = run_one(s, with);
                 results.lock().unwrap_or_else(|p| p.into_inner()).insert(i, r);
             });
@@ -453,6 +465,17 @@ pub fn run_all(subjects: &[Subject], with: &RunWith, jobs: usize) -> bool {
 mod tests {
     use super::*;
     use cachescope_report::expect::Expectation;
+
+    #[test]
+    fn the_longest_subjects_start_first() {
+        let all = subjects(Path::new("/r"), Path::new("/c"), 512 << 20);
+        let order = start_order(&all);
+        let names: Vec<&str> = order.iter().map(|&i| all[i].name.as_str()).collect();
+        assert_eq!(&names[..2], ["linux-smp2", "linux-smp1"], "{names:?}");
+        assert!(order.windows(2).all(|w| all[w[0]].timeout >= all[w[1]].timeout));
+        // Ties keep the given order.
+        assert!(order.windows(2).all(|w| all[w[0]].timeout != all[w[1]].timeout || w[0] < w[1]));
+    }
 
     fn root() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
@@ -480,7 +503,7 @@ mod tests {
                 None => assert!(x.hazards.is_empty(), "{}", v.name()),
                 Some(sym) => {
                     assert_eq!(x.hazards.len(), 1, "{}", v.name());
-                    let (file, line) = x.hazards[0].line.split_once(':').unwrap();
+                    let (file, line) = x.hazards[0].line.as_deref().unwrap().split_once(':').unwrap();
                     assert_eq!(file, base(SOURCE));
                     let n: usize = line.parse().unwrap();
                     let text = src.lines().nth(n - 1).unwrap();
@@ -489,10 +512,13 @@ mod tests {
                 }
             }
         }
-        for n in ["u-boot", "linux"] {
-            let x = Expectation::parse(&fs::read_to_string(root().join(EXPECT_DIR).join(format!("{n}.toml"))).unwrap()).unwrap();
-            assert_eq!(x, Expectation::default(), "{n}");
-        }
+        let read = |n: &str| Expectation::parse(&fs::read_to_string(root().join(EXPECT_DIR).join(format!("{n}.toml"))).unwrap()).unwrap();
+        assert_eq!(read("u-boot"), Expectation::default());
+        // Linux: exactly its own stale-instruction (by PC: the vmlinuz has no symbols), no warning.
+        let linux = read("linux");
+        assert!(linux.allow_warnings.is_empty());
+        assert_eq!(linux.hazards.len(), 1);
+        assert_eq!((linux.hazards[0].kind.as_str(), linux.hazards[0].pc.as_deref()), ("stale-instruction", Some("0xffff80008003c368")));
     }
 
     #[test]

@@ -37,6 +37,7 @@
 
 mod benchforeign;
 mod benchmodel;
+mod benchsmp;
 mod boards;
 mod catalogue;
 mod checkimages;
@@ -153,6 +154,28 @@ enum Command {
         /// Runs of each configuration (the best counts).
         #[arg(long, default_value_t = 3)]
         reps: u32,
+    },
+    /// The main job's wall time under the cache model for several core counts (QEMU_SMP), in
+    /// one series, and the ratios to the first count (issue #25's goal: ≤ 1.3× one core).
+    BenchSmp {
+        /// The main-job kernel (what `cargo run` boots).
+        #[arg(long, default_value = "target/aarch64-unknown-none/debug/cachescope")]
+        elf: PathBuf,
+        /// Core counts, in the order each round runs them; the ratios are to the first.
+        #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+        smp: Vec<u32>,
+        /// Rounds (every count once each); the best counts.
+        #[arg(long, default_value_t = 2)]
+        rounds: u32,
+        /// QEMU_CACHE_MODEL's value.
+        #[arg(long, default_value = "on")]
+        model: String,
+        /// Another build of the plugin (e.g. the one before a change).
+        #[arg(long)]
+        plugin: Option<String>,
+        /// Kernel arguments (e.g. `only=boot,cache,mmu,bench,mistakes`: without the smp suite,
+        /// what idle secondaries cost).
+        args: Vec<String>,
     },
     /// The cache-model plugin's speed on foreign firmware: Debian's arm64 Linux booted to the
     /// root-fs panic on QEMU virt, plain TCG against TCG with the plugin, N runs each, best and
@@ -394,14 +417,14 @@ const QEMU_RUN_HELP: &str = "Boot a kernel under qemu-system-aarch64: cargo's ru
 Environment (docs/running.md; each checked before QEMU starts, a bad value exits 2 naming it):
   QEMU_MACHINE  machine (default: the board's qemu_machine in boards.toml), e.g. virt,secure=on
   QEMU_CPU      CPU model (default cortex-a72; raspi4b has its own fixed CPU)
-  QEMU_SMP      number of cores, 1 to 999 (default 1; raspi4b always 4)
+  QEMU_SMP      number of cores, 1 to 999 (default the board's qemu_smp: 2 on virt; raspi4b always 4)
   QEMU_MEM      RAM, e.g. 512M or 2G (default 512M on virt; raspi4b is fixed at 2G)
   QEMU_EXTRA    extra QEMU arguments, appended (-dtb FILE.dts is compiled with dtc first)
   QEMU_TIMEOUT  whole seconds >= 1 before QEMU is killed (default 120)
   CS_LOG        the file the console stream is saved to (default CS_RUNS/NAME-DATE-TIME-PID.log;
                 the newest 20 complete runs are kept)
   CS_RUNS       the folder of saved runs (default target/cachescope-logs/runs)
-  QEMU_CACHE_MODEL  off | on | rpi4 | rpi5 | key=value,... (default: the board's qemu_cache_model):
+  QEMU_CACHE_MODEL  off | on | rpi4 | rpi5 | dsu2x4 | key=value,... (default: the board's qemu_cache_model):
                 the cache-model plugin, -icount, argv0 cachescope+model=PROFILE
   CS_MODEL_LOG  file for the cache model's records (default CS_LOG.model)
   CS_MODEL_MARKERS  all | declarations: the plugin's markers= argument (declarations: only the
@@ -728,13 +751,17 @@ fn run(cli: Cli) -> Result<(), Failure> {
             }
             let kernel = benchforeign::find_kernel(kernel).map_err(usage)?;
             let timeout = std::time::Duration::from_secs(timeout.max(1));
-            let ctx = qemu::Context::new(&root, Vec::new());
+            let ctx = qemu::Context::new(&root, boards::load(&boards_path).map_err(usage)?);
             // virt's RAM, as observe and the foreign subjects give it to QEMU.
             let memory = observe::virt_board(&ctx.boards)
                 .and_then(|b| b.qemu.as_ref()?.memory.clone())
                 .ok_or_else(|| usage("boards.toml: no virt board with a qemu_memory"))?;
             let o = benchforeign::Options { kernel, smp, reps: reps.max(1), machine, cpu, memory, model, timeout };
             benchforeign::bench_foreign(&root, &ctx.host_bin, &o).map_err(usage)
+        }
+        Command::BenchSmp { elf, smp, rounds, model, plugin, args } => {
+            let root = repo_root();
+            benchsmp::bench_smp(&root, &root.join(elf), &args, &smp, rounds.max(1), &model, plugin.as_deref()).map_err(usage)
         }
         Command::BenchModel { accesses, reps } => benchmodel::bench_model(&repo_root(), accesses, reps.max(1)).map_err(usage),
         Command::Records { file, source, kind, drop_kind, level, field } => {

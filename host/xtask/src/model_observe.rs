@@ -144,7 +144,8 @@ pub fn geometry(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
 /// - SPSC ring: every data line once (reps × batches × bytes/64) and one head and one tail
 ///   transfer per burst of `slots` batches (2 × reps × batches / slots);
 /// - ring all-reduce: reps × ranks × (2 ranks − 3) × chunk/64 transfers (every step's pull of the
-///   left neighbour's chunk but step 0's, already Shared since the previous round's step n).
+///   left neighbour's chunk but step 0's, already Shared since the previous round's step n); with
+///   two ranks a round has no step n (steps 0 and 1), so reps × 2 × 2 × chunk/64.
 ///
 /// Exact with four cores too: the plugin identifies cores by TPIDR_EL1 (marker protocol 5;
 /// docs/cache-model.md, Coherence).
@@ -191,11 +192,15 @@ pub fn smp(run: &[records::Record], d: &ModelData) -> Vec<Finding> {
             // Ring all-reduce: every step each rank pulls its left neighbour's chunk, written by
             // that neighbour in the step before (a dirty line: one transfer per line), except at
             // step 0, whose chunk the rank already pulled (Shared) at step n of the previous round:
-            // reps × n × (2n − 3) × chunk lines (a warm-up round precedes the measured ones).
+            // reps × n × (2n − 3) × chunk lines for n ≥ 3 (a warm-up round precedes the measured ones).
             ("allreduce", _) => {
                 let (n, lines) = (name.num(Param::Ranks).unwrap_or(0), name.bytes.unwrap_or(0).div_ceil(64));
-                let want = reps * n * (2 * n).saturating_sub(3) * lines;
-                f.push((ivs == want, format!("{phase}: {ivs} transfers, expected reps × ranks × (2 ranks − 3) × chunk lines = {want}")));
+                // A round has 2(n − 1) steps; step 0's exception needs a step n, so only n ≥ 3
+                // has it (two ranks: steps 0 and 1, each a transfer).
+                let per_rank = if n >= 3 { 2 * n - 3 } else { 2 * n.saturating_sub(1) };
+                let want = reps * n * per_rank * lines;
+                let rule = if n >= 3 { "2 ranks − 3" } else { "2 (ranks − 1)" };
+                f.push((ivs == want, format!("{phase}: {ivs} transfers, expected reps × ranks × ({rule}) × chunk lines = {want}")));
             }
             ("spsc", _) => {
                 let (batches, slots, bytes) =

@@ -13,7 +13,8 @@
 //!   qemu-virt build, raspi4b for an rpi4 build), e.g. `virt,secure=on`, `virt,virtualization=on`.
 //! - `QEMU_CPU` CPU model (default: the board's `qemu_cpu`, else cortex-a72; raspi4b has its own
 //!   fixed CPU).
-//! - `QEMU_SMP` number of cores, 1 to 999 (default 1; raspi4b always 4).
+//! - `QEMU_SMP` number of cores, 1 to 999 (default the board's `qemu_smp`: 2 on virt; raspi4b
+//!   always 4).
 //! - `QEMU_MEM` RAM such as 512M or 2G (default the board's `qemu_memory`; raspi4b is fixed at 2G).
 //! - `QEMU_EXTRA` extra QEMU arguments, split at white space and appended (e.g. `-icount
 //!   shift=0,align=off,sleep=off`); `-dtb FILE.dts` is compiled with dtc first (to target/dtb/).
@@ -23,7 +24,7 @@
 //!   are kept). Refused when it names a folder or cannot be created. `help` and a refused command
 //!   line save nothing.
 //! - `CS_RUNS` the folder of saved runs (default target/cachescope-logs/runs).
-//! - `QEMU_CACHE_MODEL` off | on | rpi4 | rpi5 | key=value,… (default: the board's
+//! - `QEMU_CACHE_MODEL` off | on | rpi4 | rpi5 | dsu2x4 | key=value,… (default: the board's
 //!   `qemu_cache_model`; set but empty: off): build host/cache-model and load it as a TCG plugin
 //!   (host/cache-model/src/config.rs lists its arguments, checked by its own parser through
 //!   cachescope-model-args), add `-icount shift=0,align=off,sleep=off` (not when QEMU_EXTRA has
@@ -302,7 +303,7 @@ pub fn settings(env: &Env, board: &Board, qemu: &Qemu, boards: &[Board], elf: &P
         )));
     }
     let cpu = env.nonempty("QEMU_CPU")?.unwrap_or_else(|| qemu.cpu.clone().unwrap_or_else(|| "cortex-a72".into()));
-    let smp = env.nonempty("QEMU_SMP")?.unwrap_or_else(|| "1".into());
+    let smp = env.nonempty("QEMU_SMP")?.unwrap_or_else(|| qemu.smp.to_string());
     if !is_count(&smp, 3) {
         return Err(usage(format!("QEMU_SMP='{smp}': a number of cores from 1 to 999")));
     }
@@ -1122,7 +1123,8 @@ mod tests {
         assert_eq!(after(&a, "-append"), Some("only=boot a,b"));
         assert_eq!(after(&a, "-semihosting-config"), Some("enable=on,target=native,arg=cachescope,arg=only=boot,arg=a,,b"));
         assert_eq!(after(&a, "-cpu"), Some("cortex-a72"));
-        assert_eq!(after(&a, "-smp"), Some("1"));
+        assert_eq!(after(&a, "-smp"), Some("2"), "boards.toml's qemu_smp");
+        assert_eq!(after(&argv_for("qemu-virt", &[("QEMU_SMP", "1")], &[], None), "-smp"), Some("1"), "QEMU_SMP=1: one core");
         assert_eq!(after(&a, "-m"), Some("512M"));
         assert!(!a.iter().any(|w| w == "-plugin" || w == "-icount"));
     }

@@ -186,7 +186,10 @@ impl Runner {
             let (mut reader, writer) = std::io::pipe().map_err(|e| format!("cannot make a pipe: {e}"))?;
             // A row runs without the cache model unless its env asks for it, and keeps the raw
             // console stream (every record on stdout, no digest): the row's checks read it.
-            let mut overlay: Vec<(String, OsString)> = vec![("QEMU_CACHE_MODEL".into(), "off".into()), ("CS_CONSOLE".into(), "raw".into())];
+            // One core unless the row says otherwise (its env's QEMU_SMP or its qemu's -smp): the
+            // board's default of more is for `cargo run`.
+            let mut overlay: Vec<(String, OsString)> =
+                vec![("QEMU_CACHE_MODEL".into(), "off".into()), ("CS_CONSOLE".into(), "raw".into()), ("QEMU_SMP".into(), "1".into())];
             overlay.extend(row.env.iter().chain(&self.env_override).map(|(k, v)| (k.clone(), OsString::from(v))));
             let cpu = row.cpu.as_deref().unwrap_or("cortex-a72");
             let fixed = [

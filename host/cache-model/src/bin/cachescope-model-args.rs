@@ -24,6 +24,10 @@ mod geometry;
 #[allow(dead_code, unused_imports)]
 #[path = "../protocol.rs"]
 mod protocol;
+#[cfg(not(test))]
+#[allow(dead_code, unused_imports)]
+#[path = "../topology.rs"]
+mod topology;
 
 /// The plugin's argument words for a `QEMU_CACHE_MODEL` value (`on` → none, `NAME` →
 /// `profile=NAME`, else the comma-separated words).

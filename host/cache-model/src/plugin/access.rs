@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
-use crate::hierarchy::{Attr, Hint, Level};
+use crate::hierarchy::{Attr, Hint, Level, Shareability};
 use crate::pc_table::delta;
 
 use super::emit::Core;
@@ -11,13 +11,28 @@ use super::engine::{Engine, Host, MemAccess};
 use super::shortcut::{FetchMode, LineMode, Shortcut, BYPASS_LINE, PAGE_SHIFT};
 use super::tb_plan::Group;
 
+/// Where a fetch callback's TB runs. QEMU translates every AArch64 TB position-independent
+/// (`CF_PCREL`) and finds it by the physical address of its code: one TB serves every VA that
+/// maps that page, and the callbacks carry the VA it was translated at. Linux's early boot runs
+/// `memcpy`, `memset`, `strlen` at their idmap VAs; the same TBs later run at the kernel VAs,
+/// where the idmap VA no longer translates (TTBR0 = reserved_pg_dir). The TB's first callback
+/// therefore checks that its VA still reaches the TB's PA, and else takes the running PC's page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TbAt {
+    /// The TB's first fetch callback: the PA of its first instruction when known (its host
+    /// address in a learned RAM block: [`super::ram`]).
+    Start(Option<u64>),
+    /// A later fetch callback of the TB: the correction its start found applies.
+    Later,
+}
+
 impl<H: Host> Engine<H> {
     /// A leader's callback: its own access, then its group's members (see `decode::plan_groups`).
     /// When the leader left its line in the shortcut and every member falls in that line, the
     /// members are hits of that line: counted in one step.
     pub fn mem_group(&self, vcpu: u32, info: &impl MemAccess, vaddr: u64, write: bool, g: &Group) {
         self.mem(vcpu, info, vaddr, vaddr, write, Some(g.size), Hint { pc: g.pc, nt: false });
-        if self.fast[self.cpu(vcpu)].group(vaddr, g) {
+        if self.shortcut_now() && self.fast[self.cpu(vcpu)].group(vaddr, g) {
             return;
         }
         for (k, &(delta, size, store)) in g.members.iter().enumerate() {
@@ -36,7 +51,7 @@ impl<H: Host> Engine<H> {
         let own = size.is_none();
         let f = &self.fast[cpu];
         let size_of = || size.unwrap_or_else(|| info.size());
-        if self.fast_on && f.access(vaddr, size_of, write, hint.pc) {
+        if self.shortcut_now() && f.access(vaddr, size_of, write, hint.pc) {
             return;
         }
         let size = size_of();
@@ -51,6 +66,28 @@ impl<H: Host> Engine<H> {
         if f.replay().is_some() {
             self.credit_fetch(&mut core, cpu);
         }
+        self.mem_model(&mut core, cpu, info, own, known, page, vaddr, write, size, hint);
+        self.drop_disturbed(&mut core, cpu, false);
+    }
+
+    /// The model's part of [`mem`](Self::mem), under the lock: `known` is the PA (and I/O flag,
+    /// and whether the emulator just told it) when known without the guest's translation,
+    /// `page` the page cache's answer.
+    #[allow(clippy::too_many_arguments)]
+    fn mem_model(
+        &self,
+        core: &mut Core,
+        cpu: usize,
+        info: &impl MemAccess,
+        own: bool,
+        known: Option<(u64, bool, bool)>,
+        page: Option<(u64, bool)>,
+        vaddr: u64,
+        write: bool,
+        size: u32,
+        hint: Hint,
+    ) {
+        let f = &self.fast[cpu];
         // Not in the emulator's TLB (a group member in another page): the guest's translation.
         let (pa, io, learned) = match known {
             Some(k) => k,
@@ -59,7 +96,7 @@ impl<H: Host> Engine<H> {
                 None => return,
             },
         };
-        self.touched(&mut core, pa, u64::from(size));
+        self.touched(core, pa, u64::from(size));
         if learned {
             if !io {
                 core.guest.check(cpu, vaddr, pa, &self.host);
@@ -67,7 +104,7 @@ impl<H: Host> Engine<H> {
             let changed = core.guest.learn(vaddr, pa);
             if self.fast_on {
                 f.remember_page(vaddr, pa, io);
-                if changed {
+                if changed && self.repeats_inline {
                     // A fetch translates its page through what was learned: a repeat of the
                     // last TB may no longer fetch the lines it did.
                     self.host.forget_tb(cpu);
@@ -91,7 +128,7 @@ impl<H: Host> Engine<H> {
         if !attr.cacheable() {
             let lines = if single { 1 } else { 2 };
             let mut hazard = false;
-            match self.early_model(&mut core) {
+            match self.early_model(core) {
                 Some(m) => {
                     // One bypass per line; the sanitizer judges the bytes.
                     m.data_hint(cpu, pa, size, write, attr, hint);
@@ -100,7 +137,7 @@ impl<H: Host> Engine<H> {
                 None => core.early.levels[Level::L1D as usize].bypass += lines,
             }
             if hazard {
-                self.hazards(&mut core, vaddr, hint.pc, current());
+                self.hazards(core, vaddr, hint.pc, current());
             }
             self.wrote_code(f, cpu, pa, size, write);
             // With the sanitizer, a copy of the line in any cache makes the next uncached
@@ -113,26 +150,34 @@ impl<H: Host> Engine<H> {
             return self.remember_data(f, vaddr >> shift, mode, 0, pa >> shift, ok);
         }
         let counting = core.pcs.is_some();
-        let m = self.model(&mut core);
+        // Rule 16b (non-shareable-shared): asked only once a Non-shareable mapping was seen.
+        let share = if self.settings.sanitize && core.guest.narrow_seen() {
+            core.guest.data_shareability(cpu, vaddr, &self.host)
+        } else {
+            Shareability::Inner
+        };
+        let m = self.model(core);
         let shift = m.config().l1d.line_shift();
         let before = if counting { m.pc_counts() } else { [0; 3] };
-        let slot = m.data_hint(cpu, pa, size, write, attr, hint);
+        let slot = m.data_in_domain(cpu, pa, size, write, attr, hint, share);
         let moved = if counting { delta(before, m.pc_counts()) } else { [0; 3] };
         let events = m.has_events();
         // A non-temporal fill sits at the end of the replacement order, so a repeated hit
         // is not a no-op (LRU promotes it): no shortcut after LDNP/STNP.
         // A stale copy reports every hit (the sanitizer): no shortcut either.
-        let keep = slot.filter(|&s| !(hint.nt || write && attr == Attr::NormalWriteThrough || m.l1d_stale(cpu, s)));
+        let keep = slot.filter(|&s| !(hint.nt || attr.transient() || write && attr == Attr::NormalWriteThrough || m.l1d_stale(cpu, s)));
+        // A shared copy (rule 17) takes a store only with an upgrade: loads only then.
+        let shared = keep.is_some_and(|s| m.vcpus() > 1 && m.l1d_shared(cpu, s));
         if let Some((t, _)) = core.pcs.as_mut() {
             t.add(hint.pc, moved);
         }
         let code = self.wrote_code(f, cpu, pa, size, write);
         if events {
-            self.hazards(&mut core, vaddr, hint.pc, current());
+            self.hazards(core, vaddr, hint.pc, current());
             return f.forget_line();
         }
         // A store to a line of the last TB goes to the model (see `wrote_code`).
-        let mode = if attr == Attr::NormalWriteBack && !code { LineMode::LoadsAndStores } else { LineMode::Loads };
+        let mode = if attr == Attr::NormalWriteBack && !code && !shared { LineMode::LoadsAndStores } else { LineMode::Loads };
         match keep {
             Some(s) => self.remember_data(f, vaddr >> shift, mode, s as u64, pa >> shift, true),
             None => f.forget_line(),
@@ -149,14 +194,14 @@ impl<H: Host> Engine<H> {
         if !self.fast_on || !self.settings.sanitize || !f.in_last_tb(pa, u64::from(size.max(1))) {
             return false;
         }
-        if write {
+        if write && self.repeats_inline {
             self.host.forget_tb(cpu);
         }
         true
     }
 
     fn remember_data(&self, f: &Shortcut, vline: u64, mode: LineMode, slot: u64, l1line: u64, ok: bool) {
-        if self.fast_on && ok {
+        if ok && self.shortcut_now() {
             f.remember_line(vline, mode, slot, l1line);
         } else {
             f.forget_line();
@@ -177,17 +222,47 @@ impl<H: Host> Engine<H> {
     ///
     /// `repeats_inline`: the TB's execution counter is bumped right after this call and its
     /// back-to-back repeats are counted inline (the shortcut); otherwise every execution calls.
-    pub fn fetch(&self, vcpu: u32, va: u64, bytes: u64, repeats_inline: bool) {
+    ///
+    /// `at`: where the TB runs (`TbAt`, below): `va` is the VA QEMU translated the TB at.
+    pub fn fetch(&self, vcpu: u32, va: u64, bytes: u64, repeats_inline: bool, at: TbAt) {
         let cpu = self.cpu(vcpu);
         let mut core = self.lock();
+        let va = match at {
+            TbAt::Start(Some(tb_pa)) => {
+                let d = self.alias_delta(&mut core, cpu, va, tb_pa);
+                self.alias[cpu].store(d, Relaxed);
+                va.wrapping_add(d)
+            }
+            TbAt::Start(None) => {
+                self.alias[cpu].store(0, Relaxed);
+                va
+            }
+            TbAt::Later => va.wrapping_add(self.alias[cpu].load(Relaxed)),
+        };
         self.settle_own(&mut core, cpu);
         let execs = self.credit_fetch(&mut core, cpu);
         let (mode, per_repeat, hazard) = self.fetch_lines(&mut core, cpu, va, bytes);
-        if self.fast_on {
+        self.drop_disturbed(&mut core, cpu, true);
+        if self.repeats_inline {
             // The inline counter is bumped right after this callback for this very execution.
             let acc = execs.wrapping_add(u64::from(repeats_inline));
             let replay = (repeats_inline && hazard).then_some((va, bytes));
             self.fast[cpu].set_repeats(if repeats_inline { per_repeat } else { 0 }, mode, acc, replay);
+        }
+    }
+
+    /// Running VA − `va` of a TB translated at `va` whose first instruction lies at PA `tb_pa`:
+    /// 0 when the walk of `va`'s page reaches `tb_pa`'s page (or `va` is not translatable and
+    /// the PC cannot tell better), else the page of the running PC when that page's walk does.
+    fn alias_delta(&self, core: &mut Core, cpu: usize, va: u64, tb_pa: u64) -> u64 {
+        let mask = (1u64 << PAGE_SHIFT) - 1;
+        let mut reaches = |v: u64| core.guest.try_translate(cpu, v & !mask, &self.host).is_ok_and(|(p, _)| p == tb_pa & !mask);
+        if reaches(va) {
+            return 0;
+        }
+        match self.host.pc() {
+            Some(pc) if reaches(pc) => (pc & !mask).wrapping_sub(va & !mask),
+            _ => 0,
         }
     }
 
@@ -274,7 +349,7 @@ impl<H: Host> Engine<H> {
                 m.fetch_range(cpu, pa, len, attr);
             }
             let hazard = m.has_events();
-            if self.fast_on && !lines.clone().all(|l| m.l1i_holds(cpu, pa_of(l))) && !self.fetch_warned.swap(true, Relaxed) {
+            if self.repeats_inline && !lines.clone().all(|l| m.l1i_holds(cpu, pa_of(l))) && !self.fetch_warned.swap(true, Relaxed) {
                 core.warn("a translation block does not fit the L1I at once (L1I way smaller than a page): repeats are counted as hits; use fast=off for exact counts");
             }
             if hazard {

@@ -212,7 +212,7 @@ impl Core {
     /// each phase's hazards.
     pub fn phases_ended(&mut self, done: &[Finished]) {
         let lower = self.lower_levels();
-        let lat = self.model.as_ref().map_or_else(crate::geometry::Latency::generic, |m| m.config().latency.clone());
+        let config = self.model.as_ref().map(|m| m.config().clone());
         let mut text = String::new();
         for p in done {
             let records = (2 + lower + 1 + p.coherence.len()) as u64;
@@ -221,7 +221,7 @@ impl Core {
             } else {
                 self.stats.phase_records += records;
                 text += &model_records::phase_lines(&p.name, p.id, &p.counts, lower);
-                text += &model_records::time_line(&p.name, p.id, &p.counts, &lat);
+                text += &model_records::time_line(&p.name, p.id, &p.counts, &p.coherence, config.as_ref());
                 text += &model_records::coherence_lines(&p.name, p.id, &p.coherence);
             }
         }
@@ -295,6 +295,7 @@ impl Core {
                     .hwpf_ref(&h.hwpf.reference)
                     .source(model_records::SOURCE),
             );
+            text += &model_records::topology_line(&h.topology);
         }
         let l1 = [(Level::L1I, h.l1i), (Level::L1D, h.l1d)];
         let lower = h.lower.iter().enumerate().map(|(i, l)| ([Level::L2, Level::L3][i], l.geometry));

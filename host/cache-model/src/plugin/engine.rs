@@ -36,6 +36,10 @@ pub trait Host: PhysMem {
     /// The running vCPU's SCTLR/TTBR/TCR/MAIR of the regime of Exception level `el` (asked in a
     /// callback with register access: at a TLBI); empty when not readable.
     fn regime_registers(&self, el: u8) -> Vec<(SysReg, u64)>;
+    /// The running vCPU's PC (asked at a TB's first fetch callback, which QEMU calls with
+    /// register access, when the TB's translated VA does not reach its PA); `None` when not
+    /// readable.
+    fn pc(&self) -> Option<u64>;
 }
 
 /// The access a memory callback reports.
@@ -52,10 +56,20 @@ pub trait MemAccess {
 /// (31 reads as XZR, 0).
 pub const SP: u8 = 32;
 
-/// Whether the shortcut may run: asked (`fast`), not tracing (a trace lists every access), and one
-/// vCPU (another core's access could change a remembered line).
-pub fn shortcut_allowed(settings: &Settings, vcpus: usize) -> bool {
-    settings.fast && settings.trace.is_none() && vcpus == 1
+/// Whether the shortcut may run: asked (`fast`), not tracing (a trace lists every access), and
+/// one vCPU, or up to 64 run round-robin by one host thread (`-icount`): there another core's
+/// access happens between two of this core's callbacks, never during one, and the model tells
+/// which cores' remembered lines it changed ([`Model::take_disturbed`]). Under MTTCG a core's
+/// shortcut would race with another's model call.
+pub fn shortcut_allowed(settings: &Settings, vcpus: usize, round_robin: bool) -> bool {
+    settings.fast && settings.trace.is_none() && (vcpus == 1 || round_robin && vcpus <= 64)
+}
+
+/// Whether TB repeats are counted inline (the glue's scoreboard): the shortcut with one vCPU.
+/// With more, QEMU's inline operations would name the translating vCPU (see the module docs),
+/// and every TB's fetch callback identifies its core anyway.
+pub fn inline_repeats_allowed(settings: &Settings, vcpus: usize) -> bool {
+    shortcut_allowed(settings, vcpus, false)
 }
 
 thread_local! {
@@ -73,8 +87,10 @@ pub struct Engine<H> {
     pub host: H,
     pub(super) fetch_warned: AtomicBool,
     pub(super) vcpus: usize,
-    /// The shortcut runs ([`shortcut_allowed`]); TB repeats are then counted inline.
+    /// The shortcut runs ([`shortcut_allowed`]).
     pub fast_on: bool,
+    /// TB repeats are counted inline ([`inline_repeats_allowed`]).
+    pub repeats_inline: bool,
     pub(super) fast: Box<[Shortcut]>,
     /// QEMU runs every vCPU on one host thread (round-robin TCG: `-icount`, or
     /// `-accel tcg,thread=single`), where a callback's vCPU index is the translating vCPU's
@@ -87,6 +103,9 @@ pub struct Engine<H> {
     disagreed: AtomicU64,
     /// The Exception level of each vCPU's running TB (set at its fetch, [`Engine::at_el`]).
     els: Box<[AtomicU8]>,
+    /// Per vCPU, running VA − translated VA of its running TB (0 but for a TB QEMU shares
+    /// between VA aliases: [`super::access::TbAt`]), set at the TB's first fetch callback.
+    pub(super) alias: Box<[AtomicU64]>,
     core: SpinLock<Core>,
 }
 
@@ -116,7 +135,8 @@ impl<H: Host> Engine<H> {
             // Validate fixed geometry now, so a bad combination fails at start.
             settings.resolve(&GuestGeometry::default()).unwrap_or_else(|e| fail(&e));
         }
-        let fast_on = shortcut_allowed(&settings, vcpus);
+        let fast_on = shortcut_allowed(&settings, vcpus, false);
+        let repeats_inline = inline_repeats_allowed(&settings, vcpus);
         let core = Core::new(&settings, out);
         let engine = Self {
             settings,
@@ -124,11 +144,13 @@ impl<H: Host> Engine<H> {
             fetch_warned: AtomicBool::new(false),
             vcpus,
             fast_on,
+            repeats_inline,
             fast: (0..vcpus).map(|_| Shortcut::new()).collect(),
             round_robin: false,
             tagged_seen: AtomicBool::new(false),
             disagreed: AtomicU64::new(0),
             els: (0..vcpus).map(|_| AtomicU8::new(1)).collect(),
+            alias: (0..vcpus).map(|_| AtomicU64::new(0)).collect(),
             core: SpinLock::new(core),
         };
         if let Ok(v) = std::env::var("CS_MODEL_WALK_LOG") {
@@ -145,6 +167,7 @@ impl<H: Host> Engine<H> {
     /// The same engine, told whether QEMU runs its vCPUs round-robin ([`Engine::round_robin`]).
     pub fn with_round_robin(mut self, on: bool) -> Self {
         self.round_robin = on;
+        self.fast_on = shortcut_allowed(&self.settings, self.vcpus, on);
         self
     }
 
@@ -174,6 +197,9 @@ impl<H: Host> Engine<H> {
         let mut core = self.lock();
         let mut changed = false;
         for &(reg, v) in values {
+            if core.guest.log_walks > 0 && core.guest.value(0, reg) != v {
+                eprintln!("{}: cpu 0: {reg:?} read {v:#x}, decoded writes gave {:#x} (adopted)", super::NAME, core.guest.value(0, reg));
+            }
             if core.guest.resync(0, reg, v) {
                 core.stats.resyncs += 1;
                 changed = true;
@@ -277,7 +303,7 @@ impl<H: Host> Engine<H> {
     /// replays them through the model: see [`Shortcut::replay`]); returns the execution
     /// counter's value.
     pub(super) fn credit_fetch(&self, core: &mut Core, cpu: usize) -> u64 {
-        if !self.fast_on {
+        if !self.repeats_inline {
             return 0;
         }
         let execs = self.host.execs(cpu);
@@ -307,16 +333,60 @@ impl<H: Host> Engine<H> {
                 f.forget_line();
             }
             self.credit_fetch(core, cpu);
-            if self.fast_on {
+            if self.repeats_inline {
                 self.host.forget_tb(cpu);
             }
         }
     }
 
-    /// Before this vCPU's own model call: apply its deferred dirty bit.
+    /// Before a model call of `cpu`: apply its deferred dirty bit, and with more than one vCPU
+    /// every core's (the call may snoop another core's line, which must then be dirty in the
+    /// model). The lines stay remembered: [`Engine::drop_disturbed`] forgets those the call
+    /// changes.
     #[inline]
     pub(super) fn settle_own(&self, core: &mut Core, cpu: usize) {
-        self.fast[cpu].settle_dirty(core.model.as_mut(), cpu);
+        if self.vcpus == 1 {
+            self.fast[cpu].settle_dirty(core.model.as_mut(), cpu);
+            return;
+        }
+        for (k, f) in self.fast.iter().enumerate() {
+            f.settle_dirty(core.model.as_mut(), k);
+        }
+    }
+
+    /// After a model call of `cpu`: forgets the remembered data line of every core whose private
+    /// caches the call changed from outside ([`Model::take_disturbed`]: a snoop, a
+    /// back-invalidation, a write behind the copies), `cpu`'s own too when `own` (a fetch or a
+    /// prefetch, which do not remember a line themselves). With the sanitizer, a core's
+    /// uncached line is also forgotten when the call left a copy of it in some cache (its next
+    /// uncached access's outcome then depends on that copy).
+    #[inline]
+    pub(super) fn drop_disturbed(&self, core: &mut Core, cpu: usize, own: bool) {
+        if !self.fast_on {
+            return;
+        }
+        let Some(m) = core.model.as_mut() else { return };
+        let mask = m.take_disturbed();
+        if self.vcpus == 1 {
+            if own && mask != 0 {
+                self.fast[cpu].forget_line();
+            }
+            return;
+        }
+        for (k, f) in self.fast.iter().enumerate() {
+            if k == cpu && !own {
+                continue;
+            }
+            if mask >> k.min(63) & 1 == 1 {
+                f.forget_line();
+            } else if k != cpu && self.settings.sanitize {
+                if let Some(line) = f.bypass_line() {
+                    if m.cached_anywhere(line << f.line_shift()) {
+                        f.forget_line();
+                    }
+                }
+            }
+        }
     }
 
     /// The model, built (or rebuilt after new geometry markers) on first need. The check is
@@ -469,6 +539,13 @@ impl<H: Host> Engine<H> {
         }
     }
 
+    /// Whether the shortcut answers this callback: it runs, and the running TB's core is known
+    /// ([`Engine::attributed`]: a core's shortcut serves only that core's accesses).
+    #[inline]
+    pub(super) fn shortcut_now(&self) -> bool {
+        self.fast_on && self.attributed()
+    }
+
     /// Whether the running TB's core is known: one vCPU, or several under MTTCG (the callback's
     /// index is the executing vCPU's), or a TPIDR_EL1 tag.
     #[inline]
@@ -504,11 +581,12 @@ impl<H: Host> Engine<H> {
                 (x(rt), 0, 0, 0, 0)
             }
             Insn::MsrControl { rt, .. } | Insn::MsrTranslation { rt, .. } => (x(rt), 0, 0, 0, 0),
-            Insn::IcIallu { .. } | Insn::Tlbi | Insn::Prefetch(_) => (0, 0, 0, 0, 0),
+            Insn::Tlbi { va_rt: Some(rt) } => (x(rt), 0, 0, 0, 0),
+            Insn::IcIallu { .. } | Insn::Tlbi { va_rt: None } | Insn::Prefetch(_) => (0, 0, 0, 0, 0),
         };
         // At a TLBI (translation state changes around one): the regime's registers as the vCPU
         // holds them, adopted where a write escaped the decoder (see `resync`).
-        let resync = if matches!(insn, Insn::Tlbi) && self.vcpus == 1 {
+        let resync = if matches!(insn, Insn::Tlbi { .. }) && self.vcpus == 1 {
             self.host.regime_registers(self.els[cpu].load(Relaxed))
         } else {
             Vec::new()
@@ -517,8 +595,10 @@ impl<H: Host> Engine<H> {
             self.resync(&resync);
         }
         let mut core = self.lock();
-        let drop_pages =
-            matches!(insn, Insn::Tlbi | Insn::MsrSctlr { .. } | Insn::Marker | Insn::MsrControl { .. } | Insn::MsrTranslation { .. });
+        let drop_pages = matches!(
+            insn,
+            Insn::Tlbi { .. } | Insn::MsrSctlr { .. } | Insn::Marker | Insn::MsrControl { .. } | Insn::MsrTranslation { .. }
+        );
         self.settle(&mut core, drop_pages);
         if matches!(insn, Insn::DcVa { .. } | Insn::DcZva { .. }) && !core.maint.is_empty() {
             let shift = core.maint_shift();
@@ -557,12 +637,13 @@ impl<H: Host> Engine<H> {
                 | Insn::MsrControl { .. }
                 | Insn::MsrTranslation { .. } => core.taint.everything(),
                 // Global.
-                Insn::Marker | Insn::Tlbi | Insn::Prefetch(_) => {}
+                Insn::Marker | Insn::Tlbi { .. } | Insn::Prefetch(_) => {}
             }
         }
         match insn {
             Insn::Marker => self.marker(&mut core, cpu, [a, b, c, d, e], pc),
-            Insn::Tlbi => core.guest.forget_pages(),
+            Insn::Tlbi { va_rt: None } => core.guest.forget_pages(),
+            Insn::Tlbi { va_rt: Some(_) } => core.guest.forget_page(crate::decode::tlbi_operand_va(a)),
             Insn::MsrSctlr { .. } => {
                 core.guest.write(cpu, SysReg::Sctlr(crate::walk::Regime::El1), a);
             }
@@ -654,6 +735,7 @@ impl<H: Host> Engine<H> {
         let Some(pa) = self.translate(&mut core, cpu, va, "prefetch") else { return };
         self.touched(&mut core, pa, 1);
         self.model(&mut core).prefetch(cpu, pa, p.level, p.strm, attr);
+        self.drop_disturbed(&mut core, cpu, true);
     }
 
     fn set_way(&self, core: &mut Core, cpu: usize, op: LineOp, operand: u64) {

@@ -20,7 +20,8 @@ use crate::config::Settings;
 use crate::guest::SysReg;
 use crate::walk::PhysMem;
 
-use super::engine::{fail, shortcut_allowed, Engine, Host, MemAccess, SP};
+use super::access::TbAt;
+use super::engine::{fail, inline_repeats_allowed, Engine, Host, MemAccess, SP};
 use super::ram::{mapping_containing, RamMap};
 use super::shortcut::PAGE_SHIFT;
 use super::tb_plan::{plan, Access, TbInsn};
@@ -85,6 +86,8 @@ struct Regs {
     vmpidr: Option<usize>,
     /// CPSR (its EL field: the EL a TB is translated for).
     cpsr: Option<usize>,
+    /// PC (the VA a TB shared between VA aliases runs at: [`super::access::TbAt`]).
+    pc: Option<usize>,
     /// SCTLR of EL1, EL2, EL3 (is the MMU of a TB's regime off, at translation).
     sctlr: [Option<usize>; 3],
     /// The registers the guest state follows, read once at the first translation.
@@ -218,6 +221,14 @@ impl Qemu {
 impl PhysMem for Qemu {
     fn read_u64(&self, pa: u64) -> Option<u64> {
         let host = self.ram.read().ok()?.host(pa, 8)?;
+        if host % 8 == 0 {
+            // SAFETY: `host` lies in a learned RAM block: inside a host mapping /proc/self/maps
+            // listed as readable when the block was learned, which QEMU keeps mapped for the
+            // machine's life (guest RAM is freed only at exit); aligned, so one volatile load
+            // (a vCPU may be writing the descriptor: the value is one of the two, as a pread's).
+            // See super::ram for the block's bounds. No syscall: this is the walk's hot path.
+            return Some(u64::from_le(unsafe { (host as *const u64).read_volatile() }));
+        }
         let mut b = [0u8; 8];
         self.mem.as_ref()?.read_exact_at(&mut b, host).ok()?;
         Some(u64::from_le_bytes(b))
@@ -312,6 +323,10 @@ impl Host for Qemu {
         let Some(regs) = self.regs.get() else { return Vec::new() };
         regs.regime_sys[crate::walk::Regime::of_el(el).index()].iter().filter_map(|&(r, h)| Some((r, read_register(h)?))).collect()
     }
+
+    fn pc(&self) -> Option<u64> {
+        read_register(self.regs.get()?.pc?)
+    }
 }
 
 impl MemAccess for MemoryInfo<'_> {
@@ -360,7 +375,7 @@ impl Register for CacheModel {
             Some(path) => Box::new(std::fs::File::create(path).unwrap_or_else(|e| fail(&format!("cannot create '{path}': {e}")))),
             None => Box::new(std::io::stderr()),
         };
-        let board = shortcut_allowed(&settings, vcpus).then(|| {
+        let board = inline_repeats_allowed(&settings, vcpus).then(|| {
             // SAFETY: a scoreboard of two u64 per vCPU, owned by QEMU for the plugin's lifetime.
             let score = unsafe { qemu_plugin::sys::qemu_plugin_scoreboard_new(16) };
             let entry = |offset| PluginU64 { score, offset };
@@ -418,6 +433,7 @@ impl HasCallbacks for CacheModel {
         let sys: Vec<(SysReg, usize)> = SysReg::ALL.iter().filter_map(|&(r, names)| Some((r, find_any(names)?))).collect();
         let sctlr = [find_any(&["SCTLR_EL1", "SCTLR"]), find("SCTLR_EL2"), find("SCTLR_EL3")];
         let cpsr = find("cpsr");
+        let pc = find("pc");
         let regime_sys = crate::walk::Regime::ALL.map(|g| {
             sys.iter()
                 .copied()
@@ -428,7 +444,7 @@ impl HasCallbacks for CacheModel {
                 })
                 .collect()
         });
-        let _ = state.host.regs.set(Regs { x, ctr, clidr, core_id, vmpidr, cpsr, sctlr, sys, regime_sys });
+        let _ = state.host.regs.set(Regs { x, ctr, clidr, core_id, vmpidr, cpsr, pc, sctlr, sys, regime_sys });
         Ok(())
     }
 
@@ -446,11 +462,14 @@ impl HasCallbacks for CacheModel {
         let plan = plan(&words, state.fast_on);
         let haddr = insns.first().map_or(0, |i| i.haddr());
         let el = state.host.at_translation(state, plan.start, haddr, words.first().and_then(|w| w.word)).unwrap_or(1);
+        // The PA QEMU finds this TB by (see `TbAt`): its first instruction's, from its host address
+        // (after `at_translation`, which may have learned the RAM block from this very TB).
+        let tb_pa = if haddr == 0 { None } else { state.host.ram.read().ok().and_then(|m| m.pa_of_host(haddr)) };
         let no_regs = CallbackFlags::QEMU_PLUGIN_CB_NO_REGS;
         // The further fetch segments first: each callback runs before its instruction's own.
         for &(at, seg_start, len) in &plan.segments {
             let s = state.clone();
-            insns[at].register_execute_callback_flags(move |vcpu| s.fetch(vcpu, seg_start, len, false), no_regs);
+            insns[at].register_execute_callback_flags(move |vcpu| s.fetch(vcpu, seg_start, len, false, TbAt::Later), no_regs);
         }
         for (insn, p) in insns.iter().zip(plan.insns) {
             if let Some(d) = p.special {
@@ -496,18 +515,21 @@ impl HasCallbacks for CacheModel {
             let s = state.clone();
             let fetch = move |vcpu| {
                 s.at_el(vcpu, el);
-                s.fetch(vcpu, start, first_len, repeats_inline)
+                s.fetch(vcpu, start, first_len, repeats_inline, TbAt::Start(tb_pa))
             };
+            // The TB's first callback may read the PC (`TbAt`): at a TB's start no register is
+            // held apart from the vCPU state, so the access costs nothing there.
+            let regs = CallbackFlags::QEMU_PLUGIN_CB_R_REGS;
             let core_id = if state.vcpus > 1 { state.host.core_id_registers() } else { None };
             match (&state.host.board, core_id) {
                 (Some(b), _) if repeats_inline => {
                     let key = state.host.next_tb.fetch_add(1, Relaxed);
-                    tb.register_conditional_execute_callback_flags(fetch, no_regs, PluginCondition::QEMU_PLUGIN_COND_NE, b.last, key);
+                    tb.register_conditional_execute_callback_flags(fetch, regs, PluginCondition::QEMU_PLUGIN_COND_NE, b.last, key);
                     qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb.clone(), PluginOp::QEMU_PLUGIN_INLINE_ADD_U64, b.execs, 1);
                     qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb, PluginOp::QEMU_PLUGIN_INLINE_STORE_U64, b.last, key);
                 }
                 (Some(b), _) => {
-                    tb.register_execute_callback_flags(fetch, no_regs);
+                    tb.register_execute_callback_flags(fetch, regs);
                     qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb, PluginOp::QEMU_PLUGIN_INLINE_STORE_U64, b.last, NO_TB);
                 }
                 // More than one vCPU (no shortcut): the TB's first callback learns which core runs.
@@ -519,7 +541,7 @@ impl HasCallbacks for CacheModel {
                     };
                     tb.register_execute_callback_flags(identify_and_fetch, CallbackFlags::QEMU_PLUGIN_CB_R_REGS);
                 }
-                (None, None) => tb.register_execute_callback_flags(fetch, no_regs),
+                (None, None) => tb.register_execute_callback_flags(fetch, regs),
             }
         }
         Ok(())

@@ -34,7 +34,7 @@ impl<H: Host> Engine<H> {
                     core.geometry_changed = true;
                 }
             }
-            Marker::Window { va, len, attr, pa } => core.guest.window(va, len, attr, pa),
+            Marker::Window { va, len, attr, pa, share } => core.guest.window(va, len, attr, pa, share),
             Marker::Sctlr(v) => core.guest.set_sctlr(cpu, v),
             Marker::PhaseBegin { name_va, id } => {
                 let name = self.host.read_name(name_va).unwrap_or_else(|| format!("phase-{id}"));
@@ -70,7 +70,7 @@ impl<H: Host> Engine<H> {
                     let e = crate::sanitize::Event {
                         kind: HazardKind::MaintenanceGap,
                         pa,
-                        access: "maint-end",
+                        access: cachescope_arch::hazard::HazardAccess::MaintEnd,
                         cause: "dc-by-va",
                         cause_pc: r.last_pc,
                         uncounted: false,

@@ -9,8 +9,9 @@
 //! - the L1I lines a back-to-back repeat of the last TB fetches and how ([`FetchMode`]), credited
 //!   from the board's execution counter ([`Shortcut::credit`]).
 //!
-//! Only the vCPU's own thread writes its shortcut (it is enabled with one vCPU only); atomics
-//! with relaxed ordering make the exit-time read well defined and cost plain loads and stores.
+//! Only one host thread writes the shortcuts (one vCPU, or several run round-robin by one
+//! thread: see `engine::shortcut_allowed`); atomics with relaxed ordering make the exit-time
+//! read well defined and cost plain loads and stores.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 
@@ -213,6 +214,13 @@ impl Shortcut {
     /// maintenance).
     pub fn forget_line(&self) {
         self.d_line.store(NONE, Relaxed);
+    }
+
+    /// The model line number of the remembered data line when it is a bypassed one
+    /// ([`LineMode::Bypass`] or [`LineMode::BypassLoads`]).
+    pub fn bypass_line(&self) -> Option<u64> {
+        let bypass = matches!(LineMode::from_u8(self.d_mode.load(Relaxed)), Some(LineMode::Bypass | LineMode::BypassLoads));
+        (bypass && self.d_line.load(Relaxed) != NONE).then(|| self.d_l1line.load(Relaxed))
     }
 
     /// Forgets the data line and the page (TLBI, an SCTLR write, a marker).

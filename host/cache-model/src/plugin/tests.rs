@@ -1,7 +1,8 @@
 //! Differential tests of the shortcut: the engine with the shortcut (`fast=on`) and without it
 //! (`fast=off`, every access through the model) on the same random traces must count the same
 //! at every step and write the same records, byte for byte (bar `model-run.fast`). The traces
-//! are one vCPU's (the shortcut runs with one vCPU only: [`shortcut_allowed`]): TBs executed
+//! are one vCPU's, or several vCPUs' run round-robin ([`shortcut_allowed`]; the cores take
+//! turns at TB boundaries, tagged, on shared data, so that snoops change remembered lines): TBs executed
 //! back to back and in turn, data accesses with locality (single and batched), every
 //! maintenance instruction the engine models, prefetches, TLBI and SCTLR writes, and markers
 //! (phases, windows of every attribute, maintenance ranges, quiet, geometry changes).
@@ -11,6 +12,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
+use cachescope_arch::attr::Shareability;
 use cachescope_arch::cache::id::{Clidr, Ctr};
 use cachescope_arch::cache::Kind;
 use cachescope_arch::marker::{Marker, ModelAttr};
@@ -22,7 +24,8 @@ use crate::guest::SysReg;
 use crate::hierarchy::{Hint, LineOp, Point, Totals};
 use crate::walk::Regime;
 
-use super::engine::{shortcut_allowed, Engine, Host, MemAccess, SP};
+use super::access::TbAt;
+use super::engine::{inline_repeats_allowed, shortcut_allowed, Engine, Host, MemAccess, SP};
 use super::tb_plan::Group;
 
 /// The fake emulator: the board's two counters for vCPU 0, phase names made up from their VA,
@@ -31,11 +34,13 @@ struct FakeHost {
     execs: AtomicU64,
     last: AtomicU64,
     tables: HashMap<u64, u64>,
+    /// The running PC [`Host::pc`] answers (0: not readable).
+    pc: AtomicU64,
 }
 
 impl Default for FakeHost {
     fn default() -> Self {
-        Self { execs: AtomicU64::new(0), last: AtomicU64::new(0), tables: tables() }
+        Self { execs: AtomicU64::new(0), last: AtomicU64::new(0), tables: tables(), pc: AtomicU64::new(0) }
     }
 }
 
@@ -108,6 +113,10 @@ impl Host for FakeHost {
     fn regime_registers(&self, _el: u8) -> Vec<(SysReg, u64)> {
         Vec::new()
     }
+
+    fn pc(&self) -> Option<u64> {
+        Some(self.pc.load(Relaxed)).filter(|&pc| pc != 0)
+    }
 }
 
 /// The guest's VA → PA map: VA = PA + this; the device region is I/O.
@@ -176,11 +185,11 @@ impl Run {
     /// lies in one fetch segment, so its back-to-back repeats are counted inline).
     fn tb(&self, key: u64, va: u64, segments: &[u64]) {
         let e = &self.engine;
-        let inline = e.fast_on && segments.len() == 1;
+        let inline = e.repeats_inline && segments.len() == 1;
         if !inline || e.host.last.load(Relaxed) != key {
-            e.fetch(0, va, segments[0], inline);
+            e.fetch(0, va, segments[0], inline, TbAt::Start(None));
         }
-        if e.fast_on {
+        if e.repeats_inline {
             if inline {
                 e.host.execs.fetch_add(1, Relaxed);
                 e.host.last.store(key, Relaxed);
@@ -190,7 +199,7 @@ impl Run {
         }
         let mut at = va + segments[0];
         for &len in &segments[1..] {
-            e.fetch(0, at, len, false);
+            e.fetch(0, at, len, false, TbAt::Later);
             at += len;
         }
     }
@@ -220,7 +229,8 @@ impl Run {
     }
 }
 
-/// One step of a trace.
+/// One step of a trace (`Core(c)`: the next TBs run on core c, round-robin: tagged TPIDR_EL1,
+/// callback index 0).
 #[derive(Clone, Debug)]
 enum Step {
     Tb { key: u64, va: u64, segments: Vec<u64> },
@@ -228,6 +238,7 @@ enum Step {
     Group { va: u64, write: bool, group: Arc<Group> },
     Special { insn: Insn, pc: u64, regs: Vec<(u8, u64)> },
     Marker(Marker),
+    Core(u32),
 }
 
 fn apply(r: &Run, s: &Step) {
@@ -240,6 +251,7 @@ fn apply(r: &Run, s: &Step) {
         Step::Group { va, write, group } => r.engine.mem_group(0, &FakeAccess { size: group.size, value: 0 }, *va, *write, group),
         Step::Special { insn, pc, regs } => r.special(*insn, *pc, regs),
         Step::Marker(m) => r.marker(*m, 0x8_0000),
+        Step::Core(c) => r.engine.identify_by(Some(cachescope_arch::marker::core_id_value(*c)), || None, 0),
     }
 }
 
@@ -266,7 +278,7 @@ fn trace(seed: u64, n: usize, guest_geometry: bool) -> Vec<Step> {
     }
     steps.push(Step::Marker(Marker::Sctlr(1 | 4 | 1 << 12)));
     for &(va, len, attr) in &WINDOWS {
-        steps.push(Step::Marker(Marker::Window { va, len, attr, pa: Some(va - VA_OFFSET) }));
+        steps.push(Step::Marker(Marker::Window { va, len, attr, pa: Some(va - VA_OFFSET), share: Shareability::Inner }));
     }
     // TBs: (key, va, fetch segments), some in one line, some over two or three lines (one
     // segment: the first line continues the previous TB's), some cut into segments; each in one
@@ -349,7 +361,7 @@ fn trace(seed: u64, n: usize, guest_geometry: bool) -> Vec<Step> {
             }
             3 => Step::Special { insn: Insn::IcIallu { broadcast: r() % 2 == 0 }, pc, regs: vec![] },
             4 => Step::Special { insn: Insn::IcIvau { rt: 4 }, pc, regs: vec![(4, code + r() % 0x1000)] },
-            5 => Step::Special { insn: Insn::Tlbi, pc, regs: vec![] },
+            5 => Step::Special { insn: Insn::Tlbi { va_rt: None }, pc, regs: vec![] },
             6 => Step::Special { insn: Insn::MsrSctlr { rt: 5 }, pc, regs: vec![(5, 1 | 4 | 1 << 12)] },
             7 | 8 => {
                 let addr = if r() % 2 == 0 {
@@ -378,8 +390,18 @@ fn trace(seed: u64, n: usize, guest_geometry: bool) -> Vec<Step> {
             14 => {
                 // A window changes its attribute.
                 let (va, len, _) = WINDOWS[(r() % 2) as usize];
-                let attrs = [ModelAttr::NormalWriteBack, ModelAttr::NormalWriteThrough, ModelAttr::NormalNonCacheable];
-                Step::Marker(Marker::Window { va, len, attr: attrs[(r() % 3) as usize], pa: Some(va - VA_OFFSET) })
+                let attrs = [
+                    ModelAttr::NormalWriteBack,
+                    ModelAttr::NormalWriteThrough,
+                    ModelAttr::NormalNonCacheable,
+                    ModelAttr::NormalWriteBackNoWriteAllocate,
+                    ModelAttr::NormalWriteBackNoReadAllocate,
+                    ModelAttr::NormalWriteBackNoAllocate,
+                    ModelAttr::NormalWriteBackTransient,
+                    ModelAttr::NormalWriteThroughTransient,
+                ];
+                let share = [Shareability::Inner, Shareability::Non][(r() % 2) as usize];
+                Step::Marker(Marker::Window { va, len, attr: attrs[(r() % attrs.len() as u64) as usize], pa: Some(va - VA_OFFSET), share })
             }
             // The tables' NC index turns write-through and back (the walks cached are dropped),
             // or TTBR0 is written with its own value (nothing changes).
@@ -401,16 +423,59 @@ fn trace(seed: u64, n: usize, guest_geometry: bool) -> Vec<Step> {
     steps
 }
 
+/// [`trace`] on `vcpus` cores run round-robin: every core turns its caches on after the
+/// start-up markers, then before a third of the TBs the core switches to a random one. All
+/// cores share the trace's pointers, so their lines move between cores (snoops, upgrades,
+/// interventions, back-invalidations).
+fn trace_cores(seed: u64, n: usize, vcpus: u32) -> Vec<Step> {
+    let mut rng = seed ^ 0xc0_4e5;
+    let mut r = move || xorshift64star(&mut rng);
+    let base = trace(seed, n, false);
+    let start = base.iter().position(|s| matches!(s, Step::Tb { .. })).expect("a trace has TBs");
+    let mut steps = base[..start].to_vec();
+    for c in 1..vcpus {
+        steps.push(Step::Core(c));
+        steps.push(Step::Marker(Marker::Sctlr(1 | 4 | 1 << 12)));
+    }
+    steps.push(Step::Core(0));
+    for s in &base[start..] {
+        if matches!(s, Step::Tb { .. }) && r() % 3 == 0 {
+            steps.push(Step::Core((r() % u64::from(vcpus)) as u32));
+        }
+        steps.push(s.clone());
+    }
+    steps
+}
+
 /// Runs `steps` with and without the shortcut: equal counts after every step, equal records at
 /// the end; returns the records and how many steps the shortcut ran.
 fn differential(args: &[&str], steps: &[Step]) -> String {
-    let (fast, slow) = (Run::new(args, true), Run::new(args, false));
+    differential_on(args, steps, 1)
+}
+
+/// [`differential`] with `vcpus` vCPUs run round-robin (more than one: no inline TB repeats,
+/// and the coherence counters must show that cores shared lines).
+fn differential_on(args: &[&str], steps: &[Step], vcpus: usize) -> String {
+    let (fast, slow) = if vcpus == 1 {
+        (Run::new(args, true), Run::new(args, false))
+    } else {
+        (Run::with_vcpus(args, true, vcpus, true), Run::with_vcpus(args, false, vcpus, true))
+    };
     for (i, s) in steps.iter().enumerate() {
         apply(&fast, s);
         apply(&slow, s);
         assert_eq!(fast.counts(), slow.counts(), "counts differ after step {i} ({s:?}) with {args:?}");
     }
     let shortcut = fast.engine.fast.iter().fold(Totals::default(), |t, f| t + f.totals());
+    if vcpus > 1 {
+        let core = fast.engine.lock();
+        let coh = core.model.as_ref().expect("built").coherence().to_vec();
+        let sum = |f: fn(&crate::hierarchy::Coherence) -> u64| coh.iter().map(f).sum::<u64>();
+        assert!(
+            sum(|c| c.invalidations) > 0 && sum(|c| c.interventions) > 0 && sum(|c| c.upgrades) > 0,
+            "the cores never shared a line with {args:?}: {coh:?}"
+        );
+    }
     let (a, b) = (fast.finish(), slow.finish());
     for (k, (x, y)) in a.lines().zip(b.lines()).enumerate() {
         assert_eq!(x, y, "record {k} differs with {args:?}");
@@ -418,8 +483,25 @@ fn differential(args: &[&str], steps: &[Step]) -> String {
     assert_eq!(a.lines().count(), b.lines().count(), "record counts differ with {args:?}");
     // The shortcut did run: most L1D and L1I hits are its own.
     let (d, i) = (&shortcut.levels[crate::hierarchy::Level::L1D as usize], &shortcut.levels[crate::hierarchy::Level::L1I as usize]);
-    assert!(d.hits > 0 && d.bypass > 0 && i.hits > 0, "the shortcut never answered with {args:?}: {shortcut:?}");
+    assert!(d.hits > 0 && d.bypass > 0, "the data shortcut never answered with {args:?}: {shortcut:?}");
+    assert!(i.hits > 0 || vcpus > 1, "TB repeats were never counted inline with {args:?}: {shortcut:?}");
     a
+}
+
+#[test]
+fn the_shortcut_changes_no_count_and_no_record_with_several_cores() {
+    let configs: [&[&str]; 4] = [
+        &["profile=rpi4"],
+        &["profile=rpi5", "policy=random"],
+        &["profile=rpi4", "l1d=2K:2:64", "l2=16K:4:64", "policy=fifo"],
+        &["profile=rpi5", "l1d=2K:2:64", "l2=8K:2:64", "l3=32K:4:64", "hwpf=stride"],
+    ];
+    for (seed, args) in configs.into_iter().cycle().take(8).enumerate() {
+        let vcpus = 2 + seed % 3;
+        let steps = trace_cores(seed as u64 + 101, 40_000, vcpus as u32);
+        let records = differential_on(args, &steps, vcpus);
+        assert!(records.contains("\"record\":\"model\",\"phase\":\"phase-at-"), "no phase records with {args:?}");
+    }
 }
 
 #[test]
@@ -445,12 +527,15 @@ fn the_shortcut_changes_no_count_and_no_record() {
 }
 
 #[test]
-fn the_shortcut_needs_one_vcpu_and_no_trace() {
+fn the_shortcut_needs_one_thread_and_no_trace() {
     let s = |w: &[&str]| Settings::parse(w).unwrap();
-    assert!(shortcut_allowed(&s(&[]), 1));
-    assert!(!shortcut_allowed(&s(&[]), 2), "another core's access could change a remembered line");
-    assert!(!shortcut_allowed(&s(&["fast=off"]), 1));
-    assert!(!shortcut_allowed(&s(&["trace=/dev/null"]), 1), "a trace lists every access");
+    assert!(shortcut_allowed(&s(&[]), 1, false));
+    assert!(shortcut_allowed(&s(&[]), 4, true), "round-robin: one thread runs every core");
+    assert!(!shortcut_allowed(&s(&[]), 2, false), "MTTCG: another core's model call could race with the shortcut");
+    assert!(!shortcut_allowed(&s(&[]), 65, true), "the model's disturbed set has 64 bits");
+    assert!(!shortcut_allowed(&s(&["fast=off"]), 1, false));
+    assert!(!shortcut_allowed(&s(&["trace=/dev/null"]), 1, false), "a trace lists every access");
+    assert!(inline_repeats_allowed(&s(&[]), 1) && !inline_repeats_allowed(&s(&[]), 2), "inline ops name the translating vCPU");
 }
 
 /// QEMU 10.0.2's Cortex-A72 as the glue reads it at vCPU init.
@@ -594,7 +679,7 @@ fn hazards_that_may_follow_from_a_misattribution_are_not_reported() {
     // core not known: maybe the other core's caches got it), the hazard is not reported.
     let x = VA_OFFSET + RAM + 0x9_0000;
     let write = |r: &Run| r.engine.mem(0, &FakeAccess { size: 4, value: 0 }, x, x, true, None, Hint { pc: 0x9100, nt: false });
-    let fetch = |r: &Run| r.engine.fetch(0, x, 4, false);
+    let fetch = |r: &Run| r.engine.fetch(0, x, 4, false, TbAt::Start(None));
     let other_page = |r: &Run| {
         let y = x + 0x1_0000;
         r.engine.mem(0, &FakeAccess { size: 4, value: 0 }, y, y, true, None, Hint::default());
@@ -714,7 +799,7 @@ fn the_first_access_of_the_run_is_modelled() {
         if ic {
             r.special(Insn::IcIallu { broadcast: false }, 0x108, &[]);
         }
-        r.engine.fetch(0, code, 8, false);
+        r.engine.fetch(0, code, 8, false, TbAt::Start(None));
         let records = r.finish();
         let stale = records.lines().any(|l| l.contains("\"record\":\"hazard\"") && l.contains("stale-instruction"));
         assert_eq!(stale, !ic, "IC IALLU {ic}: {records}");
@@ -730,7 +815,7 @@ fn the_first_access_of_the_run_is_modelled() {
         r.marker(Marker::Geometry { level, kind, line, sets, ways }, 0x8_0000);
     }
     r.special(Insn::MsrSctlr { rt: 1 }, 0x104, &[(1, 1 << 12)]);
-    r.engine.fetch(0, code, 8, false);
+    r.engine.fetch(0, code, 8, false, TbAt::Start(None));
     let records = r.finish();
     assert_eq!(records.matches("\"record\":\"model-geometry\"").count(), 3, "{records}");
     assert_eq!(records.matches("\"record\":\"model-profile\"").count(), 1, "{records}");
@@ -739,6 +824,45 @@ fn the_first_access_of_the_run_is_modelled() {
     assert!(records.contains("geometry markers differ from QEMU"), "{records}");
     let l1d = records.lines().find(|l| l.contains("\"record\":\"model-total\"") && l.contains("\"level\":\"L1D\"")).unwrap();
     assert!(l1d.contains("\"bypass\":1"), "the reset model's count is carried: {l1d}");
+}
+
+/// QEMU shares a TB between the VAs that map its code's page (`CF_PCREL`) and its callbacks carry
+/// the VA it was translated at: the fetch runs at the PC's page when that VA does not reach the
+/// TB's PA (Linux's memcpy translated at its idmap VA, run at its kernel VA), and the TB's later
+/// fetch callbacks follow; without the TB's PA, or with a PC that does not reach it either, the
+/// translated VA stays.
+#[test]
+fn a_tb_shared_between_va_aliases_is_fetched_where_it_runs() {
+    let code = 0x4008_0000;
+    let elsewhere = code + 0x10_0000; // the VA the TB was translated at (MMU off: its own PA)
+    for (tb_pa, pc, stale) in [(Some(code), code, true), (None, code, false), (Some(code), code + 0x20_0000, false)] {
+        for later in [false, true] {
+            let r = Run::new(&[], false);
+            r.engine.cpu_identified(a72_key(), Some(Ctr { raw: 0x8444_c004 }), None);
+            // Code stored at `code` with the MMU off (behind the caches), then the I-cache on.
+            r.engine.mem(
+                0,
+                &FakeAccess { size: 8, value: 0 },
+                VA_OFFSET + code + 8,
+                VA_OFFSET + code + 8,
+                true,
+                None,
+                Hint { pc: 0x100, nt: false },
+            );
+            r.special(Insn::MsrSctlr { rt: 1 }, 0x104, &[(1, 1 << 12)]);
+            r.engine.host.pc.store(pc, Relaxed);
+            if later {
+                // The TB's first segment does not cover the written bytes; its second does.
+                r.engine.fetch(0, elsewhere, 8, false, TbAt::Start(tb_pa));
+                r.engine.fetch(0, elsewhere + 8, 4, false, TbAt::Later);
+            } else {
+                r.engine.fetch(0, elsewhere, 16, false, TbAt::Start(tb_pa));
+            }
+            let records = r.finish();
+            let found = records.lines().any(|l| l.contains("\"record\":\"hazard\"") && l.contains("stale-instruction"));
+            assert_eq!(found, stale, "TB PA {tb_pa:x?}, PC {pc:#x}, later segment {later}: {records}");
+        }
+    }
 }
 
 #[test]
@@ -753,6 +877,7 @@ fn bytes_stored_through_the_shortcut_reach_the_sanitizer() {
         // and its load's bytes (36..40) are not.
         for (read, stale, shared) in [(a + 8, 2, 1), (a + 24, 1, 2)] {
             let r = Run::new(&["profile=rpi4"], fast);
+            r.marker(Marker::Hello { version: crate::protocol::VERSION }, 0x8_0000);
             r.marker(Marker::Sctlr(1 | 4 | 1 << 12), 0x8_0000);
             mem(&r, a, 8, true);
             mem(&r, a + 8, 8, true); // the same line: the shortcut's, with fast=on
@@ -760,7 +885,16 @@ fn bytes_stored_through_the_shortcut_reach_the_sanitizer() {
             let group = Group::new(4, vec![(4, 4, false), (12, 4, true)], 0x9100);
             r.engine.mem_group(0, &FakeAccess { size: 4, value: 0 }, a + 32, false, &group);
             // The device's view of the page: the window marker settles the deferred stores.
-            r.marker(Marker::Window { va: a, len: 0x1000, attr: ModelAttr::NormalNonCacheable, pa: Some(a - VA_OFFSET) }, 0x8_0000);
+            r.marker(
+                Marker::Window {
+                    va: a,
+                    len: 0x1000,
+                    attr: ModelAttr::NormalNonCacheable,
+                    pa: Some(a - VA_OFFSET),
+                    share: Shareability::Inner,
+                },
+                0x8_0000,
+            );
             mem(&r, read, 8, false);
             mem(&r, a + 44, 4, false);
             mem(&r, a + 36, 4, false);
@@ -792,7 +926,10 @@ fn markers_declarations_follows_only_what_declares_the_verdict() {
         mem(&r, a, true);
         // The page becomes a device's view (a window): a read of the dirty line is stale, unless
         // the window is ignored.
-        r.marker(Marker::Window { va: a, len: 0x1000, attr: ModelAttr::NormalNonCacheable, pa: Some(a - VA_OFFSET) }, 0x8_0000);
+        r.marker(
+            Marker::Window { va: a, len: 0x1000, attr: ModelAttr::NormalNonCacheable, pa: Some(a - VA_OFFSET), share: Shareability::Inner },
+            0x8_0000,
+        );
         mem(&r, a, false);
         r.marker(Marker::MaintBegin { va: a + 0x100, len: 128 }, 0x8_0000);
         r.marker(Marker::MaintEnd { va: a + 0x100 }, 0x8_0000);
@@ -816,7 +953,7 @@ fn markers_declarations_follows_only_what_declares_the_verdict() {
         r.engine.identify_by(Some(cachescope_arch::marker::core_id_value(0)), || None, 0);
         r.special(Insn::MsrSctlr { rt: 5 }, 0x9000, &[(5, 1 | 4 | 1 << 12)]);
         mem(&r, a, true);
-        r.engine.fetch(0, a, 8, false); // code written and run without maintenance
+        r.engine.fetch(0, a, 8, false, TbAt::Start(None)); // code written and run without maintenance
         let records = r.finish();
         assert_eq!(records.contains("\"kind\":\"stale-instruction\""), reported, "{mode}: {records}");
         assert_eq!(records.contains("core attribution cannot be trusted"), !reported, "{mode}");
