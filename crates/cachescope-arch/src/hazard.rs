@@ -70,6 +70,75 @@ impl HazardAccess {
     }
 }
 
+/// The earlier access that made a line hazardous: the `cause` field of `hazard` records, written
+/// by the plugin's sanitizer and read by the host tools (docs/cache-model.md, "Sanitizer").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum HazardCause {
+    /// A cacheable write that dirtied the line (its PC, when the model saw it).
+    Write = 0,
+    /// A Normal Non-cacheable write (or one with the cache off) behind a cached copy.
+    NcWrite = 1,
+    /// A Device write behind a cached copy.
+    DeviceWrite = 2,
+    /// A write behind a cached copy whose kind and PC the model no longer holds.
+    WriteBehind = 3,
+    /// A write since the line's last IC invalidate (code written, no IC IVAU/IALLU since).
+    WriteWithoutIcInvalidate = 4,
+    /// A by-VA maintenance loop (a `maintenance-gap`'s loop, its last PC).
+    DcByVa = 5,
+    /// Another core's copy was filled through a Non-shareable mapping (that fill's PC).
+    NonShareableCopy = 6,
+    /// The request itself is Non-shareable while another core holds a copy.
+    CopyElsewhere = 7,
+}
+
+impl HazardCause {
+    /// Every cause, in discriminant order.
+    pub const ALL: [HazardCause; 8] = [
+        Self::Write,
+        Self::NcWrite,
+        Self::DeviceWrite,
+        Self::WriteBehind,
+        Self::WriteWithoutIcInvalidate,
+        Self::DcByVa,
+        Self::NonShareableCopy,
+        Self::CopyElsewhere,
+    ];
+
+    /// The `cause` field of `hazard` records.
+    pub const fn name(self) -> &'static str {
+        [
+            "write",
+            "nc-write",
+            "device-write",
+            "write-behind",
+            "write-without-ic-invalidate",
+            "dc-by-va",
+            "non-shareable-copy",
+            "copy-elsewhere",
+        ][self as usize]
+    }
+
+    /// The cause a record's `cause` field names.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    /// The cause in words, for a human line ("after the non-cacheable write at …").
+    pub const fn describe(self) -> &'static str {
+        [
+            "write",
+            "non-cacheable write",
+            "Device write",
+            "write behind the cache",
+            "write with no IC invalidate since",
+            "by-VA maintenance loop",
+            "fill through a Non-shareable mapping",
+            "Non-shareable request while another core holds a copy",
+        ][self as usize]
+    }
+}
+
 /// How much a hazard kind weighs in the sanitizer's verdict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Severity {
@@ -161,6 +230,18 @@ mod tests {
             assert!(doc.contains(k.name()), "{doc}");
             assert!(field(&crate::record::HAZARD_TOTAL, k.total_field()).is_some(), "{}", k.total_field());
         }
+    }
+
+    #[test]
+    fn cause_names_round_trip_and_the_record_contract_names_them() {
+        let doc = crate::record::HAZARD.fields.iter().find(|f| f.name == "cause").expect("hazard.cause").doc;
+        for (i, c) in HazardCause::ALL.into_iter().enumerate() {
+            assert_eq!(c as usize, i);
+            assert_eq!(HazardCause::from_name(c.name()), Some(c));
+            assert!(!c.describe().is_empty());
+            assert!(doc.contains(c.name()), "{doc}");
+        }
+        assert_eq!(HazardCause::from_name("nc_write"), None);
     }
 
     #[test]

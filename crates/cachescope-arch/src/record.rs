@@ -1026,7 +1026,7 @@ kind! {
         req(phase_id, UInt, "phase id (0 outside phases)"),
         req(count, UInt, "occurrences in this phase"),
         req(access, Str, "the exposing access: nc-read, device-read, dc-ivac, dc-isw, read, write, fetch, maint-end"),
-        req(cause, Str, "the earlier access that made the line hazardous: write, nc-write, device-write, non-shareable-copy, copy-elsewhere, …"),
+        req(cause, Str, "the earlier access that made the line hazardous (`cachescope_arch::hazard::HazardCause`): write, nc-write, device-write, write-behind, write-without-ic-invalidate, dc-by-va, non-shareable-copy or copy-elsewhere"),
         req(cause_pc, Hex, "PC of that access (0x0 when not known)"),
         opt(stale, Hex, "the value the exposing access would see on silicon, when known"),
         opt(current, Hex, "the value the emulator returned or holds, when known"),

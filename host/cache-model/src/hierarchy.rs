@@ -244,7 +244,7 @@ impl Sub for Coherence {
 
 use crate::cache::{cache_seed, Cache, Evicted, Fill};
 use crate::geometry::{Hierarchy, HwPfKind, HwPrefetch, Sharing};
-use crate::sanitize::{byte_mask, full_mask, ByteMask, Event, HazardAccess, HazardKind, Sanitizer};
+use crate::sanitize::{byte_mask, full_mask, ByteMask, Event, HazardAccess, HazardCause, HazardKind, Sanitizer};
 
 /// One trace line, formatted only when tracing is on.
 macro_rules! tr {
@@ -814,7 +814,7 @@ impl Model {
         if fresh || already {
             // Copies of any vCPU may have turned stale.
             self.disturbed = u64::MAX;
-            let kind = if nc { "nc-write" } else { "device-write" };
+            let kind = if nc { HazardCause::NcWrite } else { HazardCause::DeviceWrite };
             let san = self.san.as_mut().expect("checked");
             let b = san.behind.entry(line).or_insert(crate::sanitize::Behind { pc, kind, bytes: 0 });
             if fresh {
@@ -885,12 +885,12 @@ impl Model {
                 let (cause, cause_pc) = san.dirty_cause(line);
                 san.report(HazardKind::StaleInstruction, a, HazardAccess::Fetch, cause, cause_pc);
             } else if let Some((pc, _)) = written.filter(|&(_, w)| w & bytes != 0) {
-                san.report(HazardKind::StaleInstruction, a, HazardAccess::Fetch, "write-without-ic-invalidate", pc);
+                san.report(HazardKind::StaleInstruction, a, HazardAccess::Fetch, HazardCause::WriteWithoutIcInvalidate, pc);
             } else if dirty {
                 let (cause, cause_pc) = san.dirty_cause(line);
                 san.report(HazardKind::SharedLine, a, HazardAccess::Fetch, cause, cause_pc);
             } else if let Some((pc, _)) = written {
-                san.report(HazardKind::SharedLine, a, HazardAccess::Fetch, "write-without-ic-invalidate", pc);
+                san.report(HazardKind::SharedLine, a, HazardAccess::Fetch, HazardCause::WriteWithoutIcInvalidate, pc);
             }
             a += step;
         }

@@ -176,7 +176,7 @@ pub fn hazard_lines(entries: &[crate::sanitize::Entry]) -> String {
             .phase_id(e.phase_id)
             .count(e.count)
             .access(e.event.access.name())
-            .cause(e.event.cause)
+            .cause(e.event.cause.name())
             .cause_pc(e.event.cause_pc);
         if let Some(v) = e.current {
             r = r.current(v);
@@ -191,7 +191,7 @@ pub fn hazard_lines(entries: &[crate::sanitize::Entry]) -> String {
             if e.phase.is_empty() { "-" } else { &e.phase },
             e.count,
             e.event.access.name(),
-            e.event.cause,
+            e.event.cause.name(),
             e.event.cause_pc
         );
     }
@@ -287,7 +287,7 @@ mod tests {
             kind: crate::sanitize::HazardKind::LostWrite,
             pa: 0x40,
             access: HazardAccess::DcIvac,
-            cause: "write",
+            cause: crate::sanitize::HazardCause::Write,
             cause_pc: 0x10,
             uncounted: false,
         };
@@ -326,7 +326,7 @@ mod tests {
                 kind: crate::sanitize::HazardKind::LostWrite,
                 pa,
                 access: HazardAccess::DcIvac,
-                cause: "write",
+                cause: crate::sanitize::HazardCause::Write,
                 cause_pc: 0,
                 uncounted: false,
             };

@@ -49,7 +49,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// The hazard kinds: the record contract's list (`cachescope_arch::hazard`).
-pub use cachescope_arch::hazard::{HazardAccess, HazardKind};
+pub use cachescope_arch::hazard::{HazardAccess, HazardCause, HazardKind};
 
 use crate::hierarchy::Shareability;
 
@@ -63,7 +63,7 @@ pub struct Event {
     /// The exposing access.
     pub access: HazardAccess,
     /// The earlier access that made the line hazardous.
-    pub cause: &'static str,
+    pub cause: HazardCause,
     /// Its PC (0 when not known).
     pub cause_pc: u64,
     /// Found by a fetch the model does not count (the rest of a line the previous translation
@@ -122,8 +122,8 @@ pub fn full_mask(shift: u32) -> ByteMask {
 pub struct Behind {
     /// PC of the write that last made a copy stale.
     pub pc: u64,
-    /// Its kind: `nc-write` or `device-write`.
-    pub kind: &'static str,
+    /// Its kind: [`HazardCause::NcWrite`] or [`HazardCause::DeviceWrite`].
+    pub kind: HazardCause,
     /// Bytes written behind the caches while some copy was stale.
     pub bytes: ByteMask,
 }
@@ -184,7 +184,7 @@ impl Sanitizer {
     }
 
     /// Records a hazard.
-    pub fn report(&mut self, kind: HazardKind, pa: u64, access: HazardAccess, cause: &'static str, cause_pc: u64) {
+    pub fn report(&mut self, kind: HazardKind, pa: u64, access: HazardAccess, cause: HazardCause, cause_pc: u64) {
         self.events.push(Event { kind, pa, access, cause, cause_pc, uncounted: self.uncounted });
     }
 
@@ -200,9 +200,9 @@ impl Sanitizer {
         let narrow = share == Some(Shareability::Non);
         if holders != 0 {
             if narrow {
-                self.report(HazardKind::NonShareableShared, pa, access, "copy-elsewhere", 0);
+                self.report(HazardKind::NonShareableShared, pa, access, HazardCause::CopyElsewhere, 0);
             } else if let Some(&(_, fill_pc)) = self.non_shareable.get(&line).filter(|&&(cores, _)| cores & holders != 0) {
-                self.report(HazardKind::NonShareableShared, pa, access, "non-shareable-copy", fill_pc);
+                self.report(HazardKind::NonShareableShared, pa, access, HazardCause::NonShareableCopy, fill_pc);
             }
         }
         let Some(bit) = 1u64.checked_shl(cpu as u32).filter(|_| cpu < 64) else { return };
@@ -219,9 +219,9 @@ impl Sanitizer {
         }
     }
 
-    /// The recorded cause of a dirty line: ("write", its PC) or ("write", 0) when not known.
-    pub fn dirty_cause(&self, line: u64) -> (&'static str, u64) {
-        ("write", self.lines.get(&line).map_or(0, |l| l.dirty_pc))
+    /// The recorded cause of a dirty line: (write, its PC) or (write, 0) when not known.
+    pub fn dirty_cause(&self, line: u64) -> (HazardCause, u64) {
+        (HazardCause::Write, self.lines.get(&line).map_or(0, |l| l.dirty_pc))
     }
 
     /// The bytes of a dirty line that differ from memory (every byte when not known).
@@ -253,8 +253,8 @@ impl Sanitizer {
     }
 
     /// The recorded write behind the cache of a line.
-    pub fn behind_cause(&self, line: u64) -> (&'static str, u64) {
-        self.behind.get(&line).map_or(("write-behind", 0), |b| (b.kind, b.pc))
+    pub fn behind_cause(&self, line: u64) -> (HazardCause, u64) {
+        self.behind.get(&line).map_or((HazardCause::WriteBehind, 0), |b| (b.kind, b.pc))
     }
 
     /// The bytes written behind the cache of a line with a stale copy (every byte when not known).
@@ -428,7 +428,7 @@ mod tests {
     use super::*;
 
     fn ev(kind: HazardKind, pa: u64) -> Event {
-        Event { kind, pa, access: HazardAccess::Read, cause: "nc-write", cause_pc: 0x10, uncounted: false }
+        Event { kind, pa, access: HazardAccess::Read, cause: HazardCause::NcWrite, cause_pc: 0x10, uncounted: false }
     }
 
     #[test]
@@ -502,9 +502,9 @@ mod tests {
         let mut s = Sanitizer::new(false, false);
         s.wrote(7, 0xf, 0x10, Some(true), true);
         s.wrote(7, 0xf0, 0x14, Some(false), false);
-        assert_eq!((s.dirty_mask(7), s.dirty_cause(7)), (0xff, ("write", 0x10)));
+        assert_eq!((s.dirty_mask(7), s.dirty_cause(7)), (0xff, (HazardCause::Write, 0x10)));
         s.wrote(7, 0x100, 0x18, Some(false), true);
-        assert_eq!((s.dirty_mask(7), s.dirty_cause(7)), (0x1ff, ("write", 0x18)), "dirty again while dirty elsewhere: added");
+        assert_eq!((s.dirty_mask(7), s.dirty_cause(7)), (0x1ff, (HazardCause::Write, 0x18)), "dirty again while dirty elsewhere: added");
         s.wrote(7, 0x200, 0x1c, Some(true), true);
         assert_eq!(s.dirty_mask(7), 0x200, "clean everywhere before: afresh");
         assert_eq!(s.written(7), Some((0x1c, 0x3ff)), "the IC rule's bytes add up until an IC invalidate");

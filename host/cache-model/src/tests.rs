@@ -822,7 +822,7 @@ fn sanitizer_stale_read_by_device() {
     assert_eq!(e.len(), 1);
     assert_eq!(
         (e[0].kind, e[0].pa, e[0].access, e[0].cause, e[0].cause_pc),
-        (StaleReadByDevice, BASE, HazardAccess::NcRead, "write", 0x1234)
+        (StaleReadByDevice, BASE, HazardAccess::NcRead, crate::sanitize::HazardCause::Write, 0x1234)
     );
     // The same line, other bytes: nothing stale is read, the line is shared.
     m.data(0, BASE, 8, false, NC);
@@ -872,7 +872,7 @@ fn sanitizer_stale_read_by_cpu() {
     m.data_hint(0, BASE + 16, 8, true, NC, Hint { pc: 0x99, nt: false }); // the device writes behind it
     m.data(0, BASE + 20, 8, false, WB);
     let e = m.take_events();
-    assert_eq!((e[0].kind, e[0].pa, e[0].cause, e[0].cause_pc), (StaleReadByCpu, BASE, "nc-write", 0x99));
+    assert_eq!((e[0].kind, e[0].pa, e[0].cause, e[0].cause_pc), (StaleReadByCpu, BASE, crate::sanitize::HazardCause::NcWrite, 0x99));
     // Bytes the device did not write: a shared line, not a stale read; a second write behind
     // the stale copy adds its bytes.
     m.data(0, BASE, 16, false, WB);

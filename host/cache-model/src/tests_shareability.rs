@@ -16,7 +16,10 @@ fn access(m: &mut Model, cpu: usize, pa: u64, write: bool, share: Shareability, 
 }
 
 fn events(m: &mut Model) -> Vec<(crate::sanitize::HazardKind, u64, &'static str, &'static str, u64)> {
-    m.take_events().into_iter().map(|Event { kind, pa, access, cause, cause_pc, .. }| (kind, pa, access.name(), cause, cause_pc)).collect()
+    m.take_events()
+        .into_iter()
+        .map(|Event { kind, pa, access, cause, cause_pc, .. }| (kind, pa, access.name(), cause.name(), cause_pc))
+        .collect()
 }
 
 #[test]

@@ -71,7 +71,7 @@ impl<H: Host> Engine<H> {
                         kind: HazardKind::MaintenanceGap,
                         pa,
                         access: cachescope_arch::hazard::HazardAccess::MaintEnd,
-                        cause: "dc-by-va",
+                        cause: cachescope_arch::hazard::HazardCause::DcByVa,
                         cause_pc: r.last_pc,
                         uncounted: false,
                     };
