@@ -181,9 +181,12 @@ pub fn hazard_lines(entries: &[crate::sanitize::Entry]) -> String {
         if let Some(v) = e.current {
             r = r.current(v);
         }
+        if let Some(rule) = e.event.masked_by {
+            r = r.masked_by(rule.name());
+        }
         out += &line(r.source(SOURCE));
         out += &format!(
-            "# model: hazard {} pa={:#x} va={:#x} pc={:#x} phase={} count={} access={} cause={} cause_pc={:#x}\n",
+            "# model: hazard {} pa={:#x} va={:#x} pc={:#x} phase={} count={} access={} cause={} cause_pc={:#x}{}\n",
             e.event.kind.name(),
             e.event.pa,
             e.va,
@@ -192,7 +195,8 @@ pub fn hazard_lines(entries: &[crate::sanitize::Entry]) -> String {
             e.count,
             e.event.access.name(),
             e.event.cause,
-            e.event.cause_pc
+            e.event.cause_pc,
+            e.event.masked_by.map(|r| format!(" masked_by={} ({} on this core: no data lost here)", r.name(), r.describe())).unwrap_or_default()
         );
     }
     out
@@ -289,6 +293,7 @@ mod tests {
             access: HazardAccess::DcIvac,
             cause: "write",
             cause_pc: 0x10,
+            masked_by: None,
             uncounted: false,
         };
         let e = crate::sanitize::Entry { event, va: 0x1040, pc: 0x20, phase: "p".into(), phase_id: 3, count: 2, current: Some(7) };
@@ -328,6 +333,7 @@ mod tests {
                 access: HazardAccess::DcIvac,
                 cause: "write",
                 cause_pc: 0,
+                masked_by: None,
                 uncounted: false,
             };
             h.add(e, pa, 0, None, None);
