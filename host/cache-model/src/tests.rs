@@ -1430,6 +1430,9 @@ mod policy;
 #[path = "tests_alloc.rs"]
 mod alloc;
 
+#[path = "tests_silicon.rs"]
+mod silicon;
+
 /// Speed of the core with the sanitizer on, writes included (not a test: `cargo test --release
 /// --manifest-path host/Cargo.toml --target host-tuple -p cachescope-cache-model sanitizer_speed
 /// -- --ignored --nocapture`). Pi 4 geometry; every access goes to the model (no shortcut): 8-byte
