@@ -23,6 +23,22 @@ pub fn check(log: &str, model: &str) -> Result<Vec<Finding>, String> {
     if v.findings.iter().all(|f| f.declared || f.passed) {
         findings.push((true, "every phase without a declared mistake (and all code outside phases) has zero hazards".into()));
     }
+    // Silicon mode (`impl=silicon`): the hazards the modelled core's documented deviations hide
+    // there, each still the architecture's mistake (the verdict above counts them as any).
+    let mut masked = Vec::new();
+    for h in model_recs.iter().filter_map(|r| cachescope_arch::record::HazardView::of(r)) {
+        let Some(rule) = h.masked_by() else { continue };
+        match cachescope_arch::hazard::SiliconRule::from_name(rule) {
+            Some(r) => masked.push(format!("{}@{:#x} by {} ({})", h.kind().unwrap_or("?"), h.pa().unwrap_or(0), r.name(), r.describe())),
+            None => findings.push((false, format!("a hazard's masked_by names no silicon rule: '{rule}'"))),
+        }
+    }
+    if !masked.is_empty() {
+        findings.push((
+            true,
+            format!("{} hazard(s) masked on the modelled core, reported as architectural mistakes all the same: {}", masked.len(), masked.join(", ")),
+        ));
+    }
     match verdict::recorded(&log_recs) {
         Some(r) if r.word == v.word => findings.push((true, format!("the runner recorded the same verdict ({})", r.word.name()))),
         Some(r) => findings.push((false, format!("the runner recorded '{}', but the logs give '{}'", r.word.name(), v.word.name()))),
