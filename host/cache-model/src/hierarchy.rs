@@ -519,9 +519,10 @@ impl Model {
         }
     }
 
-    /// Rule 20c: the attribute an access through `attr` has on the modelled core.
+    /// Rule 20c: the attribute an access through `attr` has on the modelled core (the plugin
+    /// asks before it chooses its bypass or cached path; every model entry applies it too).
     #[inline]
-    fn effective(&self, attr: Attr) -> Attr {
+    pub fn effective(&self, attr: Attr) -> Attr {
         if self.wt_as_nc && attr.base() == Attr::NormalWriteThrough {
             Attr::NormalNonCacheable
         } else {
