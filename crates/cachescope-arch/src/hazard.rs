@@ -139,6 +139,50 @@ impl HazardCause {
     }
 }
 
+/// A core's documented deviation from the architecture that the cache model applies in silicon
+/// mode (the plugin's `impl=silicon`, docs/cache-model.md "Silicon mode"). A mistake such a rule
+/// hides on that core is still reported by the sanitizer, with the rule as its `masked_by`
+/// note: the silicon that masks it today makes it a latent bug on the next core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SiliconRule {
+    /// DC IVAC is executed as DC CIVAC (Cortex-A76 TRM 100798_0300_00, A6.2.4): a dirty line is
+    /// written back before it is invalidated, so the invalidate loses no data.
+    IvacAsCivac = 0,
+    /// DC ISW also cleans (Cortex-A76 TRM A6.2.4): set/way invalidation is a clean and invalidate.
+    IswCleans = 1,
+    /// Inner Write-Through memory is downgraded to Non-cacheable (Cortex-A76 TRM A7.3).
+    WtAsNc = 2,
+    /// Write-streaming mode (Cortex-A76 TRM A6.2.6): after a run of full-line stores, stores
+    /// that miss L1D are written to L2 instead of starting a linefill.
+    WriteStreaming = 3,
+}
+
+impl SiliconRule {
+    /// Every rule, in discriminant order.
+    pub const ALL: [SiliconRule; 4] = [Self::IvacAsCivac, Self::IswCleans, Self::WtAsNc, Self::WriteStreaming];
+
+    /// The rule's name: the `masked_by` field of `hazard` records and the `deviations` field of
+    /// `model-profile`.
+    pub const fn name(self) -> &'static str {
+        ["ivac-as-civac", "isw-cleans", "wt-as-nc", "write-streaming"][self as usize]
+    }
+
+    /// The rule a record field names.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.name() == name)
+    }
+
+    /// The rule in words, for a human line.
+    pub const fn describe(self) -> &'static str {
+        [
+            "DC IVAC executed as DC CIVAC",
+            "DC ISW also cleans",
+            "Inner Write-Through treated as Non-cacheable",
+            "write-streaming mode (no linefill for stores after a run of full-line stores)",
+        ][self as usize]
+    }
+}
+
 /// How much a hazard kind weighs in the sanitizer's verdict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Severity {
@@ -242,6 +286,20 @@ mod tests {
             assert!(doc.contains(c.name()), "{doc}");
         }
         assert_eq!(HazardCause::from_name("nc_write"), None);
+    }
+
+    #[test]
+    fn silicon_rule_names_round_trip() {
+        for (i, r) in SiliconRule::ALL.into_iter().enumerate() {
+            assert_eq!(r as usize, i);
+            assert_eq!(SiliconRule::from_name(r.name()), Some(r));
+            assert!(!r.describe().is_empty());
+        }
+        assert_eq!(SiliconRule::from_name("ivac"), None);
+        let doc = crate::record::HAZARD.fields.iter().find(|f| f.name == "masked_by").expect("hazard.masked_by").doc;
+        for r in SiliconRule::ALL {
+            assert!(doc.contains(r.name()), "{doc}");
+        }
     }
 
     #[test]

@@ -976,6 +976,10 @@ kind! {
         req(hwpf_degree, UInt, "prefetches per trigger"),
         req(latency_ref, Str, "where the latencies come from"),
         req(hwpf_ref, Str, "which published prefetcher the model approximates"),
+        opt(policy_ref, Str, "where each level's replacement policy and inclusion come from (the TRM, or that it is an estimate); absent in logs written before it existed"),
+        opt(implementation, Str, "`arch` (the architecture's rules) or `silicon` (the profile's core's documented deviations applied; `impl=`); absent in logs written before it existed"),
+        opt(deviations, Str, "silicon mode: the deviations applied, comma-separated (ivac-as-civac, isw-cleans, wt-as-nc, write-streaming=N), empty when the core's TRM gives none; `none` in arch mode"),
+        opt(deviations_ref, Str, "where the deviations come from (TRM sections; which figures are estimates)"),
         req(source, Str, "`model`"),
     ],
 ) }
@@ -1030,6 +1034,7 @@ kind! {
         req(cause_pc, Hex, "PC of that access (0x0 when not known)"),
         opt(stale, Hex, "the value the exposing access would see on silicon, when known"),
         opt(current, Hex, "the value the emulator returned or holds, when known"),
+        opt(masked_by, Str, "silicon mode only (`impl=silicon`): the core's documented deviation that hides this mistake on that core (no data lost there), while the hazard stays an architectural mistake: ivac-as-civac, isw-cleans, wt-as-nc, write-streaming"),
         req(source, Str, "`model`"),
     ],
 ) }

@@ -18,6 +18,7 @@
 //! | `coherence` | `on`, `off`: MESI across vCPUs (off = private caches never snooped, for measuring its cost) | `on` |
 //! | `hazard_limit` | 1..=10000: the most distinct hazards a run records; past it they are counted and `hazard-total.truncated` fails the run | `10000` |
 //! | `pc_table` | 0..=10000: at exit, up to this many `model-pc` records (L1D/L2 misses and write-backs per load/store PC, `pc_table.rs`); 0 = no table, nothing counted | `0` |
+//! | `impl` | `arch`, `silicon`: the architecture's rules, or the profile's core's documented deviations from them (rule 20 of `hierarchy.rs`: `rpi5`/`dsu2x4` Cortex-A76 — DC IVAC as DC CIVAC, DC ISW cleans, Inner Write-Through as Non-cacheable, write streaming after 3 full-line stores, an estimate; `rpi4` Cortex-A72 — none documented); `silicon` needs a profile | `arch` for every profile: the verdict and the baselines judge the architecture, and silicon mode hides mistakes (reported with `masked_by`) |
 //! | `markers` | `all`, `declarations`: which markers the plugin follows ([`MarkerMode`]; `declarations` = only those that declare what the sanitizer must find, as if the firmware told the model nothing else) | `all` |
 //!
 //! With `profile=guest` and no geometry markers from the kernel, the `rpi4` geometry is used and
@@ -26,7 +27,9 @@
 use std::collections::BTreeMap;
 
 use crate::cache::Policy;
-use crate::geometry::{Geometry, Hierarchy, HwPfKind, HwPrefetch, Latency, LowerLevel, Replacement, Sharing};
+use crate::geometry::{
+    Deviations, Geometry, Hierarchy, HwPfKind, HwPrefetch, Impl, Latency, LowerLevel, Replacement, Sharing, GENERIC_POLICY_REF,
+};
 use crate::protocol::Kind;
 
 /// Accepted argument keys (for the error message).
@@ -52,6 +55,7 @@ pub const KEYS: &[&str] = &[
     "hazard_limit",
     "pc_table",
     "markers",
+    "impl",
 ];
 
 /// Which markers the plugin follows (argument `markers`).
@@ -141,6 +145,8 @@ pub struct Settings {
     pub pc_table: u64,
     /// Which markers are followed.
     pub markers: MarkerMode,
+    /// The architecture's rules or the profile's core's deviations (`impl`).
+    pub implementation: Impl,
 }
 
 impl Default for Settings {
@@ -167,6 +173,7 @@ impl Default for Settings {
             hazard_limit: HAZARD_RECORD_LIMIT,
             pc_table: 0,
             markers: MarkerMode::All,
+            implementation: Impl::Arch,
         }
     }
 }
@@ -284,6 +291,9 @@ impl Settings {
                         format!("bad value '{v}' for 'markers': expected {}", names.join(" or "))
                     })?
                 }
+                "impl" => {
+                    s.implementation = Impl::parse(v).ok_or_else(|| format!("bad value '{v}' for 'impl': expected arch or silicon"))?
+                }
                 "coherence" => {
                     s.coherence = match v {
                         "on" => true,
@@ -293,6 +303,12 @@ impl Settings {
                 }
                 _ => return Err(format!("unknown argument '{k}'; accepted: {}", KEYS.join(", "))),
             }
+        }
+        if s.implementation == Impl::Silicon && s.profile.is_none() {
+            return Err(format!(
+                "'impl=silicon' needs a profile naming a core ({}): the guest's geometry names no core whose deviations the model could apply",
+                Hierarchy::PROFILES.join(", ")
+            ));
         }
         Ok(s)
     }
@@ -328,6 +344,7 @@ impl Settings {
                     h.latency = Latency::generic();
                     // The generic default, as for a guest's own geometry: LRU, nothing inclusive.
                     h.policy = Replacement::uniform(Policy::Lru);
+                    h.policy_ref = GENERIC_POLICY_REF;
                     (h, "fallback".to_string())
                 }
             },
@@ -376,6 +393,11 @@ impl Settings {
         }
         if let Some(p) = self.policy {
             h.policy = Replacement { inclusive: h.policy.inclusive, ..p.into() };
+            h.policy_ref = "plugin argument `policy` (every level; the profile's inclusion kept)";
+        }
+        if self.implementation == Impl::Silicon {
+            let p = self.profile.as_deref().expect("checked by parse");
+            h.silicon = Deviations::of_profile(p).expect("every profile has its core's deviations");
         }
         h.seed = self.seed;
         h.zva_bytes = self.zva;
@@ -446,6 +468,8 @@ impl GuestGeometry {
             hwpf: HwPrefetch::off(GENERIC_HWPF_REF),
             latency: Latency::generic(),
             topology: crate::topology::Topology::generic(),
+            policy_ref: GENERIC_POLICY_REF,
+            silicon: Deviations::NONE,
         };
         h.validate().ok()?;
         Some(h)
@@ -514,6 +538,21 @@ mod tests {
     }
 
     #[test]
+    fn implementation_modes() {
+        let (h, _) = Settings::parse(&["profile=rpi5"]).unwrap().resolve(&qemu_a72()).unwrap();
+        assert_eq!(h.silicon, Deviations::NONE, "arch is the default, on a profile too");
+        let (h, _) = Settings::parse(&["profile=rpi5", "impl=silicon"]).unwrap().resolve(&qemu_a72()).unwrap();
+        assert!(h.silicon.ivac_as_civac && h.silicon.isw_cleans && h.silicon.wt_as_nc);
+        assert_eq!(h.silicon.write_streaming, Some(crate::geometry::RPI5_WRITE_STREAMING_LINES));
+        assert_eq!(h.silicon.spelling(), "ivac-as-civac,isw-cleans,wt-as-nc,write-streaming=3");
+        assert_eq!(Deviations::parse(&h.silicon.spelling()).unwrap().spelling(), h.silicon.spelling());
+        let (h, _) = Settings::parse(&["profile=rpi4", "impl=silicon"]).unwrap().resolve(&qemu_a72()).unwrap();
+        assert!(!h.silicon.any(), "the A72 TRM documents none");
+        assert!(Deviations::parse("write-streaming=0").is_err() && Deviations::parse("ivac").is_err());
+        assert_eq!(Settings::parse(&["impl=arch"]).unwrap().implementation, Impl::Arch);
+    }
+
+    #[test]
     fn marker_modes() {
         assert_eq!(Settings::parse::<&str>(&[]).unwrap().markers, MarkerMode::All);
         for m in MarkerMode::ALL {
@@ -552,6 +591,9 @@ mod tests {
             (&["hazard_limit=10001"], "bad value '10001' for 'hazard_limit'"),
             (&["markers=none"], "bad value 'none' for 'markers': expected all or declarations"),
             (&["markers=all", "markers=declarations"], "given twice"),
+            (&["profile=rpi5", "impl=asic"], "bad value 'asic' for 'impl': expected arch or silicon"),
+            (&["impl=silicon"], "'impl=silicon' needs a profile"),
+            (&["profile=guest", "impl=silicon"], "'impl=silicon' needs a profile"),
         ] {
             let e = Settings::parse(args).unwrap_err();
             assert!(e.contains(want), "{args:?}: {e}");

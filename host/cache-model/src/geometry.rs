@@ -232,6 +232,147 @@ pub const DSU2X4_LATENCY_REF: &str = "modelled on a 2 x 4 Cortex-A76 system, eac
      L2 as the rpi5 profile (sbc-bench Raspberry Pi 5: 4 and 12 cycles); the shared level (the SLC with the cluster L3s \
      folded in, 4 MiB) at the Pi 5's L3 hit, 41 cycles, and memory 300 cycles: estimates, no measured system";
 
+/// Where the `rpi4` profile's replacement policies and inclusion come from (the
+/// `model-profile` record's `policy_ref`).
+pub const RPI4_POLICY_REF: &str = "Arm Cortex-A72 MPCore TRM (ARM 100095_0002_04), 7.1 About the L2 memory system: L2 16-way, \
+     \"Inclusion property with L1 data caches\" (rule 18: +incl) and \"Software-programmable pseudo-least-recently-used or \
+     pseudo-random cache-replacement policy\": modelled as tree pseudo-LRU (plru); the reset default is not in the TRM text \
+     consulted, so the choice of PLRU over pseudo-random is an estimate (the pseudo-random alternative is `policy=random`: \
+     a uniform choice among the set's ways from a per-cache xorshift64* stream, not the silicon's own generator). L1I (3-way) \
+     and L1D (2-way): the TRM text consulted names no replacement policy; LRU is an estimate (for 2 ways PLRU and LRU are the \
+     same)";
+/// Where the `rpi5` (and `dsu2x4`) profile's replacement policies come from.
+pub const RPI5_POLICY_REF: &str = "Arm Cortex-A76 Core TRM (ARM 100798_0300_00), A6.1.1 and A6.1.2: L1I and L1D 4-way with a \
+     \"Pseudo-LRU cache replacement policy\" (tree pseudo-LRU, plru); the private L2 and the DSU L3: the TRM text consulted \
+     gives no replacement policy, pseudo-LRU is an estimate; no level is modelled inclusive (the TRM text consulted states no \
+     inclusion)";
+/// `policy_ref` of a hierarchy without a profile (the guest's geometry or arguments).
+pub const GENERIC_POLICY_REF: &str = "generic default: LRU at every level, nothing inclusive (or the `policy` argument)";
+
+/// Which rules the model applies (`impl=`): the architecture's, or the profile's core's
+/// documented deviations from them ([`Deviations`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Impl {
+    /// The Arm architecture's rules (the default: the sanitizer's verdict and every baseline
+    /// judge architectural behaviour).
+    #[default]
+    Arch,
+    /// The profile's core's TRM deviations ([`Deviations::of_profile`]); needs a profile.
+    Silicon,
+}
+
+impl Impl {
+    /// Both, in argument order.
+    pub const ALL: [Impl; 2] = [Impl::Arch, Impl::Silicon];
+
+    /// The argument's value and the `model-profile` record's `implementation`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Impl::Arch => "arch",
+            Impl::Silicon => "silicon",
+        }
+    }
+
+    /// The mode named `v`.
+    pub fn parse(v: &str) -> Option<Impl> {
+        Self::ALL.into_iter().find(|m| m.name() == v)
+    }
+}
+
+/// Write-streaming mode's threshold of the `rpi5` profile, in consecutive full-line stores: an
+/// estimate. The Cortex-A76 TRM (A6.2.6) describes the mode but gives no reset threshold
+/// (CPUECTLR_EL1 configures it); three full lines is the figure the TRMs of the Cortex-A35/A53
+/// line give for their read-allocate mode.
+pub const RPI5_WRITE_STREAMING_LINES: u32 = 3;
+
+/// The core's documented deviations from the architecture that silicon mode applies (rule 20 in
+/// `hierarchy.rs`). [`Deviations::NONE`] is the architecture.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deviations {
+    /// DC IVAC is executed as DC CIVAC (rule 20a).
+    pub ivac_as_civac: bool,
+    /// DC ISW also cleans (rule 20b).
+    pub isw_cleans: bool,
+    /// Inner Write-Through memory is Non-cacheable (rule 20c).
+    pub wt_as_nc: bool,
+    /// Write-streaming mode after this many consecutive full-line stores (rule 20d; `None`: off).
+    pub write_streaming: Option<u32>,
+    /// Where they come from (the `model-profile` record's `deviations_ref`).
+    pub reference: &'static str,
+}
+
+/// The Cortex-A76 TRM sections the `rpi5` profile's silicon mode follows.
+pub const RPI5_DEVIATIONS_REF: &str = "Arm Cortex-A76 Core TRM (ARM 100798_0300_00): A6.2.4 \"DC IVAC operations in AArch64 \
+     state are treated as DC CIVAC\" and \"DC ISW operations ... perform both a clean and invalidate\"; A7.3 \"Memory that is \
+     marked Inner Write-Through is downgraded to Non-cacheable\"; A6.2.6 write streaming mode (stores that miss L1D write out to \
+     L2 instead of a linefill; the threshold, 3 full lines, is an estimate: the TRM gives none). A6.2.2 (instruction fetches \
+     from Device pages are Normal Non-cacheable) needs no rule: the model fetches Device and Non-cacheable alike (bypass)";
+/// What the `rpi4` profile's silicon mode follows.
+pub const RPI4_DEVIATIONS_REF: &str = "Arm Cortex-A72 MPCore TRM (ARM 100095_0002_04): the TRM text consulted documents no \
+     deviation of the A76 kind (DC IVAC, DC ISW, Write-Through, write streaming), so silicon mode applies none; the A72's \
+     documented implementation choices the model follows in both modes are its replacement and inclusion (policy_ref)";
+
+impl Deviations {
+    /// The architecture: no deviation.
+    pub const NONE: Deviations =
+        Deviations { ivac_as_civac: false, isw_cleans: false, wt_as_nc: false, write_streaming: None, reference: "the architecture" };
+
+    /// The silicon deviations of a built-in profile's core (`None`: no such profile).
+    pub fn of_profile(name: &str) -> Option<Deviations> {
+        match name {
+            "rpi5" | "dsu2x4" => Some(Deviations {
+                ivac_as_civac: true,
+                isw_cleans: true,
+                wt_as_nc: true,
+                write_streaming: Some(RPI5_WRITE_STREAMING_LINES),
+                reference: RPI5_DEVIATIONS_REF,
+            }),
+            "rpi4" => Some(Deviations { reference: RPI4_DEVIATIONS_REF, ..Deviations::NONE }),
+            _ => None,
+        }
+    }
+
+    /// Whether any rule applies.
+    pub fn any(&self) -> bool {
+        self.ivac_as_civac || self.isw_cleans || self.wt_as_nc || self.write_streaming.is_some()
+    }
+
+    /// The rules applied, comma-separated (`write-streaming=N`), empty for none: the
+    /// `model-profile` record's `deviations` and the trace header's `silicon=` word.
+    pub fn spelling(&self) -> String {
+        use cachescope_arch::hazard::SiliconRule as R;
+        let mut v: Vec<String> = Vec::new();
+        for (on, r) in [(self.ivac_as_civac, R::IvacAsCivac), (self.isw_cleans, R::IswCleans), (self.wt_as_nc, R::WtAsNc)] {
+            if on {
+                v.push(r.name().into());
+            }
+        }
+        if let Some(n) = self.write_streaming {
+            v.push(format!("{}={n}", R::WriteStreaming.name()));
+        }
+        v.join(",")
+    }
+
+    /// Parses [`Deviations::spelling`] (the reference is not part of it).
+    pub fn parse(text: &str) -> Result<Deviations, String> {
+        use cachescope_arch::hazard::SiliconRule as R;
+        let mut d = Deviations::NONE;
+        for w in text.split(',').filter(|w| !w.is_empty()) {
+            let (name, n) = w.split_once('=').map_or((w, None), |(a, b)| (a, Some(b)));
+            match (R::from_name(name), n) {
+                (Some(R::IvacAsCivac), None) => d.ivac_as_civac = true,
+                (Some(R::IswCleans), None) => d.isw_cleans = true,
+                (Some(R::WtAsNc), None) => d.wt_as_nc = true,
+                (Some(R::WriteStreaming), Some(n)) => {
+                    d.write_streaming = Some(n.parse().ok().filter(|n| *n >= 1).ok_or_else(|| format!("bad write-streaming threshold '{n}'"))?)
+                }
+                _ => return Err(format!("bad deviation '{w}'")),
+            }
+        }
+        Ok(d)
+    }
+}
+
 /// Replacement policy per level and inclusion (the [`Hierarchy::policy`] field).
 ///
 /// Written `lru` when every level has one policy and nothing is inclusive, else per level
@@ -341,6 +482,10 @@ pub struct Hierarchy {
     pub latency: Latency,
     /// Clusters, interconnect and hand-over costs (`topology.rs`).
     pub topology: Topology,
+    /// Where the policies and inclusion come from (the `model-profile` record's `policy_ref`).
+    pub policy_ref: &'static str,
+    /// The core's deviations from the architecture the model applies (rule 20; `impl=silicon`).
+    pub silicon: Deviations,
 }
 
 impl Hierarchy {
@@ -377,12 +522,15 @@ impl Hierarchy {
                 l1i: g("48K:3:64"),
                 l1d: g("32K:2:64"),
                 lower: vec![LowerLevel { geometry: g("1M:16:64"), sharing: Sharing::Shared }],
-                policy: Replacement::uniform(Policy::Lru),
+                // RPI4_POLICY_REF: L1s LRU (an estimate), L2 tree pseudo-LRU inclusive of L1D.
+                policy: Replacement { l1i: Policy::Lru, l1d: Policy::Lru, lower: [Policy::Plru; 2], inclusive: [true, false] },
                 seed: 1,
                 zva_bytes: 64,
                 hwpf: HwPrefetch { kind: HwPfKind::Stride, distance: 2, degree: 2, reference: RPI4_HWPF_REF.into() },
                 latency: Latency { clock_mhz: 1500, hit_cycles: [4, 21, 21], memory_cycles: 225, reference: RPI4_LATENCY_REF.into() },
                 topology: Topology::profile("rpi4").expect("built in"),
+                policy_ref: RPI4_POLICY_REF,
+                silicon: Deviations::NONE,
             }),
             // BCM2712: L1I/L1D 64 KiB 4-way, L2 512 KiB 8-way per core, L3 2 MiB 16-way shared.
             "rpi5" => Some(Self {
@@ -392,12 +540,15 @@ impl Hierarchy {
                     LowerLevel { geometry: g("512K:8:64"), sharing: Sharing::Private },
                     LowerLevel { geometry: g("2M:16:64"), sharing: Sharing::Shared },
                 ],
-                policy: Replacement::uniform(Policy::Lru),
+                // RPI5_POLICY_REF: pseudo-LRU everywhere (L1s per the TRM, L2/L3 estimates).
+                policy: Replacement::uniform(Policy::Plru),
                 seed: 1,
                 zva_bytes: 64,
                 hwpf: HwPrefetch { kind: HwPfKind::Stride, distance: 4, degree: 2, reference: RPI5_HWPF_REF.into() },
                 latency: Latency { clock_mhz: 2400, hit_cycles: [4, 12, 41], memory_cycles: 300, reference: RPI5_LATENCY_REF.into() },
                 topology: Topology::profile("rpi5").expect("built in"),
+                policy_ref: RPI5_POLICY_REF,
+                silicon: Deviations::NONE,
             }),
             // Two DSU clusters of four Cortex-A76 joined by a CMN-600 (DSU2X4_LATENCY_REF): the
             // cores' L1s and L2s as the Pi 5's; the shared level stands for the system-level

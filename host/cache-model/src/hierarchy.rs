@@ -125,6 +125,28 @@
 //!     topology: a cache shared by one cluster only is not modelled on its own. The latency table
 //!     prices each hand-over at the topology's in-cluster or cross-cluster figure instead of the
 //!     hit of the level that served it (`model_records::phase_cycles`).
+//!
+//! 20. **Silicon mode** (`impl=silicon`, [`crate::geometry::Deviations`]: the profile's core's
+//!     documented deviations from the architecture; none in arch mode, the default):
+//!     - a. **DC IVAC as DC CIVAC** (Cortex-A76 TRM A6.2.4): an invalidate by address to the PoC
+//!       is rule 6's clean and invalidate. The sanitizer still reports the `lost-write` the
+//!       architecture makes of it, with `masked_by` = `ivac-as-civac` (no data is lost here).
+//!     - b. **DC ISW cleans** (A6.2.4): an invalidate by set/way is rule 8's clean and
+//!       invalidate; `lost-write` reported with `masked_by` = `isw-cleans`.
+//!     - c. **Inner Write-Through is Non-cacheable** (A7.3): every access, prefetch, fetch and DC
+//!       ZVA through a write-through attribute (with or without the transient hint) is one
+//!       through Normal Non-cacheable (rule 5: bypass; the sanitizer's bypass rules).
+//!     - d. **Write streaming** (A6.2.6; threshold `N` lines, an estimate): per vCPU, a detector
+//!       follows write-back writes line by line: a write to another L1D line than the previous
+//!       write's ends a *run* of fully written lines unless that previous line was written in
+//!       full; the write that completes a line (every byte written since the detector moved to
+//!       it) adds one to the run. Once the run is at least `N`, a write-allocate write that
+//!       misses L1D does not fill it: it counts an L1D access and miss, snoops as a write
+//!       (rule 17c, more than one vCPU) and is written into L2 (rule 3: dirty there, allocated
+//!       if absent; memory without an L2), served by L2. Loads, hits and no-write-allocate
+//!       writes (rule 1a) are unchanged; DC ZVA (which the TRM also names as a trigger) is not
+//!       followed by the detector, and the TRM's further thresholds (stream to L3, system cache,
+//!       DRAM) are not modelled.
 
 use std::io::Write;
 use std::ops::{Add, Sub};
@@ -244,7 +266,7 @@ impl Sub for Coherence {
 
 use crate::cache::{cache_seed, Cache, Evicted, Fill};
 use crate::geometry::{Hierarchy, HwPfKind, HwPrefetch, Sharing};
-use crate::sanitize::{byte_mask, full_mask, ByteMask, Event, HazardAccess, HazardCause, HazardKind, Sanitizer};
+use crate::sanitize::{byte_mask, full_mask, ByteMask, Event, HazardAccess, HazardCause, HazardKind, Sanitizer, SiliconRule};
 
 /// One trace line, formatted only when tracing is on.
 macro_rules! tr {
@@ -375,6 +397,19 @@ struct StrideEntry {
     equal: u32,
 }
 
+/// Rule 20d's write-streaming detector of one vCPU.
+#[derive(Clone, Copy, Debug)]
+struct Stream {
+    /// The L1D line number the last write-back write went to (`u64::MAX`: none yet).
+    line: u64,
+    /// The bytes of it written since the detector moved to it.
+    bytes: ByteMask,
+    /// Consecutive lines written in full.
+    run: u32,
+}
+
+const NO_STREAM: Stream = Stream { line: u64::MAX, bytes: 0, run: 0 };
+
 const STRIDE_ENTRIES: usize = 16;
 const EMPTY_STRIDE: StrideEntry = StrideEntry { pc: u64::MAX, last: 0, stride: 0, equal: 0 };
 
@@ -421,6 +456,16 @@ pub struct Model {
     /// Rule 16b: the shareability and PC of the data access being modelled
     /// ([`Model::data_in_domain`]; `None` otherwise).
     access_share: Option<(Shareability, u64)>,
+    /// Rule 20a.
+    ivac_as_civac: bool,
+    /// Rule 20b.
+    isw_cleans: bool,
+    /// Rule 20c.
+    wt_as_nc: bool,
+    /// Rule 20d: the threshold in lines (0: off).
+    ws_lines: u32,
+    /// Rule 20d: per vCPU, the detector.
+    stream: Vec<Stream>,
 }
 
 impl Model {
@@ -466,7 +511,68 @@ impl Model {
             supplier_cross: None,
             disturbed: 0,
             access_share: None,
+            ivac_as_civac: config.silicon.ivac_as_civac,
+            isw_cleans: config.silicon.isw_cleans,
+            wt_as_nc: config.silicon.wt_as_nc,
+            ws_lines: config.silicon.write_streaming.unwrap_or(0),
+            stream: vec![NO_STREAM; vcpus],
         }
+    }
+
+    /// Rule 20c: the attribute an access through `attr` has on the modelled core (the plugin
+    /// asks before it chooses its bypass or cached path; every model entry applies it too).
+    #[inline]
+    pub fn effective(&self, attr: Attr) -> Attr {
+        if self.wt_as_nc && attr.base() == Attr::NormalWriteThrough {
+            Attr::NormalNonCacheable
+        } else {
+            attr
+        }
+    }
+
+    /// Rule 20d: a write-back write of `bytes` of L1D line `line` by `cpu`; whether the vCPU
+    /// is in write-streaming mode after it.
+    #[inline]
+    fn stream_write(&mut self, cpu: usize, line: u64, bytes: ByteMask) -> bool {
+        let full = full_mask(self.l1d[cpu].line_shift());
+        let s = &mut self.stream[cpu];
+        if s.line != line {
+            if s.bytes != full {
+                s.run = 0;
+            }
+            (s.line, s.bytes) = (line, 0);
+        }
+        let was = s.bytes;
+        s.bytes |= bytes;
+        if s.bytes == full && was != full {
+            s.run = s.run.saturating_add(1);
+        }
+        s.run >= self.ws_lines
+    }
+
+    /// Rule 20d: a write-allocate write in write-streaming mode that missed L1D: written into
+    /// L2 (or memory), no linefill.
+    #[cold]
+    fn streaming_write_miss(&mut self, cpu: usize, addr: u64, pc: u64, bytes: ByteMask) {
+        let t = self.totals.at(Level::L1D);
+        t.accesses += 1;
+        t.misses += 1;
+        if self.coherent {
+            self.snoop(cpu, addr, true);
+            self.set_own_shared(cpu, addr, false, true);
+        }
+        if self.lower.is_empty() {
+            self.totals.served[SERVED_MEMORY] += 1;
+            if self.san.is_some() {
+                self.san_code_written(addr, pc, bytes);
+            }
+            return;
+        }
+        let c = self.lower_mut(0, cpu);
+        let dirtied = !c.holds_dirty(c.line_of(addr));
+        self.writeback_into(cpu, 0, addr);
+        self.totals.served[1] += 1;
+        self.san_write(cpu, addr, bytes, pc, dirtied);
     }
 
     /// The vCPUs whose private caches another vCPU's operation changed since the last call
@@ -583,7 +689,8 @@ impl Model {
 
     /// Records every operation from now on as one text line on `w`, after a header line with the
     /// hierarchy and the counters so far, so the reference simulator can replay the run (tests).
-    /// Lines: `H vcpus l1i l1d [l2 sharing [l3 sharing]] policy seed zva hwpf distance degree`,
+    /// Lines: `H vcpus l1i l1d [l2 sharing [l3 sharing]] policy seed zva hwpf distance degree
+    /// silicon=RULES` (rule 20's [`crate::geometry::Deviations::spelling`], `none` in arch mode),
     /// `C <counters>`, `D cpu pa size write attr pc nt`, `R cpu pa level nt attr` (software
     /// prefetch), `F cpu pa attr`, `P op point pa cpu`, `S cpu op level first end`, `Z cpu pa attr`,
     /// `I cpu all`, `V pa cpu`, and `T <counters>` from [`Model::end_trace`] (attr, op and point
@@ -596,7 +703,18 @@ impl Model {
             head += &format!(" {} {}", l.geometry, l.sharing.name());
         }
         let pf = &h.hwpf;
-        let _ = writeln!(w, "{head} {} {} {} {} {} {}", h.policy.name(), h.seed, h.zva_bytes, pf.kind.name(), pf.distance, pf.degree);
+        let silicon = h.silicon.spelling();
+        let _ = writeln!(
+            w,
+            "{head} {} {} {} {} {} {} silicon={}",
+            h.policy.name(),
+            h.seed,
+            h.zva_bytes,
+            pf.kind.name(),
+            pf.distance,
+            pf.degree,
+            if silicon.is_empty() { "none" } else { &silicon }
+        );
         let _ = writeln!(w, "C {}", self.trace_counters());
         self.trace = Some(w);
     }
@@ -669,6 +787,7 @@ impl Model {
     #[inline]
     pub fn data_hint(&mut self, cpu: usize, pa: u64, size: u32, write: bool, attr: Attr, hint: Hint) -> Option<usize> {
         tr!(self, "D {cpu} {pa} {size} {} {} {} {}\n", u8::from(write), attr as u8, hint.pc, u8::from(hint.nt));
+        let attr = self.effective(attr);
         let shift = self.l1d[cpu].line_shift();
         let first = pa >> shift;
         let last = pa.wrapping_add(u64::from(size.max(1)) - 1) >> shift;
@@ -719,6 +838,7 @@ impl Model {
     /// L1I access; the sanitizer judges only those bytes (see [`Model::fetch`]).
     pub fn fetch_range(&mut self, cpu: usize, pa: u64, len: u64, attr: Attr) {
         tr!(self, "F {cpu} {pa} {}\n", attr as u8);
+        let attr = self.effective(attr);
         if !attr.cacheable() {
             self.totals.at(Level::L1I).bypass += 1;
             return;
@@ -911,14 +1031,15 @@ impl Model {
         }
     }
 
-    /// An invalidate without clean that discarded a dirty line.
+    /// An invalidate without clean that discarded a dirty line (or would have, on the
+    /// architecture: `masked` names the silicon rule that cleaned it instead, rule 20).
     #[cold]
-    fn san_lost(&mut self, addr: u64, access: HazardAccess) {
+    fn san_lost(&mut self, addr: u64, access: HazardAccess, masked: Option<SiliconRule>) {
         let line = self.l1d_line(addr);
         let base = line << self.l1d[0].line_shift();
         if let Some(san) = self.san.as_mut() {
             let (cause, cause_pc) = san.dirty_cause(line);
-            san.report(HazardKind::LostWrite, base, access, cause, cause_pc);
+            san.report_masked(HazardKind::LostWrite, base, access, cause, cause_pc, masked);
         }
     }
 
@@ -946,6 +1067,13 @@ impl Model {
                 None
             }
             _ => {
+                if self.ws_lines != 0 && write {
+                    let streaming = self.stream_write(cpu, addr >> self.l1d[cpu].line_shift(), bytes);
+                    if streaming && attr.write_allocate() && self.l1d[cpu].probe(self.l1d[cpu].line_of(addr)).is_none() {
+                        self.streaming_write_miss(cpu, addr, hint.pc, bytes);
+                        return None;
+                    }
+                }
                 let allocates = if write { attr.write_allocate() } else { attr.read_allocate() };
                 if !allocates && self.l1d[cpu].probe(self.l1d[cpu].line_of(addr)).is_none() {
                     self.no_allocate_miss(cpu, addr, write, hint.pc, bytes);
@@ -1279,7 +1407,7 @@ impl Model {
     /// (1 = L1D, 2 = L2, 3 = L3), non-temporal for …STRM.
     pub fn prefetch(&mut self, cpu: usize, pa: u64, level: u32, nt: bool, attr: Attr) {
         tr!(self, "R {cpu} {pa} {level} {} {}\n", u8::from(nt), attr as u8);
-        if !attr.cacheable() || level == 0 {
+        if !self.effective(attr).cacheable() || level == 0 {
             return;
         }
         let target = (level as usize - 1).min(self.lower.len());
@@ -1460,6 +1588,10 @@ impl Model {
     /// deferred writes wrote (the sanitizer's byte mask).
     pub fn mark_l1d_dirty(&mut self, cpu: usize, slot: usize, line: u64, pc: u64, bytes: ByteMask) {
         debug_assert!(self.trace.is_none(), "the plugin's shortcut is off while tracing");
+        if self.ws_lines != 0 {
+            // The deferred stores were write-back writes of this line (rule 20d), hits all.
+            self.stream_write(cpu, line, bytes);
+        }
         let c = &mut self.l1d[cpu];
         if c.slot(slot).is_some_and(|e| e.line == line) {
             let was_dirty = c.set_dirty(slot);
@@ -1489,9 +1621,12 @@ impl Model {
             }
         }
         self.totals.at(Level::L1D).maint += 1;
+        // Rule 20a: DC IVAC executes as DC CIVAC; the sanitizer judges the instruction.
+        let masked = (self.ivac_as_civac && op == LineOp::Invalidate && point == Point::Coherency).then_some(SiliconRule::IvacAsCivac);
         if op == LineOp::Invalidate && self.san.is_some() && self.poc_caches().any(|c| c.holds_dirty(c.line_of(pa))) {
-            self.san_lost(pa, HazardAccess::DcIvac);
+            self.san_lost(pa, HazardAccess::DcIvac, masked);
         }
+        let op = if masked.is_some() { LineOp::CleanInvalidate } else { op };
         for k in 0..self.vcpus {
             let c = &mut self.l1d[k];
             let line = c.line_of(pa);
@@ -1571,6 +1706,8 @@ impl Model {
             _ => return,
         };
         self.totals.at(lvl).maint += 1;
+        // Rule 20b: DC ISW also cleans; the sanitizer judges the instruction.
+        let masked = (self.isw_cleans && op == LineOp::Invalidate).then_some(SiliconRule::IswCleans);
         for index in slots {
             let c = match i {
                 None => &mut self.l1d[cpu],
@@ -1584,8 +1721,9 @@ impl Model {
             let shift = c.line_shift();
             let Some(held) = c.slot(slot) else { continue };
             if op == LineOp::Invalidate && held.dirty && self.san.is_some() {
-                self.san_lost(held.line << shift, HazardAccess::DcIsw);
+                self.san_lost(held.line << shift, HazardAccess::DcIsw, masked);
             }
+            let op = if masked.is_some() { LineOp::CleanInvalidate } else { op };
             let c = match i {
                 None => &mut self.l1d[cpu],
                 Some(i) => self.lower_mut(i, cpu),
@@ -1612,6 +1750,7 @@ impl Model {
     /// Rule 9: DC ZVA of the block holding `pa`.
     pub fn dc_zva(&mut self, cpu: usize, pa: u64, attr: Attr) {
         tr!(self, "Z {cpu} {pa} {}\n", attr as u8);
+        let attr = self.effective(attr);
         self.totals.at(Level::L1D).maint += 1;
         let block = u64::from(self.config.zva_bytes);
         let start = pa & !(block - 1);

@@ -163,7 +163,8 @@ pub fn coherence_total_lines(coh: &[Coherence]) -> String {
 }
 
 /// `hazard` records, each followed by one readable line
-/// (`# model: hazard KIND pa=… va=… pc=… phase=… count=… access=… cause=… cause_pc=…`).
+/// (`# model: hazard KIND pa=… va=… pc=… phase=… count=… access=… cause=… cause_pc=…`, then
+/// ` masked_by=RULE` in silicon mode when the core's deviation hides the mistake).
 pub fn hazard_lines(entries: &[crate::sanitize::Entry]) -> String {
     let mut out = String::new();
     for e in entries {
@@ -181,9 +182,12 @@ pub fn hazard_lines(entries: &[crate::sanitize::Entry]) -> String {
         if let Some(v) = e.current {
             r = r.current(v);
         }
+        if let Some(rule) = e.event.masked_by {
+            r = r.masked_by(rule.name());
+        }
         out += &line(r.source(SOURCE));
         out += &format!(
-            "# model: hazard {} pa={:#x} va={:#x} pc={:#x} phase={} count={} access={} cause={} cause_pc={:#x}\n",
+            "# model: hazard {} pa={:#x} va={:#x} pc={:#x} phase={} count={} access={} cause={} cause_pc={:#x}{}\n",
             e.event.kind.name(),
             e.event.pa,
             e.va,
@@ -192,7 +196,8 @@ pub fn hazard_lines(entries: &[crate::sanitize::Entry]) -> String {
             e.count,
             e.event.access.name(),
             e.event.cause.name(),
-            e.event.cause_pc
+            e.event.cause_pc,
+            e.event.masked_by.map(|r| format!(" masked_by={}", r.name())).unwrap_or_default()
         );
     }
     out
@@ -289,6 +294,7 @@ mod tests {
             access: HazardAccess::DcIvac,
             cause: crate::sanitize::HazardCause::Write,
             cause_pc: 0x10,
+            masked_by: None,
             uncounted: false,
         };
         let e = crate::sanitize::Entry { event, va: 0x1040, pc: 0x20, phase: "p".into(), phase_id: 3, count: 2, current: Some(7) };
@@ -328,6 +334,7 @@ mod tests {
                 access: HazardAccess::DcIvac,
                 cause: crate::sanitize::HazardCause::Write,
                 cause_pc: 0,
+                masked_by: None,
                 uncounted: false,
             };
             h.add(e, pa, 0, None, None);

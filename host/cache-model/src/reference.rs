@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 
 use crate::cache::{cache_seed, xorshift64star, Policy};
-use crate::geometry::{Geometry, Hierarchy, HwPfKind, HwPrefetch, Sharing};
+use crate::geometry::{Deviations, Geometry, Hierarchy, HwPfKind, HwPrefetch, Sharing};
 use crate::hierarchy::{Attr, Coherence, LineOp, Point, Totals};
 
 #[derive(Clone, Copy, Debug)]
@@ -148,6 +148,11 @@ pub struct RefModel {
     per_cluster: usize,
     /// Rule 19: the vCPU whose dirty copy the last snoop took.
     supplier: Option<usize>,
+    /// Rule 20: the silicon deviations.
+    dev: Deviations,
+    /// Rule 20d, per vCPU: the line address the last write-back write went to, which of its
+    /// bytes were written since, and how many lines in a row were written whole.
+    streams: Vec<(Option<u64>, Vec<bool>, u32)>,
 }
 
 const I: usize = 0;
@@ -188,7 +193,39 @@ impl RefModel {
             inclusive: (0..h.lower.len()).map(|i| h.policy.inclusive[i]).collect(),
             per_cluster: h.topology.cores_per_cluster.max(1) as usize,
             supplier: None,
+            dev: h.silicon.clone(),
+            streams: vec![(None, vec![false; h.l1d.line as usize], 0); vcpus],
         }
+    }
+
+    /// Rule 20c: write-through (plain or transient) is Non-cacheable on the modelled core.
+    fn on_core(&self, attr: Attr) -> Attr {
+        match attr {
+            Attr::NormalWriteThrough | Attr::NormalWriteThroughTransient if self.dev.wt_as_nc => Attr::NormalNonCacheable,
+            a => a,
+        }
+    }
+
+    /// Rule 20d: bytes `lo..hi` of the line at `line_addr` were written by a write-back write of
+    /// `cpu`; whether the vCPU now streams.
+    fn stream_write(&mut self, cpu: usize, line_addr: u64, lo: usize, hi: usize) -> bool {
+        let Some(threshold) = self.dev.write_streaming else { return false };
+        let (at, bytes, run) = &mut self.streams[cpu];
+        if *at != Some(line_addr) {
+            if !bytes.iter().all(|&b| b) {
+                *run = 0;
+            }
+            *at = Some(line_addr);
+            bytes.iter_mut().for_each(|b| *b = false);
+        }
+        let before = bytes.iter().all(|&b| b);
+        for b in &mut bytes[lo..hi] {
+            *b = true;
+        }
+        if !before && bytes.iter().all(|&b| b) {
+            *run += 1;
+        }
+        *run >= threshold
     }
 
     /// Rule 18: lower position `p` (≥ 1) lost `old`; drop every L1D line inside its bytes in the
@@ -506,10 +543,29 @@ impl RefModel {
     #[allow(clippy::too_many_arguments)]
     pub fn data_hint(&mut self, cpu: usize, pa: u64, size: u32, write: bool, attr: Attr, pc: u64, nt: bool) {
         let line = u64::from(self.l1d[cpu].geo.line);
+        let attr = self.on_core(attr);
+        let end = pa + u64::from(size.max(1));
         let mut a = pa / line * line;
-        while a < pa + u64::from(size.max(1)) {
+        while a < end {
             let allocates = if write { attr.write_allocate() } else { attr.read_allocate() };
+            let (lo, hi) = ((pa.max(a) - a) as usize, (end.min(a + line) - a) as usize);
+            let streams = write && attr.base() == Attr::NormalWriteBack && self.stream_write(cpu, a, lo, hi);
             match attr.base() {
+                _ if streams && attr.write_allocate() && self.l1d[cpu].find(a).is_none() => {
+                    // Write streaming: no linefill, the write goes into L2 (or memory).
+                    self.totals.levels[D].accesses += 1;
+                    self.totals.levels[D].misses += 1;
+                    if self.coherent {
+                        self.snoop(cpu, a, true);
+                        self.mark_own(cpu, a, false, true);
+                    }
+                    if self.depth() > 1 {
+                        self.place(cpu, D, 1, a, true, false);
+                        self.totals.served[1] += 1;
+                    } else {
+                        self.totals.served[3] += 1;
+                    }
+                }
                 _ if attr.cacheable() && !allocates && self.at(cpu, D, 0).1.find(a).is_none() => {
                     // No allocation on this miss: the first level holding the line serves it.
                     if self.coherent {
@@ -596,7 +652,7 @@ impl RefModel {
 
     /// Software prefetch into `level` (1-based; deeper than modelled = the deepest level).
     pub fn prefetch(&mut self, cpu: usize, pa: u64, level: u32, nt: bool, attr: Attr) {
-        if !attr.cacheable() || level == 0 {
+        if !self.on_core(attr).cacheable() || level == 0 {
             return;
         }
         let target = (level as usize - 1).min(self.depth() - 1);
@@ -634,7 +690,7 @@ impl RefModel {
 
     /// Instruction fetch of one line.
     pub fn fetch(&mut self, cpu: usize, pa: u64, attr: Attr) {
-        if attr.cacheable() {
+        if self.on_core(attr).cacheable() {
             self.demand(cpu, I, pa, false, false);
         } else {
             self.totals.levels[I].bypass += 1;
@@ -643,6 +699,8 @@ impl RefModel {
 
     /// DC by PA, issued by `cpu`.
     pub fn dc_by_pa(&mut self, cpu: usize, op: LineOp, point: Point, pa: u64) {
+        // Rule 20a: DC IVAC is DC CIVAC on the modelled core.
+        let op = if self.dev.ivac_as_civac && point == Point::Coherency && op == LineOp::Invalidate { LineOp::CleanInvalidate } else { op };
         if self.coherent {
             for k in 0..self.l1d.len() {
                 if k != cpu && self.own_shared(k, pa, 0).is_some() {
@@ -677,6 +735,7 @@ impl RefModel {
 
     /// DC by set/way at `level` (1-based).
     pub fn dc_set_way(&mut self, cpu: usize, op: LineOp, level: u32, set: usize, way: usize) {
+        let op = if self.dev.isw_cleans && op == LineOp::Invalidate { LineOp::CleanInvalidate } else { op };
         let p = level as usize - 1;
         if p >= self.depth() {
             return;
@@ -709,6 +768,8 @@ impl RefModel {
     /// One guest set/way operation covering model slots `first..end` (`way * sets + set`): one
     /// maintenance count, then each slot as a plain set/way operation would treat it.
     pub fn dc_set_way_slots(&mut self, cpu: usize, op: LineOp, level: u32, first: u64, end: u64) {
+        // Rule 20b: DC ISW also cleans on the modelled core.
+        let op = if self.dev.isw_cleans && op == LineOp::Invalidate { LineOp::CleanInvalidate } else { op };
         if level == 0 || level as usize > self.depth() {
             return;
         }
@@ -727,6 +788,7 @@ impl RefModel {
 
     /// DC ZVA.
     pub fn dc_zva(&mut self, cpu: usize, pa: u64, attr: Attr, block: u64) {
+        let attr = self.on_core(attr);
         self.totals.levels[D].maint += 1;
         let start = pa / block * block;
         let line = u64::from(self.l1d[cpu].geo.line);

@@ -48,8 +48,9 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// The hazard kinds: the record contract's list (`cachescope_arch::hazard`).
-pub use cachescope_arch::hazard::{HazardAccess, HazardCause, HazardKind};
+/// The hazard kinds: the record contract's list (`cachescope_arch::hazard`), and the silicon
+/// rules that can mask one (`masked_by`).
+pub use cachescope_arch::hazard::{HazardAccess, HazardCause, HazardKind, SiliconRule};
 
 use crate::hierarchy::Shareability;
 
@@ -66,6 +67,8 @@ pub struct Event {
     pub cause: HazardCause,
     /// Its PC (0 when not known).
     pub cause_pc: u64,
+    /// In silicon mode, the core's deviation that hides the mistake there (model rule 20).
+    pub masked_by: Option<SiliconRule>,
     /// Found by a fetch the model does not count (the rest of a line the previous translation
     /// block ended in, [`crate::hierarchy::Model::check_fetch`]): it adds a hazard record when
     /// its (kind, line, phase) is new but no occurrence to an existing one, so occurrence
@@ -185,7 +188,21 @@ impl Sanitizer {
 
     /// Records a hazard.
     pub fn report(&mut self, kind: HazardKind, pa: u64, access: HazardAccess, cause: HazardCause, cause_pc: u64) {
-        self.events.push(Event { kind, pa, access, cause, cause_pc, uncounted: self.uncounted });
+        self.report_masked(kind, pa, access, cause, cause_pc, None);
+    }
+
+    /// [`Sanitizer::report`] of a mistake that silicon rule `masked` (if any) hides on the
+    /// modelled core: still the architecture's hazard, with the rule as its `masked_by` note.
+    pub fn report_masked(
+        &mut self,
+        kind: HazardKind,
+        pa: u64,
+        access: HazardAccess,
+        cause: HazardCause,
+        cause_pc: u64,
+        masked: Option<SiliconRule>,
+    ) {
+        self.events.push(Event { kind, pa, access, cause, cause_pc, masked_by: masked, uncounted: self.uncounted });
     }
 
     /// Rule 16b at a coherent request of `cpu` for `line` (the snoop found the line in the
@@ -428,7 +445,7 @@ mod tests {
     use super::*;
 
     fn ev(kind: HazardKind, pa: u64) -> Event {
-        Event { kind, pa, access: HazardAccess::Read, cause: HazardCause::NcWrite, cause_pc: 0x10, uncounted: false }
+        Event { kind, pa, access: HazardAccess::Read, cause: HazardCause::NcWrite, cause_pc: 0x10, masked_by: None, uncounted: false }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use crate::cache::{xorshift64star, Policy};
 use crate::decode::{decode_set_way, encode_set_way};
-use crate::geometry::{Geometry, Hierarchy, HwPfKind, HwPrefetch, Latency, LowerLevel, Replacement, Sharing};
+use crate::geometry::{Deviations, Geometry, Hierarchy, HwPfKind, HwPrefetch, Latency, LowerLevel, Replacement, Sharing};
 use crate::hierarchy::{Attr, Coherence, Hint, Level, LineOp, Model, Point, Totals};
 use crate::reference::RefModel;
 use crate::topology::Topology;
@@ -17,7 +17,9 @@ fn g(s: &str) -> Geometry {
 
 /// L1 32 KiB 2-way, L2 1 MiB 16-way (the Pi 4), without its hardware prefetcher.
 fn rpi4() -> Hierarchy {
-    Hierarchy { hwpf: HwPrefetch::off("test"), ..Hierarchy::profile("rpi4").unwrap() }
+    // The rules' tests use LRU with nothing inclusive (the profile's own TRM policies are
+    // tested in tests_silicon.rs).
+    Hierarchy { hwpf: HwPrefetch::off("test"), policy: Policy::Lru.into(), ..Hierarchy::profile("rpi4").unwrap() }
 }
 
 fn small(policy: Policy, sharing: Sharing, l3: bool) -> Hierarchy {
@@ -35,6 +37,8 @@ fn small(policy: Policy, sharing: Sharing, l3: bool) -> Hierarchy {
         hwpf: HwPrefetch::off("test"),
         latency: Latency::generic(),
         topology: Topology::generic(),
+        policy_ref: "test",
+        silicon: crate::geometry::Deviations::NONE,
     }
 }
 
@@ -579,6 +583,8 @@ fn agrees_with_reference_with_odd_and_wide_ways() {
             hwpf: HwPrefetch::off("test"),
             latency: Latency::generic(),
             topology: Topology::generic(),
+            policy_ref: "test",
+            silicon: crate::geometry::Deviations::NONE,
         };
         for (seed, span) in [(11u64, 16u64 << 10), (12, 96 << 10)] {
             let mut rng = seed;
@@ -726,7 +732,16 @@ fn replay_plugin_trace() {
     for line in text.lines() {
         let w: Vec<&str> = line.split(' ').collect();
         if w[0] == "H" {
-            // H vcpus l1i l1d [geometry sharing]… policy seed zva hwpf distance degree
+            // H vcpus l1i l1d [geometry sharing]… policy seed zva hwpf distance degree [silicon=RULES]
+            let mut w = w.clone();
+            let silicon = match w.last().and_then(|x| x.strip_prefix("silicon=")) {
+                Some(rules) => {
+                    let d = if rules == "none" { Deviations::NONE } else { Deviations::parse(rules).expect("silicon rules") };
+                    w.pop();
+                    d
+                }
+                None => Deviations::NONE,
+            };
             let n = w.len();
             let lower = w[4..n - 6]
                 .chunks(2)
@@ -747,6 +762,8 @@ fn replay_plugin_trace() {
                 },
                 latency: Latency::generic(),
                 topology: Topology::generic(),
+                policy_ref: "trace",
+                silicon,
             };
             r = Some((RefModel::new(&h, num(w[1]) as usize), u64::from(h.zva_bytes)));
             continue;
@@ -1412,6 +1429,9 @@ mod policy;
 
 #[path = "tests_alloc.rs"]
 mod alloc;
+
+#[path = "tests_silicon.rs"]
+mod silicon;
 
 /// Speed of the core with the sanitizer on, writes included (not a test: `cargo test --release
 /// --manifest-path host/Cargo.toml --target host-tuple -p cachescope-cache-model sanitizer_speed

@@ -138,6 +138,8 @@ fn plru_agrees_with_reference_with_odd_and_wide_ways() {
         hwpf: HwPrefetch::off("test"),
         latency: Latency::generic(),
         topology: crate::topology::Topology::generic(),
+        policy_ref: "test",
+        silicon: crate::geometry::Deviations::NONE,
     };
     for (seed, span) in [(11u64, 16u64 << 10), (12, 96 << 10)] {
         let mut rng = seed;

@@ -262,7 +262,7 @@ fn hazard_twin(o: &Object) -> String {
     let x = |v: Option<u64>| v.map_or("?".to_string(), |v| format!("{v:#x}"));
     let phase = s(h.phase());
     format!(
-        "# model: hazard {} pa={} va={} pc={} phase={} count={} access={} cause={} cause_pc={}",
+        "# model: hazard {} pa={} va={} pc={} phase={} count={} access={} cause={} cause_pc={}{}",
         s(h.kind()),
         x(h.pa()),
         x(h.va()),
@@ -271,7 +271,8 @@ fn hazard_twin(o: &Object) -> String {
         h.count().map_or("?".into(), |c| c.to_string()),
         s(h.access()),
         s(h.cause()),
-        x(h.cause_pc())
+        x(h.cause_pc()),
+        h.masked_by().map(|r| format!(" masked_by={r}")).unwrap_or_default()
     )
 }
 

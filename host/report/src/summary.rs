@@ -598,16 +598,27 @@ fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
             }
         };
         let n_declared = declared.iter().collect::<std::collections::BTreeSet<_>>().len();
+        // Silicon mode: the lines the modelled core's deviations mask (still mistakes), per rule.
+        let mut masked: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+        for rule in d.hazards.iter().filter_map(|o| record::HazardView::of(o)?.masked_by()) {
+            *masked.entry(rule).or_default() += 1;
+        }
+        let masked = if masked.is_empty() {
+            String::new()
+        } else {
+            let v: Vec<String> = masked.iter().map(|(r, n)| format!("{r} {n}")).collect();
+            format!(", masked on this core: {}", v.join(", "))
+        };
         let text = match word {
             crate::verdict::Word::AsDeclared => format!(
                 "(model sanitizer) as declared: {} line(s) in {n_declared} deliberate-mistake phase(s), {} elsewhere{} [{}]",
                 expected.len(),
                 other.len(),
                 if advisory.is_empty() { String::new() } else { format!(", {} advisory (not failing)", advisory.len()) },
-                kinds.join(", ")
+                kinds.join(", ") + &masked
             ),
             crate::verdict::Word::Off => "(model sanitizer) off (sanitize=off): nothing judged".to_string(),
-            _ => format!("(model sanitizer) FAILED in {failed} phase(s), exit status 1 — {first} [{}]", kinds.join(", ")),
+            _ => format!("(model sanitizer) FAILED in {failed} phase(s), exit status 1 — {first} [{}]", kinds.join(", ") + &masked),
         };
         out.push(line("hazards", text));
     } else if !d.hazards.is_empty() {

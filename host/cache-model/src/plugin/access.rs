@@ -122,6 +122,8 @@ impl<H: Host> Engine<H> {
                 a
             }
         };
+        // Silicon mode (model rule 20c): the core's attribute decides the path.
+        let attr = core.model.as_ref().map_or(attr, |m| m.effective(attr));
         let current = || if own { info.value() } else { None };
         let shift = f.line_shift();
         let single = (vaddr & ((1 << shift) - 1)) + u64::from(size) <= 1 << shift;
@@ -271,6 +273,8 @@ impl<H: Host> Engine<H> {
     pub(super) fn fetch_lines(&self, core: &mut Core, cpu: usize, va: u64, bytes: u64) -> (FetchMode, u64, bool) {
         let f = &self.fast[cpu];
         let attr = core.guest.fetch_attr(cpu, va, &self.host);
+        // Silicon mode (model rule 20c): the core's attribute decides the path.
+        let attr = core.model.as_ref().map_or(attr, |m| m.effective(attr));
         let previous_end = f.fetch_end();
         if !attr.cacheable() {
             let shift = core.model.as_ref().map_or(6, |m| m.config().l1i.line_shift());

@@ -293,6 +293,13 @@ impl Core {
                     .hwpf_degree(u64::from(h.hwpf.degree))
                     .latency_ref(&lat.reference)
                     .hwpf_ref(&h.hwpf.reference)
+                    .policy_ref(h.policy_ref)
+                    .implementation(settings.implementation.name())
+                    .deviations(&match settings.implementation {
+                        crate::geometry::Impl::Arch => "none".to_string(),
+                        crate::geometry::Impl::Silicon => h.silicon.spelling(),
+                    })
+                    .deviations_ref(h.silicon.reference)
                     .source(model_records::SOURCE),
             );
             text += &model_records::topology_line(&h.topology);

@@ -73,6 +73,7 @@ impl<H: Host> Engine<H> {
                         access: cachescope_arch::hazard::HazardAccess::MaintEnd,
                         cause: cachescope_arch::hazard::HazardCause::DcByVa,
                         cause_pc: r.last_pc,
+                        masked_by: None,
                         uncounted: false,
                     };
                     core.add_hazard(e, gap, pc, phase.as_ref(), None);
