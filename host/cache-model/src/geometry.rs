@@ -364,7 +364,8 @@ impl Deviations {
                 (Some(R::IswCleans), None) => d.isw_cleans = true,
                 (Some(R::WtAsNc), None) => d.wt_as_nc = true,
                 (Some(R::WriteStreaming), Some(n)) => {
-                    d.write_streaming = Some(n.parse().ok().filter(|n| *n >= 1).ok_or_else(|| format!("bad write-streaming threshold '{n}'"))?)
+                    d.write_streaming =
+                        Some(n.parse().ok().filter(|n| *n >= 1).ok_or_else(|| format!("bad write-streaming threshold '{n}'"))?)
                 }
                 _ => return Err(format!("bad deviation '{w}'")),
             }

@@ -223,9 +223,11 @@ fn deferred_stores_feed_the_write_streaming_detector() {
 fn agrees_with_reference_in_silicon_mode() {
     let dev = Deviations { write_streaming: Some(2), ..Deviations::of_profile("rpi5").unwrap() };
     for policy in [Policy::Lru, Policy::Fifo, Policy::Random, Policy::Plru] {
-        for (sharing, l3, vcpus) in
-            [(crate::geometry::Sharing::Shared, false, 1), (crate::geometry::Sharing::Shared, true, 2), (crate::geometry::Sharing::Private, true, 3)]
-        {
+        for (sharing, l3, vcpus) in [
+            (crate::geometry::Sharing::Shared, false, 1),
+            (crate::geometry::Sharing::Shared, true, 2),
+            (crate::geometry::Sharing::Private, true, 3),
+        ] {
             let h = Hierarchy { silicon: dev.clone(), ..small(policy, sharing, l3) };
             let mut rng = 0x5111c0 ^ vcpus as u64;
             check_agreement(&h, vcpus, (0..30_000).map(|_| random_op(&mut rng, vcpus, 8 << 10, true)));

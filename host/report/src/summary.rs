@@ -545,6 +545,10 @@ fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
         if let Some(h) = p.hwpf() {
             extra += &format!(", hw prefetcher {h}");
         }
+        // Silicon mode (`impl=silicon`): the core's deviations applied (listed in model-profile).
+        if p.implementation() == Some("silicon") {
+            extra += ", impl=silicon";
+        }
     }
     out.push(line(
         "model",

@@ -26,7 +26,7 @@ pub fn check(log: &str, model: &str) -> Result<Vec<Finding>, String> {
     // Silicon mode (`impl=silicon`): the hazards the modelled core's documented deviations hide
     // there, each still the architecture's mistake (the verdict above counts them as any).
     let mut masked = Vec::new();
-    for h in model_recs.iter().filter_map(|r| cachescope_arch::record::HazardView::of(r)) {
+    for h in model_recs.iter().filter_map(cachescope_arch::record::HazardView::of) {
         let Some(rule) = h.masked_by() else { continue };
         match cachescope_arch::hazard::SiliconRule::from_name(rule) {
             Some(r) => masked.push(format!("{}@{:#x} by {} ({})", h.kind().unwrap_or("?"), h.pa().unwrap_or(0), r.name(), r.describe())),
@@ -36,7 +36,11 @@ pub fn check(log: &str, model: &str) -> Result<Vec<Finding>, String> {
     if !masked.is_empty() {
         findings.push((
             true,
-            format!("{} hazard(s) masked on the modelled core, reported as architectural mistakes all the same: {}", masked.len(), masked.join(", ")),
+            format!(
+                "{} hazard(s) masked on the modelled core, reported as architectural mistakes all the same: {}",
+                masked.len(),
+                masked.join(", ")
+            ),
         ));
     }
     match verdict::recorded(&log_recs) {
@@ -66,7 +70,10 @@ mod tests {
     fn masked_hazards_are_judged_as_any_and_listed() {
         let f = check(LOG, &model(r#""masked_by":"ivac-as-civac","#)).unwrap();
         assert!(f.iter().any(|(ok, w)| *ok && w.starts_with("mistakes/a")), "{f:?}");
-        assert!(f.iter().any(|(ok, w)| *ok && w.contains("1 hazard(s) masked") && w.contains("lost-write@0x1000 by ivac-as-civac")), "{f:?}");
+        assert!(
+            f.iter().any(|(ok, w)| *ok && w.contains("1 hazard(s) masked") && w.contains("lost-write@0x1000 by ivac-as-civac")),
+            "{f:?}"
+        );
         let f = check(LOG, &model("")).unwrap();
         assert!(!f.iter().any(|(_, w)| w.contains("masked")), "arch mode: no note {f:?}");
         let f = check(LOG, &model(r#""masked_by":"ivac","#)).unwrap();

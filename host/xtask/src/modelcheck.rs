@@ -265,8 +265,10 @@ pub fn model_check(ctx: &Context, update: bool) -> Result<bool, String> {
         fail = true;
     }
     // 5. Replays through the reference simulator.
-    let replays =
-        [("guest geometry", "", "model-guest.trace"), ("profile=rpi5 policy=random impl=silicon", "profile=rpi5,policy=random,impl=silicon,", "model-rpi5.trace")];
+    let replays = [
+        ("guest geometry", "", "model-guest.trace"),
+        ("profile=rpi5 policy=random impl=silicon", "profile=rpi5,policy=random,impl=silicon,", "model-rpi5.trace"),
+    ];
     for (n, (label, cfg, name)) in replays.iter().enumerate() {
         let n = n + 5;
         let trace = abs(name);
