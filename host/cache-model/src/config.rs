@@ -438,6 +438,8 @@ impl GuestGeometry {
         }
         let h = Hierarchy {
             l1i,
+            l1i_index: crate::geometry::Indexing::Pipt,
+            l1i_index_ref: crate::geometry::DEFAULT_INDEX_REF,
             l1d,
             lower,
             policy: Replacement::uniform(Policy::Lru),
