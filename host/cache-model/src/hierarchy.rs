@@ -1769,15 +1769,21 @@ impl Model {
     pub fn ic_invalidate_va(&mut self, cpu: usize, va: u64, pa: u64) {
         tr!(self, "V {pa} {cpu} {va}\n");
         self.totals.at(Level::L1I).maint += 1;
+        // Rule 20 with the sanitizer: code written since the line's last IC invalidate, whose
+        // copies at other VIPT indexes this IVAU does not reach (marked stale below).
+        let mut unreached: Vec<(u64, u64, ByteMask)> = Vec::new();
+        let vipt = self.l1i[0].va_index_bits() != 0;
         if let Some(san) = self.san.as_mut() {
             let shift = self.l1d[0].line_shift();
             let span = 1u64 << self.l1i[0].line_shift().max(shift);
             let start = pa & !(span - 1);
             for a in (start..start + span).step_by(1 << shift) {
+                if let Some((pc, bytes)) = san.written(a >> shift).filter(|_| vipt) {
+                    unreached.push((a >> shift, pc, bytes));
+                }
                 san.ic_invalidated(a >> shift);
             }
         }
-        let vipt = self.l1i[0].va_index_bits() != 0;
         let before: u64 = if vipt { self.l1i.iter().map(|c| c.copies(c.line_of(pa)).count() as u64).sum() } else { 0 };
         for (k, c) in self.l1i.iter_mut().enumerate() {
             if let Some(slot) = c.probe_at(c.line_of(va), c.line_of(pa)) {
@@ -1790,6 +1796,22 @@ impl Model {
         }
         if vipt {
             let left: u64 = self.l1i.iter().map(|c| c.copies(c.line_of(pa)).count() as u64).sum();
+            if left > 0 && !unreached.is_empty() {
+                // The copies left hold the code from before the writes: fetching through their
+                // VAs executes it (a stale-instruction at the hit, `san_stale_hit`).
+                let shift = self.l1d[0].line_shift();
+                for &(line, pc, bytes) in &unreached {
+                    for c in &mut self.l1i {
+                        let _ = c.mark_stale(c.line_of(line << shift));
+                    }
+                    if let Some(san) = self.san.as_mut() {
+                        let b = san.behind.entry(line).or_insert(crate::sanitize::Behind { pc, kind: "write-ivau-other-alias", bytes: 0 });
+                        (b.pc, b.kind) = (pc, "write-ivau-other-alias");
+                        b.bytes |= bytes;
+                    }
+                }
+                self.disturbed = u64::MAX;
+            }
             if left > 0 {
                 let c = &self.l1i[cpu];
                 let shift = c.line_shift();

@@ -122,7 +122,8 @@ pub fn full_mask(shift: u32) -> ByteMask {
 pub struct Behind {
     /// PC of the write that last made a copy stale.
     pub pc: u64,
-    /// Its kind: `nc-write` or `device-write`.
+    /// Its kind: `nc-write`, `device-write`, or `write-ivau-other-alias` (code written, then an IC
+    /// IVAU that left copies at other VIPT L1I indexes: rule 20).
     pub kind: &'static str,
     /// Bytes written behind the caches while some copy was stale.
     pub bytes: ByteMask,

@@ -136,3 +136,36 @@ fn vipt_agrees_with_reference_on_random_traces() {
     }
     assert_eq!(total, 8 * 30_000);
 }
+
+/// Rule 20 with the sanitizer: code rewritten after it was fetched through two aliases, cleaned
+/// to PoU and invalidated by one VA only. Fetching through the other VA hits the old copy (a
+/// stale-instruction, cause `write-ivau-other-alias`); through the invalidated VA it is fresh.
+/// PIPT: the one IVAU reaches the one copy, nothing is reported.
+#[test]
+fn vipt_ivau_by_one_alias_leaves_stale_code_at_the_other() {
+    use crate::hierarchy::{Hint, LineOp, Point};
+    use crate::sanitize::HazardKind::StaleInstruction;
+    for index in Indexing::ALL {
+        let mut m = Model::new(&a53(index), 1);
+        m.enable_sanitizer(false, false);
+        m.fetch_at(0, VA1, CODE, WB);
+        m.fetch_at(0, VA2, CODE, WB);
+        m.data_hint(0, CODE, 4, true, WB, Hint { pc: 0x40, nt: false });
+        m.dc_by_pa(0, LineOp::Clean, Point::Unification, CODE);
+        m.ic_invalidate_va(0, VA1, CODE);
+        m.fetch_at(0, VA1, CODE, WB);
+        assert!(m.take_events().is_empty(), "{index:?}: the invalidated alias fetches the new code");
+        m.fetch_at(0, VA2, CODE, WB);
+        let e = m.take_events();
+        if index == Indexing::Vipt {
+            assert_eq!(e.len(), 1, "{e:?}");
+            assert_eq!((e[0].kind, e[0].pa, e[0].cause, e[0].cause_pc), (StaleInstruction, CODE & !63, "write-ivau-other-alias", 0x40));
+            // IC IVAU by the second VA too (or IC IALLU) is the fix.
+            m.ic_invalidate_va(0, VA2, CODE);
+            m.fetch_at(0, VA2, CODE, WB);
+            assert!(m.take_events().is_empty());
+        } else {
+            assert!(e.is_empty(), "PIPT: {e:?}");
+        }
+    }
+}
