@@ -220,7 +220,9 @@ impl Settings {
                 "l1i_index" => {
                     s.l1i_index = match v {
                         "cpu" => None,
-                        _ => Some(Indexing::parse(v).ok_or_else(|| format!("bad value '{v}' for 'l1i_index': expected cpu, pipt or vipt"))?),
+                        _ => {
+                            Some(Indexing::parse(v).ok_or_else(|| format!("bad value '{v}' for 'l1i_index': expected cpu, pipt or vipt"))?)
+                        }
                     }
                 }
                 "seed" => s.seed = v.parse().map_err(|_| format!("bad value '{v}' for 'seed': expected an unsigned integer"))?,

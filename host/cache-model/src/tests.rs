@@ -411,6 +411,8 @@ fn served_counts_price_each_access_by_its_level() {
 
 // ---- agreement with the reference simulator ---------------------------------------------------
 
+/// One operation of a trace for both simulators (`FetchVa`/`IcVa`: through a VA other than the
+/// PA, rule 20).
 #[derive(Clone, Copy, Debug)]
 enum Op {
     Data { cpu: usize, pa: u64, size: u32, write: bool, attr: Attr, pc: u64, nt: bool },
@@ -421,7 +423,6 @@ enum Op {
     Zva { cpu: usize, pa: u64, attr: Attr },
     IcAll { cpu: usize, all: bool },
     IcPa { cpu: usize, pa: u64 },
-    /// Rule 20: a fetch and an IC IVAU through a VA other than the PA.
     FetchVa { cpu: usize, va: u64, pa: u64 },
     IcVa { cpu: usize, va: u64, pa: u64 },
 }
