@@ -1,6 +1,6 @@
 //! The cache suite: the topology report (lscpu -C style, with what each field means for firmware)
 //! and its records, then the maintenance tests (set/way walk counts, invalidate of a misaligned
-//! range, self-modifying code, DC ZVA).
+//! range, self-modifying code, DC ZVA, the VIPT instruction-cache alias).
 
 use alloc::{format, string::String, vec, vec::Vec};
 
@@ -29,6 +29,7 @@ pub const SUITE: Suite = Suite {
         Case { name: "self-modifying-code", run: self_modifying_code },
         Case { name: "dc-zva-one-block", run: dc_zva_one_block },
         Case { name: "zero-buffer", run: zero_buffer },
+        Case { name: "vipt-alias", run: vipt_alias },
     ],
     on_request: false,
     args: &[],
@@ -419,4 +420,101 @@ fn zero_buffer(ctx: &mut Ctx) {
     }
     let empty = maintenance::zero(&mut []);
     ctx.check_eq(empty.zva_blocks + empty.stored, 0, "zero() of an empty slice does nothing");
+}
+
+/// The phase of the VIPT alias case (its `model-ic-alias` record names it).
+const VIPT_PHASE: &str = "cache/vipt-alias";
+
+/// A VIPT L1I's aliasing (docs/cache.md, "VIVT, PIPT, VIPT"): one page of code mapped at two
+/// VAs whose set-index bits above the 4 KiB page offset differ, executed through both, then IC
+/// IVAU by the first VA and executed again through the second. On a VIPT L1I whose way is larger
+/// than a page the line is cached twice, in two sets, and the invalidation by the first VA
+/// reaches only its own set (Arm ARM DDI 0487, D7.5.9, the IC table's note b): the cache model
+/// says so in a `model-ic-alias` record (copies before 2, left 1). PIPT cores, and VIPT ones
+/// whose way fits a page, cannot alias: the case SKIPs with the reason. Afterwards the aliases
+/// are unmapped and the whole I-cache is invalidated (IC IALLU: what code-mapping changes need
+/// on a VIPT I-cache), and the MMU and caches are left as they were found.
+fn vipt_alias(ctx: &mut Ctx) {
+    use crate::mem::{alias::SCRATCH_BASE, attr::Attributes, attr::MemAttr, mmu, table::PAGE_SIZE, Granularity};
+    use cachescope_arch::hw as ops;
+    let t = crate::cache::this_cpu();
+    let l1ip = t.ctr.l1ip();
+    if l1ip != L1Ip::Vipt {
+        return ctx.skip(format!("the L1I is {} (CTR_EL0.L1Ip): a physical line has one L1I copy whatever VA fetches it", l1ip.name()));
+    }
+    let Some(l1i) = t.caches.iter().find(|c| c.level == 1 && matches!(c.kind, Kind::Instruction | Kind::Unified)) else {
+        return ctx.skip("CLIDR_EL1 lists no level-1 instruction cache");
+    };
+    let way = u64::from(l1i.ccsidr.sets) << l1i.ccsidr.log2_line;
+    if way <= PAGE_SIZE {
+        return ctx.skip(format!(
+            "the L1I's way ({} per CCSIDR) fits a 4 KiB page: no VA bit above the page offset indexes it, so two aliases share one set",
+            kib(way)
+        ));
+    }
+    let before = mmu::control();
+    let windows = match mmu::enable_with_aliases(ctx.boot) {
+        Ok(w) => w,
+        Err(e) => return ctx.fail(format!("cannot enable the MMU and the alias windows: {e}")),
+    };
+    let Some(wb) = windows.iter().find(|w| w.attr == MemAttr::NormalWriteBack) else {
+        return ctx.fail("no normal-wb alias window");
+    };
+    // The first page of the test arena; VA1 = SCRATCH_BASE + PA keeps the PA's page bits, VA2
+    // one page further maps the same PA with VA bit 12 flipped: another L1I set.
+    let pa = wb.pa as u64;
+    let (va1, va2) = (SCRATCH_BASE + pa, SCRATCH_BASE + pa + PAGE_SIZE);
+    let template = hw::smc_template();
+    for (i, w) in template.iter().enumerate() {
+        // SAFETY: the first page of the normal-wb window (test memory), 4-byte aligned.
+        unsafe { core::ptr::write_volatile((wb.va + 4 * i) as *mut u32, *w) };
+    }
+    if maintenance::sync_instructions(wb.va, 4 * template.len()).is_err() {
+        return ctx.fail("cannot make the code coherent (DC CVAU/IC IVAU)");
+    }
+    for (name, va) in [("vipt-code-1", va1), ("vipt-code-2", va2)] {
+        let _ = mmu::unmap(va, PAGE_SIZE); // left over by an earlier run that stopped midway
+        if let Err(e) = mmu::map(name, va, pa, PAGE_SIZE, Attributes::CODE, Granularity::Pages) {
+            return ctx.fail(format!("cannot map the code alias at {va:#x}: {e}"));
+        }
+    }
+    let run = |va: u64| {
+        // SAFETY: both aliases map the page holding `movz w0, #0x1234; ret` (the template, made
+        // coherent above), a function of the C ABI that takes nothing and returns w0.
+        let f: extern "C" fn() -> u32 = unsafe { core::mem::transmute(va as usize) };
+        trap::try_run(|| f())
+    };
+    let results = crate::bench::named_phase(VIPT_PHASE, || {
+        let first = run(va1);
+        let second = run(va2);
+        ops::ic_ivau(va1 as usize);
+        ops::dsb_ish();
+        ops::isb();
+        (first, second, run(va2))
+    });
+    for (name, va) in [("first", va1), ("second", va2)] {
+        if let Err(e) = mmu::unmap(va, PAGE_SIZE) {
+            ctx.fail(format!("cannot unmap the {name} code alias: {e}"));
+        }
+    }
+    ops::ic_iallu();
+    ops::dsb_ish();
+    ops::isb();
+    if let Err(e) = mmu::set_control(before) {
+        ctx.fail(format!("cannot restore the MMU and cache controls: {e}"));
+    }
+    let index = |va: u64| (va >> l1i.ccsidr.log2_line) & u64::from(l1i.ccsidr.sets - 1);
+    for (what, r) in [("through VA1", results.0), ("through VA2", results.1), ("through VA2 after IC IVAU by VA1", results.2)] {
+        match r {
+            Ok(v) => ctx.check_eq(v, 0x1234, format!("the aliased code runs {what}")),
+            Err(e) => ctx.check(false, format!("the aliased code raised {} {what}", e.summary())),
+        };
+    }
+    let (s1, s2) = (index(va1), index(va2));
+    diag!("vipt-alias: PA {pa:#x} ran at VA {va1:#x} (L1I set {s1}) and {va2:#x} (set {s2}); IC IVAU by the first VA reaches only its set");
+    if ctx.boot.model.is_some() {
+        diag!("  the cache model's model-ic-alias record of phase {VIPT_PHASE} counts the L1I copies before and after it");
+    } else {
+        diag!("  no count shows the two copies here (QEMU models no caches; silicon counts none): run it under the cache model");
+    }
 }

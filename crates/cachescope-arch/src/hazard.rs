@@ -90,11 +90,14 @@ pub enum HazardCause {
     NonShareableCopy = 6,
     /// The request itself is Non-shareable while another core holds a copy.
     CopyElsewhere = 7,
+    /// Code written, then an IC IVAU that left copies of the line at other VIPT L1I indexes
+    /// (cache-model rule 21): a fetch through another alias runs the old code.
+    WriteIvauOtherAlias = 8,
 }
 
 impl HazardCause {
     /// Every cause, in discriminant order.
-    pub const ALL: [HazardCause; 8] = [
+    pub const ALL: [HazardCause; 9] = [
         Self::Write,
         Self::NcWrite,
         Self::DeviceWrite,
@@ -103,6 +106,7 @@ impl HazardCause {
         Self::DcByVa,
         Self::NonShareableCopy,
         Self::CopyElsewhere,
+        Self::WriteIvauOtherAlias,
     ];
 
     /// The `cause` field of `hazard` records.
@@ -116,6 +120,7 @@ impl HazardCause {
             "dc-by-va",
             "non-shareable-copy",
             "copy-elsewhere",
+            "write-ivau-other-alias",
         ][self as usize]
     }
 
@@ -135,6 +140,7 @@ impl HazardCause {
             "by-VA maintenance loop",
             "fill through a Non-shareable mapping",
             "Non-shareable request while another core holds a copy",
+            "write, then an IC IVAU by another VIPT alias only",
         ][self as usize]
     }
 }

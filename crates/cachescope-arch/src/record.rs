@@ -855,6 +855,27 @@ kind! {
         req(vcpus, UInt, "vCPUs"),
         req(hit_cycles, UInt, "modelled load-to-use latency of a hit in this level, core cycles"),
         req(hit_ns, Num, "the same in ns at the profile's clock"),
+        opt(index, Str, "L1I only, when the model indexes it virtually: `vipt` (VA bits above the 4 KiB page offset pick the set, the PA is the tag; absent: physically indexed)"),
+        opt(va_index_bits, UInt, "with `index`: how many set-index bits come from the VA (0: the way fits a page, no alias can arise)"),
+        opt(index_ref, Str, "with `index`: where the indexing comes from (the guest's CTR_EL0.L1Ip, a profile, or the plugin argument `l1i_index`)"),
+        req(source, Str, "`model`"),
+    ],
+) }
+
+kind! {
+    /// `model-ic-alias`: an IC IVAU on a VIPT L1I that left copies of its line at other indexes.
+    MODEL_IC_ALIAS, ModelIcAlias, ModelIcAliasView = model(
+    "model-ic-alias",
+    "An IC IVAU the model applied to a virtually indexed L1I (`model-geometry.index` = `vipt`) that left copies of the same physical line valid at other indexes: the Arm ARM's VIPT rule (the invalidation reaches the entries whose virtual index and physical tag match its VA), cache-model rule 21. Emitted at the IVAU (at most 256 in a run; the rest are counted in a `model-warning`).",
+    [
+        req(phase, Str, "the phase the IVAU ran in (empty outside phases)"),
+        req(phase_id, UInt, "its id (0 outside phases)"),
+        req(cpu, UInt, "the issuing vCPU"),
+        req(va, Hex, "the IVAU's VA (its L1I line)"),
+        req(pa, Hex, "the line's physical address"),
+        req(set, UInt, "the L1I set the VA indexes, whose copy was invalidated"),
+        req(copies_before, UInt, "copies of the line in every vCPU's L1I before the IVAU"),
+        req(copies_left, UInt, "copies still valid after it, at other indexes"),
         req(source, Str, "`model`"),
     ],
 ) }
@@ -1030,7 +1051,7 @@ kind! {
         req(phase_id, UInt, "phase id (0 outside phases)"),
         req(count, UInt, "occurrences in this phase"),
         req(access, Str, "the exposing access: nc-read, device-read, dc-ivac, dc-isw, read, write, fetch, maint-end"),
-        req(cause, Str, "the earlier access that made the line hazardous (`cachescope_arch::hazard::HazardCause`): write, nc-write, device-write, write-behind, write-without-ic-invalidate, dc-by-va, non-shareable-copy or copy-elsewhere"),
+        req(cause, Str, "the earlier access that made the line hazardous (`cachescope_arch::hazard::HazardCause`): write, nc-write, device-write, write-behind, write-without-ic-invalidate, dc-by-va, non-shareable-copy, copy-elsewhere or write-ivau-other-alias"),
         req(cause_pc, Hex, "PC of that access (0x0 when not known)"),
         opt(stale, Hex, "the value the exposing access would see on silicon, when known"),
         opt(current, Hex, "the value the emulator returned or holds, when known"),
@@ -1163,6 +1184,7 @@ pub const KINDS: &[RecordKind] = &[
     MODEL_RUN,
     MODEL_WARNING,
     MODEL_PC,
+    MODEL_IC_ALIAS,
     HAZARD,
     HAZARD_TOTAL,
     SANITIZER_FINDING,

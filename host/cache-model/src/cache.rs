@@ -155,6 +155,9 @@ pub struct Cache {
     wide: Box<[u8]>,
     policy: Policy,
     rng: u64,
+    /// VIPT indexing ([`Cache::with_va_index`]): the line-number bits of the set index that come
+    /// from the virtual address (those above the page offset); 0 = physically indexed.
+    va_bits: u64,
     /// Tree PLRU with up to 64 leaves: per way, the tree bits on its path (mask) and their
     /// values after a use of the way (each pointing away from it).
     plru_path: Box<[(u64, u64)]>,
@@ -191,6 +194,7 @@ impl Cache {
             wide,
             policy,
             rng: seed,
+            va_bits: 0,
             plru_path: if policy == Policy::Plru && plru_leaves(ways) <= 64 {
                 (0..ways)
                     .map(|w| {
@@ -208,6 +212,39 @@ impl Cache {
                 Box::default()
             },
         }
+    }
+
+    /// The same cache **virtually indexed, physically tagged** for pages of `1 << page_shift`
+    /// bytes: the set-index bits above the page offset come from the access's VA (the `_at`
+    /// methods' `va_line`), the tag is the whole physical line number. A cache whose way fits in
+    /// a page (`sets × line ≤ page`) needs no VA bit and stays physically indexed.
+    pub fn with_va_index(mut self, page_shift: u32) -> Self {
+        let in_page = page_shift.saturating_sub(self.line_shift).min(63);
+        self.va_bits = self.set_mask & !((1u64 << in_page) - 1);
+        self
+    }
+
+    /// The set-index bits (of a line number) taken from the VA: 0 when physically indexed.
+    #[inline]
+    pub fn va_index_bits(&self) -> u64 {
+        self.va_bits
+    }
+
+    /// The line number whose set is the one `line` occupies when reached through the VA line
+    /// `va_line` (`line` itself when physically indexed).
+    #[inline]
+    fn index_line(&self, va_line: u64, line: u64) -> u64 {
+        (line & !self.va_bits) | (va_line & self.va_bits)
+    }
+
+    /// Every slot holding a copy of `line`, at any index its VAs may give it (one set when
+    /// physically indexed; `2^k` candidate sets for k VA index bits).
+    pub fn copies(&self, line: u64) -> impl Iterator<Item = usize> + '_ {
+        let (lo, n) = if self.va_bits == 0 { (0, 1) } else { (self.va_bits.trailing_zeros(), 1u64 << self.va_bits.count_ones()) };
+        (0..n).filter_map(move |k| {
+            let set = self.set_of(self.index_line(k << lo, line));
+            self.find(set, line).map(|w| set * self.ways + w)
+        })
     }
 
     /// log2 of the line size.
@@ -251,6 +288,14 @@ impl Cache {
         self.find(set, line).map(|w| set * self.ways + w)
     }
 
+    /// [`Cache::probe`] of `line` reached through the VA line `va_line` (VIPT: the set its VA
+    /// indexes; physically indexed: the same as `probe`).
+    #[inline]
+    pub fn probe_at(&self, va_line: u64, line: u64) -> Option<usize> {
+        let set = self.set_of(self.index_line(va_line, line));
+        self.find(set, line).map(|w| set * self.ways + w)
+    }
+
     /// Looks `line` up as a demand access: on a hit, LRU makes it the most recent.
     #[inline]
     pub fn lookup(&mut self, line: u64) -> Option<usize> {
@@ -279,7 +324,14 @@ impl Cache {
     /// exactly as [`Cache::insert_with`] and returns `Err((slot, victim))`.
     #[inline]
     pub fn access(&mut self, line: u64, fill: Fill) -> Result<Hit, (usize, Option<Evicted>)> {
-        let set = self.set_of(line);
+        self.access_at(line, line, fill)
+    }
+
+    /// [`Cache::access`] of `line` reached through the VA line `va_line`: the set is the one
+    /// the VA indexes when the cache is VIPT ([`Cache::with_va_index`]), else `line`'s.
+    #[inline]
+    pub fn access_at(&mut self, va_line: u64, line: u64, fill: Fill) -> Result<Hit, (usize, Option<Evicted>)> {
+        let set = self.set_of(self.index_line(va_line, line));
         if let Some(w) = self.find(set, line) {
             self.used(set, w);
             let slot = set * self.ways + w;
@@ -523,6 +575,17 @@ impl Cache {
     /// Marks the copy of `line` stale (the sanitizer); returns whether it already was, if the
     /// line is present.
     pub fn mark_stale(&mut self, line: u64) -> Option<bool> {
+        if self.va_bits != 0 {
+            // Every copy, whichever VA index it sits at; "already" only if all of them were.
+            let slots: Vec<usize> = self.copies(line).collect();
+            let mut already = None;
+            for slot in slots {
+                let was = self.flags[slot] & STALE != 0;
+                self.flags[slot] |= STALE;
+                already = Some(already.unwrap_or(true) && was);
+            }
+            return already;
+        }
         let slot = self.probe(line)?;
         let f = self.flags[slot];
         self.flags[slot] = f | STALE;

@@ -7,6 +7,7 @@
 //! | `l1i`, `l1d`, `l2`, `l3` | `SIZE:WAYS[:LINE]` (e.g. `32K:2:64`); `l3=none` drops L3 | from the profile / guest |
 //! | `l2share`, `l3share` | `shared`, `private` | profile's; `shared` for the guest's |
 //! | `policy` | `lru`, `fifo`, `random`, `plru` (tree pseudo-LRU): every level (a profile's inclusion stays) | the profile's per level (`rpi4`, `rpi5`); `lru` for the guest's |
+//! | `l1i_index` | `cpu` (the guest's CTR_EL0.L1Ip without a profile, the profile's with one), `pipt`, `vipt` (rule 21 of `hierarchy.rs`: the L1I set-index bits above the 4 KiB page offset come from the fetch's VA) | `cpu` |
 //! | `seed` | integer (random policy) | `1` |
 //! | `zva` | DC ZVA block in bytes | `64` |
 //! | `out` | file for the records | standard error |
@@ -28,7 +29,8 @@ use std::collections::BTreeMap;
 
 use crate::cache::Policy;
 use crate::geometry::{
-    Deviations, Geometry, Hierarchy, HwPfKind, HwPrefetch, Impl, Latency, LowerLevel, Replacement, Sharing, GENERIC_POLICY_REF,
+    Deviations, Geometry, Hierarchy, HwPfKind, HwPrefetch, Impl, Indexing, Latency, LowerLevel, Replacement, Sharing,
+    GENERIC_POLICY_REF,
 };
 use crate::protocol::Kind;
 
@@ -42,6 +44,7 @@ pub const KEYS: &[&str] = &[
     "l2share",
     "l3share",
     "policy",
+    "l1i_index",
     "seed",
     "zva",
     "out",
@@ -119,6 +122,8 @@ pub struct Settings {
     pub l3share: Option<Sharing>,
     /// Replacement policy of every level (`None` = the profile's, else LRU).
     pub policy: Option<Policy>,
+    /// L1I indexing (`None` = the guest's CTR_EL0.L1Ip, or the profile's).
+    pub l1i_index: Option<Indexing>,
     /// Random-policy seed.
     pub seed: u64,
     /// DC ZVA block size.
@@ -160,6 +165,7 @@ impl Default for Settings {
             l2share: None,
             l3share: None,
             policy: None,
+            l1i_index: None,
             seed: 1,
             zva: 64,
             out: None,
@@ -218,6 +224,14 @@ impl Settings {
                 "policy" => {
                     s.policy =
                         Some(Policy::parse(v).ok_or_else(|| format!("bad value '{v}' for 'policy': expected lru, fifo, random or plru"))?)
+                }
+                "l1i_index" => {
+                    s.l1i_index = match v {
+                        "cpu" => None,
+                        _ => {
+                            Some(Indexing::parse(v).ok_or_else(|| format!("bad value '{v}' for 'l1i_index': expected cpu, pipt or vipt"))?)
+                        }
+                    }
                 }
                 "seed" => s.seed = v.parse().map_err(|_| format!("bad value '{v}' for 'seed': expected an unsigned integer"))?,
                 "zva" => {
@@ -399,6 +413,17 @@ impl Settings {
             let p = self.profile.as_deref().expect("checked by parse");
             h.silicon = Deviations::of_profile(p).expect("every profile has its core's deviations");
         }
+        if let Some(i) = self.l1i_index {
+            h.l1i_index = i;
+            h.l1i_index_ref = match i {
+                Indexing::Pipt => "plugin argument l1i_index=pipt",
+                Indexing::Vipt => "plugin argument l1i_index=vipt",
+            };
+        } else if self.profile.is_none() {
+            // The guest CPU's CTR_EL0.L1Ip decides ([`Settings::l1i_index_of_cpu`]).
+            h.l1i_index = Indexing::Pipt;
+            h.l1i_index_ref = crate::geometry::DEFAULT_INDEX_REF;
+        }
         h.seed = self.seed;
         h.zva_bytes = self.zva;
         // Rule 19: a hand-over without a figure of its own costs the level that serves it; the
@@ -412,6 +437,24 @@ impl Settings {
         }
         h.validate()?;
         Ok((h, origin))
+    }
+}
+
+impl Settings {
+    /// Applies the guest CPU's CTR_EL0 (`ctr`, when read) to a hierarchy [`Settings::resolve`]
+    /// gave: without a profile or an `l1i_index` argument, the L1I is indexed as CTR_EL0.L1Ip
+    /// says (0b10 VIPT, else PIPT).
+    pub fn l1i_index_of_cpu(&self, h: &mut Hierarchy, ctr: Option<u64>) {
+        if self.l1i_index.is_some() || self.profile.is_some() {
+            return;
+        }
+        if let Some(raw) = ctr {
+            h.l1i_index = Indexing::of_ctr(raw);
+            h.l1i_index_ref = match h.l1i_index {
+                Indexing::Vipt => "the guest CPU's CTR_EL0.L1Ip = 0b10 (VIPT)",
+                Indexing::Pipt => "the guest CPU's CTR_EL0.L1Ip (PIPT: not 0b10)",
+            };
+        }
     }
 }
 
@@ -460,6 +503,8 @@ impl GuestGeometry {
         }
         let h = Hierarchy {
             l1i,
+            l1i_index: crate::geometry::Indexing::Pipt,
+            l1i_index_ref: crate::geometry::DEFAULT_INDEX_REF,
             l1d,
             lower,
             policy: Replacement::uniform(Policy::Lru),
@@ -553,6 +598,28 @@ mod tests {
     }
 
     #[test]
+    fn l1i_index_follows_ctr_profile_and_argument() {
+        const A53_CTR: u64 = 0x8444_8004;
+        const A72_CTR: u64 = 0x8444_c004;
+        let s = Settings::parse::<&str>(&[]).unwrap();
+        let (mut h, _) = s.resolve(&qemu_a72()).unwrap();
+        assert_eq!(h.l1i_index, Indexing::Pipt, "CTR_EL0 not read yet");
+        s.l1i_index_of_cpu(&mut h, Some(A53_CTR));
+        assert_eq!(h.l1i_index, Indexing::Vipt);
+        s.l1i_index_of_cpu(&mut h, Some(A72_CTR));
+        assert_eq!(h.l1i_index, Indexing::Pipt);
+        let s = Settings::parse(&["profile=rpi4"]).unwrap();
+        let (mut h, _) = s.resolve(&qemu_a72()).unwrap();
+        s.l1i_index_of_cpu(&mut h, Some(A53_CTR));
+        assert_eq!(h.l1i_index, Indexing::Pipt, "the profile's silicon, not the emulated CPU's");
+        let s = Settings::parse(&["profile=rpi4", "l1i_index=vipt"]).unwrap();
+        let (mut h, _) = s.resolve(&qemu_a72()).unwrap();
+        s.l1i_index_of_cpu(&mut h, Some(A72_CTR));
+        assert_eq!((h.l1i_index, h.l1i_index_ref), (Indexing::Vipt, "plugin argument l1i_index=vipt"));
+        assert_eq!(Settings::parse(&["l1i_index=cpu"]).unwrap().l1i_index, None);
+    }
+
+    #[test]
     fn marker_modes() {
         assert_eq!(Settings::parse::<&str>(&[]).unwrap().markers, MarkerMode::All);
         for m in MarkerMode::ALL {
@@ -594,6 +661,7 @@ mod tests {
             (&["profile=rpi5", "impl=asic"], "bad value 'asic' for 'impl': expected arch or silicon"),
             (&["impl=silicon"], "'impl=silicon' needs a profile"),
             (&["profile=guest", "impl=silicon"], "'impl=silicon' needs a profile"),
+            (&["l1i_index=vivt"], "bad value 'vivt' for 'l1i_index': expected cpu, pipt or vipt"),
         ] {
             let e = Settings::parse(args).unwrap_err();
             assert!(e.contains(want), "{args:?}: {e}");

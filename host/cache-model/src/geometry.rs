@@ -218,6 +218,13 @@ pub const RPI4_HWPF_REF: &str = "Arm Cortex-A72 MPCore TRM (ARM 100095_0002_04),
 pub const RPI5_HWPF_REF: &str = "Arm Cortex-A76 Core TRM (ARM 100798), A6.5 Data prefetching, Data prefetching and monitoring \
      (the load-side prefetcher uses the VA to prefetch to L1 and L2): approximated by a per-PC stride prefetcher into L1D, \
      distance 4, degree 2 (an estimate; the TRM gives no figures)";
+/// Where the `rpi4` profile's L1I indexing comes from.
+pub const RPI4_INDEX_REF: &str = "Cortex-A72: CTR_EL0.L1Ip = 0b11 (PIPT), the CTR_EL0 reset value 0x8444c004 QEMU's cortex-a72 reports";
+/// Where the `rpi5` profile's L1I indexing comes from.
+pub const RPI5_INDEX_REF: &str = "Cortex-A76: CTR_EL0.L1Ip = 0b11 (PIPT), the CTR_EL0 reset value 0x8444c004 QEMU's cortex-a76 reports";
+/// Where a guest geometry's L1I indexing comes from before CTR_EL0 is known.
+pub const DEFAULT_INDEX_REF: &str = "default: PIPT (CTR_EL0 not read)";
+
 /// Latency sources of the `rpi4` profile.
 pub const RPI4_LATENCY_REF: &str = "Cortex-A72 at 1.5 GHz (BCM2711): L1D load-to-use 4 cycles (Arm Cortex-A72 Software \
      Optimization Guide, UAN 0016A: load latency 4 cycles); L2 21 cycles and memory ~150 ns = 225 cycles are estimates from \
@@ -462,11 +469,58 @@ impl Replacement {
     }
 }
 
+/// How the L1 instruction caches are indexed (CTR_EL0.L1Ip's policies the model follows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Indexing {
+    /// Physically indexed, physically tagged (CTR_EL0.L1Ip = 0b11): aliases of one PA are one line.
+    Pipt,
+    /// Virtually indexed, physically tagged (CTR_EL0.L1Ip = 0b10): the set-index bits above the
+    /// 4 KiB page offset come from the fetch's VA, so one PA fetched through two VAs whose bits
+    /// there differ is cached twice, in two sets (rule 21 in `hierarchy.rs`).
+    Vipt,
+}
+
+impl Indexing {
+    /// Every policy, in argument order.
+    pub const ALL: [Indexing; 2] = [Indexing::Pipt, Indexing::Vipt];
+
+    /// The argument and record spelling: `pipt`, `vipt`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Pipt => "pipt",
+            Self::Vipt => "vipt",
+        }
+    }
+
+    /// Parses [`Indexing::name`].
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|i| i.name() == text)
+    }
+
+    /// The policy CTR_EL0.L1Ip (bits 15:14) names: 0b10 VIPT; 0b11 PIPT; 0b01 (AIVIVT, AArch32
+    /// only) and 0b00 (VPIPT, a virtualization-tagged PIPT) are modelled as PIPT.
+    pub const fn of_ctr(ctr: u64) -> Self {
+        if (ctr >> 14) & 0b11 == 0b10 {
+            Self::Vipt
+        } else {
+            Self::Pipt
+        }
+    }
+}
+
+/// The page size VIPT indexing assumes: 4 KiB, the granule the kernel and every firmware the
+/// model has met use (a 16 or 64 KiB granule would need fewer VA bits; not followed).
+pub const VIPT_PAGE_SHIFT: u32 = 12;
+
 /// The whole modelled hierarchy.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hierarchy {
     /// Per-vCPU L1 instruction cache.
     pub l1i: Geometry,
+    /// How the L1I is indexed (PIPT or VIPT; the data side is always PIPT, as AArch64 requires).
+    pub l1i_index: Indexing,
+    /// Where [`Hierarchy::l1i_index`] comes from (the `model-geometry` record's `index_ref`).
+    pub l1i_index_ref: &'static str,
     /// Per-vCPU L1 data cache.
     pub l1d: Geometry,
     /// Unified levels below L1 in order (L2, then L3); at most two.
@@ -521,6 +575,8 @@ impl Hierarchy {
             // BCM2711: L1I 48 KiB 3-way, L1D 32 KiB 2-way, L2 1 MiB 16-way shared by the 4 cores.
             "rpi4" => Some(Self {
                 l1i: g("48K:3:64"),
+                l1i_index: Indexing::Pipt,
+                l1i_index_ref: RPI4_INDEX_REF,
                 l1d: g("32K:2:64"),
                 lower: vec![LowerLevel { geometry: g("1M:16:64"), sharing: Sharing::Shared }],
                 // RPI4_POLICY_REF: L1s LRU (an estimate), L2 tree pseudo-LRU inclusive of L1D.
@@ -536,6 +592,8 @@ impl Hierarchy {
             // BCM2712: L1I/L1D 64 KiB 4-way, L2 512 KiB 8-way per core, L3 2 MiB 16-way shared.
             "rpi5" => Some(Self {
                 l1i: g("64K:4:64"),
+                l1i_index: Indexing::Pipt,
+                l1i_index_ref: RPI5_INDEX_REF,
                 l1d: g("64K:4:64"),
                 lower: vec![
                     LowerLevel { geometry: g("512K:8:64"), sharing: Sharing::Private },

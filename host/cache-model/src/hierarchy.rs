@@ -147,6 +147,19 @@
 //!       writes (rule 1a) are unchanged; DC ZVA (which the TRM also names as a trigger) is not
 //!       followed by the detector, and the TRM's further thresholds (stream to L3, system cache,
 //!       DRAM) are not modelled.
+//! 21. **VIPT L1I** ([`crate::geometry::Indexing::Vipt`]: the guest's CTR_EL0.L1Ip = 0b10, a
+//!     profile or `l1i_index=vipt`): an instruction fetch of PA `p` through VA `v` looks its line
+//!     up in the set whose index takes the bits below the 4 KiB page offset from `p` (they equal
+//!     `v`'s) and the bits above it from `v`; the tag is `p`'s whole line number. One PA fetched
+//!     through two VAs whose index bits above the page offset differ therefore has two copies, in
+//!     two sets (each a rule-1 miss the first time). An L1I whose way fits in a page
+//!     (`sets × line ≤ 4 KiB`) has no such bit and behaves as PIPT. **IC IVAU** of VA `v`
+//!     invalidates the copy in the set `v` indexes, in every vCPU's L1I; copies of the same PA at
+//!     other indexes stay valid (Arm ARM DDI 0487, D7.5.9 A64 cache maintenance instructions,
+//!     the IC table's note b: "For a VIPT instruction cache, the cache maintenance applies to
+//!     entries whose virtual index and physical tag corresponds to the specified address"), and
+//!     each such IVAU is noted as an [`IcAlias`] (`model-ic-alias`). IC IALLU/IALLUIS empty the
+//!     whole L1I as before; the sanitizer's marks of a write behind the I-side reach every copy.
 
 use std::io::Write;
 use std::ops::{Add, Sub};
@@ -265,7 +278,7 @@ impl Sub for Coherence {
 }
 
 use crate::cache::{cache_seed, Cache, Evicted, Fill};
-use crate::geometry::{Hierarchy, HwPfKind, HwPrefetch, Sharing};
+use crate::geometry::{Hierarchy, HwPfKind, HwPrefetch, Indexing, Sharing, VIPT_PAGE_SHIFT};
 use crate::sanitize::{byte_mask, full_mask, ByteMask, Event, HazardAccess, HazardCause, HazardKind, Sanitizer, SiliconRule};
 
 /// One trace line, formatted only when tracing is on.
@@ -413,6 +426,27 @@ const NO_STREAM: Stream = Stream { line: u64::MAX, bytes: 0, run: 0 };
 const STRIDE_ENTRIES: usize = 16;
 const EMPTY_STRIDE: StrideEntry = StrideEntry { pc: u64::MAX, last: 0, stride: 0, equal: 0 };
 
+/// Rule 21: an IC IVAU on a VIPT L1I that left copies of its line valid at other indexes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IcAlias {
+    /// The issuing vCPU.
+    pub cpu: usize,
+    /// The operand's VA (its line).
+    pub va: u64,
+    /// The line's PA.
+    pub pa: u64,
+    /// The L1I set the VA indexes (the one invalidated).
+    pub set: usize,
+    /// Copies of the line in every vCPU's L1I before the IVAU.
+    pub before: u64,
+    /// Copies still valid after it (at other indexes).
+    pub left: u64,
+}
+
+/// At most this many [`IcAlias`] notes are kept between two [`Model::take_ic_aliases`]; the
+/// rest are only counted ([`Model::ic_aliases_dropped`]).
+pub const IC_ALIAS_LIMIT: usize = 256;
+
 /// The modelled hierarchy and its counters.
 pub struct Model {
     config: Hierarchy,
@@ -466,6 +500,9 @@ pub struct Model {
     ws_lines: u32,
     /// Rule 20d: per vCPU, the detector.
     stream: Vec<Stream>,
+    /// Rule 21: IC IVAU notes not yet taken, and how many did not fit.
+    ic_aliases: Vec<IcAlias>,
+    ic_aliases_dropped: u64,
 }
 
 impl Model {
@@ -478,7 +515,8 @@ impl Model {
             id += 1;
             Cache::new(g.line_shift(), g.sets, g.ways, config.policy.level(k), cache_seed(config.seed, id))
         };
-        let l1i = (0..vcpus).map(|_| mk(&config.l1i, 0)).collect();
+        let vipt = config.l1i_index == Indexing::Vipt;
+        let l1i = (0..vcpus).map(|_| mk(&config.l1i, 0)).map(|c| if vipt { c.with_va_index(VIPT_PAGE_SHIFT) } else { c }).collect();
         let l1d = (0..vcpus).map(|_| mk(&config.l1d, 1)).collect();
         let lower = config
             .lower
@@ -516,7 +554,31 @@ impl Model {
             wt_as_nc: config.silicon.wt_as_nc,
             ws_lines: config.silicon.write_streaming.unwrap_or(0),
             stream: vec![NO_STREAM; vcpus],
+            ic_aliases: Vec::new(),
+            ic_aliases_dropped: 0,
         }
+    }
+
+    /// Rule 21: the L1I's set-index bits (of a line number) that come from the fetch's VA; 0
+    /// when it is physically indexed or its way fits in a page.
+    pub fn l1i_va_index_bits(&self) -> u64 {
+        self.l1i[0].va_index_bits()
+    }
+
+    /// Rule 21: the IC IVAU notes since the last call (at most [`IC_ALIAS_LIMIT`]).
+    pub fn take_ic_aliases(&mut self) -> Vec<IcAlias> {
+        std::mem::take(&mut self.ic_aliases)
+    }
+
+    /// Rule 21: IC IVAU notes that did not fit under [`IC_ALIAS_LIMIT`], over the whole run.
+    pub fn ic_aliases_dropped(&self) -> u64 {
+        self.ic_aliases_dropped
+    }
+
+    /// Rule 21: how many copies of the line holding `pa` `cpu`'s L1I holds, at any index.
+    pub fn l1i_copies(&self, cpu: usize, pa: u64) -> usize {
+        let c = &self.l1i[cpu];
+        c.copies(c.line_of(pa)).count()
     }
 
     /// Rule 20c: the attribute an access through `attr` has on the modelled core (the plugin
@@ -691,9 +753,9 @@ impl Model {
     /// hierarchy and the counters so far, so the reference simulator can replay the run (tests).
     /// Lines: `H vcpus l1i l1d [l2 sharing [l3 sharing]] policy seed zva hwpf distance degree
     /// silicon=RULES` (rule 20's [`crate::geometry::Deviations::spelling`], `none` in arch mode),
-    /// `C <counters>`, `D cpu pa size write attr pc nt`, `R cpu pa level nt attr` (software
-    /// prefetch), `F cpu pa attr`, `P op point pa cpu`, `S cpu op level first end`, `Z cpu pa attr`,
-    /// `I cpu all`, `V pa cpu`, and `T <counters>` from [`Model::end_trace`] (attr, op and point
+    /// `X l1i_index` (only when the L1I is not PIPT, rule 21), `C <counters>`, `D cpu pa size write
+    /// attr pc nt`, `R cpu pa level nt attr` (software prefetch), `F cpu pa attr va`, `P op point pa
+    /// cpu`, `S cpu op level first end`, `Z cpu pa attr`, `I cpu all`, `V pa cpu va`, and `T <counters>` from [`Model::end_trace`] (attr, op and point
     /// are the enums' numbers; counters: eight per level in `Level` order, then `served`, then
     /// with more than one vCPU six coherence counters per vCPU in [`Coherence::values`] order).
     pub fn trace_to(&mut self, mut w: Box<dyn Write + Send>) {
@@ -715,6 +777,9 @@ impl Model {
             pf.degree,
             if silicon.is_empty() { "none" } else { &silicon }
         );
+        if h.l1i_index != Indexing::Pipt {
+            let _ = writeln!(w, "X {}", h.l1i_index.name());
+        }
         let _ = writeln!(w, "C {}", self.trace_counters());
         self.trace = Some(w);
     }
@@ -827,17 +892,28 @@ impl Model {
         slot
     }
 
-    /// An instruction fetch of the whole line holding `pa` (every byte of it, for the sanitizer).
+    /// An instruction fetch of the whole line holding `pa` (every byte of it, for the sanitizer),
+    /// through VA = PA.
     pub fn fetch(&mut self, cpu: usize, pa: u64, attr: Attr) {
+        self.fetch_at(cpu, pa, pa, attr);
+    }
+
+    /// [`Model::fetch`] through VA `va` (rule 21: a VIPT L1I indexes by it).
+    pub fn fetch_at(&mut self, cpu: usize, va: u64, pa: u64, attr: Attr) {
         let shift = self.l1i[cpu].line_shift();
-        self.fetch_range(cpu, pa >> shift << shift, 1 << shift, attr);
+        self.fetch_range_at(cpu, va >> shift << shift, pa >> shift << shift, 1 << shift, attr);
     }
 
     /// An instruction fetch of the line holding `pa` that executes the `len` bytes from `pa`
-    /// (within that L1I line: the instructions of a translation block there). Counts as one
-    /// L1I access; the sanitizer judges only those bytes (see [`Model::fetch`]).
+    /// (within that L1I line: the instructions of a translation block there), through VA = PA.
+    /// Counts as one L1I access; the sanitizer judges only those bytes (see [`Model::fetch`]).
     pub fn fetch_range(&mut self, cpu: usize, pa: u64, len: u64, attr: Attr) {
-        tr!(self, "F {cpu} {pa} {}\n", attr as u8);
+        self.fetch_range_at(cpu, pa, pa, len, attr);
+    }
+
+    /// [`Model::fetch_range`] through VA `va` (the VA of `pa`; rule 21).
+    pub fn fetch_range_at(&mut self, cpu: usize, va: u64, pa: u64, len: u64, attr: Attr) {
+        tr!(self, "F {cpu} {pa} {} {va}\n", attr as u8);
         let attr = self.effective(attr);
         if !attr.cacheable() {
             self.totals.at(Level::L1I).bypass += 1;
@@ -847,7 +923,7 @@ impl Model {
             self.san_fetch(pa, len);
         }
         let mask = self.fetch_mask(pa, len);
-        self.demand_l1(cpu, true, pa, Fill::demand(false), 0, mask);
+        self.demand_l1(cpu, true, va, pa, Fill::demand(false), 0, mask);
     }
 
     /// The sanitizer's judgement of a fetch of the `len` bytes from `pa` that the plugin does not
@@ -855,13 +931,18 @@ impl Model {
     /// `fetch`): the rules of [`Model::fetch_range`] without an access. Nothing without the
     /// sanitizer, and nothing on a line the L1I no longer holds.
     pub fn check_fetch(&mut self, cpu: usize, pa: u64, len: u64) {
+        self.check_fetch_at(cpu, pa, pa, len);
+    }
+
+    /// [`Model::check_fetch`] through VA `va` (rule 21).
+    pub fn check_fetch_at(&mut self, cpu: usize, va: u64, pa: u64, len: u64) {
         let Some(san) = self.san.as_mut() else { return };
         san.uncounted = true;
         if !(san.idc && san.dic) {
             self.san_fetch(pa, len);
         }
         let c = &self.l1i[cpu];
-        if c.probe(c.line_of(pa)).is_some_and(|slot| c.slot_stale(slot)) {
+        if c.probe_at(c.line_of(va), c.line_of(pa)).is_some_and(|slot| c.slot_stale(slot)) {
             let mask = self.fetch_mask(pa, len);
             self.san_stale_hit(pa, true, mask);
         }
@@ -1081,7 +1162,7 @@ impl Model {
                 }
                 // Rule 1c: a transient line is filled as its set's next victim, as an LDNP fill.
                 let fill = Fill { dirty: write, prefetch: false, nt: hint.nt || attr.transient() };
-                let (slot, depth, trigger) = self.demand_l1(cpu, false, addr, fill, hint.pc, bytes);
+                let (slot, depth, trigger) = self.demand_l1(cpu, false, addr, addr, fill, hint.pc, bytes);
                 self.totals.served[if depth > self.lower.len() { SERVED_MEMORY } else { depth }] += 1;
                 let prefetched = trigger && self.hwpf.kind != HwPfKind::Off;
                 if prefetched {
@@ -1144,14 +1225,16 @@ impl Model {
     /// lookup ([`Cache::access`]): the lower levels are other caches, so filling L1 before or
     /// after them picks the same victim.
     #[inline]
-    fn demand_l1(&mut self, cpu: usize, instr: bool, addr: u64, fill: Fill, pc: u64, bytes: ByteMask) -> (usize, usize, bool) {
+    #[allow(clippy::too_many_arguments)]
+    fn demand_l1(&mut self, cpu: usize, instr: bool, va: u64, addr: u64, fill: Fill, pc: u64, bytes: ByteMask) -> (usize, usize, bool) {
         let level = if instr { Level::L1I } else { Level::L1D };
         let c = if instr { &mut self.l1i[cpu] } else { &mut self.l1d[cpu] };
         let line = c.line_of(addr);
         let shift = c.line_shift();
         // Rule 18: under inclusion an L1D miss allocates after the lower levels' fills.
         let defer = !instr && self.inclusive != [false; 2] && c.probe(line).is_none();
-        let r = if defer { Err((usize::MAX, None)) } else { c.access(line, fill) };
+        // Rule 21: `va` picks the set of a VIPT L1I (the data side is physically indexed).
+        let r = if defer { Err((usize::MAX, None)) } else { c.access_at(c.line_of(va), line, fill) };
         let t = self.totals.at(level);
         t.accesses += 1;
         match r {
@@ -1678,13 +1761,19 @@ impl Model {
     /// `granule` bytes) is longer than the model's L1I line: every model line of the aligned
     /// granule, one `maint` each (see [`Model::dc_by_pa_granule`]).
     pub fn ic_invalidate_granule(&mut self, cpu: usize, pa: u64, granule: u64) {
+        self.ic_invalidate_granule_va(cpu, pa, pa, granule);
+    }
+
+    /// [`Model::ic_invalidate_granule`] of VA `va` (whose PA is `pa`; rule 21).
+    pub fn ic_invalidate_granule_va(&mut self, cpu: usize, va: u64, pa: u64, granule: u64) {
         let line = 1u64 << self.l1i[cpu].line_shift();
         if granule <= line || !granule.is_power_of_two() {
-            return self.ic_invalidate_pa(cpu, pa);
+            return self.ic_invalidate_va(cpu, va, pa);
         }
         let start = pa & !(granule - 1);
-        for a in (start..start + granule).step_by(line as usize) {
-            self.ic_invalidate_pa(cpu, a);
+        let vstart = va & !(granule - 1);
+        for off in (0..granule).step_by(line as usize) {
+            self.ic_invalidate_va(cpu, vstart + off, start + off);
         }
     }
 
@@ -1807,20 +1896,34 @@ impl Model {
         }
     }
 
-    /// Rule 10: IC IVAU of the line holding `pa`, issued by `cpu`.
+    /// Rule 10: IC IVAU of the line holding `pa`, issued by `cpu`, through VA = PA.
     pub fn ic_invalidate_pa(&mut self, cpu: usize, pa: u64) {
-        tr!(self, "V {pa} {cpu}\n");
+        self.ic_invalidate_va(cpu, pa, pa);
+    }
+
+    /// Rules 10 and 20: IC IVAU of VA `va`, whose PA is `pa`, issued by `cpu`: the copy in the
+    /// set `va` indexes (a VIPT L1I), or the line's one copy (PIPT), in every vCPU's L1I.
+    pub fn ic_invalidate_va(&mut self, cpu: usize, va: u64, pa: u64) {
+        tr!(self, "V {pa} {cpu} {va}\n");
         self.totals.at(Level::L1I).maint += 1;
+        // Rule 21 with the sanitizer: code written since the line's last IC invalidate, whose
+        // copies at other VIPT indexes this IVAU does not reach (marked stale below).
+        let mut unreached: Vec<(u64, u64, ByteMask)> = Vec::new();
+        let vipt = self.l1i[0].va_index_bits() != 0;
         if let Some(san) = self.san.as_mut() {
             let shift = self.l1d[0].line_shift();
             let span = 1u64 << self.l1i[0].line_shift().max(shift);
             let start = pa & !(span - 1);
             for a in (start..start + span).step_by(1 << shift) {
+                if let Some((pc, bytes)) = san.written(a >> shift).filter(|_| vipt) {
+                    unreached.push((a >> shift, pc, bytes));
+                }
                 san.ic_invalidated(a >> shift);
             }
         }
+        let before: u64 = if vipt { self.l1i.iter().map(|c| c.copies(c.line_of(pa)).count() as u64).sum() } else { 0 };
         for (k, c) in self.l1i.iter_mut().enumerate() {
-            if let Some(slot) = c.probe(c.line_of(pa)) {
+            if let Some(slot) = c.probe_at(c.line_of(va), c.line_of(pa)) {
                 c.invalidate_slot(slot);
                 if k != cpu && self.coherent {
                     self.coh[k].remote_maint += 1;
@@ -1828,12 +1931,49 @@ impl Model {
                 }
             }
         }
+        if vipt {
+            let left: u64 = self.l1i.iter().map(|c| c.copies(c.line_of(pa)).count() as u64).sum();
+            if left > 0 && !unreached.is_empty() {
+                // The copies left hold the code from before the writes: fetching through their
+                // VAs executes it (a stale-instruction at the hit, `san_stale_hit`).
+                let shift = self.l1d[0].line_shift();
+                for &(line, pc, bytes) in &unreached {
+                    for c in &mut self.l1i {
+                        let _ = c.mark_stale(c.line_of(line << shift));
+                    }
+                    if let Some(san) = self.san.as_mut() {
+                        let b = san.behind.entry(line).or_insert(crate::sanitize::Behind { pc, kind: HazardCause::WriteIvauOtherAlias, bytes: 0 });
+                        (b.pc, b.kind) = (pc, HazardCause::WriteIvauOtherAlias);
+                        b.bytes |= bytes;
+                    }
+                }
+                self.disturbed = u64::MAX;
+            }
+            if left > 0 {
+                let c = &self.l1i[cpu];
+                let shift = c.line_shift();
+                let index = (c.line_of(pa) & !c.va_index_bits()) | (c.line_of(va) & c.va_index_bits());
+                let set = (index & (c.sets() as u64 - 1)) as usize;
+                let note = IcAlias { cpu, va: va >> shift << shift, pa: pa >> shift << shift, set, before, left };
+                if self.ic_aliases.len() < IC_ALIAS_LIMIT {
+                    self.ic_aliases.push(note);
+                } else {
+                    self.ic_aliases_dropped += 1;
+                }
+            }
+        }
     }
 
-    /// Whether the line holding `pa` is in `cpu`'s L1I (the plugin's fetch fast path checks this).
+    /// Whether the line holding `pa` is in `cpu`'s L1I (the plugin's fetch fast path checks
+    /// this), reached through VA = PA.
     pub fn l1i_holds(&self, cpu: usize, pa: u64) -> bool {
+        self.l1i_holds_at(cpu, pa, pa)
+    }
+
+    /// [`Model::l1i_holds`] through VA `va` (rule 21: the set a VIPT L1I indexes by it).
+    pub fn l1i_holds_at(&self, cpu: usize, va: u64, pa: u64) -> bool {
         let c = &self.l1i[cpu];
-        c.probe(c.line_of(pa)).is_some()
+        c.probe_at(c.line_of(va), c.line_of(pa)).is_some()
     }
 
     /// Whether `cpu`'s L1D copy in `slot` is marked stale: every demand hit on it reports a
@@ -1854,7 +1994,7 @@ impl Model {
         let base = pa >> shift << shift;
         let c = &self.l1i[cpu];
         let step = (1u64 << c.line_shift()).min(1 << shift);
-        (base..base + (1 << shift)).step_by(step as usize).any(|a| c.probe(c.line_of(a)).is_some())
+        (base..base + (1 << shift)).step_by(step as usize).any(|a| c.copies(c.line_of(a)).next().is_some())
     }
 
     /// Whether any cache holds a copy of the L1D line holding `pa` (every vCPU's L1D and L1I,

@@ -31,12 +31,16 @@ struct RefCache {
     /// keyed by the node's range of ways `(first, len)` (len a power of two ≥ 2): `true` = the
     /// victim lies in the upper half.
     tree: Vec<std::collections::HashMap<(usize, usize), bool>>,
+    /// Rule 21: a VIPT cache takes its set from `va`, the VA of the access being modelled (the
+    /// whole VA's line number modulo the sets: below the page offset it equals the PA's).
+    vipt: bool,
+    va: u64,
 }
 
 impl RefCache {
     fn new(geo: Geometry, policy: Policy, seed: u64) -> Self {
         let tree = vec![std::collections::HashMap::new(); geo.sets as usize];
-        Self { geo, sets: vec![vec![None; geo.ways as usize]; geo.sets as usize], policy, rng: seed, tree }
+        Self { geo, sets: vec![vec![None; geo.ways as usize]; geo.sets as usize], policy, rng: seed, tree, vipt: false, va: 0 }
     }
     /// Tree PLRU: way `w` of set `si` was used (`toward` false) or is to be the next victim
     /// (`toward` true): every range containing `w` decides for the half without it, or with it.
@@ -87,7 +91,8 @@ impl RefCache {
         addr / u64::from(self.geo.line) * u64::from(self.geo.line)
     }
     fn set_index(&self, addr: u64) -> usize {
-        ((addr / u64::from(self.geo.line)) % u64::from(self.geo.sets)) as usize
+        let by = if self.vipt { self.va } else { addr };
+        ((by / u64::from(self.geo.line)) % u64::from(self.geo.sets)) as usize
     }
     fn find(&self, addr: u64) -> Option<usize> {
         let b = self.base(addr);
@@ -166,7 +171,8 @@ impl RefModel {
             id += 1;
             cache_seed(h.seed, id)
         };
-        let l1i = (0..vcpus).map(|_| RefCache::new(h.l1i, h.policy.l1i, next())).collect();
+        let vipt = h.l1i_index == crate::geometry::Indexing::Vipt;
+        let l1i = (0..vcpus).map(|_| RefCache { vipt, ..RefCache::new(h.l1i, h.policy.l1i, next()) }).collect();
         let l1d = (0..vcpus).map(|_| RefCache::new(h.l1d, h.policy.l1d, next())).collect();
         let mut lower = Vec::new();
         for (i, l) in h.lower.iter().enumerate() {
@@ -688,8 +694,14 @@ impl RefModel {
         }
     }
 
-    /// Instruction fetch of one line.
+    /// Instruction fetch of one line (VA = PA).
     pub fn fetch(&mut self, cpu: usize, pa: u64, attr: Attr) {
+        self.fetch_at(cpu, pa, pa, attr);
+    }
+
+    /// Instruction fetch of one line through VA `va` (rule 21).
+    pub fn fetch_at(&mut self, cpu: usize, va: u64, pa: u64, attr: Attr) {
+        self.l1i[cpu].va = va;
         if self.on_core(attr).cacheable() {
             self.demand(cpu, I, pa, false, false);
         } else {
@@ -837,11 +849,18 @@ impl RefModel {
         }
     }
 
-    /// IC IVAU, issued by `cpu`.
+    /// IC IVAU, issued by `cpu` (VA = PA).
     pub fn ic_invalidate_pa(&mut self, cpu: usize, pa: u64) {
+        self.ic_invalidate_va(cpu, pa, pa);
+    }
+
+    /// IC IVAU of VA `va` (PA `pa`), issued by `cpu`: a VIPT L1I loses only the copy in the set
+    /// `va` indexes (rule 21).
+    pub fn ic_invalidate_va(&mut self, cpu: usize, va: u64, pa: u64) {
         self.totals.levels[I].maint += 1;
         for k in 0..self.l1i.len() {
             let c = &mut self.l1i[k];
+            c.va = va;
             if let Some(w) = c.find(pa) {
                 let si = c.set_index(pa);
                 c.sets[si][w] = None;
@@ -850,5 +869,14 @@ impl RefModel {
                 }
             }
         }
+    }
+}
+
+impl RefModel {
+    /// Rule 21: copies of the line holding `pa` in `cpu`'s L1I, counted by looking at every set.
+    pub fn l1i_copies(&self, cpu: usize, pa: u64) -> usize {
+        let c = &self.l1i[cpu];
+        let b = c.base(pa);
+        c.sets.iter().flatten().filter(|l| matches!(l, Some(l) if l.addr == b)).count()
     }
 }

@@ -125,7 +125,9 @@ pub fn full_mask(shift: u32) -> ByteMask {
 pub struct Behind {
     /// PC of the write that last made a copy stale.
     pub pc: u64,
-    /// Its kind: [`HazardCause::NcWrite`] or [`HazardCause::DeviceWrite`].
+    /// Its kind: [`HazardCause::NcWrite`], [`HazardCause::DeviceWrite`] or
+    /// [`HazardCause::WriteIvauOtherAlias`] (code written, then an IC IVAU that left copies at
+    /// other VIPT L1I indexes: rule 21).
     pub kind: HazardCause,
     /// Bytes written behind the caches while some copy was stale.
     pub bytes: ByteMask,

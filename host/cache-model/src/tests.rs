@@ -29,6 +29,8 @@ fn small(policy: Policy, sharing: Sharing, l3: bool) -> Hierarchy {
     }
     Hierarchy {
         l1i: g("512:2:32"),
+        l1i_index: crate::geometry::Indexing::Pipt,
+        l1i_index_ref: "test",
         l1d: g("1K:2:64"),
         lower,
         policy: policy.into(),
@@ -413,6 +415,8 @@ fn served_counts_price_each_access_by_its_level() {
 
 // ---- agreement with the reference simulator ---------------------------------------------------
 
+/// One operation of a trace for both simulators (`FetchVa`/`IcVa`: through a VA other than the
+/// PA, rule 21).
 #[derive(Clone, Copy, Debug)]
 enum Op {
     Data { cpu: usize, pa: u64, size: u32, write: bool, attr: Attr, pc: u64, nt: bool },
@@ -423,6 +427,8 @@ enum Op {
     Zva { cpu: usize, pa: u64, attr: Attr },
     IcAll { cpu: usize, all: bool },
     IcPa { cpu: usize, pa: u64 },
+    FetchVa { cpu: usize, va: u64, pa: u64 },
+    IcVa { cpu: usize, va: u64, pa: u64 },
 }
 
 fn apply(m: &mut Model, r: &mut RefModel, op: Op, zva: u64) {
@@ -458,6 +464,14 @@ fn apply(m: &mut Model, r: &mut RefModel, op: Op, zva: u64) {
         Op::IcPa { cpu, pa } => {
             m.ic_invalidate_pa(cpu, pa);
             r.ic_invalidate_pa(cpu, pa);
+        }
+        Op::FetchVa { cpu, va, pa } => {
+            m.fetch_at(cpu, va, pa, WB);
+            r.fetch_at(cpu, va, pa, WB);
+        }
+        Op::IcVa { cpu, va, pa } => {
+            m.ic_invalidate_va(cpu, va, pa);
+            r.ic_invalidate_va(cpu, va, pa);
         }
     }
 }
@@ -575,6 +589,8 @@ fn agrees_with_reference_with_odd_and_wide_ways() {
         ];
         let h = Hierarchy {
             l1i: g("1K:1:64"),
+            l1i_index: crate::geometry::Indexing::Pipt,
+            l1i_index_ref: "test",
             l1d: g("1536:3:64"),
             lower,
             policy: policy.into(),
@@ -727,6 +743,7 @@ fn replay_plugin_trace() {
     let attr = |w: &str| Attr::try_from(num(w)).expect("attribute code");
     let op = |w: &str| [LineOp::Clean, LineOp::Invalidate, LineOp::CleanInvalidate][num(w) as usize];
     let mut r: Option<(RefModel, u64)> = None;
+    let mut header: Option<(Hierarchy, usize)> = None;
     let mut ops = 0u64;
     let mut ended = false;
     for line in text.lines() {
@@ -749,6 +766,8 @@ fn replay_plugin_trace() {
                 .collect();
             let h = Hierarchy {
                 l1i: g(w[2]),
+                l1i_index: crate::geometry::Indexing::Pipt,
+                l1i_index_ref: "test",
                 l1d: g(w[3]),
                 lower,
                 policy: Replacement::parse(w[n - 6]).unwrap(),
@@ -766,6 +785,14 @@ fn replay_plugin_trace() {
                 silicon,
             };
             r = Some((RefModel::new(&h, num(w[1]) as usize), u64::from(h.zva_bytes)));
+            header = Some((h, num(w[1]) as usize));
+            continue;
+        }
+        if w[0] == "X" {
+            // Rule 21: the L1I's indexing, right after H.
+            let (h, vcpus) = header.as_mut().expect("H line first");
+            h.l1i_index = crate::geometry::Indexing::parse(w[1]).expect("l1i indexing");
+            r = Some((RefModel::new(h, *vcpus), u64::from(h.zva_bytes)));
             continue;
         }
         let (m, zva) = r.as_mut().expect("H line first");
@@ -779,7 +806,8 @@ fn replay_plugin_trace() {
             }
             "D" => m.data_hint(num(w[1]) as usize, num(w[2]), num(w[3]) as u32, w[4] == "1", attr(w[5]), num(w[6]), w[7] == "1"),
             "R" => m.prefetch(num(w[1]) as usize, num(w[2]), num(w[3]) as u32, w[4] == "1", attr(w[5])),
-            "F" => m.fetch(num(w[1]) as usize, num(w[2]), attr(w[3])),
+            // The VA was added with rule 21 (older traces: VA = PA).
+            "F" => m.fetch_at(num(w[1]) as usize, w.get(4).map_or(num(w[2]), |v| num(v)), num(w[2]), attr(w[3])),
             // The issuing vCPU was added later (older traces: vCPU 0).
             "P" => m.dc_by_pa(
                 w.get(4).map_or(0, |c| num(c) as usize),
@@ -790,7 +818,7 @@ fn replay_plugin_trace() {
             "S" => m.dc_set_way_slots(num(w[1]) as usize, op(w[2]), num(w[3]) as u32, num(w[4]), num(w[5])),
             "Z" => m.dc_zva(num(w[1]) as usize, num(w[2]), attr(w[3]), *zva),
             "I" => m.ic_invalidate_all(num(w[1]) as usize, w[2] == "1"),
-            "V" => m.ic_invalidate_pa(w.get(2).map_or(0, |c| num(c) as usize), num(w[1])),
+            "V" => m.ic_invalidate_va(w.get(2).map_or(0, |c| num(c) as usize), w.get(3).map_or(num(w[1]), |v| num(v)), num(w[1])),
             "T" => {
                 assert_eq!(m.totals, counters(&w[1..]), "reference and model disagree at the end of {path}");
                 let c = coherence(&w[1..]);
@@ -1483,3 +1511,6 @@ mod topology;
 
 #[path = "tests_shareability.rs"]
 mod shareability;
+
+#[path = "tests_vipt.rs"]
+mod vipt;

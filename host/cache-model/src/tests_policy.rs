@@ -127,6 +127,8 @@ fn plru_and_mixed_policies_agree_with_reference() {
 fn plru_agrees_with_reference_with_odd_and_wide_ways() {
     let h = Hierarchy {
         l1i: g("768:3:64"),
+        l1i_index: crate::geometry::Indexing::Pipt,
+        l1i_index_ref: "test",
         l1d: g("1536:3:64"),
         lower: vec![
             LowerLevel { geometry: g("8K:32:64"), sharing: Sharing::Private },

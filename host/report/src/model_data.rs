@@ -267,6 +267,9 @@ pub struct ModelGeometry {
     pub hit_cycles: Option<f64>,
     /// Hit latency, ns (newer plugins).
     pub hit_ns: Option<f64>,
+    /// L1I only: `vipt` when the model indexes it by VA (rule 21), with the VA index bits and
+    /// where the choice came from; `None` = physically indexed.
+    pub vipt: Option<(u64, String)>,
 }
 
 /// All the model's records of a run, by kind.
@@ -290,6 +293,8 @@ pub struct ModelData {
     pub hazards: Vec<Object>,
     /// The `hazard-total` record, if any.
     pub hazard_total: Option<Object>,
+    /// `model-ic-alias` records (rule 21: IC IVAUs that left VIPT L1I copies at other indexes).
+    pub ic_aliases: Vec<Object>,
 }
 
 impl ModelData {
@@ -312,7 +317,10 @@ impl ModelData {
                     origin: g.origin().unwrap_or("").to_string(),
                     hit_cycles: g.hit_cycles().map(|c| c as f64),
                     hit_ns: g.hit_ns(),
+                    vipt: (g.index() == Some("vipt")).then(|| (g.va_index_bits().unwrap_or(0), g.index_ref().unwrap_or("").to_string())),
                 });
+            } else if r.view::<record::ModelIcAliasView<_>>().is_some() {
+                d.ic_aliases.push(o.clone());
             } else if let Some(m) = r.view::<record::ModelView<_>>() {
                 let name = m.phase().unwrap_or("").to_string();
                 // A record without an id is a phase of its own (never merged by name).

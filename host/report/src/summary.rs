@@ -532,6 +532,28 @@ fn bypass_line(d: &ModelData) -> Option<String> {
     (!byp.is_empty()).then(|| line("bypass", format!("(model) bypassing the caches: {}", byp.join(", "))))
 }
 
+/// A VIPT L1I (model rule 21): its VA index bits, and the IC IVAUs that left copies of their
+/// line at other indexes (`model-ic-alias`), the first of them whole. Nothing for a PIPT L1I.
+fn vipt_line(d: &ModelData) -> Option<String> {
+    let (bits, _) = d.geometry.iter().find(|g| g.level == "L1I")?.vipt.clone()?;
+    let mut text = format!("(model) L1I VIPT, {bits} VA index bit{}", if bits == 1 { "" } else { "s" });
+    match d.ic_aliases.first().and_then(record::ModelIcAliasView::of) {
+        Some(a) => {
+            text += &format!(
+                ": {} IC IVAU{} left alias copies valid (first {} in {}: L1I copies {} -> {})",
+                d.ic_aliases.len(),
+                if d.ic_aliases.len() == 1 { "" } else { "s" },
+                a.pa().map_or("?".into(), |p| format!("pa {p:#x}")),
+                a.phase().filter(|p| !p.is_empty()).unwrap_or("(no phase)"),
+                a.copies_before().unwrap_or(0),
+                a.copies_left().unwrap_or(0)
+            );
+        }
+        None => text += ": no IC IVAU left an alias copy",
+    }
+    Some(line("vipt", text))
+}
+
 fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
     let mut out = Vec::new();
     let geo: Vec<String> =
@@ -561,6 +583,7 @@ fn model_lines(run: &[Record], d: &ModelData) -> Vec<String> {
         ),
     ));
 
+    out.extend(vipt_line(d));
     // Each benchmark's lines, and the run-wide bypass line, in the digest's order.
     let inf = model_data::infer(run, d);
     let cx = bench::Digest { run, d, inf: &inf };
@@ -790,5 +813,31 @@ mod tests {
         let m = model_text() + "# cs: {\"record\":\"model-profile\",\"profile\":\"rpi4\",\"source\":\"model\"}\n";
         let d = digest(&run, Some(&Log::from_bytes("r.model", m.as_bytes())), &Options::default()).join("\n");
         assert!(!d.contains("NOTE: profile"), "rpi4 on the A72 it models: {d}");
+    }
+}
+
+#[cfg(test)]
+mod vipt_tests {
+    use super::*;
+
+    fn data(text: &str) -> ModelData {
+        ModelData::from_records(&crate::records::extract(&crate::input::Log::from_bytes("t", text.as_bytes())).0)
+    }
+
+    #[test]
+    fn the_vipt_line_names_the_index_bits_and_the_first_alias_left() {
+        let geo = r#"# cs: {"record":"model-geometry","level":"L1I","size":32768,"line":64,"sets":512,"ways":1,"sharing":"private","policy":"lru","origin":"guest","vcpus":1,"hit_cycles":4,"hit_ns":2.00,"index":"vipt","va_index_bits":3,"index_ref":"the guest CPU's CTR_EL0.L1Ip = 0b10 (VIPT)","source":"model"}"#;
+        let alias = r#"# cs: {"record":"model-ic-alias","phase":"cache/vipt-alias","phase_id":1,"cpu":0,"va":"0x1f0041400000","pa":"0x41400000","set":0,"copies_before":2,"copies_left":1,"source":"model"}"#;
+        let l = vipt_line(&data(&format!("{geo}\n{alias}\n"))).expect("a VIPT L1I has a line");
+        assert!(
+            l.contains(
+                "L1I VIPT, 3 VA index bits: 1 IC IVAU left alias copies valid (first pa 0x41400000 in cache/vipt-alias: L1I copies 2 -> 1)"
+            ),
+            "{l}"
+        );
+        let l = vipt_line(&data(&format!("{geo}\n"))).expect("a VIPT L1I has a line");
+        assert!(l.ends_with("no IC IVAU left an alias copy"), "{l}");
+        let pipt = geo.replace(r#""index":"vipt","va_index_bits":3,"index_ref":"the guest CPU's CTR_EL0.L1Ip = 0b10 (VIPT)","#, "");
+        assert_eq!(vipt_line(&data(&format!("{pipt}\n{alias}\n"))), None, "a PIPT L1I has none");
     }
 }

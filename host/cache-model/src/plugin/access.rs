@@ -256,11 +256,20 @@ impl<H: Host> Engine<H> {
     /// Running VA − `va` of a TB translated at `va` whose first instruction lies at PA `tb_pa`:
     /// 0 when the walk of `va`'s page reaches `tb_pa`'s page (or `va` is not translatable and
     /// the PC cannot tell better), else the page of the running PC when that page's walk does.
+    /// With a VIPT L1I (rule 21) the running PC's page is taken whenever its walk reaches the
+    /// TB's PA: two aliases that both map the code are two VAs that index the L1I differently.
     fn alias_delta(&self, core: &mut Core, cpu: usize, va: u64, tb_pa: u64) -> u64 {
         let mask = (1u64 << PAGE_SHIFT) - 1;
+        let vipt = core.model.as_ref().is_some_and(|m| m.l1i_va_index_bits() != 0);
         let mut reaches = |v: u64| core.guest.try_translate(cpu, v & !mask, &self.host).is_ok_and(|(p, _)| p == tb_pa & !mask);
-        if reaches(va) {
+        if !vipt && reaches(va) {
             return 0;
+        }
+        if vipt {
+            return match self.host.pc() {
+                Some(pc) if pc & !mask != va & !mask && reaches(pc) => (pc & !mask).wrapping_sub(va & !mask),
+                _ => 0,
+            };
         }
         match self.host.pc() {
             Some(pc) if reaches(pc) => (pc & !mask).wrapping_sub(va & !mask),
@@ -327,7 +336,8 @@ impl<H: Host> Engine<H> {
                 // The TB's lines (one page: see above): see `attribution`.
                 core.taint.page(first_pa, bytes);
             }
-            let continues = previous_end == first_pa >> shift && m.l1i_holds(cpu, first_pa);
+            // Rule 21: a VIPT L1I indexes each line by its VA, so lookups carry it.
+            let continues = previous_end == first_pa >> shift && m.l1i_holds_at(cpu, *lines.start() << shift, first_pa);
             f.set_fetch_end(pa_of(*lines.end()) >> shift);
             if self.fast_on {
                 // The TB's code (one page), for `wrote_code`; a remembered data line in it
@@ -341,19 +351,22 @@ impl<H: Host> Engine<H> {
             // Each line's fetched bytes: the TB's instructions there (the sanitizer's byte masks).
             let bytes_of = |l: u64| {
                 let (lo, hi) = (va.max(l << shift), (va + bytes).min((l + 1) << shift));
-                (pa_of(l) + (lo - (l << shift)), hi - lo)
+                (lo, pa_of(l) + (lo - (l << shift)), hi - lo)
             };
             if continues {
                 // Not counted (see above), but its bytes are executed: the sanitizer judges them.
-                let (pa, len) = bytes_of(*lines.start());
-                m.check_fetch(cpu, pa, len);
+                let (at, pa, len) = bytes_of(*lines.start());
+                m.check_fetch_at(cpu, at, pa, len);
             }
             for l in lines.clone().skip(usize::from(continues)) {
-                let (pa, len) = bytes_of(l);
-                m.fetch_range(cpu, pa, len, attr);
+                let (at, pa, len) = bytes_of(l);
+                m.fetch_range_at(cpu, at, pa, len, attr);
             }
             let hazard = m.has_events();
-            if self.repeats_inline && !lines.clone().all(|l| m.l1i_holds(cpu, pa_of(l))) && !self.fetch_warned.swap(true, Relaxed) {
+            if self.repeats_inline
+                && !lines.clone().all(|l| m.l1i_holds_at(cpu, l << shift, pa_of(l)))
+                && !self.fetch_warned.swap(true, Relaxed)
+            {
                 core.warn("a translation block does not fit the L1I at once (L1I way smaller than a page): repeats are counted as hits; use fast=off for exact counts");
             }
             if hazard {

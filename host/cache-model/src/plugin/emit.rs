@@ -7,9 +7,9 @@ use std::io::Write;
 use cachescope_arch::cache::id::{Clidr, Ctr};
 
 use crate::config::{GuestGeometry, Settings};
-use crate::geometry::Hierarchy;
+use crate::geometry::{Hierarchy, Indexing, VIPT_PAGE_SHIFT};
 use crate::guest::Guest;
-use crate::hierarchy::{Level, Model, Totals};
+use crate::hierarchy::{IcAlias, Level, Model, Totals};
 use crate::model_records::{self, Finished, Phases};
 use crate::protocol;
 use crate::sanitize::{Hazards, MaintRange};
@@ -35,6 +35,10 @@ pub struct Stats {
     pub markers: u64,
     /// Of those, ignored (`markers=declarations`): `None` when every marker is followed.
     pub markers_ignored: Option<u64>,
+    /// `model-ic-alias` records written (rule 21), and those past their bound.
+    pub ic_aliases: u64,
+    /// See `ic_aliases`.
+    pub ic_aliases_dropped: u64,
     /// Operand translations: learned, by window, MMU off (PA = VA), walked.
     pub va: [u64; 4],
     /// DC set/way operations.
@@ -231,10 +235,45 @@ impl Core {
         self.emit(&text);
     }
 
+    /// Rule 21: one `model-ic-alias` record per IC IVAU note, in the current phase (at most
+    /// [`crate::hierarchy::IC_ALIAS_LIMIT`] in a run; the rest are counted and warned about at
+    /// exit).
+    pub fn ic_aliases(&mut self, notes: &[IcAlias]) {
+        let (id, name) = self.phases.current().unwrap_or((0, String::new()));
+        let mut text = String::new();
+        for n in notes {
+            if self.stats.ic_aliases >= crate::hierarchy::IC_ALIAS_LIMIT as u64 {
+                self.stats.ic_aliases_dropped += 1;
+                continue;
+            }
+            self.stats.ic_aliases += 1;
+            text += &model_records::line(
+                record::ModelIcAlias::new()
+                    .phase(&name)
+                    .phase_id(id)
+                    .cpu(n.cpu as u64)
+                    .va(n.va)
+                    .pa(n.pa)
+                    .set(n.set as u64)
+                    .copies_before(n.before)
+                    .copies_left(n.left)
+                    .source(model_records::SOURCE),
+            );
+        }
+        self.emit(&text);
+    }
+
     /// The records at exit: unended phases, hazards, totals, `model-run`.
     pub fn exit(&mut self, now: &Totals, sanitize: bool, fast: bool) {
         for name in self.phases.still_open() {
             self.warn(&format!("phase '{name}' never ended"));
+        }
+        let dropped = self.stats.ic_aliases_dropped + self.model.as_ref().map_or(0, |m| m.ic_aliases_dropped());
+        if dropped > 0 {
+            self.warn(&format!(
+                "{dropped} more IC IVAUs left copies of their line at other VIPT L1I indexes: past {} model-ic-alias records",
+                crate::hierarchy::IC_ALIAS_LIMIT
+            ));
         }
         if self.stats.phases_unreported > 0 {
             let n = self.stats.phases_unreported;
@@ -309,21 +348,25 @@ impl Core {
         for (k, (level, g)) in l1.into_iter().chain(lower).enumerate() {
             let sharing = if k < 2 { "private" } else { h.lower[k - 2].sharing.name() };
             let hit = u64::from(lat.hit_cycles[k.saturating_sub(1).min(2)]);
-            text += &model_records::line(
-                record::ModelGeometry::new()
-                    .level(level.name())
-                    .size(g.size())
-                    .line(u64::from(g.line))
-                    .sets(u64::from(g.sets))
-                    .ways(u64::from(g.ways))
-                    .sharing(sharing)
-                    .policy(h.policy.name())
-                    .origin(origin)
-                    .vcpus(vcpus as u64)
-                    .hit_cycles(hit)
-                    .hit_ns(lat.ns(hit), 2)
-                    .source(model_records::SOURCE),
-            );
+            let mut r = record::ModelGeometry::new()
+                .level(level.name())
+                .size(g.size())
+                .line(u64::from(g.line))
+                .sets(u64::from(g.sets))
+                .ways(u64::from(g.ways))
+                .sharing(sharing)
+                .policy(h.policy.name())
+                .origin(origin)
+                .vcpus(vcpus as u64)
+                .hit_cycles(hit)
+                .hit_ns(lat.ns(hit), 2);
+            if level == Level::L1I && h.l1i_index == Indexing::Vipt {
+                // Rule 21: the set-index bits above the page offset (those a VA picks).
+                let in_page = VIPT_PAGE_SHIFT.saturating_sub(g.line_shift());
+                let bits = g.sets.trailing_zeros().saturating_sub(in_page);
+                r = r.index(h.l1i_index.name()).va_index_bits(u64::from(bits)).index_ref(h.l1i_index_ref);
+            }
+            text += &model_records::line(r.source(model_records::SOURCE));
         }
         if hold {
             self.built_pending = Some((text, profile));

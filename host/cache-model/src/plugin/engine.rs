@@ -441,7 +441,7 @@ impl<H: Host> Engine<H> {
                 _ => {}
             }
         }
-        let (h, origin) = match resolved {
+        let (mut h, origin) = match resolved {
             Ok(x) => x,
             Err(e) => {
                 core.warn(&format!("guest geometry unusable ({e}); using the rpi4 profile"));
@@ -451,6 +451,8 @@ impl<H: Host> Engine<H> {
                     .unwrap_or_else(|_| (crate::geometry::Hierarchy::profile("rpi4").expect("built in"), "fallback".into()))
             }
         };
+        // Rule 21: the guest CPU's CTR_EL0.L1Ip, unless a profile or `l1i_index` decides.
+        self.settings.l1i_index_of_cpu(&mut h, core.ctr.map(|c| c.raw));
         let carried = core.model.as_ref().map(|m| m.totals()).unwrap_or_default();
         let carried_coh = core.model.as_ref().map(|m| m.coherence().to_vec()).unwrap_or_default();
         // A model that only counted bypassing accesses (built at reset from the CPU's table)
@@ -683,7 +685,12 @@ impl<H: Host> Engine<H> {
             Insn::IcIvau { .. } => {
                 let Some(pa) = self.translate(&mut core, cpu, a, "ic ivau") else { return };
                 let iline = core.ctr.map_or(0, |c| u64::from(c.imin_line()));
-                self.model(&mut core).ic_invalidate_granule(cpu, pa, iline);
+                let m = self.model(&mut core);
+                m.ic_invalidate_granule_va(cpu, a, pa, iline);
+                let notes = m.take_ic_aliases();
+                if !notes.is_empty() {
+                    core.ic_aliases(&notes);
+                }
             }
             Insn::Prefetch(_) => {}
         }
