@@ -50,7 +50,9 @@ const HCR_DC: u64 = 1 << 12;
 const HCR_E2H: u64 = 1 << 34;
 const SCR_NS: u64 = 1 << 0;
 const PAGE_SHIFT: u32 = 12;
-const RTLB_ENTRIES: usize = 1 << 12;
+/// Slots of the learned-page table (direct-mapped by the VA page's low bits; the plugin's page
+/// cache relies on it being a multiple of its own slots).
+pub const RTLB_ENTRIES: usize = 1 << 12;
 const TLB_ENTRIES: usize = 1 << 10;
 
 /// A system register the guest state follows (each write is decoded).

@@ -114,7 +114,7 @@ impl<H: Host> Engine<H> {
                 }
             }
         }
-        let cached = if page.is_some() { f.page_attr() } else { None };
+        let cached = if page.is_some() { f.page_attr(vaddr) } else { None };
         let attr = match cached {
             Some(a) => a,
             None => {
