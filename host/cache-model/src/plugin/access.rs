@@ -58,10 +58,13 @@ impl<H: Host> Engine<H> {
             return;
         }
         let size = size_of();
-        let page = if self.fast_on { f.page(vaddr) } else { None };
+        // The page cache answers only for the emulator's own page: a group member in another
+        // page is translated by the guest's tables, as without the shortcut.
+        let own_page = vaddr >> PAGE_SHIFT == translated >> PAGE_SHIFT;
+        let page = if self.fast_on && own_page { f.page(vaddr) } else { None };
         let known = match page {
             Some((pa, io)) => Some((pa, io, false)),
-            None if vaddr >> PAGE_SHIFT == translated >> PAGE_SHIFT => info.hwaddr(vaddr).map(|(pa, io)| (pa, io, true)),
+            None if own_page => info.hwaddr(vaddr).map(|(pa, io)| (pa, io, true)),
             None => None,
         };
         let mut core = self.lock();
