@@ -376,7 +376,11 @@ impl<H: Host> Engine<H> {
             // A TB in one line holds it now (just fetched, or continued in a held line): only a
             // TB of several lines can have evicted one of its own.
             let several = lines.start() != lines.end();
-            if self.repeats_inline && several && !lines.clone().all(|l| m.l1i_holds(cpu, pa_of(l))) && !self.fetch_warned.swap(true, Relaxed) {
+            if self.repeats_inline
+                && several
+                && !lines.clone().all(|l| m.l1i_holds(cpu, pa_of(l)))
+                && !self.fetch_warned.swap(true, Relaxed)
+            {
                 core.warn("a translation block does not fit the L1I at once (L1I way smaller than a page): repeats are counted as hits; use fast=off for exact counts");
             }
             if hazard {

@@ -5,7 +5,8 @@
 //! known without the model (see the module docs of `plugin` for why each is exact):
 //! - the L1D line of the previous data access and what may hit it ([`LineMode`]), with a
 //!   deferred dirty bit for write-back stores ([`Shortcut::settle_dirty`] applies it);
-//! - the VA→PA page and the attribute of the previous translated access (the page cache);
+//! - the VA→PA page and the attribute of the last translated access in each of 16 slots
+//!   (the page cache, direct-mapped by the VA page's low bits);
 //! - the L1I lines a back-to-back repeat of the last TB fetches and how ([`FetchMode`]), credited
 //!   from the board's execution counter ([`Shortcut::credit`]).
 //!
@@ -30,7 +31,7 @@ pub(super) const PAGE_SHIFT: u32 = 12;
 /// that would replace a learned page evicts the remembered one of the same slot first, so a
 /// remembered page is always the one its learned-page entry holds.
 pub(super) const PAGES: usize = 16;
-const _: () = assert!(crate::guest::RTLB_ENTRIES % PAGES == 0 && PAGES.is_power_of_two());
+const _: () = assert!(crate::guest::RTLB_ENTRIES.is_multiple_of(PAGES) && PAGES.is_power_of_two());
 
 /// The page-cache slot of `vaddr`.
 #[inline]
@@ -264,7 +265,8 @@ impl Shortcut {
         true
     }
 
-    /// The page cache: the PA of `vaddr` and whether it is I/O, when its page is the remembered one.
+    /// The page cache: the PA of `vaddr` and whether it is I/O, when its page is the one its
+    /// slot remembers.
     #[inline]
     pub fn page(&self, vaddr: u64) -> Option<(u64, bool)> {
         let k = page_slot(vaddr);
