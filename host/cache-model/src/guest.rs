@@ -50,7 +50,9 @@ const HCR_DC: u64 = 1 << 12;
 const HCR_E2H: u64 = 1 << 34;
 const SCR_NS: u64 = 1 << 0;
 const PAGE_SHIFT: u32 = 12;
-const RTLB_ENTRIES: usize = 1 << 12;
+/// Slots of the learned-page table (direct-mapped by the VA page's low bits; the plugin's page
+/// cache relies on it being a multiple of its own slots).
+pub const RTLB_ENTRIES: usize = 1 << 12;
 const TLB_ENTRIES: usize = 1 << 10;
 
 /// A system register the guest state follows (each write is decoded).
@@ -523,6 +525,42 @@ impl Guest {
         self.walked(cpu, va, mem).map_or(Attr::NormalWriteBack, |(_, a)| a)
     }
 
+    /// An instruction fetch's view of `va` for core `cpu` with one walk of its page: the
+    /// attribute [`Guest::fetch_attr`] gives `va` and the translation [`Guest::try_translate`]
+    /// gives the page's first byte (the fetch path asked both, walking the same page twice;
+    /// the answers are the same, the second walk was a TLB hit).
+    pub fn fetch_view(&mut self, cpu: usize, va: u64, mem: &dyn PhysMem) -> (Attr, Result<(u64, Translation), Fault>) {
+        let page = va & !((1 << PAGE_SHIFT) - 1);
+        let c = self.cpu(cpu);
+        if c.real_mmu_off() {
+            return (self.fetch_attr(cpu, va, mem), Ok((page, Translation::MmuOff)));
+        }
+        let c = self.cpu(cpu);
+        let (r, sctlr) = (c.regime(), c.attr_sctlr(c.regime()));
+        let default = c.default_cacheable(r);
+        let walked = self.walked(cpu, page, mem);
+        let attr = if sctlr & SCTLR_I == 0 {
+            Attr::NormalNonCacheable
+        } else if sctlr & SCTLR_M == 0 {
+            if default {
+                Attr::NormalWriteBack
+            } else {
+                Attr::NormalWriteThrough
+            }
+        } else if let Some(w) = self.window_at(va) {
+            w.attr
+        } else {
+            walked.map_or(Attr::NormalWriteBack, |(_, a)| a)
+        };
+        (attr, self.translation_after(page, walked))
+    }
+
+    /// Counts `va` as untranslated under `what` (an `untranslated-va` cause), as
+    /// [`Guest::translate`] does when [`Guest::try_translate`] fails.
+    pub fn count_failed(&mut self, what: &str, va: u64, fault: Fault) {
+        self.count_untranslated(what, va, fault);
+    }
+
     /// Whether every byte of the 4 KiB page holding `va` has the same attribute (no window
     /// starts or ends inside it; a walk maps at least 4 KiB alike), so the plugin may cache the
     /// attribute per page.
@@ -615,7 +653,13 @@ impl Guest {
         if self.cpu(cpu).real_mmu_off() {
             return Ok((va, Translation::MmuOff));
         }
-        let fault = match self.walked(cpu, va, mem) {
+        let walked = self.walked(cpu, va, mem);
+        self.translation_after(va, walked)
+    }
+
+    /// [`Guest::try_translate`] with the MMU on, once `va`'s page has been walked (`walked`).
+    fn translation_after(&self, va: u64, walked: Result<(u64, Attr), Fault>) -> Result<(u64, Translation), Fault> {
+        let fault = match walked {
             Ok((pa_page, _)) => return Ok((pa_page | (va & ((1 << PAGE_SHIFT) - 1)), Translation::Walk)),
             Err(f) => f,
         };

@@ -1081,7 +1081,7 @@ impl Model {
             let dirty = self.l1d.iter().any(|c| c.holds_dirty(c.line_of(a)));
             let san = self.san.as_mut().expect("checked by the caller");
             let dirty = dirty && !san.idc;
-            let written = san.written(line);
+            let written = san.written_memo(line);
             if dirty && san.l1_dirty_mask(line) & bytes != 0 {
                 let (cause, cause_pc) = san.dirty_cause(line);
                 san.report(HazardKind::StaleInstruction, a, HazardAccess::Fetch, cause, cause_pc);

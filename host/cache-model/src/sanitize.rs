@@ -180,12 +180,37 @@ pub struct Sanitizer {
     /// into their private caches went through a Non-shareable mapping, and that fill's PC
     /// (rule 16b). Empty unless such a mapping was used.
     pub non_shareable: LineMap<(u64, u64)>,
+    /// A direct-mapped memo of lines [`Sanitizer::written`] answers `None` for (`u64::MAX`:
+    /// empty; no memo when empty, as after `Default`): every instruction fetch asks for its
+    /// lines, and the map is as large as all the memory the run wrote. Only [`Sanitizer::wrote`]
+    /// can make the answer `Some` (an IC invalidate or a new epoch only clears), and it drops
+    /// the line's slot.
+    unwritten: Vec<u64>,
 }
+
+/// Slots of [`Sanitizer`]'s memo of unwritten lines.
+const UNWRITTEN_SLOTS: usize = 1 << 12;
 
 impl Sanitizer {
     /// A sanitizer assuming CTR_EL0.IDC = `idc` and DIC = `dic`.
     pub fn new(idc: bool, dic: bool) -> Self {
-        Self { idc, dic, ..Self::default() }
+        Self { idc, dic, unwritten: vec![u64::MAX; UNWRITTEN_SLOTS], ..Self::default() }
+    }
+
+    /// [`Sanitizer::written`] through the memo of unwritten lines (the fetch path's question).
+    #[inline]
+    pub fn written_memo(&mut self, line: u64) -> Option<(u64, ByteMask)> {
+        let slot = (line as usize) & UNWRITTEN_SLOTS.wrapping_sub(1);
+        if self.unwritten.get(slot) == Some(&line) {
+            return None;
+        }
+        let w = self.written(line);
+        if w.is_none() {
+            if let Some(s) = self.unwritten.get_mut(slot) {
+                *s = line;
+            }
+        }
+        w
     }
 
     /// Records a hazard.
@@ -301,6 +326,9 @@ impl Sanitizer {
             e.l1_dirty = if dirtied { bytes } else { e.l1_dirty | bytes };
         }
         if !self.dic {
+            if let Some(s) = self.unwritten.get_mut((line as usize) & (UNWRITTEN_SLOTS - 1)).filter(|s| **s == line) {
+                *s = u64::MAX;
+            }
             if e.written == 0 || e.epoch != epoch {
                 (e.written, e.written_pc, e.epoch) = (0, pc, epoch);
             }

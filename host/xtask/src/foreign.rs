@@ -37,6 +37,14 @@ pub const IMAGE_DIR: &str = "target/foreign";
 pub const EXPECT_DIR: &str = "tests/foreign/expect";
 /// U-Boot's scripted session.
 pub const UBOOT_SESSION: &str = "tests/foreign/u-boot.session";
+/// U-Boot's `-icount`: 16 ns of virtual time per instruction (`shift=4`) instead of the runner's
+/// 1 ns (`shift=0`), as reproducible (a fixed shift, no alignment to the host's clock, no sleep).
+/// U-Boot busy-waits on the generic timer (`poweroff` waits 100 ms before PSCI SYSTEM_OFF, the
+/// flash and console probes wait too): at 1 ns per instruction a 100 ms wait is 10^8
+/// instructions, most of a session under the model (measured 2026-12-02, alone on the 2-core
+/// host: 15-18 s per session, 9-12 s of it after `poweroff ...`; with `shift=4` 4.2 s, the same
+/// console, no hazard, no warning). Nothing U-Boot's expectation checks depends on the shift.
+pub const UBOOT_ICOUNT: [&str; 2] = ["-icount", "shift=4,align=off,sleep=off"];
 /// The cross assembler and linker (Debian's binutils-aarch64-linux-gnu; scripts/bootstrap).
 pub const AS: &str = "aarch64-linux-gnu-as";
 /// See [`AS`].
@@ -337,7 +345,7 @@ pub fn subjects(root: &Path, debian: &Path, ram: u64) -> Vec<Subject> {
             // `poweroff` line: a hang guard, not a speed bound.
             timeout: 180,
             console: "poweroff ...",
-            qemu: vec![],
+            qemu: UBOOT_ICOUNT.map(String::from).to_vec(),
         });
     }
     for smp in [1, 2] {
@@ -529,7 +537,8 @@ mod tests {
         assert_eq!(
             uboot.observe_args(Path::new("/o")).join(" "),
             "observe --el 1 --smp 1 --timeout 180 --expect /r/tests/foreign/expect/u-boot.toml --out /o --elf /c/u-boot/uboot.elf \
-             --load-offset 0x5fef7000 --input /r/tests/foreign/u-boot.session --bios /c/u-boot/u-boot.bin"
+             --load-offset 0x5fef7000 --input /r/tests/foreign/u-boot.session --bios /c/u-boot/u-boot.bin \
+             -- -icount shift=4,align=off,sleep=off"
         );
         let linux = s.iter().find(|s| s.name == "linux-smp2").unwrap();
         assert!(linux.observe_args(Path::new("/o")).join(" ").ends_with("/c/linux/vmlinuz -- -append nokaslr panic=-1 console=ttyAMA0"));

@@ -11,6 +11,9 @@ use super::engine::{Engine, Host, MemAccess};
 use super::shortcut::{FetchMode, LineMode, Shortcut, BYPASS_LINE, PAGE_SHIFT};
 use super::tb_plan::Group;
 
+/// A fetch's attribute and its page's translation ([`Guest::fetch_view`](crate::guest::Guest::fetch_view)).
+type FetchView = (Attr, Result<(u64, crate::guest::Translation), crate::walk::Fault>);
+
 /// Where a fetch callback's TB runs. QEMU translates every AArch64 TB position-independent
 /// (`CF_PCREL`) and finds it by the physical address of its code: one TB serves every VA that
 /// maps that page, and the callbacks carry the VA it was translated at. Linux's early boot runs
@@ -55,10 +58,13 @@ impl<H: Host> Engine<H> {
             return;
         }
         let size = size_of();
-        let page = if self.fast_on { f.page(vaddr) } else { None };
+        // The page cache answers only for the emulator's own page: a group member in another
+        // page is translated by the guest's tables, as without the shortcut.
+        let own_page = vaddr >> PAGE_SHIFT == translated >> PAGE_SHIFT;
+        let page = if self.fast_on && own_page { f.page(vaddr) } else { None };
         let known = match page {
             Some((pa, io)) => Some((pa, io, false)),
-            None if vaddr >> PAGE_SHIFT == translated >> PAGE_SHIFT => info.hwaddr(vaddr).map(|(pa, io)| (pa, io, true)),
+            None if own_page => info.hwaddr(vaddr).map(|(pa, io)| (pa, io, true)),
             None => None,
         };
         let mut core = self.lock();
@@ -111,7 +117,7 @@ impl<H: Host> Engine<H> {
                 }
             }
         }
-        let cached = if page.is_some() { f.page_attr() } else { None };
+        let cached = if page.is_some() { f.page_attr(vaddr) } else { None };
         let attr = match cached {
             Some(a) => a,
             None => {
@@ -229,21 +235,22 @@ impl<H: Host> Engine<H> {
     pub fn fetch(&self, vcpu: u32, va: u64, bytes: u64, repeats_inline: bool, at: TbAt) {
         let cpu = self.cpu(vcpu);
         let mut core = self.lock();
-        let va = match at {
+        let (va, view) = match at {
             TbAt::Start(Some(tb_pa)) => {
-                let d = self.alias_delta(&mut core, cpu, va, tb_pa);
+                let (d, view) = self.alias_delta(&mut core, cpu, va, tb_pa);
                 self.alias[cpu].store(d, Relaxed);
-                va.wrapping_add(d)
+                (va.wrapping_add(d), view)
             }
             TbAt::Start(None) => {
                 self.alias[cpu].store(0, Relaxed);
-                va
+                (va, None)
             }
-            TbAt::Later => va.wrapping_add(self.alias[cpu].load(Relaxed)),
+            TbAt::Later => (va.wrapping_add(self.alias[cpu].load(Relaxed)), None),
         };
         self.settle_own(&mut core, cpu);
+        // The replays of the previous TB (if any) change no translation: `view` stays right.
         let execs = self.credit_fetch(&mut core, cpu);
-        let (mode, per_repeat, hazard) = self.fetch_lines(&mut core, cpu, va, bytes);
+        let (mode, per_repeat, hazard) = self.fetch_lines_viewed(&mut core, cpu, va, bytes, view);
         self.drop_disturbed(&mut core, cpu, true);
         if self.repeats_inline {
             // The inline counter is bumped right after this callback for this very execution.
@@ -258,38 +265,55 @@ impl<H: Host> Engine<H> {
     /// the PC cannot tell better), else the page of the running PC when that page's walk does.
     /// With a VIPT L1I (rule 21) the running PC's page is taken whenever its walk reaches the
     /// TB's PA: two aliases that both map the code are two VAs that index the L1I differently.
-    fn alias_delta(&self, core: &mut Core, cpu: usize, va: u64, tb_pa: u64) -> u64 {
+    /// With a delta of 0, also `va`'s fetch view ([`Guest::fetch_view`](crate::guest::Guest::fetch_view)),
+    /// which the fetch then uses instead of walking the page again.
+    fn alias_delta(&self, core: &mut Core, cpu: usize, va: u64, tb_pa: u64) -> (u64, Option<FetchView>) {
         let mask = (1u64 << PAGE_SHIFT) - 1;
         let vipt = core.model.as_ref().is_some_and(|m| m.l1i_va_index_bits() != 0);
-        let mut reaches = |v: u64| core.guest.try_translate(cpu, v & !mask, &self.host).is_ok_and(|(p, _)| p == tb_pa & !mask);
-        if !vipt && reaches(va) {
-            return 0;
+        let view = core.guest.fetch_view(cpu, va, &self.host);
+        if !vipt && view.1.is_ok_and(|(p, _)| p == tb_pa & !mask) {
+            return (0, Some(view));
         }
+        let mut reaches = |v: u64| core.guest.try_translate(cpu, v & !mask, &self.host).is_ok_and(|(p, _)| p == tb_pa & !mask);
         if vipt {
             return match self.host.pc() {
-                Some(pc) if pc & !mask != va & !mask && reaches(pc) => (pc & !mask).wrapping_sub(va & !mask),
-                _ => 0,
+                Some(pc) if pc & !mask != va & !mask && reaches(pc) => ((pc & !mask).wrapping_sub(va & !mask), None),
+                _ => (0, Some(view)),
             };
         }
         match self.host.pc() {
-            Some(pc) if reaches(pc) => (pc & !mask).wrapping_sub(va & !mask),
-            _ => 0,
+            Some(pc) if reaches(pc) => ((pc & !mask).wrapping_sub(va & !mask), None),
+            _ => (0, Some(view)),
         }
     }
 
     /// The model's part of [`fetch`](Self::fetch) (also a replayed repeat's): how the lines were
     /// fetched, how many a repeat right after itself fetches, and whether a hazard was reported.
     pub(super) fn fetch_lines(&self, core: &mut Core, cpu: usize, va: u64, bytes: u64) -> (FetchMode, u64, bool) {
+        self.fetch_lines_viewed(core, cpu, va, bytes, None)
+    }
+
+    /// [`fetch_lines`](Self::fetch_lines) with `va`'s fetch view when the caller has it.
+    fn fetch_lines_viewed(&self, core: &mut Core, cpu: usize, va: u64, bytes: u64, view: Option<FetchView>) -> (FetchMode, u64, bool) {
         let f = &self.fast[cpu];
-        let attr = core.guest.fetch_attr(cpu, va, &self.host);
+        // The attribute and the page's translation, from one walk of the page.
+        let (attr, page_pa) = view.unwrap_or_else(|| core.guest.fetch_view(cpu, va, &self.host));
         // Silicon mode (model rule 20c): the core's attribute decides the path.
         let attr = core.model.as_ref().map_or(attr, |m| m.effective(attr));
+        let mut page_pa = Some(page_pa);
+        let mut translate_page = |core: &mut Core, page: u64| match page_pa.take().expect("asked once") {
+            Ok(t) => Some(t),
+            Err(fault) => {
+                core.guest.count_failed("instruction fetch", page, fault);
+                None
+            }
+        };
         let previous_end = f.fetch_end();
         if !attr.cacheable() {
             let shift = core.model.as_ref().map_or(6, |m| m.config().l1i.line_shift());
             // The TB's page translated once (see below); PA = VA with the MMU off.
             let page = va & !((1 << PAGE_SHIFT) - 1);
-            let Some((pa_page, _)) = core.guest.translate(cpu, page, &self.host, "instruction fetch") else {
+            let Some((pa_page, _)) = translate_page(core, page) else {
                 return (FetchMode::Bypass, 0, false);
             };
             let pa = pa_page + (va - page);
@@ -311,7 +335,7 @@ impl<H: Host> Engine<H> {
             // previous page's. Untranslated: the fetch is not modelled (counted).
             let page = va & !((1 << PAGE_SHIFT) - 1);
             let first = (*lines.start() << shift) & !((1 << PAGE_SHIFT) - 1);
-            let Some((pa_page, _)) = core.guest.translate(cpu, page, &self.host, "instruction fetch") else {
+            let Some((pa_page, _)) = translate_page(core, page) else {
                 return (FetchMode::Bypass, 0, false);
             };
             let pa_first = if first == page {
@@ -363,7 +387,11 @@ impl<H: Host> Engine<H> {
                 m.fetch_range_at(cpu, at, pa, len, attr);
             }
             let hazard = m.has_events();
+            // A TB in one line holds it now (just fetched, or continued in a held line): only a
+            // TB of several lines can have evicted one of its own.
+            let several = lines.start() != lines.end();
             if self.repeats_inline
+                && several
                 && !lines.clone().all(|l| m.l1i_holds_at(cpu, l << shift, pa_of(l)))
                 && !self.fetch_warned.swap(true, Relaxed)
             {

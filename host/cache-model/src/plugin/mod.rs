@@ -27,8 +27,9 @@
 //!   offsets; when they all fall in the first one's line they are counted in one step.
 //! - **Inline fetch**: a TB executed right after itself hits the same L1I lines; an inline
 //!   scoreboard counter and a conditional callback make such repeats cost no callback at all.
-//! - **Page cache**: the VA→PA page and attribute of the previous access are reused without
-//!   asking QEMU or scanning the windows.
+//! - **Page cache**: the VA→PA page and attribute of the last 16 pages of data accesses
+//!   (direct-mapped by the VA page's low bits) are reused without asking QEMU, checking the
+//!   walk, learning the page again or scanning the windows; only for the callback's own page.
 //!
 //! Anything that could change these facts (maintenance, markers, TLBI, SCTLR writes, a geometry
 //! change) drops the shortcut first. The counts are identical with and without it: the unit

@@ -5,7 +5,8 @@
 //! known without the model (see the module docs of `plugin` for why each is exact):
 //! - the L1D line of the previous data access and what may hit it ([`LineMode`]), with a
 //!   deferred dirty bit for write-back stores ([`Shortcut::settle_dirty`] applies it);
-//! - the VA→PA page and the attribute of the previous translated access (the page cache);
+//! - the VA→PA page and the attribute of the last translated access in each of 16 slots
+//!   (the page cache, direct-mapped by the VA page's low bits);
 //! - the L1I lines a back-to-back repeat of the last TB fetches and how ([`FetchMode`]), credited
 //!   from the board's execution counter ([`Shortcut::credit`]).
 //!
@@ -24,6 +25,20 @@ use super::tb_plan::Group;
 pub(super) const NONE: u64 = u64::MAX;
 /// log2 of the page the page cache and the translation work in.
 pub(super) const PAGE_SHIFT: u32 = 12;
+/// Slots of the page cache. A page there skips what a data access in a new page asks (QEMU's
+/// translation, the learned page, the attribute); exact because the guest's learned-page table
+/// is direct-mapped by a superset of the same bits (`guest::RTLB_ENTRIES` is a multiple): a page
+/// that would replace a learned page evicts the remembered one of the same slot first, so a
+/// remembered page is always the one its learned-page entry holds.
+pub(super) const PAGES: usize = 16;
+const _: () = assert!(crate::guest::RTLB_ENTRIES.is_multiple_of(PAGES) && PAGES.is_power_of_two());
+
+/// The page-cache slot of `vaddr`.
+#[inline]
+fn page_slot(vaddr: u64) -> usize {
+    (vaddr >> PAGE_SHIFT) as usize & (PAGES - 1)
+}
+
 /// Marks a line number in the fetch end ([`Shortcut::fetch_end`]) as fetched bypassing the caches.
 pub(super) const BYPASS_LINE: u64 = 1 << 63;
 
@@ -89,11 +104,12 @@ pub struct Shortcut {
     d_bypass: AtomicU64,
     /// log2 of the L1D line size.
     d_shift: AtomicU64,
-    /// VA page of the previous translated access and its PA page | io flag (bit 63).
-    p_vpn: AtomicU64,
-    p_ppn: AtomicU64,
-    /// Attribute code of that page (`NONE` = not uniform across the page: look it up).
-    p_attr: AtomicU64,
+    /// The page cache, direct-mapped by the VA page's low bits ([`PAGES`] slots): the VA page
+    /// of a translated access, its PA page | io flag (bit 63), and the attribute code of that
+    /// page (`NONE` = not known, or not uniform across the page: look it up).
+    p_vpn: [AtomicU64; PAGES],
+    p_ppn: [AtomicU64; PAGES],
+    p_attr: [AtomicU64; PAGES],
     /// The lines a repeat of the last TB fetched through the model fetches (0 when the TB lies
     /// in one line: see the engine's `fetch`), their [`FetchMode`], and the value of the board's
     /// execution counter already accounted for.
@@ -126,7 +142,7 @@ impl Shortcut {
     pub fn new() -> Self {
         let f = Self::default();
         f.d_line.store(NONE, Relaxed);
-        f.p_vpn.store(NONE, Relaxed);
+        f.p_vpn.iter().for_each(|p| p.store(NONE, Relaxed));
         f.i_end.store(NONE, Relaxed);
         f.d_shift.store(6, Relaxed);
         f
@@ -226,7 +242,7 @@ impl Shortcut {
     /// Forgets the data line and the page (TLBI, an SCTLR write, a marker).
     pub fn forget_all(&self) {
         self.d_line.store(NONE, Relaxed);
-        self.p_vpn.store(NONE, Relaxed);
+        self.p_vpn.iter().for_each(|p| p.store(NONE, Relaxed));
     }
 
     /// Applies the deferred dirty bit (or, on a bypassed line, the deferred note of uncached
@@ -249,33 +265,43 @@ impl Shortcut {
         true
     }
 
-    /// The page cache: the PA of `vaddr` and whether it is I/O, when its page is the remembered one.
+    /// The page cache: the PA of `vaddr` and whether it is I/O, when its page is the one its
+    /// slot remembers.
     #[inline]
     pub fn page(&self, vaddr: u64) -> Option<(u64, bool)> {
-        if self.p_vpn.load(Relaxed) != vaddr >> PAGE_SHIFT {
+        let k = page_slot(vaddr);
+        if self.p_vpn[k].load(Relaxed) != vaddr >> PAGE_SHIFT {
             return None;
         }
-        let p = self.p_ppn.load(Relaxed);
+        let p = self.p_ppn[k].load(Relaxed);
         Some(((p & !(1 << 63)) << PAGE_SHIFT | (vaddr & ((1 << PAGE_SHIFT) - 1)), p >> 63 == 1))
     }
 
-    /// Remembers the page of a translated access (its attribute is not known yet).
+    /// Remembers the page of a translated access (its attribute is not known yet), in place of
+    /// its slot's.
     pub fn remember_page(&self, vaddr: u64, pa: u64, io: bool) {
-        self.p_vpn.store(vaddr >> PAGE_SHIFT, Relaxed);
-        self.p_ppn.store(pa >> PAGE_SHIFT | u64::from(io) << 63, Relaxed);
-        self.p_attr.store(NONE, Relaxed);
+        let k = page_slot(vaddr);
+        self.p_vpn[k].store(vaddr >> PAGE_SHIFT, Relaxed);
+        self.p_ppn[k].store(pa >> PAGE_SHIFT | u64::from(io) << 63, Relaxed);
+        self.p_attr[k].store(NONE, Relaxed);
     }
 
-    /// The remembered page's attribute, when known (the page is uniform).
+    /// The attribute of the remembered page holding `vaddr`, when known (the page is uniform;
+    /// asked after [`Shortcut::page`] found the page).
     #[inline]
-    pub fn page_attr(&self) -> Option<Attr> {
-        Attr::try_from(self.p_attr.load(Relaxed)).ok()
+    pub fn page_attr(&self, vaddr: u64) -> Option<Attr> {
+        let k = page_slot(vaddr);
+        if self.p_vpn[k].load(Relaxed) != vaddr >> PAGE_SHIFT {
+            return None;
+        }
+        Attr::try_from(self.p_attr[k].load(Relaxed)).ok()
     }
 
-    /// Remembers the attribute of the page holding `vaddr`, if it is still the remembered page.
+    /// Remembers the attribute of the page holding `vaddr`, if that page is remembered.
     pub fn remember_page_attr(&self, vaddr: u64, attr: Attr) {
-        if self.p_vpn.load(Relaxed) == vaddr >> PAGE_SHIFT {
-            self.p_attr.store(attr as u64, Relaxed);
+        let k = page_slot(vaddr);
+        if self.p_vpn[k].load(Relaxed) == vaddr >> PAGE_SHIFT {
+            self.p_attr[k].store(attr as u64, Relaxed);
         }
     }
 
