@@ -427,7 +427,11 @@ impl RefModel {
     }
 
     /// Returns (depth that served the line, hardware-prefetch trigger).
-    fn demand(&mut self, cpu: usize, side: usize, addr: u64, dirty: bool, nt: bool) -> (usize, bool) {
+    /// `nt`: the L1 fill is the set's next victim (LDNP/STNP, or a transient line); `transient`:
+    /// the lower levels' fills too (rule 1c: a transient line is its set's next victim in every
+    /// level it fills, where a non-temporal hint marks the first level only).
+    #[allow(clippy::too_many_arguments)]
+    fn demand(&mut self, cpu: usize, side: usize, addr: u64, dirty: bool, nt: bool, transient: bool) -> (usize, bool) {
         let depth = self.depth();
         let mut hit_at = depth;
         let mut trigger = true;
@@ -480,7 +484,7 @@ impl RefModel {
             self.handed_over(cpu, side);
         }
         for p in (1..hit_at).rev() {
-            self.place_fill(cpu, side, p, addr, false, true, false, false);
+            self.place_fill(cpu, side, p, addr, false, true, false, transient);
         }
         if coh && dirty && shared && !asked {
             self.coh[cpu].upgrades += 1;
@@ -544,7 +548,7 @@ impl RefModel {
                     self.totals.served[3] += 1;
                 }
                 _ => {
-                    let (at, trigger) = self.demand(cpu, D, a, write, nt || attr.transient());
+                    let (at, trigger) = self.demand(cpu, D, a, write, nt || attr.transient(), attr.transient());
                     let idx = if at >= self.depth() { 3 } else { at };
                     self.totals.served[idx] += 1;
                     if trigger {
@@ -635,7 +639,7 @@ impl RefModel {
     /// Instruction fetch of one line.
     pub fn fetch(&mut self, cpu: usize, pa: u64, attr: Attr) {
         if attr.cacheable() {
-            self.demand(cpu, I, pa, false, false);
+            self.demand(cpu, I, pa, false, false, false);
         } else {
             self.totals.levels[I].bypass += 1;
         }
