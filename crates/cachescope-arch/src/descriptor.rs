@@ -106,9 +106,7 @@ pub const fn mair_index(m: MemAttr) -> u8 {
         MemAttr::DeviceNGnRnE => 3,
         MemAttr::DeviceNGnRE => 4,
         MemAttr::DeviceGRE => 5,
-        MemAttr::NormalWriteBackNoWriteAllocate | MemAttr::NormalWriteBackTransient | MemAttr::NormalWriteThroughTransient => {
-            HINT_INDEX
-        }
+        MemAttr::NormalWriteBackNoWriteAllocate | MemAttr::NormalWriteBackTransient | MemAttr::NormalWriteThroughTransient => HINT_INDEX,
     }
 }
 
@@ -153,7 +151,11 @@ pub struct NotAHint(pub MemAttr);
 
 impl core::fmt::Display for NotAHint {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "{} is not an allocation-hint type (the hint slot holds normal-wb-nwa, normal-wb-transient or normal-wt-transient)", self.0)
+        write!(
+            f,
+            "{} is not an allocation-hint type (the hint slot holds normal-wb-nwa, normal-wb-transient or normal-wt-transient)",
+            self.0
+        )
     }
 }
 

@@ -1019,7 +1019,16 @@ impl Model {
     /// `transient`: rule 1c, the lower levels fill the line as their set's next victim too
     /// (`fill.nt` alone, an LDNP/STNP, marks the L1 fill only).
     #[allow(clippy::too_many_arguments)]
-    fn demand_l1(&mut self, cpu: usize, instr: bool, addr: u64, fill: Fill, transient: bool, pc: u64, bytes: ByteMask) -> (usize, usize, bool) {
+    fn demand_l1(
+        &mut self,
+        cpu: usize,
+        instr: bool,
+        addr: u64,
+        fill: Fill,
+        transient: bool,
+        pc: u64,
+        bytes: ByteMask,
+    ) -> (usize, usize, bool) {
         let level = if instr { Level::L1I } else { Level::L1D };
         let c = if instr { &mut self.l1i[cpu] } else { &mut self.l1d[cpu] };
         let line = c.line_of(addr);

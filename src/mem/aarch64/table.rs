@@ -128,7 +128,13 @@ impl Tables {
     /// Like [`new`](Self::new) with at most `max_tables` tables.
     pub fn with_limit(pa_limit: u64, max_tables: usize) -> Self {
         let pa_limit = pa_limit.min(1 << 48);
-        Self { tables: alloc::vec![Box::new(Table([0; ENTRIES]))], mappings: Vec::new(), pa_limit, max_tables: max_tables.max(1), mair: descriptor::Mair::DEFAULT }
+        Self {
+            tables: alloc::vec![Box::new(Table([0; ENTRIES]))],
+            mappings: Vec::new(),
+            pa_limit,
+            max_tables: max_tables.max(1),
+            mair: descriptor::Mair::DEFAULT,
+        }
     }
 
     /// MAIR_EL1's contents the walk decodes AttrIndx with ([`descriptor::Mair::DEFAULT`] until

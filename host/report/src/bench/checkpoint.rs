@@ -71,10 +71,7 @@ impl BenchView for View {
         let rs = rows(d);
         let (Some(first), Some(level)) = (rs.first(), hot_level(d)) else { return Vec::new() };
         let parts: Vec<String> = rs.iter().map(|r| format!("{} {:.0}", r.variant, r.at(&level))).collect();
-        vec![(
-            Bench::Checkpoint.name(),
-            format!("(model, {level} misses/scan of {} hot lines) {}", hot_lines(d, first), parts.join(", ")),
-        )]
+        vec![(Bench::Checkpoint.name(), format!("(model, {level} misses/scan of {} hot lines) {}", hot_lines(d, first), parts.join(", ")))]
     }
 
     fn model_figures(&self, cx: &mut Draw<'_>) {
@@ -108,7 +105,10 @@ impl BenchView for View {
         let lines = hot_lines(d, plain) as f64;
         let mut f = vec![(
             plain.at(&level) > 0.5 * lines,
-            format!("checkpoint: plain STP writes leave {:.0} {level} misses per scan of {lines:.0} hot lines: the write evicts the hot set", plain.at(&level)),
+            format!(
+                "checkpoint: plain STP writes leave {:.0} {level} misses per scan of {lines:.0} hot lines: the write evicts the hot set",
+                plain.at(&level)
+            ),
         )];
         for v in [Variant::TransientWindow, Variant::NwaWindow] {
             if let Some(r) = get(v) {
@@ -155,9 +155,13 @@ mod tests {
 
     #[test]
     fn misses_per_scan_and_the_checks() {
-        let (recs, d) = data(&[("no-write", [10, 20]), ("plain-stp", [4096, 4096]), ("transient-window", [100, 120]), ("nwa-window", [12, 14])]);
+        let (recs, d) =
+            data(&[("no-write", [10, 20]), ("plain-stp", [4096, 4096]), ("transient-window", [100, 120]), ("nwa-window", [12, 14])]);
         let rs = rows(&d);
-        assert_eq!(rs.iter().map(|r| r.variant).collect::<Vec<_>>(), [Variant::NoWrite, Variant::PlainStp, Variant::TransientWindow, Variant::NwaWindow]);
+        assert_eq!(
+            rs.iter().map(|r| r.variant).collect::<Vec<_>>(),
+            [Variant::NoWrite, Variant::PlainStp, Variant::TransientWindow, Variant::NwaWindow]
+        );
         assert_eq!((rs[2].scans, rs[2].at("L2"), rs[2].hot_bytes), (2, 110.0, 262144));
         let checks = View.model_checks(&recs, &d);
         assert_eq!(checks.len(), 3);

@@ -180,7 +180,8 @@ pub const MODEL_FIGURES: &[Bench] = &[
 ];
 
 /// The order of the model checks ([`BenchView::model_checks`], [`model_checks`]).
-pub const MODEL_CHECKS: &[Bench] = &[Bench::KvPaged, Bench::KvPrefix, Bench::KvQuant, Bench::AllocReuse, Bench::StreamDouble, Bench::Checkpoint];
+pub const MODEL_CHECKS: &[Bench] =
+    &[Bench::KvPaged, Bench::KvPrefix, Bench::KvQuant, Bench::AllocReuse, Bench::StreamDouble, Bench::Checkpoint];
 
 /// The checks issue 14 asks of a run under the model, benchmark by benchmark: (passed, what).
 /// Empty when the run has none of these benchmarks.
