@@ -24,9 +24,9 @@ typed_args! {
     /// The checkpoint-pollution benchmark's arguments.
     pub struct CheckpointArgs = CKPT, CKPT_ARGS {
         ckpt_hot: Number { min: 4096, max: 1 << 30 }, Computed("3/4 of the L2 (CCSIDR; else of the largest data cache)"), "checkpoint: bytes of the hot working set scanned between writes";
-        ckpt_write: Number { min: 4096, max: 1 << 30 }, Computed("2x the largest data cache"), "checkpoint: bytes of the streaming write between two scans";
+        ckpt_write: Number { min: 4096, max: 1 << 30 }, Computed("3/2 of the largest data cache"), "checkpoint: bytes of the streaming write between two scans";
         ckpt_chunk: Number { min: 4096, max: 1 << 30 }, Literal("65536"), "checkpoint dc-civac: bytes written between two DC CIVAC passes over what was written (= ckpt_write: one pass after the whole write)";
-        ckpt_scans: Number { min: 1, max: 100 }, Literal("3"), "checkpoint: measured scans (each after one write) per variant";
+        ckpt_scans: Number { min: 1, max: 100 }, Literal("2"), "checkpoint: measured scans (each after one write) per variant";
     }
 }
 
@@ -46,22 +46,40 @@ struct Shape {
 fn shape(ctx: &Ctx, caches: &CacheFacts) -> Shape {
     let l2 = caches.capacities.iter().find(|&&(level, _)| level == 2).map_or(caches.largest, |&(_, size)| size);
     let line = caches.line.max(16);
-    let round = |b: u64| (b as usize).div_ceil(line.max(64)) * line.max(64);
-    let write = round(ctx.args.get(CKPT.ckpt_write).unwrap_or(2 * caches.largest));
+    // Computed defaults are rounded to 64 bytes; given values must be multiples (validate).
+    let round = |b: u64| (b as usize).div_ceil(64) * 64;
+    // Larger than the largest cache, so plain stores pass every line of it.
+    let write = round(ctx.args.get(CKPT.ckpt_write).unwrap_or(caches.largest / 2 * 3));
     Shape {
         // Three quarters: the hot set fits the L2 beside the code, stack and tables the scan
         // also touches (a hot set of exactly the L2's size thrashes the sets they share).
         hot: round(ctx.args.get(CKPT.ckpt_hot).unwrap_or(l2 / 4 * 3)),
         write,
-        chunk: round(ctx.args.get(CKPT.ckpt_chunk)).min(write),
+        chunk: (ctx.args.get(CKPT.ckpt_chunk) as usize).min(write),
         scans: ctx.args.get(CKPT.ckpt_scans) as usize,
         line,
     }
 }
 
-/// The hot set and the write together larger than the test window.
+/// A byte count that is not a multiple of 64 (the loops move 64 bytes a step), a chunk larger
+/// than the write, or the hot set and the write together larger than the test window.
 fn validate(ctx: &Ctx, m: &Machine) -> Result<(), alloc::string::String> {
+    let given = [
+        (CKPT.ckpt_hot.name(), ctx.args.get(CKPT.ckpt_hot)),
+        (CKPT.ckpt_write.name(), ctx.args.get(CKPT.ckpt_write)),
+        (CKPT.ckpt_chunk.name(), Some(ctx.args.get(CKPT.ckpt_chunk))),
+    ];
+    if let Some((key, v)) = given.iter().find_map(|&(k, v)| v.filter(|v| v % 64 != 0).map(|v| (k, v))) {
+        return Err(alloc::format!("{key}={v} is not a multiple of 64 bytes (the write and scan loops move 64 bytes a step)"));
+    }
     let s = shape(ctx, &m.caches);
+    if ctx.args.get(CKPT.ckpt_chunk) as usize > s.write {
+        return Err(alloc::format!(
+            "ckpt_chunk={} exceeds the write of {} bytes (ckpt_write): DC CIVAC runs after each chunk written",
+            ctx.args.get(CKPT.ckpt_chunk),
+            s.write
+        ));
+    }
     let need = (s.hot + s.write) as u64;
     if need > m.room.window {
         let why = "the hot set and the write lie side by side in the test window";

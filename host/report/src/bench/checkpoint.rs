@@ -49,10 +49,12 @@ pub fn rows(d: &ModelData) -> Vec<ScanRow> {
         .collect()
 }
 
-/// The level the hot set is sized for: L2 when modelled, else the deepest data level.
-fn hot_level(d: &ModelData) -> Option<String> {
+/// The level the hot set fits: the first data level the model simulates at least as large as
+/// it (L2 under the guest profile, L3 under `rpi5`), else the deepest.
+fn hot_level(d: &ModelData, hot_bytes: u64) -> Option<String> {
     let levels = d.data_level_names();
-    levels.iter().find(|l| *l == "L2").or(levels.last()).cloned()
+    let fits = levels.iter().find(|l| d.geometry_of(l).is_some_and(|g| g.size >= hot_bytes));
+    fits.or(levels.last()).cloned()
 }
 
 /// Lines of the hot set (the model's L1D line size; 64 bytes when unknown).
@@ -69,7 +71,8 @@ impl BenchView for View {
     fn model_lines(&self, cx: &Digest<'_>) -> Vec<(&'static str, String)> {
         let d = cx.d;
         let rs = rows(d);
-        let (Some(first), Some(level)) = (rs.first(), hot_level(d)) else { return Vec::new() };
+        let Some(first) = rs.first() else { return Vec::new() };
+        let Some(level) = hot_level(d, first.hot_bytes) else { return Vec::new() };
         let parts: Vec<String> = rs.iter().map(|r| format!("{} {:.0}", r.variant, r.at(&level))).collect();
         vec![(Bench::Checkpoint.name(), format!("(model, {level} misses/scan of {} hot lines) {}", hot_lines(d, first), parts.join(", ")))]
     }
@@ -99,9 +102,9 @@ impl BenchView for View {
 
     fn model_checks(&self, _run: &[Record], d: &ModelData) -> Vec<(bool, String)> {
         let rs = rows(d);
-        let Some(level) = hot_level(d) else { return Vec::new() };
         let get = |v: Variant| rs.iter().find(|r| r.variant == v);
         let (Some(plain), Some(base)) = (get(Variant::PlainStp), get(Variant::NoWrite)) else { return Vec::new() };
+        let Some(level) = hot_level(d, plain.hot_bytes) else { return Vec::new() };
         let lines = hot_lines(d, plain) as f64;
         let mut f = vec![(
             plain.at(&level) > 0.5 * lines,

@@ -158,9 +158,9 @@ pub const DIGEST: &[Section] = &[
     Section::Bench(Bench::KvQuant),
     Section::Bench(Bench::KvPrefix),
     Section::Bench(Bench::AllocReuse),
+    Section::Bench(Bench::Checkpoint),
     Section::Bench(Bench::StreamDouble),
     Section::Bench(Bench::Stream),
-    Section::Bench(Bench::Checkpoint),
     Section::Bench(Bench::Infer),
 ];
 
