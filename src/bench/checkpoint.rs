@@ -82,9 +82,14 @@ fn validate(ctx: &Ctx, m: &Machine) -> Result<(), alloc::string::String> {
     }
     let need = (s.hot + s.write) as u64;
     if need > m.room.window {
-        let why = "the hot set and the write lie side by side in the test window";
-        let key = if ctx.args.get(CKPT.ckpt_write).is_some() { CKPT.ckpt_write.name() } else { CKPT.ckpt_hot.name() };
-        return case::too_big(ctx, key, need, m.room.window, why);
+        return Err(alloc::format!(
+            "ckpt_hot ({} B) + ckpt_write ({} B) = {} exceeds the {} test window (the hot set and the write lie side by side in it; RAM {})",
+            s.hot,
+            s.write,
+            case::mib(need),
+            case::mib(m.room.window),
+            case::mib(ctx.boot.ram.1)
+        ));
     }
     Ok(())
 }
