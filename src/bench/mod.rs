@@ -22,6 +22,8 @@ pub mod timer;
 #[cfg(target_os = "none")]
 pub mod alloc_reuse;
 #[cfg(target_os = "none")]
+pub mod checkpoint;
+#[cfg(target_os = "none")]
 pub mod handoff;
 #[cfg(target_os = "none")]
 pub mod infer;
@@ -54,6 +56,7 @@ pub const BENCHMARKS: &[&case::Benchmark] = &[
     &alloc_reuse::BENCHMARK,
     &stream_double::BENCHMARK,
     &infer::BENCHMARK,
+    &checkpoint::BENCHMARK,
 ];
 
 // Every declared benchmark has exactly one descriptor, in the declared order.

@@ -26,6 +26,11 @@ pub const WINDOW_BASE: u64 = 0x1000_0000_0000;
 /// Distance between windows (1 TiB): physical addresses must lie below it.
 pub const WINDOW_STRIDE: u64 = 1 << 40;
 
+/// Virtual address of the hint window's physical address 0 (window slot 6, `0x1600_…`): the
+/// one alias of the test arena mapped through MAIR's hint slot, whose type is the allocation
+/// hint selected now ([`MemAttr::HINTS`]; `mem::mmu::select_hint`).
+pub const HINT_BASE: u64 = WINDOW_BASE + 6 * WINDOW_STRIDE;
+
 /// Base of a virtual range (window slot 15) kept free for tests' temporary mappings
 /// (`SCRATCH_BASE + pa`, like a window).
 pub const SCRATCH_BASE: u64 = WINDOW_BASE + 15 * WINDOW_STRIDE;
@@ -77,6 +82,12 @@ pub const fn window_va(attr: MemAttr, pa: u64) -> u64 {
     WINDOW_BASE + i as u64 * WINDOW_STRIDE + pa
 }
 
+/// The hint window over the same physical `span` as the windows of [`plan`] (which checks it),
+/// holding `hint` (one of [`MemAttr::HINTS`]).
+pub fn hint_window(span: (usize, usize), hint: MemAttr) -> AliasWindow {
+    AliasWindow { attr: hint, name: hint.name(), va: (HINT_BASE + span.0 as u64) as usize, pa: span.0, len: span.1 }
+}
+
 /// The whole arena trimmed inward to pages: the default span of the windows.
 pub fn default_span(arena: (usize, usize)) -> (usize, usize) {
     let start = arena.0.next_multiple_of(PAGE_SIZE as usize);
@@ -123,6 +134,9 @@ mod tests {
         assert!(w.iter().all(|w| w.pa == ARENA.0 && w.len == ARENA.1));
         assert!(w.iter().all(|w| w.attributes().validate().is_ok() && !w.attributes().executable));
         assert_eq!(w[2].at(16), Some(0x1200_4140_0010));
+        let h = hint_window(default_span(ARENA), MemAttr::NormalWriteBackTransient);
+        assert_eq!((h.va, h.pa, h.len, h.name), (0x1600_4140_0000, w[0].pa, w[0].len, "normal-wb-transient"));
+        assert!(w.iter().all(|w| !w.contains(h.va)));
         assert_eq!(w[2].at(ARENA.1), None);
         assert_eq!(w[2].ptr::<u64>(ARENA.1 - 8), Some((0x1200_6000_0000usize - 8) as *mut u64));
         assert_eq!(w[2].ptr::<u64>(ARENA.1 - 4), None);

@@ -108,6 +108,11 @@ pub enum Error {
     },
     /// The translation registers cannot be reprogrammed while the MMU is on.
     MmuOn,
+    /// The hint window was asked to hold a type that is not an allocation hint.
+    NotAHint {
+        /// The type asked for.
+        attr: cachescope_arch::attr::MemAttr,
+    },
 }
 
 impl fmt::Display for Error {
@@ -140,6 +145,7 @@ impl fmt::Display for Error {
                 write!(f, "translation registers cannot be reprogrammed while the MMU is on (break-before-make the tables instead)")
             }
             Error::CacheMaintenance { what } => write!(f, "cache maintenance refused: {what}"),
+            Error::NotAHint { attr } => write!(f, "{}", cachescope_arch::descriptor::NotAHint(attr)),
         }
     }
 }

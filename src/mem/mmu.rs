@@ -22,7 +22,7 @@
 use alloc::vec::Vec;
 
 use super::aarch64::{
-    descriptor::MAIR_EL1_VALUE,
+    descriptor::Mair,
     regs::{self, MmuFeatures, Par},
 };
 use super::{
@@ -57,6 +57,8 @@ struct State {
 
 static STATE: spin::Mutex<Option<State>> = spin::Mutex::new(None);
 static WINDOWS: spin::Once<Vec<AliasWindow>> = spin::Once::new();
+/// The physical span of the hint window (the windows' span).
+static HINT_SPAN: spin::Once<(usize, usize)> = spin::Once::new();
 
 /// The three SCTLR_EL1 switches this module controls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,8 +134,9 @@ fn devices(boot: &BootInfo) -> [Device; 1] {
     [Device { name: "console-uart", base: boot.uart as u64, len: PAGE_SIZE }]
 }
 
-/// Builds the tables once: the identity map of RAM and MMIO, and the six alias windows over the
-/// whole arena. Does not touch SCTLR; later calls do nothing.
+/// Builds the tables once: the identity map of RAM and MMIO, the six alias windows over the
+/// whole arena and the hint window ([`select_hint`]) over it too, holding
+/// [`Mair::DEFAULT`]'s hint. Does not touch SCTLR; later calls do nothing.
 pub fn build(boot: &BootInfo) -> Result<(), Error> {
     let mut st = STATE.lock();
     if st.is_some() {
@@ -153,10 +156,14 @@ pub fn build(boot: &BootInfo) -> Result<(), Error> {
     for w in &windows {
         tables.map(w.name, w.va as u64, w.pa as u64, w.len as u64, w.attributes(), Granularity::Largest)?;
     }
+    let span = alias::default_span(boot.arena);
+    let hint = alias::hint_window(span, tables.mair().hint());
+    tables.map("hint-window", hint.va as u64, hint.pa as u64, hint.len as u64, hint.attributes(), Granularity::Largest)?;
     *st = Some(State { tables, tcr: regs::tcr_value(features.pa_range) });
     drop(st);
+    HINT_SPAN.call_once(|| span);
     let windows = WINDOWS.call_once(|| windows);
-    for w in windows {
+    for w in windows.iter().chain([&hint]) {
         model_markers::window_shared(w.va, w.pa as u64, w.len, w.attr.model_attr(), w.attributes().share);
     }
     for d in &devices {
@@ -202,7 +209,7 @@ pub fn set_control(want: Control) -> Result<(), Error> {
         let st = st.as_ref().ok_or(Error::NotBuilt)?;
         // The MMU is off (checked above and by the call): the regime takes effect only with the
         // SCTLR write below.
-        hw::set_translation(MAIR_EL1_VALUE, st.tcr, st.tables.root()).map_err(|_| Error::MmuOn)?;
+        hw::set_translation(st.tables.mair().value(), st.tcr, st.tables.root()).map_err(|_| Error::MmuOn)?;
         hw::tlbi_all();
     }
     if cur.data_cached() && !want.data_cached() {
@@ -369,4 +376,50 @@ pub fn remap(va: u64, len: u64, attrs: Attributes) -> Result<(), Error> {
 /// The window of a memory type (after [`build`]).
 pub fn window(attr: MemAttr) -> Option<&'static AliasWindow> {
     windows().iter().find(|w| w.attr == attr)
+}
+
+/// The hint window as it is now: the test arena's alias at [`alias::HINT_BASE`] whose
+/// descriptors name MAIR's hint slot, of the allocation-hint type the slot holds (None before
+/// [`build`]).
+pub fn hint_window() -> Option<AliasWindow> {
+    let span = *HINT_SPAN.get()?;
+    let hint = with_tables(|t| Ok(t.mair().hint())).ok()?;
+    Some(alias::hint_window(span, hint))
+}
+
+/// MAIR_EL1 as the tables read it (the register's value once the MMU is on).
+pub fn mair() -> Result<Mair, Error> {
+    with_tables(|t| Ok(t.mair()))
+}
+
+/// Makes the hint window `hint` (one of [`MemAttr::HINTS`]; any other type is refused) and
+/// returns it. Eight MAIR slots cannot hold the six fixed types and three hints at once, so
+/// the hint window's descriptors name one slot ([`HINT_INDEX`](super::aarch64::descriptor::HINT_INDEX))
+/// and this reprograms it:
+/// 1. with data cached, every data cache is cleaned and invalidated to PoC by set/way, so no
+///    line filled under the old attributes outlives them (as between alias windows);
+/// 2. MAIR_EL1 is rewritten, `ISB`, then `DSB ISHST; TLBI VMALLE1IS; DSB ISH; ISB`: TLB entries
+///    may hold MAIR-derived attributes;
+/// 3. the software walk reads the slot as the new type and the cache model is told the
+///    window's new type (a window marker over the same start replaces the old one).
+///
+/// Nothing else uses the slot. Cores started earlier keep the MAIR they copied (they never
+/// touch the hint window).
+pub fn select_hint(hint: MemAttr) -> Result<AliasWindow, Error> {
+    let mair = Mair::with_hint(hint).map_err(|_| Error::NotAHint { attr: hint })?;
+    let span = *HINT_SPAN.get().ok_or(Error::NotBuilt)?;
+    let w = alias::hint_window(span, hint);
+    if with_tables(|t| Ok(t.mair()))? == mair {
+        return Ok(w);
+    }
+    if control().data_cached() {
+        clean_invalidate_all()?;
+    }
+    with_tables(|t| {
+        t.set_mair(mair);
+        Ok(())
+    })?;
+    hw::write_mair(mair.value());
+    model_markers::window_shared(w.va, w.pa as u64, w.len, w.attr.model_attr(), w.attributes().share);
+    Ok(w)
 }

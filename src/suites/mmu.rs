@@ -16,7 +16,7 @@ use crate::exception::{ExpectedFault, FaultStatus};
 use crate::harness::{Case, Ctx, Suite};
 use crate::mem::{
     aarch64::{
-        descriptor::{mair_byte, mem_at_index, MAIR_EL1_VALUE},
+        descriptor::{mair_byte, Mair, HINT_INDEX, MAIR_EL1_VALUE},
         regs::{self, par_shareability, MairByte, MmuFeatures, Par, SctlrView, TcrView},
     },
     alias::{self, AliasWindow, SCRATCH_BASE},
@@ -150,9 +150,11 @@ fn report(ctx: &mut Ctx) {
     diag!("{}", SctlrView(r.sctlr));
     diag!("{}", TcrView(r.tcr));
     diag!("MAIR_EL1 = {:#018x} (raw attribute bytes)", r.mair);
+    let mair = mmu::mair().unwrap_or(Mair::DEFAULT);
     for i in 0..8u8 {
         let b = (r.mair >> (8 * i)) as u8;
-        diag!("  Attr{i} {b:#04x} {:<14} {}", mem_at_index(i).map_or("unused", MemAttr::name), MairByte(b));
+        let slot = if i == HINT_INDEX { " (hint slot: reprogrammed per hint window)" } else { "" };
+        diag!("  Attr{i} {b:#04x} {:<19} {}{slot}", mair.mem_at(i).map_or("unused", MemAttr::name), MairByte(b));
     }
     diag!("TTBR0_EL1 = {:#x}: {tables} tables ({} KiB), 4 KiB granule, 48-bit VA, walks start at level 0", r.ttbr0, tables * 4);
     record::Mmu::new().sctlr(r.sctlr).tcr(r.tcr).mair(r.mair).ttbr0(r.ttbr0).va_bits(48).tables(tables as u64).emit();
@@ -196,7 +198,8 @@ fn enabled(ctx: &mut Ctx) {
     }
     let r = mmu::registers();
     ctx.check_eq(Control::from_sctlr(r.sctlr), Control::ALL_ON, "SCTLR_EL1 M, C and I");
-    ctx.check_eq(r.mair, MAIR_EL1_VALUE, "MAIR_EL1 holds the raw attribute bytes");
+    ctx.check_eq(r.mair, MAIR_EL1_VALUE, "MAIR_EL1 holds the raw attribute bytes (the hint slot its default)");
+    ctx.check_eq(mmu::mair().map(Mair::value), Ok(r.mair), "the software walk decodes AttrIndx with MAIR_EL1's contents");
     let f = MmuFeatures::decode(hw::id_aa64mmfr0());
     ctx.check_eq(r.tcr, regs::tcr_value(f.pa_range), "TCR_EL1");
     ctx.check_eq(Ok(r.ttbr0 & 0x0000_ffff_ffff_f000), mmu::root(), "TTBR0_EL1 base = the root table");
@@ -222,10 +225,40 @@ fn identity_map(ctx: &mut Ctx) {
     }
 }
 
+/// Words each hint window writes, cleans to PoC and reads back through the NC window.
+const HINT_WORDS: usize = 16;
+
+/// The hint window as `hint` ([`mmu::select_hint`]): MAIR_EL1's hint slot rewritten (checked
+/// against the register), and data written through it, cleaned+invalidated to PoC and read back
+/// through the NC window. None (failed) when refused.
+fn select_hint_checked(ctx: &mut Ctx, hint: MemAttr, nc: &AliasWindow) -> Option<AliasWindow> {
+    let w = match mmu::select_hint(hint) {
+        Ok(w) => w,
+        Err(e) => {
+            ctx.fail(format!("hint window as {hint}: {e}"));
+            return None;
+        }
+    };
+    let want = Mair::with_hint(hint).map(Mair::value).ok();
+    ctx.check_eq(Some(hw::mair()), want, format!("MAIR_EL1 with {hint} ({:#04x}) in Attr{HINT_INDEX}", mair_byte(hint)));
+    let seed = 0x4849_4e54 ^ mair_byte(hint) as u64;
+    write_pattern(&w, DATA_OFF, HINT_WORDS, seed);
+    match maintenance::clean_invalidate_to_poc(w.va + DATA_OFF, 8 * HINT_WORDS) {
+        Ok(_) => {
+            check_pattern(ctx, nc, DATA_OFF, HINT_WORDS, seed, &format!("written via {hint}, cleaned to PoC, read via normal-nc"));
+        }
+        Err(e) => ctx.fail(format!("DC CIVAC of the {hint} window: {e:?}")),
+    }
+    Some(w)
+}
+
 fn alias_attributes(ctx: &mut Ctx) {
     let Some(ws) = windows(ctx) else { return };
+    // The six fixed windows, then the hint window once per allocation hint (MAIR's hint slot
+    // reprogrammed for each: mmu::select_hint), then the hint slot back to its default.
+    let nc = *win(ws, MemAttr::NormalNonCacheable);
     let mut rows = Vec::new();
-    for w in ws {
+    let mut check = |ctx: &mut Ctx, w: AliasWindow| {
         let attrs = w.attributes();
         let mut verified = true;
         let mut first = None;
@@ -242,9 +275,21 @@ fn alias_attributes(ctx: &mut Ctx) {
             _ => rec.par_attr(None).sh(None).emit(),
         }
         rows.push((w, verified));
+    };
+    for w in ws {
+        check(ctx, *w);
     }
+    for hint in MemAttr::HINTS {
+        if let Some(w) = select_hint_checked(ctx, hint, &nc) {
+            check(ctx, w);
+        }
+    }
+    if let Err(e) = mmu::select_hint(Mair::DEFAULT.hint()) {
+        ctx.fail(format!("hint slot back to its default: {e}"));
+    }
+    ctx.check_eq(hw::mair(), MAIR_EL1_VALUE, "MAIR_EL1 back to its default");
     diag!("attribute matrix (every row checked by AT S1E1R + PAR_EL1 at the first, middle and last page):");
-    diag!("  {:<14} {:<5} {:<22} {:<20} {:<3} {}", "name", "MAIR", "cacheability", "shareability", "XN", "verified by AT");
+    diag!("  {:<19} {:<5} {:<27} {:<20} {:<3} {}", "name", "MAIR", "cacheability", "shareability", "XN", "verified by AT");
     for (w, ok) in rows {
         let a = w.attributes();
         let share = match (a.share, par_shareability(&a)) {
@@ -252,7 +297,7 @@ fn alias_attributes(ctx: &mut Ctx) {
             (mapped, eff) => format!("{} ({} mapped)", eff.name(), mapped.name()),
         };
         diag!(
-            "  {:<14} {:#04x}  {:<22} {:<20} {:<3} {}",
+            "  {:<19} {:#04x}  {:<27} {:<20} {:<3} {}",
             w.name,
             mair_byte(w.attr),
             format!("{}", MairByte(mair_byte(w.attr))),

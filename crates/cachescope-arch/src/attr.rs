@@ -20,6 +20,15 @@ pub enum MemAttr {
     NormalNonCacheable,
     /// Normal memory, inner and outer write-through, read-allocate.
     NormalWriteThrough,
+    /// Normal memory, inner and outer write-through **transient**, read-allocate (MAIR 0x22):
+    /// lines it fills are expected not to be reused. A [hint type](Self::HINTS).
+    NormalWriteThroughTransient,
+    /// Normal memory, inner and outer write-back, read-allocate, **no write-allocate** (MAIR
+    /// 0xee): a write that misses does not fill a line. A [hint type](Self::HINTS).
+    NormalWriteBackNoWriteAllocate,
+    /// Normal memory, inner and outer write-back **transient**, read- and write-allocate (MAIR
+    /// 0x77). A [hint type](Self::HINTS).
+    NormalWriteBackTransient,
     /// Normal memory, inner and outer write-back, read- and write-allocate.
     NormalWriteBack,
 }
@@ -35,7 +44,20 @@ impl MemAttr {
         MemAttr::DeviceGRE,
     ];
 
-    /// Stable name as it appears in records and tables (`normal-wb`, …, `device-gre`).
+    /// The allocation-hint types (MAIR's transient and no-write-allocate encodings). The kernel
+    /// maps them through one alias window whose MAIR slot is reprogrammed for the type in use
+    /// (`mem::mmu::select_hint`): eight MAIR slots hold the six [`ALL`](Self::ALL) types and
+    /// not three more.
+    pub const HINTS: [MemAttr; 3] =
+        [MemAttr::NormalWriteBackNoWriteAllocate, MemAttr::NormalWriteBackTransient, MemAttr::NormalWriteThroughTransient];
+
+    /// True for the three [`HINTS`](Self::HINTS) types.
+    pub const fn is_hint(self) -> bool {
+        matches!(self, MemAttr::NormalWriteBackNoWriteAllocate | MemAttr::NormalWriteBackTransient | MemAttr::NormalWriteThroughTransient)
+    }
+
+    /// Stable name as it appears in records and tables (`normal-wb`, …, `device-gre`,
+    /// `normal-wb-nwa`, `normal-wb-transient`, `normal-wt-transient`).
     pub const fn name(self) -> &'static str {
         match self {
             MemAttr::NormalWriteBack => "normal-wb",
@@ -44,12 +66,15 @@ impl MemAttr {
             MemAttr::DeviceNGnRnE => "device-ngnrne",
             MemAttr::DeviceNGnRE => "device-ngnre",
             MemAttr::DeviceGRE => "device-gre",
+            MemAttr::NormalWriteBackNoWriteAllocate => "normal-wb-nwa",
+            MemAttr::NormalWriteBackTransient => "normal-wb-transient",
+            MemAttr::NormalWriteThroughTransient => "normal-wt-transient",
         }
     }
 
-    /// The memory type with this [`name`](Self::name).
+    /// The memory type with this [`name`](Self::name) (the six window types and the hints).
     pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|a| a.name() == name)
+        Self::ALL.into_iter().chain(Self::HINTS).find(|a| a.name() == name)
     }
 
     /// True for the three Device types.
@@ -57,9 +82,10 @@ impl MemAttr {
         matches!(self, MemAttr::DeviceNGnRnE | MemAttr::DeviceNGnRE | MemAttr::DeviceGRE)
     }
 
-    /// True when data accesses may allocate in the caches (write-back or write-through).
+    /// True when data accesses may allocate in the caches (write-back or write-through, with
+    /// or without allocation hints).
     pub const fn is_cacheable(self) -> bool {
-        matches!(self, MemAttr::NormalWriteBack | MemAttr::NormalWriteThrough)
+        matches!(self, MemAttr::NormalWriteBack | MemAttr::NormalWriteThrough) || self.is_hint()
     }
 
     /// Human description of the cache policy.
@@ -67,6 +93,9 @@ impl MemAttr {
         match self {
             MemAttr::NormalWriteBack => "write-back, read+write-allocate",
             MemAttr::NormalWriteThrough => "write-through, read-allocate",
+            MemAttr::NormalWriteThroughTransient => "write-through transient, read-allocate",
+            MemAttr::NormalWriteBackNoWriteAllocate => "write-back, read-allocate, no write-allocate",
+            MemAttr::NormalWriteBackTransient => "write-back transient, read+write-allocate",
             MemAttr::NormalNonCacheable => "non-cacheable",
             MemAttr::DeviceNGnRnE | MemAttr::DeviceNGnRE | MemAttr::DeviceGRE => "device (never cached)",
         }
@@ -77,6 +106,9 @@ impl MemAttr {
         match self {
             MemAttr::NormalWriteBack => ModelAttr::NormalWriteBack,
             MemAttr::NormalWriteThrough => ModelAttr::NormalWriteThrough,
+            MemAttr::NormalWriteThroughTransient => ModelAttr::NormalWriteThroughTransient,
+            MemAttr::NormalWriteBackNoWriteAllocate => ModelAttr::NormalWriteBackNoWriteAllocate,
+            MemAttr::NormalWriteBackTransient => ModelAttr::NormalWriteBackTransient,
             MemAttr::NormalNonCacheable => ModelAttr::NormalNonCacheable,
             MemAttr::DeviceNGnRnE | MemAttr::DeviceNGnRE | MemAttr::DeviceGRE => ModelAttr::Device,
         }
@@ -230,10 +262,15 @@ mod tests {
             assert_eq!(MemAttr::from_name(a.name()), Some(a));
         }
         assert_eq!(MemAttr::from_name("normal"), None);
-        let mut names: std::vec::Vec<_> = MemAttr::ALL.iter().map(|a| a.name()).collect();
+        let mut names: std::vec::Vec<_> = MemAttr::ALL.iter().chain(&MemAttr::HINTS).map(|a| a.name()).collect();
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), 6);
+        assert_eq!(names.len(), 9);
+        for h in MemAttr::HINTS {
+            assert_eq!(MemAttr::from_name(h.name()), Some(h));
+            assert!(h.is_hint() && h.is_cacheable() && !h.is_device());
+            assert!(!MemAttr::ALL.contains(&h));
+        }
     }
 
     #[test]
@@ -243,6 +280,19 @@ mod tests {
         assert!(MemAttr::NormalNonCacheable < MemAttr::NormalWriteBack);
         assert_eq!(MemAttr::ALL.iter().filter(|a| a.is_device()).count(), 3);
         assert_eq!(MemAttr::ALL.iter().filter(|a| a.is_cacheable()).count(), 2);
+        assert!(MemAttr::NormalWriteThrough < MemAttr::NormalWriteThroughTransient);
+        assert!(MemAttr::NormalWriteBackTransient < MemAttr::NormalWriteBack);
+    }
+
+    #[test]
+    fn hints_reach_the_model_with_their_hints() {
+        let m = |a: MemAttr| a.model_attr();
+        assert!(!m(MemAttr::NormalWriteBackNoWriteAllocate).write_allocate());
+        assert!(m(MemAttr::NormalWriteBackNoWriteAllocate).read_allocate());
+        assert!(m(MemAttr::NormalWriteBackTransient).transient());
+        assert_eq!(m(MemAttr::NormalWriteBackTransient).base(), ModelAttr::NormalWriteBack);
+        assert!(m(MemAttr::NormalWriteThroughTransient).transient());
+        assert_eq!(m(MemAttr::NormalWriteThroughTransient).base(), ModelAttr::NormalWriteThrough);
     }
 
     #[test]
@@ -254,7 +304,7 @@ mod tests {
         for ok in [Attributes::CODE, Attributes::RO_DATA, Attributes::RW_DATA, Attributes::MMIO] {
             assert_eq!(ok.validate(), Ok(()), "{ok}");
         }
-        for a in MemAttr::ALL {
+        for a in MemAttr::ALL.into_iter().chain(MemAttr::HINTS) {
             assert_eq!(Attributes::data(a).validate(), Ok(()));
         }
     }

@@ -210,6 +210,23 @@ identities! {
         /// The conflict sweep of one level (ways).
         Ways = "ways",
     }
+    /// Checkpoint pollution (seed pitfall 5.5): a hot working set of L2 size scanned between
+    /// large streaming writes, per way of writing them.
+    Checkpoint = "checkpoint" {
+        /// Scans with no write between them: what the hot set misses by itself.
+        NoWrite = "no-write",
+        /// Plain STP writes through the write-back window.
+        PlainStp = "plain-stp",
+        /// STNP (non-temporal) writes through the write-back window.
+        Stnp = "stnp",
+        /// STP writes through the write-back transient window (MAIR 0x77).
+        TransientWindow = "transient-window",
+        /// STP writes through the write-back no-write-allocate window (MAIR 0xee).
+        NwaWindow = "nwa-window",
+        /// STP writes, each chunk cleaned and invalidated to PoC by VA (DC CIVAC) once written:
+        /// "drop the write cache".
+        DcCivac = "dc-civac",
+    }
 }
 
 identities! {
@@ -352,6 +369,10 @@ params! {
     From = "from",
     /// The other core of the pair (the multicore suite's core-to-core pairs).
     To = "to",
+    /// Bytes of the streaming write between two scans (`checkpoint`).
+    Write = "write",
+    /// Bytes written between two DC CIVAC passes (`checkpoint` dc-civac).
+    Chunk = "chunk",
 }
 
 #[cfg(test)]

@@ -84,6 +84,18 @@ pub const MAIR_DEVICE_NGNRNE: u8 = 0x00;
 pub const MAIR_DEVICE_NGNRE: u8 = 0x04;
 /// Device-GRE.
 pub const MAIR_DEVICE_GRE: u8 = 0x0c;
+/// Normal, inner and outer write-back non-transient, read-allocate, no write-allocate.
+pub const MAIR_NORMAL_WB_NWA: u8 = 0xee;
+/// Normal, inner and outer write-back transient, read- and write-allocate (0b0111).
+pub const MAIR_NORMAL_WB_TRANSIENT: u8 = 0x77;
+/// Normal, inner and outer write-through transient, read-allocate, no write-allocate (0b0010):
+/// the transient twin of [`MAIR_NORMAL_WT`].
+pub const MAIR_NORMAL_WT_TRANSIENT: u8 = 0x22;
+
+/// The MAIR_EL1 slot every allocation-hint type ([`MemAttr::HINTS`]) is mapped with. Slots 0–5
+/// hold the six fixed types; three hint types do not fit the two slots left, so one slot is
+/// reprogrammed for the hint in use ([`Mair`]) and slot 6 stays unused (0x00, Device-nGnRnE).
+pub const HINT_INDEX: u8 = 7;
 
 /// The MAIR_EL1 index (AttrIndx) of each memory type.
 pub const fn mair_index(m: MemAttr) -> u8 {
@@ -94,6 +106,7 @@ pub const fn mair_index(m: MemAttr) -> u8 {
         MemAttr::DeviceNGnRnE => 3,
         MemAttr::DeviceNGnRE => 4,
         MemAttr::DeviceGRE => 5,
+        MemAttr::NormalWriteBackNoWriteAllocate | MemAttr::NormalWriteBackTransient | MemAttr::NormalWriteThroughTransient => HINT_INDEX,
     }
 }
 
@@ -106,10 +119,14 @@ pub const fn mair_byte(m: MemAttr) -> u8 {
         MemAttr::DeviceNGnRnE => MAIR_DEVICE_NGNRNE,
         MemAttr::DeviceNGnRE => MAIR_DEVICE_NGNRE,
         MemAttr::DeviceGRE => MAIR_DEVICE_GRE,
+        MemAttr::NormalWriteBackNoWriteAllocate => MAIR_NORMAL_WB_NWA,
+        MemAttr::NormalWriteBackTransient => MAIR_NORMAL_WB_TRANSIENT,
+        MemAttr::NormalWriteThroughTransient => MAIR_NORMAL_WT_TRANSIENT,
     }
 }
 
-/// The memory type at a MAIR index, if the index is one we program.
+/// The memory type at a fixed MAIR index (0–5), if the index is one we program; the hint slot
+/// ([`HINT_INDEX`]) depends on MAIR's contents: [`Mair::mem_at`].
 pub const fn mem_at_index(index: u8) -> Option<MemAttr> {
     let mut i = 0;
     while i < MemAttr::ALL.len() {
@@ -121,17 +138,71 @@ pub const fn mem_at_index(index: u8) -> Option<MemAttr> {
     None
 }
 
-/// MAIR_EL1 as programmed: every memory type's byte at its index, unused indices 0 (nGnRnE).
-pub const MAIR_EL1_VALUE: u64 = {
-    let mut v = 0u64;
-    let mut i = 0;
-    while i < MemAttr::ALL.len() {
-        let m = MemAttr::ALL[i];
-        v |= (mair_byte(m) as u64) << (8 * mair_index(m) as u64);
-        i += 1;
+/// MAIR_EL1's contents as a value: the six fixed types at their slots and the allocation-hint
+/// type the hint slot ([`HINT_INDEX`]) holds now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mair {
+    hint: MemAttr,
+}
+
+/// Why a [`Mair`] cannot hold a type in its hint slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NotAHint(pub MemAttr);
+
+impl core::fmt::Display for NotAHint {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "{} is not an allocation-hint type (the hint slot holds normal-wb-nwa, normal-wb-transient or normal-wt-transient)",
+            self.0
+        )
     }
-    v
-};
+}
+
+impl Mair {
+    /// What MAIR_EL1 holds at boot: the hint slot with write-back no-write-allocate.
+    pub const DEFAULT: Mair = Mair { hint: MemAttr::NormalWriteBackNoWriteAllocate };
+
+    /// MAIR with `hint` in the hint slot; refused for a type that is not one of
+    /// [`MemAttr::HINTS`].
+    pub const fn with_hint(hint: MemAttr) -> Result<Mair, NotAHint> {
+        if hint.is_hint() {
+            Ok(Mair { hint })
+        } else {
+            Err(NotAHint(hint))
+        }
+    }
+
+    /// The type the hint slot holds.
+    pub const fn hint(self) -> MemAttr {
+        self.hint
+    }
+
+    /// The register value: every fixed type's byte at its index, the hint's at
+    /// [`HINT_INDEX`], unused slot 6 0x00.
+    pub const fn value(self) -> u64 {
+        let mut v = 0u64;
+        let mut i = 0;
+        while i < MemAttr::ALL.len() {
+            let m = MemAttr::ALL[i];
+            v |= (mair_byte(m) as u64) << (8 * mair_index(m) as u64);
+            i += 1;
+        }
+        v | (mair_byte(self.hint) as u64) << (8 * HINT_INDEX as u64)
+    }
+
+    /// The memory type at `index` with these contents.
+    pub const fn mem_at(self, index: u8) -> Option<MemAttr> {
+        if index == HINT_INDEX {
+            Some(self.hint)
+        } else {
+            mem_at_index(index)
+        }
+    }
+}
+
+/// MAIR_EL1 as programmed at boot ([`Mair::DEFAULT`]).
+pub const MAIR_EL1_VALUE: u64 = Mair::DEFAULT.value();
 
 /// Attribute and permission bits of a leaf descriptor (everything but VALID, TYPE and the
 /// output address).
@@ -151,11 +222,12 @@ impl From<Attributes> for FieldValue<u64, LEAF::Register> {
     }
 }
 
-/// Attributes of a leaf descriptor (valid or not), or the unknown MAIR index it holds.
-pub fn leaf_attributes(raw: u64) -> Result<Attributes, u8> {
+/// Attributes of a leaf descriptor (valid or not) under MAIR's contents `mair`, or the unknown
+/// MAIR index it holds.
+pub fn leaf_attributes(raw: u64, mair: Mair) -> Result<Attributes, u8> {
     let d = LocalRegisterCopy::<u64, LEAF::Register>::new(raw);
     let index = d.read(LEAF::ATTR_INDX) as u8;
-    let mem = mem_at_index(index).ok_or(index)?;
+    let mem = mair.mem_at(index).ok_or(index)?;
     let share = match d.read_as_enum(LEAF::SH) {
         Some(LEAF::SH::Value::Inner) => Shareability::Inner,
         Some(LEAF::SH::Value::Outer) => Shareability::Outer,
@@ -217,12 +289,35 @@ mod tests {
 
     #[test]
     fn mair_value_holds_raw_bytes() {
-        assert_eq!(MAIR_EL1_VALUE, 0x0000_0c04_0044_aaff);
+        assert_eq!(MAIR_EL1_VALUE, 0xee00_0c04_0044_aaff);
         for m in MemAttr::ALL {
             assert_eq!((MAIR_EL1_VALUE >> (8 * mair_index(m))) as u8, mair_byte(m), "{m}");
             assert_eq!(mem_at_index(mair_index(m)), Some(m));
         }
         assert_eq!(mem_at_index(6), None);
+        assert_eq!(mem_at_index(HINT_INDEX), None);
+    }
+
+    #[test]
+    fn the_hint_slot_holds_one_hint_at_a_time() {
+        for h in MemAttr::HINTS {
+            let m = Mair::with_hint(h).unwrap();
+            assert_eq!(mair_index(h), HINT_INDEX);
+            assert_eq!((m.value() >> 56) as u8, mair_byte(h), "{h}");
+            assert_eq!(m.value() & 0x00ff_ffff_ffff_ffff, 0x0000_0c04_0044_aaff, "fixed slots unchanged");
+            assert_eq!(m.mem_at(HINT_INDEX), Some(h));
+            assert_eq!(m.mem_at(6), None);
+            for f in MemAttr::ALL {
+                assert_eq!(m.mem_at(mair_index(f)), Some(f));
+            }
+        }
+        assert_eq!(Mair::with_hint(MemAttr::NormalWriteBack), Err(NotAHint(MemAttr::NormalWriteBack)));
+        assert_eq!([MAIR_NORMAL_WB_NWA, MAIR_NORMAL_WB_TRANSIENT, MAIR_NORMAL_WT_TRANSIENT], [0xee, 0x77, 0x22]);
+        // The descriptor holds the slot, MAIR the type: one leaf reads as whichever hint is in.
+        let d = leaf(0x1000, 3, Attributes::data(MemAttr::NormalWriteBackTransient));
+        for h in MemAttr::HINTS {
+            assert_eq!(leaf_attributes(d, Mair::with_hint(h).unwrap()).map(|a| a.mem), Ok(h));
+        }
     }
 
     #[test]
@@ -244,17 +339,18 @@ mod tests {
 
     #[test]
     fn attributes_round_trip() {
-        for m in MemAttr::ALL {
+        for m in MemAttr::ALL.into_iter().chain(MemAttr::HINTS) {
+            let mair = Mair::with_hint(m).unwrap_or(Mair::DEFAULT);
             for a in [Attributes::data(m), Attributes { access: Access::ReadOnly, ..Attributes::data(m) }] {
                 for share in [Shareability::Non, Shareability::Inner, Shareability::Outer] {
                     let a = Attributes { share, ..a };
-                    assert_eq!(leaf_attributes(leaf(0x1000, 3, a)), Ok(a));
-                    assert_eq!(leaf_attributes(broken(leaf(0x1000, 3, a))), Ok(a));
+                    assert_eq!(leaf_attributes(leaf(0x1000, 3, a), mair), Ok(a));
+                    assert_eq!(leaf_attributes(broken(leaf(0x1000, 3, a)), mair), Ok(a));
                 }
             }
         }
-        assert_eq!(leaf_attributes(leaf(0, 3, Attributes::CODE)), Ok(Attributes::CODE));
-        assert_eq!(leaf_attributes(7 << 2), Err(7));
+        assert_eq!(leaf_attributes(leaf(0, 3, Attributes::CODE), Mair::DEFAULT), Ok(Attributes::CODE));
+        assert_eq!(leaf_attributes(6 << 2, Mair::DEFAULT), Err(6));
     }
 
     #[test]

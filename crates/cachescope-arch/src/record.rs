@@ -647,7 +647,7 @@ kind! {
     "attr",
     "One alias window: its mapping and what AT S1E1R + PAR_EL1 report for it (mmu suite).",
     [
-        req(name, Str, "attribute name: normal-wb, normal-wt, normal-nc, device-ngnrne, device-ngnre, device-gre"),
+        req(name, Str, "attribute name: normal-wb, normal-wt, normal-nc, device-ngnrne, device-ngnre, device-gre, and the hint window as normal-wb-nwa, normal-wb-transient, normal-wt-transient"),
         req(va, Hex, "window start, VA"),
         req(pa, Hex, "window start, PA"),
         req(mair, Str, "the MAIR byte programmed, \"0x..\""),

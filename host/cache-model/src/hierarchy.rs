@@ -923,7 +923,7 @@ impl Model {
             self.san_fetch(pa, len);
         }
         let mask = self.fetch_mask(pa, len);
-        self.demand_l1(cpu, true, va, pa, Fill::demand(false), 0, mask);
+        self.demand_l1(cpu, true, va, pa, Fill::demand(false), false, 0, mask);
     }
 
     /// The sanitizer's judgement of a fetch of the `len` bytes from `pa` that the plugin does not
@@ -1162,7 +1162,7 @@ impl Model {
                 }
                 // Rule 1c: a transient line is filled as its set's next victim, as an LDNP fill.
                 let fill = Fill { dirty: write, prefetch: false, nt: hint.nt || attr.transient() };
-                let (slot, depth, trigger) = self.demand_l1(cpu, false, addr, addr, fill, hint.pc, bytes);
+                let (slot, depth, trigger) = self.demand_l1(cpu, false, addr, addr, fill, attr.transient(), hint.pc, bytes);
                 self.totals.served[if depth > self.lower.len() { SERVED_MEMORY } else { depth }] += 1;
                 let prefetched = trigger && self.hwpf.kind != HwPfKind::Off;
                 if prefetched {
@@ -1225,8 +1225,20 @@ impl Model {
     /// lookup ([`Cache::access`]): the lower levels are other caches, so filling L1 before or
     /// after them picks the same victim.
     #[inline]
+    /// `transient`: rule 1c, the lower levels fill the line as their set's next victim too
+    /// (`fill.nt` alone, an LDNP/STNP, marks the L1 fill only).
     #[allow(clippy::too_many_arguments)]
-    fn demand_l1(&mut self, cpu: usize, instr: bool, va: u64, addr: u64, fill: Fill, pc: u64, bytes: ByteMask) -> (usize, usize, bool) {
+    fn demand_l1(
+        &mut self,
+        cpu: usize,
+        instr: bool,
+        va: u64,
+        addr: u64,
+        fill: Fill,
+        transient: bool,
+        pc: u64,
+        bytes: ByteMask,
+    ) -> (usize, usize, bool) {
         let level = if instr { Level::L1I } else { Level::L1D };
         let c = if instr { &mut self.l1i[cpu] } else { &mut self.l1d[cpu] };
         let line = c.line_of(addr);
@@ -1263,7 +1275,7 @@ impl Model {
                 }
                 // The lower levels are looked up (and filled) first, then the L1 victim is
                 // written back: the order of rules 1 and 2.
-                let (depth, stale, mark) = self.demand_lower(cpu, addr, instr, fill.dirty);
+                let (depth, stale, mark) = self.demand_lower(cpu, addr, instr, fill.dirty, transient);
                 if stale && !fill.dirty {
                     self.san_stale_hit(addr, instr, bytes);
                 }
@@ -1295,7 +1307,7 @@ impl Model {
     /// shared marks of the new copies after the write-backs.
     /// The third value is the shared mark the new copies got (rule 17).
     #[inline(never)]
-    fn demand_lower(&mut self, cpu: usize, addr: u64, instr: bool, write: bool) -> (usize, bool, bool) {
+    fn demand_lower(&mut self, cpu: usize, addr: u64, instr: bool, write: bool, transient: bool) -> (usize, bool, bool) {
         // At most L2 and L3: the victims' addresses, by level.
         let mut victims = [None; 2];
         let mut depth = 0;
@@ -1314,7 +1326,8 @@ impl Model {
             depth += 1;
             let c = self.lower_mut(i, cpu);
             let shift = c.line_shift();
-            let r = c.access(c.line_of(addr), Fill::demand(false));
+            // Rule 1c: a transient line is its set's next victim in every level it fills.
+            let r = c.access(c.line_of(addr), Fill { nt: transient, ..Fill::demand(false) });
             let t = self.totals.at(Level::lower(i));
             t.accesses += 1;
             match r {

@@ -470,7 +470,11 @@ impl RefModel {
     }
 
     /// Returns (depth that served the line, hardware-prefetch trigger).
-    fn demand(&mut self, cpu: usize, side: usize, addr: u64, dirty: bool, nt: bool) -> (usize, bool) {
+    /// `nt`: the L1 fill is the set's next victim (LDNP/STNP, or a transient line); `transient`:
+    /// the lower levels' fills too (rule 1c: a transient line is its set's next victim in every
+    /// level it fills, where a non-temporal hint marks the first level only).
+    #[allow(clippy::too_many_arguments)]
+    fn demand(&mut self, cpu: usize, side: usize, addr: u64, dirty: bool, nt: bool, transient: bool) -> (usize, bool) {
         let depth = self.depth();
         let mut hit_at = depth;
         let mut trigger = true;
@@ -523,7 +527,7 @@ impl RefModel {
             self.handed_over(cpu, side);
         }
         for p in (1..hit_at).rev() {
-            self.place_fill(cpu, side, p, addr, false, true, false, false);
+            self.place_fill(cpu, side, p, addr, false, true, false, transient);
         }
         if coh && dirty && shared && !asked {
             self.coh[cpu].upgrades += 1;
@@ -606,7 +610,7 @@ impl RefModel {
                     self.totals.served[3] += 1;
                 }
                 _ => {
-                    let (at, trigger) = self.demand(cpu, D, a, write, nt || attr.transient());
+                    let (at, trigger) = self.demand(cpu, D, a, write, nt || attr.transient(), attr.transient());
                     let idx = if at >= self.depth() { 3 } else { at };
                     self.totals.served[idx] += 1;
                     if trigger {
@@ -703,7 +707,7 @@ impl RefModel {
     pub fn fetch_at(&mut self, cpu: usize, va: u64, pa: u64, attr: Attr) {
         self.l1i[cpu].va = va;
         if self.on_core(attr).cacheable() {
-            self.demand(cpu, I, pa, false, false);
+            self.demand(cpu, I, pa, false, false, false);
         } else {
             self.totals.levels[I].bypass += 1;
         }

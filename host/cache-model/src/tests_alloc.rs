@@ -76,3 +76,22 @@ fn transient_scan_evicts_itself_first() {
         assert_eq!(misses == 0, survives, "{attr:?}: {misses} hot-set misses");
     }
 }
+
+/// Rule 1c below L1: a transient line is its set's next victim in L2 too. A hot set filling
+/// half of every L2 set (512 KiB of the Pi 4's 1 MiB 16-way L2) survives in L2 a 2 MiB write
+/// through a transient window (the write's lines evict each other), and the same write through
+/// a plain write-back window evicts it. The checkpoint-pollution benchmark's rule.
+#[test]
+fn transient_write_leaves_an_l2_hot_set() {
+    let h = rpi4();
+    let hot = (512 << 10) / 64;
+    for (attr, hot_l2_misses) in [(Attr::NormalWriteBackTransient, 0), (Attr::NormalWriteThroughTransient, 0), (WB, hot)] {
+        let (mut m, mut r) = (Model::new(&h, 1), RefModel::new(&h, 1));
+        run(lines(BASE, hot, false, WB).chain(lines(BASE, hot, false, WB)), &mut m, &mut r);
+        run(lines(BASE + (8 << 20), (2 << 20) / 64, true, attr), &mut m, &mut r);
+        let t0 = m.totals();
+        let t1 = run(lines(BASE, hot, false, WB), &mut m, &mut r);
+        let misses = t1.get(Level::L2).misses - t0.get(Level::L2).misses;
+        assert_eq!(misses, hot_l2_misses, "{attr:?}: L2 misses of the hot set's scan after the write");
+    }
+}

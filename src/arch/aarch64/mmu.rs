@@ -50,6 +50,17 @@ pub fn set_translation(mair: u64, tcr: u64, ttbr0: u64) -> Result<(), MmuIsOn> {
     Ok(())
 }
 
+/// Rewrites MAIR_EL1 under a live MMU, then `ISB` and [`tlbi_all`]: a TLB entry may hold the
+/// attributes MAIR gave it (Arm ARM DDI 0487, "TLB maintenance requirements": changes to
+/// MAIR_ELx need TLB invalidation), so the new attributes are used only once every EL1&0 entry
+/// is gone. The caller has cleaned and invalidated, through the old attributes, every line
+/// the changed slot's mappings may hold, and accesses none of them until this returns.
+pub fn write_mair(mair: u64) {
+    MAIR_EL1.set(mair);
+    isb();
+    tlbi_all();
+}
+
 /// [`set_translation`] was called with the MMU on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MmuIsOn;

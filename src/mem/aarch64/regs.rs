@@ -10,7 +10,7 @@ use tock_registers::LocalRegisterCopy;
 
 use super::table::VA_BITS;
 use crate::exception::FaultStatus;
-use crate::mem::attr::{Attributes, MemAttr, Shareability};
+use crate::mem::attr::{Attributes, Shareability};
 
 pub use cachescope_arch::sysreg::PAR;
 
@@ -71,9 +71,10 @@ pub fn tcr_value(pa_range: u8) -> u64 {
 /// memory always read back as Outer Shareable (pseudocode `PAREncodeShareability()`); cacheable
 /// Normal memory reports the descriptor's shareability.
 pub const fn par_shareability(a: &Attributes) -> Shareability {
-    match a.mem {
-        MemAttr::NormalWriteBack | MemAttr::NormalWriteThrough => a.share,
-        _ => Shareability::Outer,
+    if a.mem.is_cacheable() {
+        a.share
+    } else {
+        Shareability::Outer
     }
 }
 
@@ -262,6 +263,7 @@ impl fmt::Display for TcrView {
 mod tests {
     use super::*;
     use crate::mem::aarch64::descriptor::MAIR_EL1_VALUE;
+    use crate::mem::attr::MemAttr;
     use alloc::format;
 
     #[test]

@@ -116,6 +116,7 @@ pub struct Tables {
     mappings: Vec<Mapping>,
     pa_limit: u64,
     max_tables: usize,
+    mair: descriptor::Mair,
 }
 
 impl Tables {
@@ -127,7 +128,29 @@ impl Tables {
     /// Like [`new`](Self::new) with at most `max_tables` tables.
     pub fn with_limit(pa_limit: u64, max_tables: usize) -> Self {
         let pa_limit = pa_limit.min(1 << 48);
-        Self { tables: alloc::vec![Box::new(Table([0; ENTRIES]))], mappings: Vec::new(), pa_limit, max_tables: max_tables.max(1) }
+        Self {
+            tables: alloc::vec![Box::new(Table([0; ENTRIES]))],
+            mappings: Vec::new(),
+            pa_limit,
+            max_tables: max_tables.max(1),
+            mair: descriptor::Mair::DEFAULT,
+        }
+    }
+
+    /// MAIR_EL1's contents the walk decodes AttrIndx with ([`descriptor::Mair::DEFAULT`] until
+    /// [`set_mair`](Self::set_mair)).
+    pub fn mair(&self) -> descriptor::Mair {
+        self.mair
+    }
+
+    /// The hint slot now holds `mair.hint()`: the walk reads every hint-slot leaf as that type,
+    /// and the mappings made with a hint type say so (the caller reprograms MAIR_EL1 and the
+    /// TLBs, `mem::mmu::select_hint`).
+    pub fn set_mair(&mut self, mair: descriptor::Mair) {
+        self.mair = mair;
+        for m in self.mappings.iter_mut().filter(|m| m.attrs.mem.is_hint()) {
+            m.attrs.mem = mair.hint();
+        }
     }
 
     /// Physical address of the root (level 0) table: the TTBR0_EL1 base address.
@@ -260,7 +283,7 @@ impl Tables {
         }
         let s = self.slot(va);
         match descriptor::classify(s.raw, s.level) {
-            Entry::Leaf(out) => match descriptor::leaf_attributes(s.raw) {
+            Entry::Leaf(out) => match descriptor::leaf_attributes(s.raw, self.mair) {
                 Ok(attrs) => Walk::Mapped { level: s.level, pa: out + (va & (level_size(s.level) - 1)), attrs },
                 Err(_) => Walk::Fault { level: s.level },
             },
@@ -509,5 +532,21 @@ mod tests {
         assert_eq!(t.table_pages().next(), Some(t.root()));
         assert!(t.table_pages().all(|p| p % PAGE_SIZE == 0));
         assert_eq!(t.mapping_at(GIB + 5).map(|m| m.name), Some("x"));
+    }
+
+    #[test]
+    fn the_hint_slot_reads_as_mair_says() {
+        use super::descriptor::Mair;
+        let mut t = tables();
+        let nwa = Attributes::data(MemAttr::NormalWriteBackNoWriteAllocate);
+        t.map("hint", GIB, GIB, 2 * MIB, nwa, Granularity::Largest).unwrap();
+        t.map("wb", 2 * GIB, GIB, 4096, Attributes::RW_DATA, Granularity::Pages).unwrap();
+        assert_eq!(t.mair(), Mair::DEFAULT);
+        assert_eq!(t.walk(GIB + 64), Walk::Mapped { level: 2, pa: GIB + 64, attrs: nwa });
+        let tr = Attributes::data(MemAttr::NormalWriteThroughTransient);
+        t.set_mair(Mair::with_hint(tr.mem).unwrap());
+        assert_eq!(t.walk(GIB + 64), Walk::Mapped { level: 2, pa: GIB + 64, attrs: tr }, "same descriptor, new MAIR");
+        assert_eq!(t.mapping_at(GIB).map(|m| m.attrs), Some(tr));
+        assert_eq!(t.walk(2 * GIB), Walk::Mapped { level: 3, pa: GIB, attrs: Attributes::RW_DATA }, "fixed slots untouched");
     }
 }

@@ -11,6 +11,7 @@ use crate::svg::{BarChart, Labels, LinePlot, Marker, Point, Series};
 use cachescope_arch::bench::{Bench, Variant};
 
 pub mod alloc_reuse;
+pub mod checkpoint;
 pub mod handoff;
 pub mod infer;
 pub mod kv;
@@ -124,6 +125,7 @@ pub const VIEWS: &[&dyn BenchView] = &[
     &alloc_reuse::View,
     &stream_double::View,
     &infer::View,
+    &checkpoint::View,
 ];
 
 /// The view of a benchmark.
@@ -156,6 +158,7 @@ pub const DIGEST: &[Section] = &[
     Section::Bench(Bench::KvQuant),
     Section::Bench(Bench::KvPrefix),
     Section::Bench(Bench::AllocReuse),
+    Section::Bench(Bench::Checkpoint),
     Section::Bench(Bench::StreamDouble),
     Section::Bench(Bench::Stream),
     Section::Bench(Bench::Infer),
@@ -172,11 +175,13 @@ pub const MODEL_FIGURES: &[Bench] = &[
     Bench::AllocReuse,
     Bench::KvPrefix,
     Bench::StreamDouble,
+    Bench::Checkpoint,
     Bench::Infer,
 ];
 
 /// The order of the model checks ([`BenchView::model_checks`], [`model_checks`]).
-pub const MODEL_CHECKS: &[Bench] = &[Bench::KvPaged, Bench::KvPrefix, Bench::KvQuant, Bench::AllocReuse, Bench::StreamDouble];
+pub const MODEL_CHECKS: &[Bench] =
+    &[Bench::KvPaged, Bench::KvPrefix, Bench::KvQuant, Bench::AllocReuse, Bench::StreamDouble, Bench::Checkpoint];
 
 /// The checks issue 14 asks of a run under the model, benchmark by benchmark: (passed, what).
 /// Empty when the run has none of these benchmarks.
