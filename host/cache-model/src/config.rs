@@ -18,6 +18,8 @@
 //! | `coherence` | `on`, `off`: MESI across vCPUs (off = private caches never snooped, for measuring its cost) | `on` |
 //! | `hazard_limit` | 1..=10000: the most distinct hazards a run records; past it they are counted and `hazard-total.truncated` fails the run | `10000` |
 //! | `pc_table` | 0..=10000: at exit, up to this many `model-pc` records (L1D/L2 misses and write-backs per load/store PC, `pc_table.rs`); 0 = no table, nothing counted | `0` |
+//! | `tlb` | `on`, `off`: the TLB model (`tlb.rs`: L1I/L1D/L2 TLBs per vCPU, walk cost in `model-time`); `on` needs a profile with TLBs | `rpi4`, `rpi5`, `dsu2x4`: `on`; `guest`: `off` (no TLB geometry: QEMU exposes no TLB facts) |
+//! | `tlb_pages` | `mapping`, `4k`: what a TLB entry holds — the guest's page or block (cut to the TLB's page sizes), or one 4 KiB page whatever the mapping (the view of Linux user space without huge pages, where lmbench runs) | `mapping` |
 //! | `markers` | `all`, `declarations`: which markers the plugin follows ([`MarkerMode`]; `declarations` = only those that declare what the sanitizer must find, as if the firmware told the model nothing else) | `all` |
 //!
 //! With `profile=guest` and no geometry markers from the kernel, the `rpi4` geometry is used and
@@ -52,6 +54,8 @@ pub const KEYS: &[&str] = &[
     "hazard_limit",
     "pc_table",
     "markers",
+    "tlb",
+    "tlb_pages",
 ];
 
 /// Which markers the plugin follows (argument `markers`).
@@ -141,6 +145,10 @@ pub struct Settings {
     pub pc_table: u64,
     /// Which markers are followed.
     pub markers: MarkerMode,
+    /// The TLB model: `None` = the profile's default (on where it has TLBs).
+    pub tlb: Option<bool>,
+    /// TLB entries hold one 4 KiB page whatever the mapping (`tlb_pages=4k`).
+    pub tlb_pages_4k: bool,
 }
 
 impl Default for Settings {
@@ -167,6 +175,8 @@ impl Default for Settings {
             hazard_limit: HAZARD_RECORD_LIMIT,
             pc_table: 0,
             markers: MarkerMode::All,
+            tlb: None,
+            tlb_pages_4k: false,
         }
     }
 }
@@ -284,6 +294,20 @@ impl Settings {
                         format!("bad value '{v}' for 'markers': expected {}", names.join(" or "))
                     })?
                 }
+                "tlb" => {
+                    s.tlb = Some(match v {
+                        "on" => true,
+                        "off" => false,
+                        _ => return Err(format!("bad value '{v}' for 'tlb': expected on or off")),
+                    })
+                }
+                "tlb_pages" => {
+                    s.tlb_pages_4k = match v {
+                        "mapping" => false,
+                        "4k" => true,
+                        _ => return Err(format!("bad value '{v}' for 'tlb_pages': expected mapping or 4k")),
+                    }
+                }
                 "coherence" => {
                     s.coherence = match v {
                         "on" => true,
@@ -294,7 +318,23 @@ impl Settings {
                 _ => return Err(format!("unknown argument '{k}'; accepted: {}", KEYS.join(", "))),
             }
         }
+        if s.tlb == Some(true) && s.tlb_geometry().is_none() {
+            return Err(format!(
+                "tlb=on needs a profile with TLBs ({}): profile={} has no TLB geometry (QEMU exposes none of the guest CPU's)",
+                Hierarchy::PROFILES.join(", "),
+                s.profile_name()
+            ));
+        }
         Ok(s)
+    }
+
+    /// The TLBs to model (`tlb.rs`): the profile's, unless `tlb=off`; `None` without a profile
+    /// (the `guest` profile has no TLB geometry: QEMU exposes no TLB facts of the CPU).
+    pub fn tlb_geometry(&self) -> Option<crate::tlb::TlbGeometry> {
+        if self.tlb == Some(false) {
+            return None;
+        }
+        crate::tlb::TlbGeometry::profile(self.profile.as_deref()?)
     }
 
     /// Whether the geometry waits for the guest's markers (no profile and not every level given).

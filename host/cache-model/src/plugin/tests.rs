@@ -361,7 +361,7 @@ fn trace(seed: u64, n: usize, guest_geometry: bool) -> Vec<Step> {
             }
             3 => Step::Special { insn: Insn::IcIallu { broadcast: r() % 2 == 0 }, pc, regs: vec![] },
             4 => Step::Special { insn: Insn::IcIvau { rt: 4 }, pc, regs: vec![(4, code + r() % 0x1000)] },
-            5 => Step::Special { insn: Insn::Tlbi { va_rt: None }, pc, regs: vec![] },
+            5 => Step::Special { insn: Insn::Tlbi { va_rt: None, broadcast: false }, pc, regs: vec![] },
             6 => Step::Special { insn: Insn::MsrSctlr { rt: 5 }, pc, regs: vec![(5, 1 | 4 | 1 << 12)] },
             7 | 8 => {
                 let addr = if r() % 2 == 0 {
@@ -475,6 +475,13 @@ fn differential_on(args: &[&str], steps: &[Step], vcpus: usize) -> String {
             sum(|c| c.invalidations) > 0 && sum(|c| c.interventions) > 0 && sum(|c| c.upgrades) > 0,
             "the cores never shared a line with {args:?}: {coh:?}"
         );
+    }
+    // With TLBs (the rpi4/rpi5 profiles), the shortcut counted L1 TLB hits and the model
+    // looked pages up, missed and walked: the same counts either way (checked above).
+    if args.iter().any(|a| a.starts_with("profile=rpi")) {
+        let t = fast.counts().0.tlb;
+        assert!(shortcut.tlb.l1d_hits > 0 && t.l1d_misses > 0 && t.data_walks > 0, "no TLB traffic with {args:?}: {t:?}");
+        assert!(vcpus > 1 || shortcut.tlb.l1i_hits > 0 || t.l1i_hits > 0, "no instruction TLB hits with {args:?}: {t:?}");
     }
     let (a, b) = (fast.finish(), slow.finish());
     for (k, (x, y)) in a.lines().zip(b.lines()).enumerate() {
