@@ -132,7 +132,7 @@ fn run(profile: &str, vcpus: usize, seed: u64, steps: usize) {
             5 => (0xffff_0000_0000_0000 + (r >> 20) % (1 << 33), 30, 2),
             _ => (0x4000_0000 + (r >> 20) % 64 * 4096, 12, 4),
         };
-        let regime = ((r >> 50) % 3 == 0) as u8;
+        let regime = u8::from((r >> 50).is_multiple_of(3));
         match (r >> 56) % 64 {
             0 => {
                 let broadcast = r & 1 == 1;
@@ -157,7 +157,7 @@ fn run(profile: &str, vcpus: usize, seed: u64, steps: usize) {
                 }
             }
             n => {
-                let side = if n % 4 == 0 { Side::Instruction } else { Side::Data };
+                let side = if n.is_multiple_of(4) { Side::Instruction } else { Side::Data };
                 model.lookup(cpu, side, va, regime, mapping, levels);
                 reference.lookup(cpu, side, va, regime, mapping, levels);
             }

@@ -273,9 +273,10 @@ impl Tlb {
     fn fill(&mut self, va: u64, shift: u32, regime: u8) {
         let base = self.set_of(va, shift);
         let set = &self.entries[base..base + self.ways];
-        let victim = set.iter().position(|e| e.tag == 0).unwrap_or_else(|| {
-            set.iter().enumerate().min_by_key(|(_, e)| e.stamp).map(|(i, _)| i).expect("at least one way")
-        });
+        let victim = set
+            .iter()
+            .position(|e| e.tag == 0)
+            .unwrap_or_else(|| set.iter().enumerate().min_by_key(|(_, e)| e.stamp).map(|(i, _)| i).expect("at least one way"));
         self.clock += 1;
         self.entries[base + victim] = Entry { tag: (va >> shift) + 1, shift: shift as u8, regime, stamp: self.clock };
         self.mru = base + victim;
@@ -294,7 +295,7 @@ impl Tlb {
     }
 }
 
-/// The VA bits a TLBI by VA names (VA[55:0]).
+/// The VA bits a TLBI by VA names (`VA[55:0]`).
 const VA_MASK: u64 = (1 << 56) - 1;
 
 #[derive(Clone, Debug)]

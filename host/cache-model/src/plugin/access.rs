@@ -212,9 +212,7 @@ impl<H: Host> Engine<H> {
     /// recent entry), `Some(false)` when it crossed a page.
     #[inline]
     fn tlb_data(&self, core: &mut Core, cpu: usize, vaddr: u64, size: u32, shift: u32) -> Option<bool> {
-        if core.tlb.is_none() {
-            return None;
-        }
+        core.tlb.as_ref()?;
         let last = vaddr.wrapping_add(u64::from(size.max(1)) - 1);
         if vaddr >> PAGE_SHIFT == last >> PAGE_SHIFT {
             let lines = 1 + u64::from(vaddr >> shift != last >> shift);
