@@ -63,8 +63,14 @@ impl Room {
     /// group, not 4 per line), so the window is the limit up to terabytes of RAM: the largest
     /// chase grows with RAM as the window does.
     pub fn chase_max(&self, line: u64) -> u64 {
+        self.chase_max_grouped(line, super::latency::GROUP_BYTES as u64)
+    }
+
+    /// [`Room::chase_max`] for a chase order in groups of `group` bytes (`chase_group=`): with
+    /// one line a group the group order takes 8 heap bytes a line.
+    pub fn chase_max_grouped(&self, line: u64, group: u64) -> u64 {
         let mut max = self.window / line * line;
-        while max > line && super::latency::chase_table_bytes(max, line) > self.heap / 2 {
+        while max > line && super::latency::chase_table_bytes(max, line, group) > self.heap / 2 {
             max /= 2;
         }
         max

@@ -1,6 +1,10 @@
 //! Latency vs working set: a randomised pointer chase (lmbench lat_mem_rd / multichase shape).
 //! Each line of the working set holds the address of the next line in a random order, random
-//! within 4 KiB pages and with the pages permuted; the window is `steps` dependent loads.
+//! within groups of `chase_group` bytes (default 4 KiB pages) and with the groups permuted; the
+//! window is `steps` dependent loads. With 4 KiB groups a page's 64 lines are visited together
+//! (one TLB entry per 64 loads, as multichase's default); with one line per group the order is
+//! random over the whole working set (past the TLBs' reach nearly every load needs a new
+//! translation, as lat_mem_rd with a page stride shows on a Pi).
 
 use alloc::vec::Vec;
 
@@ -12,26 +16,27 @@ use crate::harness::{args::typed_args, Ctx};
 use crate::record::{self, Emit};
 use cachescope_arch::bench::{Bench, Param, Variant};
 
-/// Page size used for grouping (one TLB entry at the 4 KiB granule).
+/// The default group of the chase order: a 4 KiB page (one TLB entry at the 4 KiB granule).
 pub const GROUP_BYTES: usize = 4096;
 
-/// Heap bytes [`build_chain`] needs for a `bytes` working set: the group order (8 bytes a
-/// 4 KiB group) and one group's lines. The visiting order itself is never stored (see
-/// [`ChaseOrder`]), so the largest chase grows with the test window, not with the heap.
-pub fn chase_table_bytes(bytes: u64, line: u64) -> u64 {
+/// Heap bytes [`build_chain`] needs for a `bytes` working set in groups of `group` bytes: the
+/// group order (8 bytes a group) and one group's lines. The visiting order itself is never
+/// stored (see [`ChaseOrder`]), so the largest chase grows with the test window, not with the
+/// heap (with 4 KiB groups).
+pub fn chase_table_bytes(bytes: u64, line: u64, group: u64) -> u64 {
     let line = line.max(1);
     let lines = bytes / line;
-    let per_group = (GROUP_BYTES as u64 / line).max(1);
+    let per_group = (group / line).max(1);
     lines.div_ceil(per_group) * 8 + per_group * 4
 }
 
-/// Writes the chain into `region` for a working set of `bytes` with `line`-byte nodes, walking
-/// the visiting order once: each node gets the address of the next, the last the first's.
-/// Returns the address of the first node.
-pub fn build_chain(region: &Region, bytes: usize, line: usize, seed: u64) -> usize {
+/// Writes the chain into `region` for a working set of `bytes` with `line`-byte nodes in groups
+/// of `group` bytes, walking the visiting order once: each node gets the address of the next,
+/// the last the first's. Returns the address of the first node.
+pub fn build_chain(region: &Region, bytes: usize, line: usize, group: usize, seed: u64) -> usize {
     let lines = (bytes / line).max(1);
     let mut rng = Rng::new(seed);
-    let mut order = ChaseOrder::new(lines, GROUP_BYTES / line, &mut rng);
+    let mut order = ChaseOrder::new(lines, group / line, &mut rng);
     let first = order.next().unwrap_or(0) as usize;
     let link = |from: usize, to: usize| {
         let (here, next) = (region.va + from * line, region.va + to * line);
@@ -62,7 +67,7 @@ pub fn chase(start: usize, steps: usize) -> usize {
 
 /// Runs the sweep over `sizes` in `region`; returns (bytes, median ns per load) for knee
 /// detection, emitting one metric per size.
-pub fn sweep(env: &Env, region: &Region, sizes: &[u64], line: usize) -> Vec<(u64, f64)> {
+pub fn sweep(env: &Env, region: &Region, sizes: &[u64], line: usize, group: usize) -> Vec<(u64, f64)> {
     let mut curve = Vec::new();
     for (i, &size) in sizes.iter().enumerate() {
         let size = size as usize;
@@ -73,15 +78,17 @@ pub fn sweep(env: &Env, region: &Region, sizes: &[u64], line: usize) -> Vec<(u64
         if i % 8 == 0 {
             crate::diag!("progress: latency {} {}/{} sizes", region.attr, i, sizes.len());
         }
-        let start = build_chain(region, size, line, 0x5eed ^ size as u64);
+        let start = build_chain(region, size, line, group, 0x5eed ^ size as u64);
         let lines = (size / line).max(1);
         let steps = (2 * lines).max(4096);
+        // The group is a parameter of the measurement only when it is not the default.
+        let params = [(Param::Line.name(), line as u64), (Param::ChaseGroup.name(), group as u64)];
         let id = MetricId {
             bench: Bench::Latency.name(),
             variant: Variant::Chase.name(),
             attr: region.attr,
             bytes: size as u64,
-            params: &[(Param::Line.name(), line as u64)],
+            params: if group == GROUP_BYTES { &params[..1] } else { &params },
         };
         let summary = measure(env, id, || {
             core::hint::black_box(chase(start, steps));
@@ -98,6 +105,7 @@ typed_args! {
     pub struct LatencyArgs = LATENCY, LATENCY_ARGS {
         sizes: NumberList { min: 1024, max: 1 << 30 }, Computed("a ladder from 1 KiB to max_size"), "latency working sets in bytes";
         max_size: Number { min: 4096, max: 1 << 30 }, Computed("4x the largest cache, within the test window and the heap"), "largest latency working set";
+        chase_group: Number { min: 8, max: 4096 }, Literal("4096"), "bytes per group of the chase's random order: 4096 = random within 4 KiB pages (a TLB entry per 64 loads), the line size = random over the whole working set (past TLB reach, a translation per load); a power of two, at least the cache line";
     }
 }
 
@@ -106,12 +114,21 @@ pub const BENCHMARK: Benchmark = Benchmark { id: Bench::Latency, args: LATENCY_A
 
 /// The latency sweep's largest working set: `max_size=`, else 4x the largest cache within room.
 pub fn max_size(ctx: &Ctx, caches: &CacheFacts) -> u64 {
-    ctx.args.get(LATENCY.max_size).unwrap_or((4 * caches.largest).min(Room::of(ctx).chase_max(caches.line as u64)))
+    let room = Room::of(ctx).chase_max_grouped(caches.line as u64, ctx.args.get(LATENCY.chase_group));
+    ctx.args.get(LATENCY.max_size).unwrap_or((4 * caches.largest).min(room))
 }
 
 /// Working sets larger than the test window, or whose chase table does not fit half the heap.
 fn validate(ctx: &Ctx, m: &Machine) -> Result<(), alloc::string::String> {
-    let chase_max = m.room.chase_max(m.caches.line as u64);
+    let line = m.caches.line as u64;
+    let group = ctx.args.get(LATENCY.chase_group);
+    if !group.is_power_of_two() || group < line {
+        return Err(alloc::format!(
+            "{}={group}: not a power of two of at least the cache line ({line} bytes, CTR_EL0.DminLine)",
+            LATENCY.chase_group.name()
+        ));
+    }
+    let chase_max = m.room.chase_max_grouped(line, group);
     let chase_why = "the test window, and the pointer chase's group order in half the heap";
     if let Some(sizes) = ctx.args.get(LATENCY.sizes) {
         if let Some(&s) = sizes.iter().find(|&&s| s > chase_max) {
@@ -131,6 +148,7 @@ fn run(ctx: &mut Ctx) {
     };
     let caches = CacheFacts::read();
     let line = caches.line;
+    let group = ctx.args.get(LATENCY.chase_group) as usize;
     let sizes: Vec<u64> = match ctx.args.get(LATENCY.sizes) {
         Some(given) => given.to_vec(),
         None => super::plan::size_ladder(1024, max_size(ctx, &caches), line as u64),
@@ -146,7 +164,7 @@ fn run(ctx: &mut Ctx) {
     for_each_region(ctx, |ctx, region| {
         // The chain must be a single cycle through every line: follow it and count.
         let probe = 64 * 1024usize.min(region.len / line);
-        let start = build_chain(region, probe, line, 1);
+        let start = build_chain(region, probe, line, group, 1);
         let mut p = start;
         let mut steps = 0;
         loop {
@@ -157,7 +175,7 @@ fn run(ctx: &mut Ctx) {
             }
         }
         ctx.check_eq(steps, probe / line, "pointer chain is one cycle through every line");
-        let curve = sweep(&env, region, &sizes, line);
+        let curve = sweep(&env, region, &sizes, line, group);
         ctx.check(curve.len() == sizes.len(), "every working-set size measured");
         ctx.check(curve.iter().all(|&(_, v)| v.is_finite() && v > 0.0), "every latency is positive");
         for &(level, size) in &caches.capacities {

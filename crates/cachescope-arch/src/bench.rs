@@ -323,6 +323,9 @@ macro_rules! params {
 params! {
     /// Pointer-chase node size, bytes (latency).
     Line = "line",
+    /// Bytes per group of the pointer chase's random order (latency; absent: 4096, random
+    /// within 4 KiB pages).
+    ChaseGroup = "group",
     /// PRFM distance, bytes (stream).
     PrefetchDistance = "prefetch_distance",
     /// Tokens after the append, or tokens scanned (kv, kv-paged, kv-quant).

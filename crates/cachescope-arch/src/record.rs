@@ -1023,10 +1023,47 @@ kind! {
 ) }
 
 kind! {
+    /// `model-tlb`: the modelled TLBs and the cost of a miss, once per run.
+    MODEL_TLB, ModelTlb, ModelTlbView = model(
+    "model-tlb",
+    "The modelled TLBs of each vCPU (L1 instruction, L1 data, unified L2: entries, associativity, the page sizes each stores) and what a data access's translation costs beyond the cache latency (once per run, after `model-profile`; only when the profile models TLBs).",
+    [
+        req(l1i, Str, "L1 instruction TLB: entries, associativity, page sizes"),
+        req(l1d, Str, "L1 data TLB: the same"),
+        req(l2, Str, "unified L2 TLB: the same"),
+        req(l2_hit_cycles, UInt, "cycles of a data access whose translation missed the L1 data TLB and hit the L2 TLB"),
+        req(walk_level_cycles, UInt, "cycles per descriptor read of a table walk (an L2 TLB miss)"),
+        req(tlb_ref, Str, "where the TLB figures come from, and which are estimates"),
+        req(source, Str, "`model`"),
+    ],
+) }
+
+kind! {
+    /// `tlb`: a phase's TLB lookups.
+    TLB, Tlb, TlbView = model(
+    "tlb",
+    "A phase's TLB lookups by level (only when the profile models TLBs): a data access looks up once per L1D line it touches, an instruction fetch once per L1I line the model counts; nothing is looked up with the MMU off. Misses of an L1 TLB look up the L2 TLB; its misses are table walks.",
+    [
+        req(phase, Str, "phase name"),
+        req(phase_id, UInt, "phase id"),
+        req(l1i_hits, UInt, "L1 instruction TLB hits"),
+        req(l1i_misses, UInt, "L1 instruction TLB misses"),
+        req(l1d_hits, UInt, "L1 data TLB hits"),
+        req(l1d_misses, UInt, "L1 data TLB misses"),
+        req(l2_hits, UInt, "L2 TLB hits (instruction and data)"),
+        req(l2_misses, UInt, "L2 TLB misses: table walks (instruction and data)"),
+        req(data_walks, UInt, "of the walks, those of data accesses"),
+        req(walk_levels, UInt, "descriptor reads of the data accesses' walks"),
+        req(cycles, UInt, "modelled cycles the data accesses' translations added to `model-time` (L2 TLB hits and walks)"),
+        req(source, Str, "`model`"),
+    ],
+) }
+
+kind! {
     /// `model-time`: a phase's modelled time.
     MODEL_TIME, ModelTime, ModelTimeView = model(
     "model-time",
-    "A phase's modelled data-access time: each demand data access costs the latency of the level that served it, without overlap (an upper bound for streaming code).",
+    "A phase's modelled data-access time: each demand data access costs the latency of the level that served it, plus its translation's cost beyond the L1 data TLB where the profile models TLBs (the phase's `tlb` record), without overlap (an upper bound for streaming code).",
     [
         req(phase, Str, "phase name"),
         req(phase_id, UInt, "phase id"),
@@ -1178,6 +1215,8 @@ pub const KINDS: &[RecordKind] = &[
     MODEL_GEOMETRY,
     MODEL,
     MODEL_TIME,
+    MODEL_TLB,
+    TLB,
     MODEL_TOTAL,
     MODEL_COHERENCE,
     MODEL_COHERENCE_TOTAL,

@@ -20,6 +20,8 @@
 //! | `hazard_limit` | 1..=10000: the most distinct hazards a run records; past it they are counted and `hazard-total.truncated` fails the run | `10000` |
 //! | `pc_table` | 0..=10000: at exit, up to this many `model-pc` records (L1D/L2 misses and write-backs per load/store PC, `pc_table.rs`); 0 = no table, nothing counted | `0` |
 //! | `impl` | `arch`, `silicon`: the architecture's rules, or the profile's core's documented deviations from them (rule 20 of `hierarchy.rs`: `rpi5`/`dsu2x4` Cortex-A76 — DC IVAC as DC CIVAC, DC ISW cleans, Inner Write-Through as Non-cacheable, write streaming after 3 full-line stores, an estimate; `rpi4` Cortex-A72 — none documented); `silicon` needs a profile | `arch` for every profile: the verdict and the baselines judge the architecture, and silicon mode hides mistakes (reported with `masked_by`) |
+//! | `tlb` | `on`, `off`: the TLB model (`tlb.rs`: L1I/L1D/L2 TLBs per vCPU, walk cost in `model-time`); `on` needs a profile with TLBs | `rpi4`, `rpi5`, `dsu2x4`: `on`; `guest`: `off` (no TLB geometry: QEMU exposes no TLB facts) |
+//! | `tlb_pages` | `mapping`, `4k`: what a TLB entry holds — the guest's page or block (cut to the TLB's page sizes), or one 4 KiB page whatever the mapping (the view of Linux user space without huge pages, where lmbench runs) | `mapping` |
 //! | `markers` | `all`, `declarations`: which markers the plugin follows ([`MarkerMode`]; `declarations` = only those that declare what the sanitizer must find, as if the firmware told the model nothing else) | `all` |
 //!
 //! With `profile=guest` and no geometry markers from the kernel, the `rpi4` geometry is used and
@@ -59,6 +61,8 @@ pub const KEYS: &[&str] = &[
     "pc_table",
     "markers",
     "impl",
+    "tlb",
+    "tlb_pages",
 ];
 
 /// Which markers the plugin follows (argument `markers`).
@@ -152,6 +156,10 @@ pub struct Settings {
     pub markers: MarkerMode,
     /// The architecture's rules or the profile's core's deviations (`impl`).
     pub implementation: Impl,
+    /// The TLB model: `None` = the profile's default (on where it has TLBs).
+    pub tlb: Option<bool>,
+    /// TLB entries hold one 4 KiB page whatever the mapping (`tlb_pages=4k`).
+    pub tlb_pages_4k: bool,
 }
 
 impl Default for Settings {
@@ -180,6 +188,8 @@ impl Default for Settings {
             pc_table: 0,
             markers: MarkerMode::All,
             implementation: Impl::Arch,
+            tlb: None,
+            tlb_pages_4k: false,
         }
     }
 }
@@ -308,6 +318,20 @@ impl Settings {
                 "impl" => {
                     s.implementation = Impl::parse(v).ok_or_else(|| format!("bad value '{v}' for 'impl': expected arch or silicon"))?
                 }
+                "tlb" => {
+                    s.tlb = Some(match v {
+                        "on" => true,
+                        "off" => false,
+                        _ => return Err(format!("bad value '{v}' for 'tlb': expected on or off")),
+                    })
+                }
+                "tlb_pages" => {
+                    s.tlb_pages_4k = match v {
+                        "mapping" => false,
+                        "4k" => true,
+                        _ => return Err(format!("bad value '{v}' for 'tlb_pages': expected mapping or 4k")),
+                    }
+                }
                 "coherence" => {
                     s.coherence = match v {
                         "on" => true,
@@ -324,7 +348,23 @@ impl Settings {
                 Hierarchy::PROFILES.join(", ")
             ));
         }
+        if s.tlb == Some(true) && s.tlb_geometry().is_none() {
+            return Err(format!(
+                "tlb=on needs a profile with TLBs ({}): profile={} has no TLB geometry (QEMU exposes none of the guest CPU's)",
+                Hierarchy::PROFILES.join(", "),
+                s.profile_name()
+            ));
+        }
         Ok(s)
+    }
+
+    /// The TLBs to model (`tlb.rs`): the profile's, unless `tlb=off`; `None` without a profile
+    /// (the `guest` profile has no TLB geometry: QEMU exposes no TLB facts of the CPU).
+    pub fn tlb_geometry(&self) -> Option<crate::tlb::TlbGeometry> {
+        if self.tlb == Some(false) {
+            return None;
+        }
+        crate::tlb::TlbGeometry::profile(self.profile.as_deref()?)
     }
 
     /// Whether the geometry waits for the guest's markers (no profile and not every level given).

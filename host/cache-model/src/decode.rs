@@ -71,6 +71,8 @@ pub enum Insn {
         /// The operand register of a TLBI by VA of one page ([`tlbi_by_va`]); `None` for every
         /// other TLBI (all, by ASID, by IPA, by range: every cached walk is dropped).
         va_rt: Option<u8>,
+        /// An Inner or Outer Shareable form ([`tlbi_broadcast`]): every vCPU's TLBs.
+        broadcast: bool,
     },
     /// MSR SCTLR_EL1, Xt.
     MsrSctlr {
@@ -249,7 +251,9 @@ pub fn decode(word: u32) -> Option<Insn> {
         SysOp::IcIallu => Some(Insn::IcIallu { broadcast: false }),
         SysOp::IcIalluis => Some(Insn::IcIallu { broadcast: true }),
         SysOp::IcIvau => Some(Insn::IcIvau { rt }),
-        SysOp::TlbiVmalle1is | SysOp::TlbiVaae1is | SysOp::TlbiOther => Some(Insn::Tlbi { va_rt: tlbi_by_va(word).then_some(rt) }),
+        SysOp::TlbiVmalle1is | SysOp::TlbiVaae1is | SysOp::TlbiOther => {
+            Some(Insn::Tlbi { va_rt: tlbi_by_va(word).then_some(rt), broadcast: tlbi_broadcast(word) })
+        }
         SysOp::MsrSctlrEl1 => Some(Insn::MsrSctlr { rt }),
         // The MTE tag operations and GVA/GZVA: not modelled.
         SysOp::DcOther | SysOp::DcCvac | SysOp::DcCvap | SysOp::DcCvadp => None,
@@ -271,6 +275,14 @@ pub fn tlbi_by_va(word: u32) -> bool {
             4 | 6 => op2 == 1 || op2 == 5,
             _ => false,
         }
+}
+
+/// Whether a TLBI word is broadcast to every PE of its shareability domain (Arm ARM D8.13.3
+/// "TLB maintenance instructions", the `IS` and `OS` forms): CRm 3 (Inner Shareable: VMALLE1IS,
+/// VAE1IS, ASIDE1IS, ALLE2IS …), 1 (Outer Shareable), 2 and 5 (the range forms' IS and OS), 0
+/// (IPAS2E1IS, IPAS2LE1IS). The non-shareable forms (CRm 7, 6, 4) reach the issuing PE only.
+pub fn tlbi_broadcast(word: u32) -> bool {
+    matches!((word >> 8) & 15, 0 | 1 | 2 | 3 | 5)
 }
 
 /// The VA a TLBI by VA's operand names: `VA[55:12]` in bits `[43:0]`, sign-extended from VA bit 55
@@ -494,16 +506,16 @@ mod tests {
         assert_eq!(decode(0xd508_751f), Some(Insn::IcIallu { broadcast: false })); // ic iallu
         assert_eq!(decode(0xd508_711f), Some(Insn::IcIallu { broadcast: true })); // ic ialluis
         assert_eq!(decode(0xd50b_7528), Some(Insn::IcIvau { rt: 8 })); // ic ivau, x8
-        assert_eq!(decode(0xd508_871f), Some(Insn::Tlbi { va_rt: None })); // tlbi vmalle1
-        assert_eq!(decode(0xd508_8320), Some(Insn::Tlbi { va_rt: Some(0) })); // tlbi vae1is, x0
-        assert_eq!(decode(0xd508_8362), Some(Insn::Tlbi { va_rt: Some(2) })); // tlbi vaae1is, x2
-        assert_eq!(decode(0xd508_87a3), Some(Insn::Tlbi { va_rt: Some(3) })); // tlbi vale1, x3
-        assert_eq!(decode(0xd508_8341), Some(Insn::Tlbi { va_rt: None })); // tlbi aside1is, x1
-        assert_eq!(decode(0xd50c_8721), Some(Insn::Tlbi { va_rt: Some(1) })); // tlbi vae2, x1
-        assert_eq!(decode(0xd50e_87a1), Some(Insn::Tlbi { va_rt: Some(1) })); // tlbi vale3, x1
-        assert_eq!(decode(0xd50c_8021), Some(Insn::Tlbi { va_rt: None })); // tlbi ipas2e1is, x1
-        assert_eq!(decode(0xd508_8621), Some(Insn::Tlbi { va_rt: None })); // tlbi rvae1, x1
-        assert_eq!(decode(0xd50c_871f), Some(Insn::Tlbi { va_rt: None })); // tlbi alle2
+        assert_eq!(decode(0xd508_871f), Some(Insn::Tlbi { va_rt: None, broadcast: false })); // tlbi vmalle1
+        assert_eq!(decode(0xd508_8320), Some(Insn::Tlbi { va_rt: Some(0), broadcast: true })); // tlbi vae1is, x0
+        assert_eq!(decode(0xd508_8362), Some(Insn::Tlbi { va_rt: Some(2), broadcast: true })); // tlbi vaae1is, x2
+        assert_eq!(decode(0xd508_87a3), Some(Insn::Tlbi { va_rt: Some(3), broadcast: false })); // tlbi vale1, x3
+        assert_eq!(decode(0xd508_8341), Some(Insn::Tlbi { va_rt: None, broadcast: true })); // tlbi aside1is, x1
+        assert_eq!(decode(0xd50c_8721), Some(Insn::Tlbi { va_rt: Some(1), broadcast: false })); // tlbi vae2, x1
+        assert_eq!(decode(0xd50e_87a1), Some(Insn::Tlbi { va_rt: Some(1), broadcast: false })); // tlbi vale3, x1
+        assert_eq!(decode(0xd50c_8021), Some(Insn::Tlbi { va_rt: None, broadcast: true })); // tlbi ipas2e1is, x1
+        assert_eq!(decode(0xd508_8621), Some(Insn::Tlbi { va_rt: None, broadcast: false })); // tlbi rvae1, x1
+        assert_eq!(decode(0xd50c_871f), Some(Insn::Tlbi { va_rt: None, broadcast: false })); // tlbi alle2
         let operand = |va: u64, asid: u64| (va >> 12) & ((1 << 44) - 1) | asid << 48;
         assert_eq!(tlbi_operand_va(operand(0x4_0a00, 7)), 0x4_0000, "a low VA's page, the ASID ignored");
         assert_eq!(tlbi_operand_va(operand(0xffff_ff80_0000_1234, 5)), 0xffff_ff80_0000_1000, "a high VA, sign-extended");

@@ -180,6 +180,8 @@ struct TlbEntry {
     size_shift: u8,
     /// The descriptor's SH field.
     sh: u8,
+    /// Descriptors the walk read (the TLB model's walk cost).
+    levels: u8,
 }
 
 /// The VA bits a TLBI by VA names (VA[55:0]; the top byte is the range, or a tag).
@@ -443,8 +445,22 @@ impl Guest {
         let attr = w.mem.attr();
         let size_shift = w.size_shift.clamp(PAGE_SHIFT, 63) as u8;
         self.narrow |= w.sh == 0 && attr.cacheable();
-        self.tlb[i] = TlbEntry { tag, key, gen: self.gen, pa_page, attr: Some(attr), size_shift, sh: w.sh };
+        self.tlb[i] = TlbEntry { tag, key, gen: self.gen, pa_page, attr: Some(attr), size_shift, sh: w.sh, levels: w.levels };
         Ok((pa_page, attr))
+    }
+
+    /// For the TLB model (`tlb.rs`): the regime (0..3: EL1&0, EL2, EL3), log2 of the mapping's
+    /// size and the descriptors its walk reads, when `va` is translated by the guest's tables
+    /// (`None` with the regime's MMU off, or when the walk faults).
+    #[inline]
+    pub fn mapping(&mut self, cpu: usize, va: u64, mem: &dyn PhysMem) -> Option<(u8, u32, u8)> {
+        if self.cpu(cpu).real_mmu_off() {
+            return None;
+        }
+        self.walked(cpu, va, mem).ok()?;
+        let (i, _, _) = self.tlb_slot(cpu, va);
+        let e = &self.tlb[i];
+        Some((self.cpu(cpu).regime().index() as u8, u32::from(e.size_shift), e.levels))
     }
 
     fn count_untranslated(&mut self, what: &str, va: u64, f: Fault) {

@@ -331,6 +331,8 @@ pub struct Totals {
     pub levels: [Counts; 4],
     /// Demand data line accesses by the level that served them: L1D, L2, L3, memory (rule 15).
     pub served: [u64; 4],
+    /// TLB lookups (`tlb.rs`; kept by the plugin beside the model, zero in the model's own).
+    pub tlb: crate::tlb::TlbCounts,
 }
 
 impl Totals {
@@ -350,6 +352,7 @@ impl Add for Totals {
         Totals {
             levels: std::array::from_fn(|i| self.levels[i] + o.levels[i]),
             served: std::array::from_fn(|i| self.served[i].wrapping_add(o.served[i])),
+            tlb: self.tlb + o.tlb,
         }
     }
 }
@@ -360,6 +363,7 @@ impl Sub for Totals {
         Totals {
             levels: std::array::from_fn(|i| self.levels[i] - o.levels[i]),
             served: std::array::from_fn(|i| self.served[i].wrapping_sub(o.served[i])),
+            tlb: self.tlb - o.tlb,
         }
     }
 }

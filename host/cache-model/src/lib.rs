@@ -33,6 +33,7 @@ pub mod model_records;
 pub mod pc_table;
 pub mod protocol;
 pub mod sanitize;
+pub mod tlb;
 pub mod topology;
 pub mod walk;
 
@@ -42,3 +43,5 @@ pub mod plugin;
 mod reference;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_tlb;

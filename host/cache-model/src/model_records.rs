@@ -7,6 +7,8 @@
 //! | `model-geometry` | when a geometry becomes active, one per level | `level`, `size`, `line`, `sets`, `ways`, `sharing`, `policy`, `origin`, `vcpus`, `hit_cycles`, `hit_ns` |
 //! | `model` | at each phase end, one per level | `phase`, `phase_id`, `level`, `accesses`, `hits`, `misses`, `writebacks`, `maint`, `bypass`, `prefetches`, `prefetch_hits` |
 //! | `model-time` | at each phase end | `phase`, `phase_id`, `data_accesses`, `cycles`, `ns` |
+//! | `model-tlb` | once, after `model-topology`, when TLBs are modelled | `l1i`, `l1d`, `l2`, `l2_hit_cycles`, `walk_level_cycles`, `tlb_ref` |
+//! | `tlb` | at each phase end, when TLBs are modelled | `phase`, `phase_id`, `l1i_hits`, `l1i_misses`, `l1d_hits`, `l1d_misses`, `l2_hits`, `l2_misses`, `data_walks`, `walk_levels`, `cycles` |
 //! | `model-total` | at exit, one per level | `level`, `accesses`, `hits`, `misses`, `writebacks`, `maint`, `bypass`, `prefetches`, `prefetch_hits` |
 //! | `model-coherence` | at each phase end, one per vCPU (more than one vCPU only) | `phase`, `phase_id`, `cpu`, `invalidations`, `interventions`, `upgrades`, `snoop_hits`, `snoop_misses`, `remote_maint`, `buf_invalidations`, `buf_interventions`, `buf_upgrades`, `cross_invalidations`, `cross_interventions`, `cross_remote_maint`, `cluster_handovers`, `cross_handovers`, `buf_cluster_handovers`, `buf_cross_handovers` |
 //! | `model-coherence-total` | at exit, one per vCPU (more than one vCPU only) | `cpu` and the same sixteen counts |
@@ -21,6 +23,7 @@
 
 use crate::geometry::{Hierarchy, Latency};
 use crate::hierarchy::{Coherence, Level, Totals};
+use crate::tlb::{TlbCounts, TlbGeometry};
 use crate::topology::Topology;
 use cachescope_arch::record::{self, Builder};
 
@@ -56,14 +59,49 @@ pub fn phase_cycles(t: &Totals, coh: &[Coherence], h: &Hierarchy) -> (u64, u64) 
 }
 
 /// The `model-time` record of a finished phase: its cycles by [`phase_cycles`] under `h`,
-/// else (no model yet) by [`modelled_cycles`] at the generic latencies.
-pub fn time_line(name: &str, id: u64, counts: &Totals, coh: &[Coherence], h: Option<&Hierarchy>) -> String {
+/// else (no model yet) by [`modelled_cycles`] at the generic latencies; plus, with TLBs, what
+/// the data accesses' translations cost (`tlb.rs` rule T4).
+pub fn time_line(name: &str, id: u64, counts: &Totals, coh: &[Coherence], h: Option<&Hierarchy>, tlb: Option<&TlbGeometry>) -> String {
     let generic = Latency::generic();
     let (lat, (accesses, cycles)) = match h {
         Some(h) => (&h.latency, phase_cycles(counts, coh, h)),
         None => (&generic, modelled_cycles(counts, &generic)),
     };
+    let cycles = cycles.wrapping_add(tlb.map_or(0, |g| g.cycles(&counts.tlb)));
     line(record::ModelTime::new().phase(name).phase_id(id).data_accesses(accesses).cycles(cycles).ns(lat.ns(cycles), 2).source(SOURCE))
+}
+
+/// The `tlb` record of a finished phase.
+pub fn tlb_line(name: &str, id: u64, c: &TlbCounts, g: &TlbGeometry) -> String {
+    line(
+        record::Tlb::new()
+            .phase(name)
+            .phase_id(id)
+            .l1i_hits(c.l1i_hits)
+            .l1i_misses(c.l1i_misses)
+            .l1d_hits(c.l1d_hits)
+            .l1d_misses(c.l1d_misses)
+            .l2_hits(c.l2_hits)
+            .l2_misses(c.l2_misses)
+            .data_walks(c.data_walks)
+            .walk_levels(c.data_walk_levels)
+            .cycles(g.cycles(c))
+            .source(SOURCE),
+    )
+}
+
+/// The `model-tlb` record (once, after `model-topology`).
+pub fn tlb_geometry_line(g: &TlbGeometry) -> String {
+    line(
+        record::ModelTlb::new()
+            .l1i(&g.l1i.describe())
+            .l1d(&g.l1d.describe())
+            .l2(&g.l2.describe())
+            .l2_hit_cycles(u64::from(g.l2_hit_cycles))
+            .walk_level_cycles(u64::from(g.walk_level_cycles))
+            .tlb_ref(g.reference)
+            .source(SOURCE),
+    )
 }
 
 /// The `model-topology` record.
@@ -319,7 +357,7 @@ mod tests {
         let lat = Latency::generic();
         assert_eq!(modelled_cycles(&t, &lat), (16, 10 * 4 + 2 * 14 + 40 + 3 * 200));
         assert_eq!(
-            time_line("p", 3, &t, &[], None),
+            time_line("p", 3, &t, &[], None, None),
             "# cs: {\"record\":\"model-time\",\"phase\":\"p\",\"phase_id\":3,\"data_accesses\":16,\"cycles\":708,\"ns\":354.00,\"source\":\"model\"}\n"
         );
         let topo = topology_line(&Topology::profile("dsu2x4").unwrap());

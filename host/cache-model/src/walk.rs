@@ -179,6 +179,8 @@ pub struct Walked {
     pub sh: u8,
     /// The level of the last descriptor.
     pub level: u8,
+    /// Descriptors read (the start level to the last: 4 for a 4 KiB page of a 48-bit VA).
+    pub levels: u8,
 }
 
 /// Why a walk gave no translation (each is a `model-warning` cause).
@@ -349,6 +351,7 @@ pub fn walk(mem: &dyn PhysMem, regime: Regime, regs: &RegimeRegs, e2h: bool, va:
             mair_byte,
             sh: (desc >> 8 & 3) as u8,
             level,
+            levels: level - start + 1,
         });
     }
     unreachable!("level 3 ends every walk")

@@ -26,6 +26,10 @@ mod geometry;
 mod protocol;
 #[cfg(not(test))]
 #[allow(dead_code, unused_imports)]
+#[path = "../tlb.rs"]
+mod tlb;
+#[cfg(not(test))]
+#[allow(dead_code, unused_imports)]
 #[path = "../topology.rs"]
 mod topology;
 

@@ -5,6 +5,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use crate::hierarchy::{Attr, Hint, Level, Shareability};
 use crate::pc_table::delta;
+use crate::tlb::Side;
 
 use super::emit::Core;
 use super::engine::{Engine, Host, MemAccess};
@@ -133,6 +134,7 @@ impl<H: Host> Engine<H> {
         let current = || if own { info.value() } else { None };
         let shift = f.line_shift();
         let single = (vaddr & ((1 << shift) - 1)) + u64::from(size) <= 1 << shift;
+        let tlb = self.tlb_data(core, cpu, vaddr, size, shift);
         if !attr.cacheable() {
             let lines = if single { 1 } else { 2 };
             let mut hazard = false;
@@ -155,7 +157,7 @@ impl<H: Host> Engine<H> {
                 && core.guest.page_uniform(vaddr)
                 && !(self.settings.sanitize && core.model.as_ref().is_some_and(|m| m.cached_anywhere(pa)));
             let mode = if write || !self.settings.sanitize { LineMode::Bypass } else { LineMode::BypassLoads };
-            return self.remember_data(f, vaddr >> shift, mode, 0, pa >> shift, ok);
+            return self.remember_data(f, vaddr >> shift, mode, 0, pa >> shift, ok, tlb);
         }
         let counting = core.pcs.is_some();
         // Rule 16b (non-shareable-shared): asked only once a Non-shareable mapping was seen.
@@ -187,9 +189,46 @@ impl<H: Host> Engine<H> {
         // A store to a line of the last TB goes to the model (see `wrote_code`).
         let mode = if attr == Attr::NormalWriteBack && !code && !shared { LineMode::LoadsAndStores } else { LineMode::Loads };
         match keep {
-            Some(s) => self.remember_data(f, vaddr >> shift, mode, s as u64, pa >> shift, true),
+            Some(s) => self.remember_data(f, vaddr >> shift, mode, s as u64, pa >> shift, true, tlb),
             None => f.forget_line(),
         }
+    }
+
+    /// Rule T1 of `tlb.rs`: `n` lookups by `cpu` of the page holding `va` (one per line of it an
+    /// access touches or a fetch counts), when TLBs are modelled and the guest's tables
+    /// translate `va`; whether it was looked up.
+    #[inline]
+    pub(super) fn tlb_lookup(&self, core: &mut Core, cpu: usize, side: Side, va: u64, n: u64) -> bool {
+        if core.tlb.is_none() || n == 0 {
+            return false;
+        }
+        let Some((regime, mut mapping, mut levels)) = core.guest.mapping(cpu, va, &self.host) else { return false };
+        if self.settings.tlb_pages_4k && mapping > 12 {
+            // One 4 KiB page: the walk a page mapping of it would take (9 VA bits a level).
+            levels += ((mapping - 12) / 9) as u8;
+            mapping = 12;
+        }
+        let t = core.tlb.as_mut().expect("checked");
+        for _ in 0..n {
+            t.lookup(cpu, side, va, regime, mapping, levels);
+        }
+        true
+    }
+
+    /// The data access's TLB lookups (one per L1D line it touches): `None` when none was made,
+    /// `Some(true)` when its lines lie in one page (that page is now the L1 data TLB's most
+    /// recent entry), `Some(false)` when it crossed a page.
+    #[inline]
+    fn tlb_data(&self, core: &mut Core, cpu: usize, vaddr: u64, size: u32, shift: u32) -> Option<bool> {
+        core.tlb.as_ref()?;
+        let last = vaddr.wrapping_add(u64::from(size.max(1)) - 1);
+        if vaddr >> PAGE_SHIFT == last >> PAGE_SHIFT {
+            let lines = 1 + u64::from(vaddr >> shift != last >> shift);
+            return self.tlb_lookup(core, cpu, Side::Data, vaddr, lines).then_some(true);
+        }
+        let a = self.tlb_lookup(core, cpu, Side::Data, vaddr, 1);
+        let b = self.tlb_lookup(core, cpu, Side::Data, last, 1);
+        (a || b).then_some(false)
     }
 
     /// With the sanitizer and the shortcut, whether the access of `size` bytes at `pa` touches
@@ -208,9 +247,16 @@ impl<H: Host> Engine<H> {
         true
     }
 
-    fn remember_data(&self, f: &Shortcut, vline: u64, mode: LineMode, slot: u64, l1line: u64, ok: bool) {
-        if ok && self.shortcut_now() {
+    /// Remembers the line for the shortcut (when `ok`); `tlb`: [`Engine::tlb_data`]'s answer (a
+    /// line whose access crossed a page is not remembered: the L1 data TLB's most recent entry
+    /// is the other page).
+    #[allow(clippy::too_many_arguments)]
+    fn remember_data(&self, f: &Shortcut, vline: u64, mode: LineMode, slot: u64, l1line: u64, ok: bool, tlb: Option<bool>) {
+        if ok && self.shortcut_now() && tlb != Some(false) {
             f.remember_line(vline, mode, slot, l1line);
+            if tlb == Some(true) {
+                f.line_in_tlb();
+            }
         } else {
             f.forget_line();
         }
@@ -320,6 +366,10 @@ impl<H: Host> Engine<H> {
             let (first, last) = (pa >> shift, (pa + bytes - 1) >> shift);
             let first = first + u64::from(previous_end == first | BYPASS_LINE);
             f.set_fetch_end(last | BYPASS_LINE);
+            let in_tlb = self.tlb_lookup(core, cpu, Side::Instruction, va, (last + 1).saturating_sub(first));
+            // A repeat fetches its lines in this page, the L1 instruction TLB's most recent
+            // entry when any line was looked up (a repeat fetches lines only then).
+            f.set_fetch_tlb(in_tlb);
             self.touched(core, pa, bytes);
             match self.early_model(core) {
                 Some(m) => (first..=last).for_each(|l| m.fetch(cpu, l << shift, attr)),
@@ -363,6 +413,10 @@ impl<H: Host> Engine<H> {
             // Rule 21: a VIPT L1I indexes each line by its VA, so lookups carry it.
             let continues = previous_end == first_pa >> shift && m.l1i_holds_at(cpu, *lines.start() << shift, first_pa);
             f.set_fetch_end(pa_of(*lines.end()) >> shift);
+            let counted = lines.end() - lines.start() + 1 - u64::from(continues);
+            let in_tlb = self.tlb_lookup(core, cpu, Side::Instruction, va, counted);
+            f.set_fetch_tlb(in_tlb);
+            let m = core.model.as_mut().expect("built above");
             if self.fast_on {
                 // The TB's code (one page), for `wrote_code`; a remembered data line in it
                 // would take stores without the model.

@@ -105,6 +105,8 @@ pub struct Core {
     pub quieted: u64,
     /// The per-PC table (`pc_table=N`, N > 0) and its bound.
     pub pcs: Option<(crate::pc_table::PcTable, usize)>,
+    /// The TLB model (`tlb.rs`), when the profile has TLBs and `tlb=off` was not given.
+    pub tlb: Option<crate::tlb::Tlbs>,
     out: Box<dyn Write + Send>,
 }
 
@@ -134,6 +136,7 @@ impl Core {
             quiet: false,
             quieted: 0,
             pcs: (settings.pc_table > 0).then(|| (crate::pc_table::PcTable::default(), settings.pc_table as usize)),
+            tlb: None,
             out,
         }
     }
@@ -217,15 +220,19 @@ impl Core {
     pub fn phases_ended(&mut self, done: &[Finished]) {
         let lower = self.lower_levels();
         let config = self.model.as_ref().map(|m| m.config().clone());
+        let tlb = self.tlb.as_ref().map(|t| t.geometry().clone());
         let mut text = String::new();
         for p in done {
-            let records = (2 + lower + 1 + p.coherence.len()) as u64;
+            let records = (2 + lower + 1 + usize::from(tlb.is_some()) + p.coherence.len()) as u64;
             if self.stats.phase_records + records > PHASE_RECORD_LIMIT {
                 self.stats.phases_unreported += 1;
             } else {
                 self.stats.phase_records += records;
                 text += &model_records::phase_lines(&p.name, p.id, &p.counts, lower);
-                text += &model_records::time_line(&p.name, p.id, &p.counts, &p.coherence, config.as_ref());
+                text += &model_records::time_line(&p.name, p.id, &p.counts, &p.coherence, config.as_ref(), tlb.as_ref());
+                if let Some(g) = &tlb {
+                    text += &model_records::tlb_line(&p.name, p.id, &p.counts.tlb, g);
+                }
                 text += &model_records::coherence_lines(&p.name, p.id, &p.coherence);
             }
         }
@@ -342,6 +349,9 @@ impl Core {
                     .source(model_records::SOURCE),
             );
             text += &model_records::topology_line(&h.topology);
+            if let Some(t) = &self.tlb {
+                text += &model_records::tlb_geometry_line(t.geometry());
+            }
         }
         let l1 = [(Level::L1I, h.l1i), (Level::L1D, h.l1d)];
         let lower = h.lower.iter().enumerate().map(|(i, l)| ([Level::L2, Level::L3][i], l.geometry));

@@ -137,7 +137,8 @@ impl<H: Host> Engine<H> {
         }
         let fast_on = shortcut_allowed(&settings, vcpus, false);
         let repeats_inline = inline_repeats_allowed(&settings, vcpus);
-        let core = Core::new(&settings, out);
+        let mut core = Core::new(&settings, out);
+        core.tlb = settings.tlb_geometry().map(|g| crate::tlb::Tlbs::new(g, vcpus));
         let engine = Self {
             settings,
             host,
@@ -320,7 +321,8 @@ impl<H: Host> Engine<H> {
     /// Every count so far: before the model, the model's, the shortcut's.
     pub(super) fn now(&self, core: &mut Core) -> Totals {
         let fast = self.fast_totals(core);
-        core.early + core.model.as_ref().map(|m| m.totals()).unwrap_or_default() + fast
+        let tlb = Totals { tlb: core.tlb.as_ref().map(|t| t.counts()).unwrap_or_default(), ..Totals::default() };
+        core.early + core.model.as_ref().map(|m| m.totals()).unwrap_or_default() + fast + tlb
     }
 
     /// Applies deferred dirty bits and drops every shortcut (before any model change).
@@ -583,8 +585,8 @@ impl<H: Host> Engine<H> {
                 (x(rt), 0, 0, 0, 0)
             }
             Insn::MsrControl { rt, .. } | Insn::MsrTranslation { rt, .. } => (x(rt), 0, 0, 0, 0),
-            Insn::Tlbi { va_rt: Some(rt) } => (x(rt), 0, 0, 0, 0),
-            Insn::IcIallu { .. } | Insn::Tlbi { va_rt: None } | Insn::Prefetch(_) => (0, 0, 0, 0, 0),
+            Insn::Tlbi { va_rt: Some(rt), .. } => (x(rt), 0, 0, 0, 0),
+            Insn::IcIallu { .. } | Insn::Tlbi { va_rt: None, .. } | Insn::Prefetch(_) => (0, 0, 0, 0, 0),
         };
         // At a TLBI (translation state changes around one): the regime's registers as the vCPU
         // holds them, adopted where a write escaped the decoder (see `resync`).
@@ -644,8 +646,23 @@ impl<H: Host> Engine<H> {
         }
         match insn {
             Insn::Marker => self.marker(&mut core, cpu, [a, b, c, d, e], pc),
-            Insn::Tlbi { va_rt: None } => core.guest.forget_pages(),
-            Insn::Tlbi { va_rt: Some(_) } => core.guest.forget_page(crate::decode::tlbi_operand_va(a)),
+            Insn::Tlbi { va_rt, broadcast } => {
+                let scope = match va_rt {
+                    None => {
+                        core.guest.forget_pages();
+                        crate::tlb::TlbiScope::All
+                    }
+                    Some(_) => {
+                        let va = crate::decode::tlbi_operand_va(a);
+                        core.guest.forget_page(va);
+                        crate::tlb::TlbiScope::Va(va)
+                    }
+                };
+                // Rule T5 of tlb.rs (every shortcut was dropped above).
+                if let Some(t) = core.tlb.as_mut() {
+                    t.invalidate(cpu, scope, broadcast);
+                }
+            }
             Insn::MsrSctlr { .. } => {
                 core.guest.write(cpu, SysReg::Sctlr(crate::walk::Regime::El1), a);
             }

@@ -102,6 +102,11 @@ pub struct Shortcut {
     d_bytes: AtomicU64,
     d_hits: AtomicU64,
     d_bypass: AtomicU64,
+    /// 1 when the remembered line's access was looked up in the TLB model (its page is then
+    /// the L1 data TLB's most recent entry: every access counted here is an L1 TLB hit), else 0.
+    d_tlb: AtomicU64,
+    /// The L1 data TLB hits counted here.
+    d_tlb_hits: AtomicU64,
     /// log2 of the L1D line size.
     d_shift: AtomicU64,
     /// The page cache, direct-mapped by the VA page's low bits ([`PAGES`] slots): the VA page
@@ -122,6 +127,11 @@ pub struct Shortcut {
     i_end: AtomicU64,
     i_hits: AtomicU64,
     i_bypass: AtomicU64,
+    /// The last TB's lines were looked up in the TLB model (its page is the L1 instruction
+    /// TLB's most recent entry): each line a repeat fetches is an L1 TLB hit.
+    i_tlb: AtomicBool,
+    /// The L1 instruction TLB hits counted here.
+    i_tlb_hits: AtomicU64,
     /// The last TB's fetch reported a hazard: its repeats are replayed through the model (each
     /// reports again), not counted; its address and length.
     i_replay: AtomicBool,
@@ -214,6 +224,7 @@ impl Shortcut {
             Some(LineMode::Loads) if !write => add(&self.d_hits, n),
             _ => return false,
         }
+        add(&self.d_tlb_hits, n * self.d_tlb.load(Relaxed));
         true
     }
 
@@ -221,9 +232,15 @@ impl Shortcut {
     /// cacheable line) its L1D slot and model line number.
     pub fn remember_line(&self, vline: u64, mode: LineMode, slot: u64, l1line: u64) {
         self.d_mode.store(mode as u8, Relaxed);
+        self.d_tlb.store(0, Relaxed);
         self.d_slot.store(slot, Relaxed);
         self.d_l1line.store(l1line, Relaxed);
         self.d_line.store(vline, Relaxed);
+    }
+
+    /// The remembered line's access was looked up in the TLB model (after [`Shortcut::remember_line`]).
+    pub fn line_in_tlb(&self) {
+        self.d_tlb.store(1, Relaxed);
     }
 
     /// Forgets the data line (anything that may change its set: a miss elsewhere, a prefetch,
@@ -330,6 +347,9 @@ impl Shortcut {
         let lines = self.i_lines.load(Relaxed) * new;
         let bypass = self.i_mode.load(Relaxed) == FetchMode::Bypass as u8;
         add(if bypass { &self.i_bypass } else { &self.i_hits }, lines);
+        if self.i_tlb.load(Relaxed) {
+            add(&self.i_tlb_hits, lines);
+        }
         0
     }
 
@@ -345,6 +365,11 @@ impl Shortcut {
             self.i_va.store(va, Relaxed);
             self.i_bytes.store(bytes, Relaxed);
         }
+    }
+
+    /// Whether the last TB's lines were looked up in the TLB model (set at each fetch through the model).
+    pub fn set_fetch_tlb(&self, on: bool) {
+        self.i_tlb.store(on, Relaxed);
     }
 
     /// Sets the PA range of the last TB's lines (`[lo, hi)`).
@@ -388,6 +413,8 @@ impl Shortcut {
         t.levels[Level::L1I as usize].accesses = i;
         t.levels[Level::L1I as usize].hits = i;
         t.levels[Level::L1I as usize].bypass = self.i_bypass.load(Relaxed);
+        t.tlb.l1d_hits = self.d_tlb_hits.load(Relaxed);
+        t.tlb.l1i_hits = self.i_tlb_hits.load(Relaxed);
         t
     }
 }

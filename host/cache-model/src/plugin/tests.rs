@@ -361,7 +361,7 @@ fn trace(seed: u64, n: usize, guest_geometry: bool) -> Vec<Step> {
             }
             3 => Step::Special { insn: Insn::IcIallu { broadcast: r() % 2 == 0 }, pc, regs: vec![] },
             4 => Step::Special { insn: Insn::IcIvau { rt: 4 }, pc, regs: vec![(4, code + r() % 0x1000)] },
-            5 => Step::Special { insn: Insn::Tlbi { va_rt: None }, pc, regs: vec![] },
+            5 => Step::Special { insn: Insn::Tlbi { va_rt: None, broadcast: false }, pc, regs: vec![] },
             6 => Step::Special { insn: Insn::MsrSctlr { rt: 5 }, pc, regs: vec![(5, 1 | 4 | 1 << 12)] },
             7 | 8 => {
                 let addr = if r() % 2 == 0 {
@@ -475,6 +475,13 @@ fn differential_on(args: &[&str], steps: &[Step], vcpus: usize) -> String {
             sum(|c| c.invalidations) > 0 && sum(|c| c.interventions) > 0 && sum(|c| c.upgrades) > 0,
             "the cores never shared a line with {args:?}: {coh:?}"
         );
+    }
+    // With TLBs (the rpi4/rpi5 profiles), the shortcut counted L1 TLB hits and the model
+    // looked pages up, missed and walked: the same counts either way (checked above).
+    if args.iter().any(|a| a.starts_with("profile=rpi")) {
+        let t = fast.counts().0.tlb;
+        assert!(shortcut.tlb.l1d_hits > 0 && t.l1d_misses > 0 && t.data_walks > 0, "no TLB traffic with {args:?}: {t:?}");
+        assert!(vcpus > 1 || shortcut.tlb.l1i_hits > 0 || t.l1i_hits > 0, "no instruction TLB hits with {args:?}: {t:?}");
     }
     let (a, b) = (fast.finish(), slow.finish());
     for (k, (x, y)) in a.lines().zip(b.lines()).enumerate() {
@@ -958,4 +965,36 @@ fn markers_declarations_follows_only_what_declares_the_verdict() {
         assert_eq!(records.contains("\"kind\":\"stale-instruction\""), reported, "{mode}: {records}");
         assert_eq!(records.contains("core attribution cannot be trusted"), !reported, "{mode}");
     }
+}
+
+/// Rule T5 of `tlb.rs` through the decoder and the engine: a local TLBI by VA (`TLBI VALE1`)
+/// drops the issuing vCPU's entry only, its Inner Shareable form (`TLBI VAE1IS`) every vCPU's.
+#[test]
+fn a_tlbi_reaches_the_issuing_vcpu_and_its_broadcast_form_every_vcpu() {
+    let r = Run::with_vcpus(&["profile=rpi5"], false, 2, false);
+    for cpu in 0..2 {
+        r.engine.special(cpu, Insn::MsrSctlr { rt: 1 }, 0x9000, |_| 1 | 4 | 1 << 12);
+    }
+    let va = VA_OFFSET + RAM + 0x9_0000;
+    let load = |cpu: u32| r.engine.mem(cpu, &FakeAccess { size: 8, value: 0 }, va, va, false, None, Hint::default());
+    let tlb = || r.counts().0.tlb;
+    let (local, broadcast) = (crate::decode::decode(0xd508_87a3).unwrap(), crate::decode::decode(0xd508_8320).unwrap());
+    assert_eq!((local, broadcast), (Insn::Tlbi { va_rt: Some(3), broadcast: false }, Insn::Tlbi { va_rt: Some(0), broadcast: true }));
+    load(0);
+    load(1);
+    let before = tlb();
+    assert_eq!((before.l1d_misses, before.data_walks), (2, 2), "each vCPU walks once: {before:?}");
+    r.engine.special(0, local, 0xa000, |n| if n == 3 { va >> 12 } else { 0 });
+    load(0);
+    load(1);
+    let after_local = tlb() - before;
+    assert_eq!((after_local.l1d_misses, after_local.l1d_hits), (1, 1), "TLBI VALE1 on vCPU 0: {after_local:?}");
+    let before = tlb();
+    r.engine.special(0, broadcast, 0xa004, |n| if n == 0 { va >> 12 } else { 0 });
+    load(0);
+    load(1);
+    let after_is = tlb() - before;
+    assert_eq!((after_is.l1d_misses, after_is.l1d_hits, after_is.data_walks), (2, 0, 2), "TLBI VAE1IS: {after_is:?}");
+    let records = r.finish();
+    assert!(records.contains("\"record\":\"model-tlb\""), "{records}");
 }
