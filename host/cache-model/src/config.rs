@@ -31,8 +31,7 @@ use std::collections::BTreeMap;
 
 use crate::cache::Policy;
 use crate::geometry::{
-    Deviations, Geometry, Hierarchy, HwPfKind, HwPrefetch, Impl, Indexing, Latency, LowerLevel, Replacement, Sharing,
-    GENERIC_POLICY_REF,
+    Deviations, Geometry, Hierarchy, HwPfKind, HwPrefetch, Impl, Indexing, Latency, LowerLevel, Replacement, Sharing, GENERIC_POLICY_REF,
 };
 use crate::protocol::Kind;
 

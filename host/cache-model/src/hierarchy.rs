@@ -1959,7 +1959,11 @@ impl Model {
                         let _ = c.mark_stale(c.line_of(line << shift));
                     }
                     if let Some(san) = self.san.as_mut() {
-                        let b = san.behind.entry(line).or_insert(crate::sanitize::Behind { pc, kind: HazardCause::WriteIvauOtherAlias, bytes: 0 });
+                        let b = san.behind.entry(line).or_insert(crate::sanitize::Behind {
+                            pc,
+                            kind: HazardCause::WriteIvauOtherAlias,
+                            bytes: 0,
+                        });
                         (b.pc, b.kind) = (pc, HazardCause::WriteIvauOtherAlias);
                         b.bytes |= bytes;
                     }

@@ -159,7 +159,10 @@ fn vipt_ivau_by_one_alias_leaves_stale_code_at_the_other() {
         let e = m.take_events();
         if index == Indexing::Vipt {
             assert_eq!(e.len(), 1, "{e:?}");
-            assert_eq!((e[0].kind, e[0].pa, e[0].cause, e[0].cause_pc), (StaleInstruction, CODE & !63, crate::sanitize::HazardCause::WriteIvauOtherAlias, 0x40));
+            assert_eq!(
+                (e[0].kind, e[0].pa, e[0].cause, e[0].cause_pc),
+                (StaleInstruction, CODE & !63, crate::sanitize::HazardCause::WriteIvauOtherAlias, 0x40)
+            );
             // IC IVAU by the second VA too (or IC IALLU) is the fix.
             m.ic_invalidate_va(0, VA2, CODE);
             m.fetch_at(0, VA2, CODE, WB);
