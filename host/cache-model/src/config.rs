@@ -278,20 +278,8 @@ impl Settings {
                         s.hwpf_degree = Some(n);
                     }
                 }
-                "sanitize" => {
-                    s.sanitize = match v {
-                        "on" => true,
-                        "off" => false,
-                        _ => return Err(format!("bad value '{v}' for 'sanitize': expected on or off")),
-                    }
-                }
-                "fast" => {
-                    s.fast = match v {
-                        "on" => true,
-                        "off" => false,
-                        _ => return Err(format!("bad value '{v}' for 'fast': expected on or off")),
-                    }
-                }
+                "sanitize" => s.sanitize = on_off("sanitize", v)?,
+                "fast" => s.fast = on_off("fast", v)?,
                 "hazard_limit" => {
                     let max = HAZARD_RECORD_LIMIT;
                     s.hazard_limit = v
@@ -317,13 +305,7 @@ impl Settings {
                 "impl" => {
                     s.implementation = Impl::parse(v).ok_or_else(|| format!("bad value '{v}' for 'impl': expected arch or silicon"))?
                 }
-                "tlb" => {
-                    s.tlb = Some(match v {
-                        "on" => true,
-                        "off" => false,
-                        _ => return Err(format!("bad value '{v}' for 'tlb': expected on or off")),
-                    })
-                }
+                "tlb" => s.tlb = Some(on_off("tlb", v)?),
                 "tlb_pages" => {
                     s.tlb_pages_4k = match v {
                         "mapping" => false,
@@ -331,13 +313,7 @@ impl Settings {
                         _ => return Err(format!("bad value '{v}' for 'tlb_pages': expected mapping or 4k")),
                     }
                 }
-                "coherence" => {
-                    s.coherence = match v {
-                        "on" => true,
-                        "off" => false,
-                        _ => return Err(format!("bad value '{v}' for 'coherence': expected on or off")),
-                    }
-                }
+                "coherence" => s.coherence = on_off("coherence", v)?,
                 _ => return Err(format!("unknown argument '{k}'; accepted: {}", KEYS.join(", "))),
             }
         }
@@ -557,6 +533,15 @@ impl GuestGeometry {
         };
         h.validate().ok()?;
         Some(h)
+    }
+}
+
+/// An `on`/`off` argument's value, or the error naming the key and the accepted words.
+fn on_off(key: &str, v: &str) -> Result<bool, String> {
+    match v {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("bad value '{v}' for '{key}': expected on or off")),
     }
 }
 

@@ -49,6 +49,22 @@ fn with_hwpf(mut h: Hierarchy, kind: HwPfKind, distance: u32, degree: u32) -> Hi
     h
 }
 
+/// Runs `(pa, write, attr)` accesses of 8 bytes on the model and on the reference simulator;
+/// returns the totals after checking that both agree.
+fn run_both(accesses: impl IntoIterator<Item = (u64, bool, Attr)>, m: &mut Model, r: &mut RefModel) -> Totals {
+    for (pa, write, attr) in accesses {
+        m.data(0, pa, 8, write, attr);
+        r.data(0, pa, 8, write, attr);
+    }
+    assert_eq!(m.totals(), r.totals, "model and reference disagree");
+    m.totals()
+}
+
+/// One access of each of `count` consecutive 64-byte lines from `start`.
+fn lines(start: u64, count: u64, write: bool, attr: Attr) -> impl Iterator<Item = (u64, bool, Attr)> {
+    (0..count).map(move |i| (start + 64 * i, write, attr))
+}
+
 /// The guest profile's shape: the QEMU cortex-a72's CCSIDR (L1D 32 KiB 4-way), no prefetcher.
 fn guest() -> Hierarchy {
     let mut h = rpi4();

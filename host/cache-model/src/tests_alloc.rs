@@ -2,24 +2,9 @@
 //! nothing, transient lines are their set's next victim. Each case runs on the model and on the
 //! reference simulator (its own implementation) and checks both.
 
-use super::{rpi4, BASE, WB};
-use crate::hierarchy::{Attr, Level, Model, Totals};
+use super::{lines, rpi4, run_both as run, BASE, WB};
+use crate::hierarchy::{Attr, Level, Model};
 use crate::reference::RefModel;
-
-/// Runs `(pa, write, attr)` accesses of 8 bytes on both simulators; returns their totals after
-/// checking that they agree.
-fn run(accesses: impl IntoIterator<Item = (u64, bool, Attr)>, m: &mut Model, r: &mut RefModel) -> Totals {
-    for (pa, write, attr) in accesses {
-        m.data(0, pa, 8, write, attr);
-        r.data(0, pa, 8, write, attr);
-    }
-    assert_eq!(m.totals(), r.totals, "model and reference disagree");
-    m.totals()
-}
-
-fn lines(start: u64, count: u64, write: bool, attr: Attr) -> impl Iterator<Item = (u64, bool, Attr)> {
-    (0..count).map(move |i| (start + 64 * i, write, attr))
-}
 
 /// The Pi 4 L1D is 32 KiB: a 16 KiB hot set is read, then 256 KiB are written through a
 /// no-write-allocate window, then the hot set is read again. The write fills nothing (no L1D or

@@ -2,7 +2,7 @@
 //! on the model and on the reference simulator (its own implementation), the sanitizer's
 //! `masked_by` notes, and random-trace agreement with every rule on.
 
-use super::{check_agreement, random_op, small, Op, BASE, WB};
+use super::{check_agreement, lines, random_op, run_both as run, small, Op, BASE, WB};
 use crate::cache::Policy;
 use crate::geometry::{Deviations, Hierarchy, HwPrefetch, Replacement, RPI5_WRITE_STREAMING_LINES};
 use crate::hierarchy::{Attr, Level, LineOp, Model, Point, Totals, SERVED_MEMORY};
@@ -19,20 +19,6 @@ fn rpi5(silicon: bool) -> Hierarchy {
         h.silicon = Deviations::of_profile("rpi5").unwrap();
     }
     h
-}
-
-/// Runs `(pa, write, attr)` 8-byte accesses on both simulators and checks that they agree.
-fn run(accesses: impl IntoIterator<Item = (u64, bool, Attr)>, m: &mut Model, r: &mut RefModel) -> Totals {
-    for (pa, write, attr) in accesses {
-        m.data(0, pa, 8, write, attr);
-        r.data(0, pa, 8, write, attr);
-    }
-    assert_eq!(m.totals(), r.totals, "model and reference disagree");
-    m.totals()
-}
-
-fn lines(start: u64, count: u64, write: bool, attr: Attr) -> impl Iterator<Item = (u64, bool, Attr)> {
-    (0..count).map(move |i| (start + 64 * i, write, attr))
 }
 
 /// Every 8-byte word of `count` lines from `start`, written (a memset).
