@@ -200,7 +200,7 @@ pub struct Guest {
     gen: u32,
     /// VA pages that could not be translated, per cause: distinct pages, so that the count
     /// does not depend on how often the plugin asks (the shortcut asks less).
-    untranslated: BTreeMap<String, (HashSet<u64>, u64)>,
+    untranslated: BTreeMap<String, (HashSet<u64>, u64, Option<u64>)>,
     /// Walks done (TLB misses).
     walks: u64,
     /// Data pages where the walk's PA differed from QEMU's: the pages, the first (VA, QEMU's
@@ -463,22 +463,24 @@ impl Guest {
         Some((self.cpu(cpu).regime().index() as u8, u32::from(e.size_shift), e.levels))
     }
 
-    fn count_untranslated(&mut self, what: &str, va: u64, f: Fault) {
+    /// Counts an untranslated `va` under `what` and its fault; `pc` is asked once per cause, for
+    /// its first occurrence (the warning names it).
+    fn count_untranslated(&mut self, what: &str, va: u64, f: Fault, pc: impl FnOnce() -> Option<u64>) {
         let key = format!("{what}: {}", f.cause());
         match self.untranslated.get_mut(&key) {
-            Some((set, _)) => {
+            Some((set, _, _)) => {
                 set.insert(va >> PAGE_SHIFT);
             }
             None => {
-                self.untranslated.insert(key, (HashSet::from([va >> PAGE_SHIFT]), va));
+                self.untranslated.insert(key, (HashSet::from([va >> PAGE_SHIFT]), va, pc()));
             }
         }
     }
 
     /// The VA pages left untranslated so far, as ("use: cause", distinct 4 KiB pages, the
-    /// first such VA).
-    pub fn untranslated(&self) -> Vec<(String, u64, u64)> {
-        self.untranslated.iter().map(|(k, (set, first))| (k.clone(), set.len() as u64, *first)).collect()
+    /// first such VA, the PC of the instruction that made it when the plugin could tell).
+    pub fn untranslated(&self) -> Vec<(String, u64, u64, Option<u64>)> {
+        self.untranslated.iter().map(|(k, (set, first, pc))| (k.clone(), set.len() as u64, *first, *pc)).collect()
     }
 
     /// Walks done so far (translation-cache misses).
@@ -499,7 +501,7 @@ impl Guest {
         match self.walked(cpu, va, mem) {
             Ok((_, a)) => Some(a),
             Err(f) => {
-                self.count_untranslated(what, va, f);
+                self.count_untranslated(what, va, f, || None);
                 None
             }
         }
@@ -573,8 +575,8 @@ impl Guest {
 
     /// Counts `va` as untranslated under `what` (an `untranslated-va` cause), as
     /// [`Guest::translate`] does when [`Guest::try_translate`] fails.
-    pub fn count_failed(&mut self, what: &str, va: u64, fault: Fault) {
-        self.count_untranslated(what, va, fault);
+    pub fn count_failed(&mut self, what: &str, va: u64, fault: Fault, pc: Option<u64>) {
+        self.count_untranslated(what, va, fault, || pc);
     }
 
     /// Whether every byte of the 4 KiB page holding `va` has the same attribute (no window
@@ -654,11 +656,12 @@ impl Guest {
 
     /// Translates `va` for core `cpu` (see the module documentation for the order); `None`
     /// when it cannot be, counted under `what` (an `untranslated-va` cause).
-    pub fn translate(&mut self, cpu: usize, va: u64, mem: &dyn PhysMem, what: &str) -> Option<(u64, Translation)> {
+    /// `pc`: the instruction's, when the caller knows it (the warning names the first).
+    pub fn translate(&mut self, cpu: usize, va: u64, mem: &dyn PhysMem, what: &str, pc: Option<u64>) -> Option<(u64, Translation)> {
         match self.try_translate(cpu, va, mem) {
             Ok(t) => Some(t),
             Err(fault) => {
-                self.count_untranslated(what, va, fault);
+                self.count_untranslated(what, va, fault, || pc);
                 None
             }
         }
@@ -765,7 +768,7 @@ mod tests {
         assert!(!g.write(0, SysReg::Mair(Regime::El1), 0x44_bb_00), "same value: nothing changes");
         // Out of the 32-bit range: write-back assumed for the data access, counted untranslated.
         assert_eq!(g.data_attr(0, 0x1_0000_0000, m), Attr::NormalWriteBack);
-        assert_eq!(g.untranslated(), vec![("data attribute: va-out-of-range".to_string(), 1, 0x1_0000_0000)]);
+        assert_eq!(g.untranslated(), vec![("data attribute: va-out-of-range".to_string(), 1, 0x1_0000_0000, None)]);
     }
 
     #[test]
@@ -776,10 +779,10 @@ mod tests {
         assert_eq!(g.data_attr(0, RAM + 0x20_0000, m), Attr::Device, "SCTLR_EL2.M = 0");
         g.write(0, SysReg::Sctlr(Regime::El2), ON);
         assert_eq!(g.data_attr(0, RAM + 0x20_0000, m), Attr::NormalWriteBack, "EL2's tables");
-        assert_eq!(g.translate(0, RAM + 0x20_0040, m, "t"), Some((0x8020_0040, Translation::Walk)));
+        assert_eq!(g.translate(0, RAM + 0x20_0040, m, "t", None), Some((0x8020_0040, Translation::Walk)));
         // EL1: its own SCTLR (off), so PA = VA; with HCR_EL2.DC, Normal write-back.
         g.set_el(0, 1);
-        assert_eq!(g.translate(0, RAM + 0x20_0040, m, "t"), Some((RAM + 0x20_0040, Translation::MmuOff)));
+        assert_eq!(g.translate(0, RAM + 0x20_0040, m, "t", None), Some((RAM + 0x20_0040, Translation::MmuOff)));
         assert_eq!(g.data_attr(0, RAM, m), Attr::Device);
         g.write(0, SysReg::Hcr, HCR_DC);
         assert_eq!(g.data_attr(0, RAM, m), Attr::NormalWriteBack);
@@ -789,8 +792,8 @@ mod tests {
         // VHE: EL2's two-range regime is not followed.
         g.set_el(0, 2);
         g.write(0, SysReg::Hcr, HCR_E2H);
-        assert_eq!(g.translate(0, RAM + 0x20_0040, m, "t"), None);
-        assert_eq!(g.untranslated(), vec![("t: vhe-el2-not-followed".to_string(), 1, RAM + 0x20_0040)]);
+        assert_eq!(g.translate(0, RAM + 0x20_0040, m, "t", None), None);
+        assert_eq!(g.untranslated(), vec![("t: vhe-el2-not-followed".to_string(), 1, RAM + 0x20_0040, None)]);
         // A second core keeps its own state.
         assert_eq!(g.el(1), 1);
         assert_eq!(g.sctlr(1), 0);
@@ -804,7 +807,7 @@ mod tests {
         g.set_sctlr(0, ON);
         assert_eq!(g.data_attr(0, RAM + 0x1000, m), Attr::NormalWriteBack, "MMU really off: no tables");
         assert_eq!(g.fetch_attr(0, RAM + 0x1000, m), Attr::NormalWriteBack);
-        assert_eq!(g.translate(0, RAM + 0x1000, m, "t"), Some((RAM + 0x1000, Translation::MmuOff)));
+        assert_eq!(g.translate(0, RAM + 0x1000, m, "t", None), Some((RAM + 0x1000, Translation::MmuOff)));
         g.window(RAM, 0x1000, Attr::NormalNonCacheable, None, Shareability::Inner);
         assert_eq!(g.data_attr(0, RAM + 0x40, m), Attr::NormalNonCacheable, "windows apply");
         g.set_sctlr(0, SCTLR_M);
@@ -812,7 +815,7 @@ mod tests {
         // A real write supersedes the declaration: the tables apply.
         g.write(0, SysReg::Sctlr(Regime::El1), ON);
         assert_eq!(g.data_attr(0, RAM + 0x1040, m), Attr::NormalNonCacheable, "the tables' NC block");
-        assert_eq!(g.translate(0, RAM + 0x1040, m, "t"), Some((0x8000_1040, Translation::Walk)));
+        assert_eq!(g.translate(0, RAM + 0x1040, m, "t", None), Some((0x8000_1040, Translation::Walk)));
         assert!(g.untranslated().is_empty());
         // A value read from the vCPU: adopted, a declared SCTLR stays declared.
         g.set_sctlr(0, SCTLR_M);
@@ -828,19 +831,19 @@ mod tests {
         let mut g = with_tables(Regime::El1);
         let m = &Tables;
         g.write(0, SysReg::Sctlr(Regime::El1), ON);
-        assert_eq!(g.translate(0, RAM + 0x1234, m, "t"), Some((0x8000_1234, Translation::Walk)));
+        assert_eq!(g.translate(0, RAM + 0x1234, m, "t", None), Some((0x8000_1234, Translation::Walk)));
         // Beyond the range: a page learned from a data access, then a window's offset.
         let far = 0x2_0000_0000;
-        assert_eq!(g.translate(0, far, m, "t"), None);
+        assert_eq!(g.translate(0, far, m, "t", None), None);
         g.window(far, 0x10_0000, Attr::NormalNonCacheable, Some(0x5000_0000), Shareability::Inner);
-        assert_eq!(g.translate(0, far + 0x5_0080, m, "t"), Some((0x5005_0080, Translation::Window)));
+        assert_eq!(g.translate(0, far + 0x5_0080, m, "t", None), Some((0x5005_0080, Translation::Window)));
         assert!(g.learn(far + 0x40, 0x6000_0040));
-        assert_eq!(g.translate(0, far + 0x80, m, "t"), Some((0x6000_0080, Translation::Learned)));
+        assert_eq!(g.translate(0, far + 0x80, m, "t", None), Some((0x6000_0080, Translation::Learned)));
         g.forget_pages();
-        assert_eq!(g.translate(0, far + 0x80, m, "t"), Some((0x5000_0080, Translation::Window)));
+        assert_eq!(g.translate(0, far + 0x80, m, "t", None), Some((0x5000_0080, Translation::Window)));
         g.window(far, 0x10_0000, Attr::NormalNonCacheable, None, Shareability::Inner);
-        assert_eq!(g.translate(0, far + 0x1_0000, m, "t"), None, "re-declared without a PA");
-        assert_eq!(g.untranslated(), vec![("t: va-out-of-range".to_string(), 2, 0x2_0000_0000)], "two distinct pages");
+        assert_eq!(g.translate(0, far + 0x1_0000, m, "t", None), None, "re-declared without a PA");
+        assert_eq!(g.untranslated(), vec![("t: va-out-of-range".to_string(), 2, 0x2_0000_0000, None)], "two distinct pages");
         assert!(g.page_uniform(RAM));
         // QEMU's translation of a data access checks the walk.
         g.check(0, RAM + 0x1234, 0x8000_1234, m);

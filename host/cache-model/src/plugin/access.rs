@@ -98,7 +98,7 @@ impl<H: Host> Engine<H> {
         // Not in the emulator's TLB (a group member in another page): the guest's translation.
         let (pa, io, learned) = match known {
             Some(k) => k,
-            None => match core.guest.translate(cpu, vaddr, &self.host, "data access") {
+            None => match core.guest.translate(cpu, vaddr, &self.host, "data access", Some(hint.pc)) {
                 Some((pa, _)) => (pa, false, false),
                 None => return,
             },
@@ -350,7 +350,7 @@ impl<H: Host> Engine<H> {
         let mut translate_page = |core: &mut Core, page: u64| match page_pa.take().expect("asked once") {
             Ok(t) => Some(t),
             Err(fault) => {
-                core.guest.count_failed("instruction fetch", page, fault);
+                core.guest.count_failed("instruction fetch", page, fault, Some(va));
                 None
             }
         };
@@ -391,7 +391,7 @@ impl<H: Host> Engine<H> {
             let pa_first = if first == page {
                 pa_page
             } else {
-                match core.guest.translate(cpu, first, &self.host, "instruction fetch") {
+                match core.guest.translate(cpu, first, &self.host, "instruction fetch", Some(va)) {
                     Some((p, _)) => p,
                     None => return (FetchMode::Bypass, 0, false),
                 }

@@ -495,8 +495,8 @@ impl<H: Host> Engine<H> {
 
     /// An operand VA's PA, counted by how it was found; `None` (counted under `what`, an
     /// `untranslated-va` cause) when it cannot be translated.
-    pub(super) fn translate(&self, core: &mut Core, cpu: usize, va: u64, what: &str) -> Option<u64> {
-        let (pa, how) = core.guest.translate(cpu, va, &self.host, what)?;
+    pub(super) fn translate(&self, core: &mut Core, cpu: usize, va: u64, what: &str, pc: Option<u64>) -> Option<u64> {
+        let (pa, how) = core.guest.translate(cpu, va, &self.host, what, pc)?;
         let k = match how {
             Translation::Learned => 0,
             Translation::Window => 1,
@@ -629,7 +629,7 @@ impl<H: Host> Engine<H> {
                         Insn::DcZva { .. } => "dc zva",
                         _ => "ic ivau",
                     };
-                    if let Some((pa, _)) = core.guest.translate(cpu, a, &self.host, what) {
+                    if let Some((pa, _)) = core.guest.translate(cpu, a, &self.host, what, Some(pc)) {
                         core.taint.page(pa, 1 << 11);
                     }
                 }
@@ -677,12 +677,12 @@ impl<H: Host> Engine<H> {
                 self.control_write(&mut core, cpu, reg, a);
             }
             Insn::DcVa { op, point, .. } => {
-                let Some(pa) = self.translate(&mut core, cpu, a, "dc by va") else { return };
+                let Some(pa) = self.translate(&mut core, cpu, a, "dc by va", Some(pc)) else { return };
                 let dline = core.ctr.map_or(0, |c| u64::from(c.dmin_line()));
                 self.model(&mut core).dc_by_pa_granule(cpu, op, point, pa, dline);
             }
             Insn::DcZva { .. } => {
-                let Some(pa) = self.translate(&mut core, cpu, a, "dc zva") else { return };
+                let Some(pa) = self.translate(&mut core, cpu, a, "dc zva", Some(pc)) else { return };
                 let attr = core.guest.data_attr(cpu, a, &self.host);
                 if attr.cacheable() {
                     self.model(&mut core).dc_zva(cpu, pa, attr);
@@ -700,7 +700,7 @@ impl<H: Host> Engine<H> {
             Insn::DcSetWay { op, .. } => self.set_way(&mut core, cpu, op, a),
             Insn::IcIallu { broadcast } => self.model(&mut core).ic_invalidate_all(cpu, broadcast),
             Insn::IcIvau { .. } => {
-                let Some(pa) = self.translate(&mut core, cpu, a, "ic ivau") else { return };
+                let Some(pa) = self.translate(&mut core, cpu, a, "ic ivau", Some(pc)) else { return };
                 let iline = core.ctr.map_or(0, |c| u64::from(c.imin_line()));
                 let m = self.model(&mut core);
                 m.ic_invalidate_granule_va(cpu, a, pa, iline);
@@ -756,7 +756,7 @@ impl<H: Host> Engine<H> {
             self.credit_fetch(&mut core, cpu);
         }
         self.fast[cpu].forget_line();
-        let Some(pa) = self.translate(&mut core, cpu, va, "prefetch") else { return };
+        let Some(pa) = self.translate(&mut core, cpu, va, "prefetch", None) else { return };
         self.touched(&mut core, pa, 1);
         self.model(&mut core).prefetch(cpu, pa, p.level, p.strm, attr);
         self.drop_disturbed(&mut core, cpu, true);
@@ -794,8 +794,9 @@ impl<H: Host> Engine<H> {
             m.end_trace();
         }
         let untranslated = core.guest.untranslated();
-        for (cause, n, first) in untranslated {
-            core.untranslated_warning(&format!("{cause}, first at VA {first:#x}"), n);
+        for (cause, n, first, pc) in untranslated {
+            let at = pc.map_or_else(|| " (PC not known)".to_string(), |pc| format!(" by the instruction at PC {pc:#x}"));
+            core.untranslated_warning(&format!("{cause}, first at VA {first:#x}{at}"), n);
         }
         if core.stats.resyncs > 0 {
             let n = core.stats.resyncs;

@@ -65,7 +65,7 @@ impl<H: Host> Engine<H> {
                 let shift = core.maint_shift();
                 let phase = core.phases.current();
                 for gap in r.gaps(shift) {
-                    let Some((pa, _)) = core.guest.translate(cpu, gap, &self.host, "maintenance range") else { continue };
+                    let Some((pa, _)) = core.guest.translate(cpu, gap, &self.host, "maintenance range", None) else { continue };
                     let pa = pa >> shift << shift;
                     let e = crate::sanitize::Event {
                         kind: HazardKind::MaintenanceGap,

@@ -776,7 +776,8 @@ fn the_regime_follows_the_el_and_untranslated_vas_are_counted() {
     let warned: Vec<&str> = records.lines().filter(|l| l.contains("\"cause\":\"untranslated-va\"")).collect();
     assert_eq!(warned.len(), 1, "{records}");
     assert!(
-        warned[0].contains("(dc by va: translation-fault-level3, first at VA 0x1400c0000)") && warned[0].contains("\"count\":1"),
+        warned[0].contains("(dc by va: translation-fault-level3, first at VA 0x1400c0000 by the instruction at PC 0x9000)")
+            && warned[0].contains("\"count\":1"),
         "{}",
         warned[0]
     );
