@@ -882,11 +882,17 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 let (log, model) = (pair[0].display().to_string(), pair[1].display().to_string());
                 let (run, d) = model_observe::load(&log, &model).map_err(usage)?;
                 let smp = d.phases.iter().any(|p| p.parsed.bench == "pingpong");
-                let these = match (i, smp) {
-                    (_, true) => model_observe::smp(&run, &d),
-                    (0, false) => model_observe::benchmarks(&run, &d),
-                    _ => model_observe::geometry(&run, &d),
+                // The first pair is the main job: its benchmarks' checks always, and the smp
+                // suite's as well when it ran on several cores (the default); the others are
+                // geometry runs, or smp runs.
+                let mut these = match (i, smp) {
+                    (0, _) => model_observe::benchmarks(&run, &d),
+                    (_, false) => model_observe::geometry(&run, &d),
+                    (_, true) => Vec::new(),
                 };
+                if smp {
+                    these.extend(model_observe::smp(&run, &d));
+                }
                 let profile = d.profile_name().unwrap_or_else(|| "?".into());
                 findings.extend(these.into_iter().map(|(ok, w)| (ok, format!("[{log}, profile {profile}] {w}"))));
             }
