@@ -128,21 +128,6 @@ impl HazardCause {
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|c| c.name() == name)
     }
-
-    /// The cause in words, for a human line ("after the non-cacheable write at …").
-    pub const fn describe(self) -> &'static str {
-        [
-            "write",
-            "non-cacheable write",
-            "Device write",
-            "write behind the cache",
-            "write with no IC invalidate since",
-            "by-VA maintenance loop",
-            "fill through a Non-shareable mapping",
-            "Non-shareable request while another core holds a copy",
-            "write, then an IC IVAU by another VIPT alias only",
-        ][self as usize]
-    }
 }
 
 /// A core's documented deviation from the architecture that the cache model applies in silicon
@@ -288,7 +273,6 @@ mod tests {
         for (i, c) in HazardCause::ALL.into_iter().enumerate() {
             assert_eq!(c as usize, i);
             assert_eq!(HazardCause::from_name(c.name()), Some(c));
-            assert!(!c.describe().is_empty());
             assert!(doc.contains(c.name()), "{doc}");
         }
         assert_eq!(HazardCause::from_name("nc_write"), None);

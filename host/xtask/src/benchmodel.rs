@@ -39,25 +39,28 @@ pub fn parse_configs(text: &str) -> Result<Vec<(String, String, Option<String>)>
         .collect()
 }
 
-/// One run: the loop's milliseconds (its record) and the QEMU process's wall milliseconds.
-fn run(root: &Path, elf: &Path, model: &str, plugin: Option<&str>, args: &str, accesses: u64) -> Result<(u64, u64), String> {
-    let t0 = Instant::now();
+/// `scripts/qemu-run ELF` under cache-model arguments `model` (and another build of the plugin,
+/// when `plugin` names one), its console raw, stdin closed, stopped after 600 s: the run the
+/// benchmark scripts time (bench-model's loops, bench-smp's main job).
+pub(crate) fn qemu_run(root: &Path, elf: &Path, model: &str, plugin: Option<&str>) -> Command {
     let mut cmd = Command::new(root.join("scripts/qemu-run"));
     if let Some(p) = plugin {
         cmd.env("CS_CACHE_MODEL_PLUGIN", p);
     }
-    let out = cmd
-        .arg(elf)
+    cmd.arg(elf).env("QEMU_CACHE_MODEL", model).env("CS_CONSOLE", "raw").env("QEMU_TIMEOUT", "600").stdin(Stdio::null());
+    cmd
+}
+
+/// One run: the loop's milliseconds (its record) and the QEMU process's wall milliseconds.
+fn run(root: &Path, elf: &Path, model: &str, plugin: Option<&str>, args: &str, accesses: u64) -> Result<(u64, u64), String> {
+    let t0 = Instant::now();
+    let out = qemu_run(root, elf, model, plugin)
         .arg("only=bench")
         .args(args.split_whitespace())
         .arg(format!("accesses={accesses}"))
-        .env("QEMU_CACHE_MODEL", model)
-        .env("CS_CONSOLE", "raw")
         .env("CS_NO_MATRIX", "1")
         // One core: the loops are one core's.
         .env("QEMU_SMP", "1")
-        .env("QEMU_TIMEOUT", "600")
-        .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("cannot run scripts/qemu-run: {e}"))?;
     let wall = t0.elapsed().as_millis() as u64;

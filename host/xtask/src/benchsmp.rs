@@ -13,7 +13,6 @@
 //! it never fails on the figures.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// One run's wall and CPU milliseconds.
@@ -29,20 +28,11 @@ pub struct Times {
 fn run(root: &Path, elf: &Path, args: &[String], smp: u32, model: &str, plugin: Option<&str>, log: &Path) -> Result<Times, String> {
     let cpu0 = crate::benchforeign::children_cpu_ms();
     let t0 = Instant::now();
-    let mut cmd = Command::new(root.join("scripts/qemu-run"));
-    if let Some(p) = plugin {
-        cmd.env("CS_CACHE_MODEL_PLUGIN", p);
-    }
-    let out = cmd
-        .arg(elf)
+    let out = crate::benchmodel::qemu_run(root, elf, model, plugin)
         .args(args)
         .env("QEMU_SMP", smp.to_string())
-        .env("QEMU_CACHE_MODEL", model)
-        .env("CS_CONSOLE", "raw")
         .env("CS_CACHE_MODEL_BUILT", "1")
         .env("CS_LOG", log)
-        .env("QEMU_TIMEOUT", "600")
-        .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("cannot run scripts/qemu-run: {e}"))?;
     let times = Times { wall: t0.elapsed().as_millis() as u64, cpu: crate::benchforeign::children_cpu_ms() - cpu0 };
