@@ -291,12 +291,18 @@ fn allreduce(ctx: &mut Ctx) {
     }
 }
 
+/// The boot core's broadcast maintenance reaching the lines, translations and instructions
+/// another core holds. That core is the highest-numbered one: in a multi-cluster system whose
+/// cores are numbered cluster by cluster (QEMU's `-smp N,clusters=C`, the cache model's
+/// topologies) it is in the last cluster, so with more than one cluster the maintenance
+/// crosses the interconnect (the model's `cross_remote_maint`); with two cores it is core 1.
 fn broadcast(ctx: &mut Ctx) {
     let Some((cores, wb, _)) = setup(ctx) else { return };
     let env = env(ctx);
     let (line, _) = line_and_cwg();
     let lines = ctx.args.get(SMP.smp_lines) as usize;
-    match co::broadcast(&env, wb.va + at::BCAST, line, lines, lines, cores[0], timeout(ctx)) {
+    let peer = *cores.last().expect("setup returns at least one secondary");
+    match co::broadcast(&env, wb.va + at::BCAST, line, lines, lines, peer, timeout(ctx)) {
         Ok(figures) => {
             let get = |n: SmpVariant| figures.iter().find(|(v, _)| *v == n).map(|&(_, m)| m as f64);
             if env.emulated {
@@ -307,7 +313,7 @@ fn broadcast(ctx: &mut Ctx) {
                 let per = |x: f64| env.timer.to_ns(x / lines as f64).unwrap_or(x / lines as f64);
                 diag!(
                     "broadcast: DC CIVAC per line, hand-shake taken out: on lines core {} holds {:.1} ns, on own dirty lines {:.1} ns ({})",
-                    cores[0],
+                    peer,
                     per(r - h),
                     per(l - s),
                     env.timer.source.name()
