@@ -112,9 +112,9 @@ impl<H: Host> Engine<H> {
             if self.fast_on {
                 f.remember_page(vaddr, pa, io);
                 if changed && self.repeats_inline {
-                    // A fetch translates its page through what was learned: a repeat of the
-                    // last TB may no longer fetch the lines it did.
-                    self.host.forget_tb(cpu);
+                    // A fetch whose page does not walk translates it through what was learned:
+                    // a repeat of such a last TB (any core's) may no longer fetch the lines it did.
+                    self.forget_learned_tbs();
                 }
             }
         }
@@ -236,13 +236,31 @@ impl<H: Host> Engine<H> {
     /// there marks it written (rule 16: each later fetch of it reports), so the next TB is
     /// fetched through the model, not taken for a repeat (and such a line never takes stores
     /// in the shortcut).
+    /// With several vCPUs, any core's last TB counts (cross-modifying code): each core whose last
+    /// TB the store touches fetches its next TB through the model.
     #[inline]
     fn wrote_code(&self, f: &Shortcut, cpu: usize, pa: u64, size: u32, write: bool) -> bool {
-        if !self.fast_on || !self.settings.sanitize || !f.in_last_tb(pa, u64::from(size.max(1))) {
+        if !self.fast_on || !self.settings.sanitize {
+            return false;
+        }
+        let len = u64::from(size.max(1));
+        if self.vcpus > 1 {
+            let mut code = false;
+            for (k, g) in self.fast.iter().enumerate() {
+                if g.in_last_tb(pa, len) {
+                    code = true;
+                    if write && self.repeats_inline {
+                        self.forget_tb(k);
+                    }
+                }
+            }
+            return code;
+        }
+        if !f.in_last_tb(pa, len) {
             return false;
         }
         if write && self.repeats_inline {
-            self.host.forget_tb(cpu);
+            self.forget_tb(cpu);
         }
         true
     }
@@ -297,11 +315,22 @@ impl<H: Host> Engine<H> {
         // The replays of the previous TB (if any) change no translation: `view` stays right.
         let execs = self.credit_fetch(&mut core, cpu);
         let (mode, per_repeat, hazard) = self.fetch_lines_viewed(&mut core, cpu, va, bytes, view);
+        if self.alias[cpu].load(Relaxed) != 0 {
+            // Run at another VA than translated at: found through translations that may be learned.
+            self.fast[cpu].set_fetch_learned(true);
+        }
         self.drop_disturbed(&mut core, cpu, true);
         if self.repeats_inline {
-            // The inline counter is bumped right after this callback for this very execution.
+            // The execution counter is bumped right after this callback for this very execution.
             let acc = execs.wrapping_add(u64::from(repeats_inline));
-            let replay = (repeats_inline && hazard).then_some((va, bytes));
+            // One vCPU: the repeats of a TB that reported a hazard are replayed through the model
+            // before its next model call. Several: such a TB is fetched through the model again
+            // (a replay of one core's repeats would meet the model after other cores' calls), and
+            // so is an uncached one (whether its fetch is stale depends on other cores' caches).
+            let replay = (repeats_inline && hazard && !self.counts_repeats()).then_some((va, bytes));
+            if (hazard || mode == FetchMode::Bypass) && self.counts_repeats() {
+                self.forget_tb(cpu);
+            }
             self.fast[cpu].set_repeats(if repeats_inline { per_repeat } else { 0 }, mode, acc, replay);
         }
     }
@@ -347,8 +376,16 @@ impl<H: Host> Engine<H> {
         // Silicon mode (model rule 20c): the core's attribute decides the path.
         let attr = core.model.as_ref().map_or(attr, |m| m.effective(attr));
         let mut page_pa = Some(page_pa);
+        // Whether a translation this fetch used may change when a data access teaches one.
+        let not_walked = |t: crate::guest::Translation| !matches!(t, crate::guest::Translation::Walk | crate::guest::Translation::MmuOff);
+        f.set_fetch_learned(false);
         let mut translate_page = |core: &mut Core, page: u64| match page_pa.take().expect("asked once") {
-            Ok(t) => Some(t),
+            Ok(t) => {
+                if not_walked(t.1) {
+                    f.set_fetch_learned(true);
+                }
+                Some(t)
+            }
             Err(fault) => {
                 core.guest.count_failed("instruction fetch", page, fault, Some(va));
                 None
@@ -392,7 +429,12 @@ impl<H: Host> Engine<H> {
                 pa_page
             } else {
                 match core.guest.translate(cpu, first, &self.host, "instruction fetch", Some(va)) {
-                    Some((p, _)) => p,
+                    Some((p, t)) => {
+                        if not_walked(t) {
+                            f.set_fetch_learned(true);
+                        }
+                        p
+                    }
                     None => return (FetchMode::Bypass, 0, false),
                 }
             };
@@ -422,8 +464,12 @@ impl<H: Host> Engine<H> {
                 // would take stores without the model.
                 let (lo, hi) = (first_pa, pa_of(*lines.end()) + (1 << shift));
                 f.set_last_tb(lo, hi);
-                if self.settings.sanitize && f.line_in(lo, hi, m.config().l1d.line_shift()) {
-                    f.forget_line();
+                // Every core's (cross-modifying code): its stores there must reach the model.
+                let l1d_shift = m.config().l1d.line_shift();
+                for g in self.fast.iter() {
+                    if self.settings.sanitize && g.line_in(lo, hi, l1d_shift) {
+                        g.forget_line();
+                    }
                 }
             }
             // Each line's fetched bytes: the TB's instructions there (the sanitizer's byte masks).

@@ -66,10 +66,25 @@ pub fn shortcut_allowed(settings: &Settings, vcpus: usize, round_robin: bool) ->
 }
 
 /// Whether TB repeats are counted inline (the glue's scoreboard): the shortcut with one vCPU.
-/// With more, QEMU's inline operations would name the translating vCPU (see the module docs),
-/// and every TB's fetch callback identifies its core anyway.
+/// With more, QEMU's inline operations would name the translating vCPU (see the module docs);
+/// there the engine counts them itself ([`TbBoard`]).
 pub fn inline_repeats_allowed(settings: &Settings, vcpus: usize) -> bool {
     shortcut_allowed(settings, vcpus, false)
+}
+
+/// The key of a TB execution that is never taken for a repeat (one fetched in several
+/// segments); the keys of the others count up from 1, and 0 is no TB.
+pub const NO_TB: u64 = u64::MAX;
+
+/// One core's TB-repeat board with several vCPUs run round-robin: what the glue's inline
+/// scoreboard does for one vCPU (`last` = the key of the core's last TB, `execs` = its TB
+/// executions), kept by the engine per *identified* core, since QEMU's inline operations and
+/// callbacks name the translating vCPU there. A TB the core runs right after itself is a
+/// repeat ([`Engine::tb_exec`]): one compare and one add in its fetch callback, no model call.
+#[derive(Default)]
+pub struct TbBoard {
+    last: AtomicU64,
+    execs: AtomicU64,
 }
 
 thread_local! {
@@ -78,7 +93,14 @@ thread_local! {
     static CURRENT: Cell<u32> = const { Cell::new(u32::MAX) };
     /// Whether that core came from a TPIDR_EL1 tag or VMPIDR_EL2 (else it is the callback's index).
     static TAGGED: Cell<bool> = const { Cell::new(false) };
+    /// The emulator's handle of the vCPU this thread ran at the last identification by
+    /// register ([`Engine::identify_tb`]; 0: none), and the TBs since.
+    static RAN: Cell<(usize, u32)> = const { Cell::new((0, 0)) };
 }
+
+/// [`Engine::identify_tb`] reads the registers anyway at every this many TBs of an unchanged
+/// vCPU, and checks that they name the same core.
+pub const IDENTIFY_CHECK_EVERY: u32 = 4096;
 
 /// The plugin's decisions (see the module docs).
 pub struct Engine<H> {
@@ -89,8 +111,13 @@ pub struct Engine<H> {
     pub(super) vcpus: usize,
     /// The shortcut runs ([`shortcut_allowed`]).
     pub fast_on: bool,
-    /// TB repeats are counted inline ([`inline_repeats_allowed`]).
+    /// TB repeats are counted without the model: inline by the glue's scoreboard with one vCPU
+    /// ([`inline_repeats_allowed`]), by the engine's [`TbBoard`]s with several run round-robin
+    /// (`boards`).
     pub repeats_inline: bool,
+    /// The per-core repeat boards with several vCPUs run round-robin (the shortcut on), else
+    /// empty (the glue's scoreboard counts, with one vCPU).
+    boards: Box<[TbBoard]>,
     pub(super) fast: Box<[Shortcut]>,
     /// QEMU runs every vCPU on one host thread (round-robin TCG: `-icount`, or
     /// `-accel tcg,thread=single`), where a callback's vCPU index is the translating vCPU's
@@ -101,6 +128,11 @@ pub struct Engine<H> {
     /// TBs, under MTTCG (where the callback's index is the running vCPU's), whose register
     /// named another core than the index (see [`Engine::identify_by`]).
     disagreed: AtomicU64,
+    /// [`Engine::identify_tb`]'s checks that found another core than the unchanged vCPU handle
+    /// implied; any turns the handle off (`running_trusted`) for the rest of the run.
+    running_disagreed: AtomicU64,
+    /// The emulator's running-vCPU handle may stand for a register read ([`Engine::identify_tb`]).
+    running_trusted: AtomicBool,
     /// The Exception level of each vCPU's running TB (set at its fetch, [`Engine::at_el`]).
     els: Box<[AtomicU8]>,
     /// Per vCPU, running VA − translated VA of its running TB (0 but for a TB QEMU shares
@@ -146,10 +178,13 @@ impl<H: Host> Engine<H> {
             vcpus,
             fast_on,
             repeats_inline,
+            boards: Box::new([]),
             fast: (0..vcpus).map(|_| Shortcut::new()).collect(),
             round_robin: false,
             tagged_seen: AtomicBool::new(false),
             disagreed: AtomicU64::new(0),
+            running_disagreed: AtomicU64::new(0),
+            running_trusted: AtomicBool::new(true),
             els: (0..vcpus).map(|_| AtomicU8::new(1)).collect(),
             alias: (0..vcpus).map(|_| AtomicU64::new(0)).collect(),
             core: SpinLock::new(core),
@@ -169,7 +204,73 @@ impl<H: Host> Engine<H> {
     pub fn with_round_robin(mut self, on: bool) -> Self {
         self.round_robin = on;
         self.fast_on = shortcut_allowed(&self.settings, self.vcpus, on);
+        if self.vcpus > 1 && self.fast_on {
+            self.repeats_inline = true;
+            self.boards = (0..self.vcpus).map(|_| TbBoard::default()).collect();
+        }
         self
+    }
+
+    /// Whether the engine counts TB repeats itself ([`TbBoard`]: several vCPUs run
+    /// round-robin with the shortcut), so that every TB's first fetch callback goes through
+    /// [`Engine::tb_exec`].
+    pub fn counts_repeats(&self) -> bool {
+        !self.boards.is_empty()
+    }
+
+    /// One execution of a TB by the core its callback identified ([`Engine::identify_by`],
+    /// called first), with the engine's repeat boards: `key` is the TB's ([`NO_TB`] for one
+    /// fetched in several segments), `fetch` its first fetch through the model, given whether
+    /// its repeats may be counted. A TB the core runs right after itself is only counted (its
+    /// lines are the L1I's most recent, as for the inline scoreboard with one vCPU), when its
+    /// core was identified by register: an untagged TB's core is the translating vCPU's index,
+    /// which another core's run may share.
+    pub fn tb_exec(&self, vcpu: u32, key: u64, fetch: impl FnOnce(bool)) {
+        let cpu = self.cpu(vcpu);
+        let board = &self.boards[cpu];
+        let counted = key != NO_TB && TAGGED.with(Cell::get);
+        if counted && board.last.load(Relaxed) == key {
+            board.execs.store(board.execs.load(Relaxed) + 1, Relaxed);
+            return;
+        }
+        // While fetching, no TB: a fetch that must not be repeated without the model (one that
+        // reported a hazard, or changed the core's caches from outside) stores 0.
+        board.last.store(NO_TB, Relaxed);
+        fetch(counted);
+        if counted {
+            board.execs.store(board.execs.load(Relaxed) + 1, Relaxed);
+            if board.last.load(Relaxed) == NO_TB {
+                board.last.store(key, Relaxed);
+            }
+        }
+    }
+
+    /// The TB executions counted for `cpu` (the inline scoreboard's or the engine's board).
+    #[inline]
+    fn tb_execs(&self, cpu: usize) -> u64 {
+        match self.boards.get(cpu) {
+            Some(b) => b.execs.load(Relaxed),
+            None => self.host.execs(cpu),
+        }
+    }
+
+    /// Makes sure the next TB `cpu` executes is fetched through the model (no repeat).
+    #[inline]
+    pub(super) fn forget_tb(&self, cpu: usize) {
+        match self.boards.get(cpu) {
+            Some(b) => b.last.store(0, Relaxed),
+            None => self.host.forget_tb(cpu),
+        }
+    }
+
+    /// A learned translation changed: the next TB of every core whose last TB's fetch used
+    /// one is fetched through the model (a TB whose pages walked does not depend on them).
+    pub(super) fn forget_learned_tbs(&self) {
+        for (k, f) in self.fast.iter().enumerate() {
+            if f.fetch_learned() {
+                self.forget_tb(k);
+            }
+        }
     }
 
     /// At the first vCPU's init, before any instruction: the CPU's identification key
@@ -293,6 +394,40 @@ impl<H: Host> Engine<H> {
         }
     }
 
+    /// At a TB's start with more than one vCPU: [`Engine::identify_by`] with the registers read
+    /// by `tpidr` and `vmpidr`, unless `running` — the emulator's own handle of the vCPU this
+    /// host thread runs, when the glue can read it (QEMU's `current_cpu`) — is the one of the
+    /// last identification and that came from a register: a vCPU is one core for the whole
+    /// run, so the core is unchanged and no register is read (under round-robin TCG most TBs
+    /// run on the vCPU of the TB before). Every [`IDENTIFY_CHECK_EVERY`]th such TB reads them
+    /// anyway; one that names another core (the guest re-tagged a core) is counted, turns the
+    /// handle off for the rest of the run, and is named in a `model-warning` at exit. The
+    /// counts do not depend on it: the same cores are identified either way.
+    pub fn identify_tb(&self, running: Option<usize>, tpidr: impl FnOnce() -> Option<u64>, vmpidr: impl FnOnce() -> Option<u64>, vcpu: u32) {
+        let running = running.filter(|&r| r != 0 && self.running_trusted.load(Relaxed));
+        if let Some(r) = running {
+            let (last, n) = RAN.with(Cell::get);
+            if last == r && TAGGED.with(Cell::get) {
+                let n = n + 1;
+                if n < IDENTIFY_CHECK_EVERY {
+                    RAN.with(|c| c.set((r, n)));
+                    return;
+                }
+                let before = CURRENT.with(Cell::get);
+                self.identify_by(tpidr(), vmpidr, vcpu);
+                if CURRENT.with(Cell::get) != before || !TAGGED.with(Cell::get) {
+                    self.running_disagreed.fetch_add(1, Relaxed);
+                    self.running_trusted.store(false, Relaxed);
+                }
+                RAN.with(|c| c.set((r, 0)));
+                return;
+            }
+        }
+        self.identify_by(tpidr(), vmpidr, vcpu);
+        let tagged = TAGGED.with(Cell::get);
+        RAN.with(|c| c.set((if tagged { running.unwrap_or(0) } else { 0 }, 0)));
+    }
+
     fn fast_totals(&self, core: &mut Core) -> Totals {
         for cpu in 0..self.vcpus {
             self.credit_fetch(core, cpu);
@@ -307,7 +442,7 @@ impl<H: Host> Engine<H> {
         if !self.repeats_inline {
             return 0;
         }
-        let execs = self.host.execs(cpu);
+        let execs = self.tb_execs(cpu);
         let f = &self.fast[cpu];
         let replays = f.credit(execs);
         if let (n @ 1.., Some((va, bytes))) = (replays, f.replay()) {
@@ -336,7 +471,7 @@ impl<H: Host> Engine<H> {
             }
             self.credit_fetch(core, cpu);
             if self.repeats_inline {
-                self.host.forget_tb(cpu);
+                self.forget_tb(cpu);
             }
         }
     }
@@ -376,6 +511,10 @@ impl<H: Host> Engine<H> {
             return;
         }
         for (k, f) in self.fast.iter().enumerate() {
+            if mask >> k.min(63) & 1 == 1 && self.repeats_inline {
+                // Its private caches changed: its next TB is fetched through the model.
+                self.forget_tb(k);
+            }
             if k == cpu && !own {
                 continue;
             }
@@ -576,7 +715,7 @@ impl<H: Host> Engine<H> {
                 PrfAddr::Reg { base: b, index, .. } => p.addr.effective(base(b), x(index), pc),
                 PrfAddr::Literal(_) => p.addr.effective(0, 0, pc),
             };
-            return self.prefetch(cpu, p, va);
+            return self.prefetch(cpu, p, va, pc);
         }
         // Registers are read before the lock: reading them needs no model state.
         let (a, b, c, d, e) = match insn {
@@ -741,7 +880,7 @@ impl<H: Host> Engine<H> {
     /// the instruction), translated like a DC operand; nothing on non-cacheable memory, nothing
     /// for a VA the guest's tables do not map (a prefetch never faults: the architecture makes
     /// it a NOP there, e.g. Linux's `prefetch()` of a NULL list pointer).
-    fn prefetch(&self, cpu: usize, p: crate::decode::Prefetch, va: u64) {
+    fn prefetch(&self, cpu: usize, p: crate::decode::Prefetch, va: u64, pc: u64) {
         let mut core = self.lock();
         if core.guest.try_translate(cpu, va, &self.host).is_err_and(|f| f.unmapped()) {
             return;
@@ -758,7 +897,14 @@ impl<H: Host> Engine<H> {
         self.fast[cpu].forget_line();
         let Some(pa) = self.translate(&mut core, cpu, va, "prefetch", None) else { return };
         self.touched(&mut core, pa, 1);
-        self.model(&mut core).prefetch(cpu, pa, p.level, p.strm, attr);
+        let m = self.model(&mut core);
+        m.prefetch(cpu, pa, p.level, p.strm, attr);
+        // A hazard the prefetch's fill exposed (rule 16b: another core caches the line in
+        // another shareability domain) is the prefetch's, at its own VA and PC, not the next
+        // model call's.
+        if m.has_events() {
+            self.hazards(&mut core, va, pc, None);
+        }
         self.drop_disturbed(&mut core, cpu, true);
     }
 
@@ -821,6 +967,12 @@ impl<H: Host> Engine<H> {
             core.warn_cause(WarningCause::Attribution, &format!(
                 "core attribution: in {disagreed} TBs the core TPIDR_EL1's tag or VMPIDR_EL2 named was not the vCPU QEMU ran (MTTCG, where its index is right): the guest's register does not identify the core, so hazards between cores may be misattributed"
             ), Some(disagreed));
+        }
+        let rechecked = self.running_disagreed.load(Relaxed);
+        if rechecked > 0 {
+            core.warn_cause(WarningCause::Attribution, &format!(
+                "core attribution: a vCPU's TPIDR_EL1 tag or VMPIDR_EL2 changed to name another core while it ran ({rechecked} checks): from then on every TB's core was read from the registers; up to {IDENTIFY_CHECK_EVERY} TBs before the check may have been attributed to the core it named before"
+            ), Some(rechecked));
         }
         let now = self.now(&mut core);
         core.exit(&now, self.settings.sanitize, self.fast_on);

@@ -21,15 +21,11 @@ use crate::guest::SysReg;
 use crate::walk::PhysMem;
 
 use super::access::TbAt;
-use super::engine::{fail, inline_repeats_allowed, Engine, Host, MemAccess, SP};
+use super::engine::{fail, inline_repeats_allowed, Engine, Host, MemAccess, NO_TB, SP};
 use super::ram::{mapping_containing, RamMap};
 use super::shortcut::PAGE_SHIFT;
 use super::tb_plan::{plan, Access, TbInsn};
 use super::NAME;
-
-/// The execution key of a TB whose fetch is never taken for a back-to-back repeat (the keys of
-/// the others count up from 1).
-const NO_TB: u64 = u64::MAX;
 
 /// Per-vCPU scoreboard entries of the fetch shortcut: a TB executed right after itself is a
 /// repeat whose L1I lines all hit (see the module docs). Each TB, in this order: a conditional
@@ -350,6 +346,40 @@ impl MemAccess for MemoryInfo<'_> {
     }
 }
 
+extern "C" {
+    fn dlsym(handle: *mut std::ffi::c_void, symbol: *const std::ffi::c_char) -> *mut std::ffi::c_void;
+}
+
+thread_local! {
+    /// This thread's instance of QEMU's `current_cpu` (see [`running_vcpu`]): its address, 0 if
+    /// not asked yet, 1 if QEMU does not export it.
+    static CURRENT_CPU_SLOT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// QEMU's own pointer to the vCPU (`CPUState`) this host thread runs now: the thread-local
+/// `current_cpu`, which QEMU's plugin API itself reads to answer `qemu_plugin_read_register`
+/// (so it names the vCPU that register reads see). QEMU exports it to the plugins'
+/// namespace (`nm -D qemu-system-aarch64`: `current_cpu`); glibc's `dlsym` of a thread-local
+/// symbol gives the calling thread's instance. Used only as an opaque value that changes when
+/// the running vCPU does ([`Engine::identify_tb`]); `None` when not exported.
+fn running_vcpu() -> Option<usize> {
+    let slot = CURRENT_CPU_SLOT.with(|c| {
+        if c.get() == 0 {
+            // SAFETY: dlsym with RTLD_DEFAULT (a null handle on glibc) and a NUL-terminated name
+            // only looks the symbol up; the result is an address or null.
+            let p = unsafe { dlsym(std::ptr::null_mut(), c"current_cpu".as_ptr()) } as usize;
+            c.set(if p == 0 { 1 } else { p });
+        }
+        c.get()
+    });
+    if slot == 1 {
+        return None;
+    }
+    // SAFETY: `slot` is this thread's instance of QEMU's `CPUState *current_cpu`, a pointer-sized,
+    // aligned thread-local that lives as long as the thread; QEMU writes it only on this thread.
+    Some(unsafe { (slot as *const usize).read_volatile() })
+}
+
 /// Whether this QEMU runs its vCPUs on one host thread (round-robin TCG), from its own command
 /// line: `-icount` forces it, `-accel tcg,thread=single` asks for it. (The plugin API does not
 /// say; MTTCG is QEMU's default for AArch64 guests on 64-bit hosts.)
@@ -532,11 +562,24 @@ impl HasCallbacks for CacheModel {
                     tb.register_execute_callback_flags(fetch, regs);
                     qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb, PluginOp::QEMU_PLUGIN_INLINE_STORE_U64, b.last, NO_TB);
                 }
-                // More than one vCPU (no shortcut): the TB's first callback learns which core runs.
+                // More than one vCPU: the TB's first callback learns which core runs; with the
+                // shortcut (round-robin), the engine counts the core's back-to-back repeats.
+                (None, Some((handle, vmpidr))) if state.counts_repeats() => {
+                    let key = if plan.segments.is_empty() { state.host.next_tb.fetch_add(1, Relaxed) } else { NO_TB };
+                    let s = state.clone();
+                    let identify_and_fetch = move |vcpu| {
+                        s.identify_tb(running_vcpu(), || read_register(handle), || read_register(vmpidr?), vcpu);
+                        s.tb_exec(vcpu, key, |counted| {
+                            s.at_el(vcpu, el);
+                            s.fetch(vcpu, start, first_len, counted, TbAt::Start(tb_pa))
+                        })
+                    };
+                    tb.register_execute_callback_flags(identify_and_fetch, CallbackFlags::QEMU_PLUGIN_CB_R_REGS);
+                }
                 (None, Some((handle, vmpidr))) => {
                     let s = state.clone();
                     let identify_and_fetch = move |vcpu| {
-                        s.identify_by(read_register(handle), || read_register(vmpidr?), vcpu);
+                        s.identify_tb(running_vcpu(), || read_register(handle), || read_register(vmpidr?), vcpu);
                         fetch(vcpu)
                     };
                     tb.register_execute_callback_flags(identify_and_fetch, CallbackFlags::QEMU_PLUGIN_CB_R_REGS);

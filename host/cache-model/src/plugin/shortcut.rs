@@ -140,6 +140,9 @@ pub struct Shortcut {
     /// The PA range `[lo, hi)` of the lines the last TB fetched through the model (empty: none).
     i_lo: AtomicU64,
     i_hi: AtomicU64,
+    /// The last TB's fetch depended on translations learned from data accesses or windows
+    /// (its page did not walk, or it ran at another VA than it was translated at).
+    i_learned: AtomicBool,
 }
 
 #[inline]
@@ -370,6 +373,18 @@ impl Shortcut {
     /// Whether the last TB's lines were looked up in the TLB model (set at each fetch through the model).
     pub fn set_fetch_tlb(&self, on: bool) {
         self.i_tlb.store(on, Relaxed);
+    }
+
+    /// Whether the last TB's fetch used a learned or window translation (see the field).
+    pub fn set_fetch_learned(&self, on: bool) {
+        self.i_learned.store(on, Relaxed);
+    }
+
+    /// Whether a change of the learned translations can change what a repeat of the last TB
+    /// fetches.
+    #[inline]
+    pub fn fetch_learned(&self) -> bool {
+        self.i_learned.load(Relaxed)
     }
 
     /// Sets the PA range of the last TB's lines (`[lo, hi)`).
