@@ -15,7 +15,7 @@
 //! Only the glue names a QEMU type, so everything that decides runs in `cargo test`, among it
 //! the shortcut against the model alone (`tests`).
 //!
-//! # Speed (the shortcut; one vCPU only, `fast=off` disables all of it)
+//! # Speed (the shortcut; `fast=off` disables all of it)
 //! - **Same line**: an access to the same L1D line as the vCPU's previous data access is an L1D
 //!   hit that changes no replacement state (the line is already the most recent of its set; not
 //!   after a non-temporal access, whose line may sit at the end of the order), so
@@ -26,7 +26,9 @@
 //!   so no query to QEMU), which also simulates the others at their decoded
 //!   offsets; when they all fall in the first one's line they are counted in one step.
 //! - **Inline fetch**: a TB executed right after itself hits the same L1I lines; an inline
-//!   scoreboard counter and a conditional callback make such repeats cost no callback at all.
+//!   scoreboard counter and a conditional callback make such repeats cost no callback at all
+//!   (one vCPU). With several run round-robin the engine counts each core's repeats itself in
+//!   the TB's first callback ([`engine::TbBoard`]), with no model call.
 //! - **Page cache**: the VA→PA page and attribute of the last 16 pages of data accesses
 //!   (direct-mapped by the VA page's low bits) are reused without asking QEMU, checking the
 //!   walk, learning the page again or scanning the windows; only for the callback's own page.
@@ -41,7 +43,8 @@
 //! whenever the translation is not `CF_PARALLEL` (`gen_cpu_index()` in accel/tcg/plugin-gen.c),
 //! i.e. always under `-icount`'s round-robin TCG: a TB that several cores share reports the
 //! vCPU that translated it. With more than one vCPU the plugin therefore asks the guest instead:
-//! each TB's fetch callback (the first callback of every TB) reads `TPIDR_EL1`, which firmware
+//! each TB's fetch callback (the first callback of every TB) reads `TPIDR_EL1` (unless QEMU's
+//! `current_cpu` shows the same vCPU as at the last read: [`engine::Engine::identify_tb`]), which firmware
 //! speaking marker protocol 5 sets to [`cachescope_arch::marker::core_id_value`] on every core,
 //! and every callback of the TB uses that core (a per-host-thread value: right under
 //! round-robin, where one thread runs every vCPU between TBs, and under MTTCG alike). Firmware
