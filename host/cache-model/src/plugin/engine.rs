@@ -403,7 +403,13 @@ impl<H: Host> Engine<H> {
     /// anyway; one that names another core (the guest re-tagged a core) is counted, turns the
     /// handle off for the rest of the run, and is named in a `model-warning` at exit. The
     /// counts do not depend on it: the same cores are identified either way.
-    pub fn identify_tb(&self, running: Option<usize>, tpidr: impl FnOnce() -> Option<u64>, vmpidr: impl FnOnce() -> Option<u64>, vcpu: u32) {
+    pub fn identify_tb(
+        &self,
+        running: Option<usize>,
+        tpidr: impl FnOnce() -> Option<u64>,
+        vmpidr: impl FnOnce() -> Option<u64>,
+        vcpu: u32,
+    ) {
         let running = running.filter(|&r| r != 0 && self.running_trusted.load(Relaxed));
         if let Some(r) = running {
             let (last, n) = RAN.with(Cell::get);

@@ -161,7 +161,6 @@ struct Run {
     out: Buf,
 }
 
-
 impl Run {
     fn new(args: &[&str], fast: bool) -> Self {
         Self::with_vcpus(args, fast, 1, false)
