@@ -87,15 +87,37 @@ pub struct TbBoard {
     execs: AtomicU64,
 }
 
+/// Which core runs the current TB (more than one vCPU), as its first callback identified it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Running {
+    /// The core (model vCPU); `u32::MAX` = not yet known (the callback's index stands for it).
+    core: u32,
+    /// A TPIDR_EL1 tag or VMPIDR_EL2 named it (else it is the callback's index).
+    tagged: bool,
+    /// The emulator's handle of the vCPU at the last identification by register
+    /// ([`Engine::identify_tb`]; 0: none), and the TBs it ran since.
+    handle: usize,
+    since: u32,
+}
+
+impl Running {
+    const UNKNOWN: Running = Running { core: u32::MAX, tagged: false, handle: 0, since: 0 };
+
+    /// `core`, `tagged` and `since` in one word (the handle is the other).
+    fn pack(self) -> u64 {
+        u64::from(self.core) | u64::from(self.tagged) << 32 | u64::from(self.since) << 33
+    }
+
+    fn unpack(word: u64, handle: usize) -> Self {
+        Running { core: word as u32, tagged: word >> 32 & 1 == 1, handle, since: (word >> 33) as u32 }
+    }
+}
+
 thread_local! {
-    /// The core (model vCPU) whose TB this host thread runs now, set by the TB's fetch callback
-    /// when the plugin identifies cores by register; `u32::MAX` = not yet known.
-    static CURRENT: Cell<u32> = const { Cell::new(u32::MAX) };
-    /// Whether that core came from a TPIDR_EL1 tag or VMPIDR_EL2 (else it is the callback's index).
-    static TAGGED: Cell<bool> = const { Cell::new(false) };
-    /// The emulator's handle of the vCPU this thread ran at the last identification by
-    /// register ([`Engine::identify_tb`]; 0: none), and the TBs since.
-    static RAN: Cell<(usize, u32)> = const { Cell::new((0, 0)) };
+    /// [`Running`] of this host thread under MTTCG (one thread per vCPU). Under round-robin TCG
+    /// one thread runs every vCPU and the engine keeps it itself (no thread-local access, which
+    /// in a shared object is a call, on every callback).
+    static RUNNING: Cell<Running> = const { Cell::new(Running::UNKNOWN) };
 }
 
 /// [`Engine::identify_tb`] reads the registers anyway at every this many TBs of an unchanged
@@ -133,6 +155,9 @@ pub struct Engine<H> {
     running_disagreed: AtomicU64,
     /// The emulator's running-vCPU handle may stand for a register read ([`Engine::identify_tb`]).
     running_trusted: AtomicBool,
+    /// [`Running`] under round-robin TCG ([`Running::pack`], and the handle).
+    rr_running: AtomicU64,
+    rr_handle: AtomicU64,
     /// The Exception level of each vCPU's running TB (set at its fetch, [`Engine::at_el`]).
     els: Box<[AtomicU8]>,
     /// Per vCPU, running VA − translated VA of its running TB (0 but for a TB QEMU shares
@@ -185,6 +210,8 @@ impl<H: Host> Engine<H> {
             disagreed: AtomicU64::new(0),
             running_disagreed: AtomicU64::new(0),
             running_trusted: AtomicBool::new(true),
+            rr_running: AtomicU64::new(Running::UNKNOWN.pack()),
+            rr_handle: AtomicU64::new(0),
             els: (0..vcpus).map(|_| AtomicU8::new(1)).collect(),
             alias: (0..vcpus).map(|_| AtomicU64::new(0)).collect(),
             core: SpinLock::new(core),
@@ -228,7 +255,7 @@ impl<H: Host> Engine<H> {
     pub fn tb_exec(&self, vcpu: u32, key: u64, fetch: impl FnOnce(bool)) {
         let cpu = self.cpu(vcpu);
         let board = &self.boards[cpu];
-        let counted = key != NO_TB && TAGGED.with(Cell::get);
+        let counted = key != NO_TB && self.running().tagged;
         if counted && board.last.load(Relaxed) == key {
             board.execs.store(board.execs.load(Relaxed) + 1, Relaxed);
             return;
@@ -354,9 +381,30 @@ impl<H: Host> Engine<H> {
         if self.vcpus == 1 {
             return vcpu as usize;
         }
-        match CURRENT.with(Cell::get) {
+        match self.running().core {
             u32::MAX => vcpu as usize,
             c => c as usize,
+        }
+    }
+
+    /// Which core runs the current TB ([`Running`]): the engine's own under round-robin TCG,
+    /// this host thread's under MTTCG.
+    #[inline]
+    fn running(&self) -> Running {
+        if self.round_robin {
+            Running::unpack(self.rr_running.load(Relaxed), self.rr_handle.load(Relaxed) as usize)
+        } else {
+            RUNNING.with(Cell::get)
+        }
+    }
+
+    #[inline]
+    fn set_running(&self, r: Running) {
+        if self.round_robin {
+            self.rr_running.store(r.pack(), Relaxed);
+            self.rr_handle.store(r.handle as u64, Relaxed);
+        } else {
+            RUNNING.with(|c| c.set(r));
         }
     }
 
@@ -387,8 +435,8 @@ impl<H: Host> Engine<H> {
             self.disagreed.fetch_add(1, Relaxed);
         }
         // Under MTTCG the index is the running vCPU's: it wins over the register.
-        CURRENT.with(|c| c.set(if self.round_robin { core.unwrap_or(vcpu) } else { vcpu }));
-        TAGGED.with(|t| t.set(core.is_some()));
+        let r = self.running();
+        self.set_running(Running { core: if self.round_robin { core.unwrap_or(vcpu) } else { vcpu }, tagged: core.is_some(), ..r });
         if core.is_some() && !self.tagged_seen.load(Relaxed) {
             self.tagged_seen.store(true, Relaxed);
         }
@@ -410,28 +458,25 @@ impl<H: Host> Engine<H> {
         vmpidr: impl FnOnce() -> Option<u64>,
         vcpu: u32,
     ) {
-        let running = running.filter(|&r| r != 0 && self.running_trusted.load(Relaxed));
-        if let Some(r) = running {
-            let (last, n) = RAN.with(Cell::get);
-            if last == r && TAGGED.with(Cell::get) {
-                let n = n + 1;
-                if n < IDENTIFY_CHECK_EVERY {
-                    RAN.with(|c| c.set((r, n)));
-                    return;
-                }
-                let before = CURRENT.with(Cell::get);
-                self.identify_by(tpidr(), vmpidr, vcpu);
-                if CURRENT.with(Cell::get) != before || !TAGGED.with(Cell::get) {
-                    self.running_disagreed.fetch_add(1, Relaxed);
-                    self.running_trusted.store(false, Relaxed);
-                }
-                RAN.with(|c| c.set((r, 0)));
+        let handle = running.filter(|&h| h != 0 && self.running_trusted.load(Relaxed));
+        let was = self.running();
+        if let Some(h) = handle.filter(|&h| h == was.handle && was.tagged) {
+            if was.since + 1 < IDENTIFY_CHECK_EVERY {
+                self.set_running(Running { since: was.since + 1, ..was });
                 return;
             }
+            self.identify_by(tpidr(), vmpidr, vcpu);
+            let now = self.running();
+            if now.core != was.core || !now.tagged {
+                self.running_disagreed.fetch_add(1, Relaxed);
+                self.running_trusted.store(false, Relaxed);
+            }
+            self.set_running(Running { handle: h, since: 0, ..now });
+            return;
         }
         self.identify_by(tpidr(), vmpidr, vcpu);
-        let tagged = TAGGED.with(Cell::get);
-        RAN.with(|c| c.set((if tagged { running.unwrap_or(0) } else { 0 }, 0)));
+        let now = self.running();
+        self.set_running(Running { handle: if now.tagged { handle.unwrap_or(0) } else { 0 }, since: 0, ..now });
     }
 
     fn fast_totals(&self, core: &mut Core) -> Totals {
@@ -500,9 +545,11 @@ impl<H: Host> Engine<H> {
     /// After a model call of `cpu`: forgets the remembered data line of every core whose private
     /// caches the call changed from outside ([`Model::take_disturbed`]: a snoop, a
     /// back-invalidation, a write behind the copies), `cpu`'s own too when `own` (a fetch or a
-    /// prefetch, which do not remember a line themselves). With the sanitizer, a core's
-    /// uncached line is also forgotten when the call left a copy of it in some cache (its next
-    /// uncached access's outcome then depends on that copy).
+    /// prefetch, which do not remember a line themselves). With the sanitizer, every other core's
+    /// uncached line is also forgotten: the call may have left a copy of it in some cache (its
+    /// next uncached access's outcome then depends on that copy), and asking the model whether
+    /// it did costs a probe of every cache at every call, while forgetting costs that core one
+    /// model call at its next access to the line.
     #[inline]
     pub(super) fn drop_disturbed(&self, core: &mut Core, cpu: usize, own: bool) {
         if !self.fast_on {
@@ -526,12 +573,8 @@ impl<H: Host> Engine<H> {
             }
             if mask >> k.min(63) & 1 == 1 {
                 f.forget_line();
-            } else if k != cpu && self.settings.sanitize {
-                if let Some(line) = f.bypass_line() {
-                    if m.cached_anywhere(line << f.line_shift()) {
-                        f.forget_line();
-                    }
-                }
+            } else if k != cpu && self.settings.sanitize && f.bypass_line().is_some() {
+                f.forget_line();
             }
         }
     }
@@ -699,7 +742,7 @@ impl<H: Host> Engine<H> {
     /// index is the executing vCPU's), or a TPIDR_EL1 tag.
     #[inline]
     pub(super) fn attributed(&self) -> bool {
-        self.vcpus == 1 || !self.round_robin || TAGGED.with(Cell::get)
+        self.vcpus == 1 || !self.round_robin || self.running().tagged
     }
 
     fn unattributed_warning(&self) -> String {

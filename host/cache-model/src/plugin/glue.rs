@@ -5,7 +5,7 @@
 
 use std::io::Write;
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use qemu_plugin::install::{Args, Info};
@@ -350,33 +350,33 @@ extern "C" {
     fn dlsym(handle: *mut std::ffi::c_void, symbol: *const std::ffi::c_char) -> *mut std::ffi::c_void;
 }
 
-thread_local! {
-    /// This thread's instance of QEMU's `current_cpu` (see [`running_vcpu`]): its address, 0 if
-    /// not asked yet, 1 if QEMU does not export it.
-    static CURRENT_CPU_SLOT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
+/// The address of QEMU's `current_cpu` for the host thread that runs the vCPUs round-robin
+/// (see [`running_vcpu`]): 0 if not asked yet, 1 if QEMU does not export it.
+static CURRENT_CPU_SLOT: AtomicUsize = AtomicUsize::new(0);
 
-/// QEMU's own pointer to the vCPU (`CPUState`) this host thread runs now: the thread-local
-/// `current_cpu`, which QEMU's plugin API itself reads to answer `qemu_plugin_read_register`
-/// (so it names the vCPU that register reads see). QEMU exports it to the plugins'
-/// namespace (`nm -D qemu-system-aarch64`: `current_cpu`); glibc's `dlsym` of a thread-local
-/// symbol gives the calling thread's instance. Used only as an opaque value that changes when
-/// the running vCPU does ([`Engine::identify_tb`]); `None` when not exported.
+/// QEMU's own pointer to the vCPU (`CPUState`) the round-robin thread runs now: the
+/// thread-local `current_cpu`, which QEMU's plugin API itself reads to answer
+/// `qemu_plugin_read_register` (so it names the vCPU that register reads see). QEMU exports it
+/// to the plugins' namespace (`nm -D qemu-system-aarch64`: `current_cpu`); glibc's `dlsym` of a
+/// thread-local symbol gives the calling thread's instance, and under round-robin TCG one host
+/// thread runs every vCPU and makes every callback, so its instance is found once. Used only as
+/// an opaque value that changes when the running vCPU does ([`Engine::identify_tb`]); `None`
+/// when not exported. Only under round-robin TCG (under MTTCG the callback's index is right).
 fn running_vcpu() -> Option<usize> {
-    let slot = CURRENT_CPU_SLOT.with(|c| {
-        if c.get() == 0 {
-            // SAFETY: dlsym with RTLD_DEFAULT (a null handle on glibc) and a NUL-terminated name
-            // only looks the symbol up; the result is an address or null.
-            let p = unsafe { dlsym(std::ptr::null_mut(), c"current_cpu".as_ptr()) } as usize;
-            c.set(if p == 0 { 1 } else { p });
-        }
-        c.get()
-    });
+    let mut slot = CURRENT_CPU_SLOT.load(Relaxed);
+    if slot == 0 {
+        // SAFETY: dlsym with RTLD_DEFAULT (a null handle on glibc) and a NUL-terminated name
+        // only looks the symbol up; the result is an address or null.
+        let p = unsafe { dlsym(std::ptr::null_mut(), c"current_cpu".as_ptr()) } as usize;
+        slot = if p == 0 { 1 } else { p };
+        CURRENT_CPU_SLOT.store(slot, Relaxed);
+    }
     if slot == 1 {
         return None;
     }
-    // SAFETY: `slot` is this thread's instance of QEMU's `CPUState *current_cpu`, a pointer-sized,
-    // aligned thread-local that lives as long as the thread; QEMU writes it only on this thread.
+    // SAFETY: `slot` is the round-robin thread's instance of QEMU's `CPUState *current_cpu` (this
+    // thread: the caller is a callback under round-robin TCG), a pointer-sized, aligned
+    // thread-local that lives as long as the thread; QEMU writes it only on this thread.
     Some(unsafe { (slot as *const usize).read_volatile() })
 }
 
@@ -568,7 +568,7 @@ impl HasCallbacks for CacheModel {
                     let key = if plan.segments.is_empty() { state.host.next_tb.fetch_add(1, Relaxed) } else { NO_TB };
                     let s = state.clone();
                     let identify_and_fetch = move |vcpu| {
-                        s.identify_tb(running_vcpu(), || read_register(handle), || read_register(vmpidr?), vcpu);
+                        s.identify_tb(if s.round_robin { running_vcpu() } else { None }, || read_register(handle), || read_register(vmpidr?), vcpu);
                         s.tb_exec(vcpu, key, |counted| {
                             s.at_el(vcpu, el);
                             s.fetch(vcpu, start, first_len, counted, TbAt::Start(tb_pa))
@@ -579,7 +579,7 @@ impl HasCallbacks for CacheModel {
                 (None, Some((handle, vmpidr))) => {
                     let s = state.clone();
                     let identify_and_fetch = move |vcpu| {
-                        s.identify_tb(running_vcpu(), || read_register(handle), || read_register(vmpidr?), vcpu);
+                        s.identify_tb(if s.round_robin { running_vcpu() } else { None }, || read_register(handle), || read_register(vmpidr?), vcpu);
                         fetch(vcpu)
                     };
                     tb.register_execute_callback_flags(identify_and_fetch, CallbackFlags::QEMU_PLUGIN_CB_R_REGS);
