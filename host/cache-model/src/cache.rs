@@ -149,6 +149,9 @@ pub struct Cache {
     flags: Box<[u8]>,
     /// Valid ways per set (a set with fewer than `ways` fills an invalid way).
     valid: Box<[u16]>,
+    /// Valid ways in all: a lookup in an empty cache (a core that has not run yet) touches no
+    /// tag.
+    occupied: usize,
     /// Replacement order per set, ≤ 16 ways: 4-bit way numbers, most recent in bits 3:0.
     packed: Box<[u64]>,
     /// Replacement order per set, > 16 ways: `ways` bytes of way numbers, most recent first.
@@ -190,6 +193,7 @@ impl Cache {
             tags: vec![INVALID; n].into_boxed_slice(),
             flags: vec![0; n].into_boxed_slice(),
             valid: vec![0; sets].into_boxed_slice(),
+            occupied: 0,
             packed,
             wide,
             policy,
@@ -277,6 +281,9 @@ impl Cache {
     /// The way of `set` holding `line`.
     #[inline]
     fn find(&self, set: usize, line: u64) -> Option<usize> {
+        if self.occupied == 0 {
+            return None;
+        }
         let base = set * self.ways;
         self.tags[base..base + self.ways].iter().position(|&t| t == line)
     }
@@ -377,6 +384,7 @@ impl Cache {
             // A set with fewer valid ways than ways has an invalid one.
             let w = self.tags[base..base + self.ways].iter().position(|&t| t == INVALID).unwrap_or(0);
             self.valid[set] += 1;
+            self.occupied += 1;
             if self.policy == Policy::Plru {
                 self.plru_mark(set, w, !fill.nt);
             } else if self.policy != Policy::Random {
@@ -640,6 +648,7 @@ impl Cache {
         let held = self.slot(slot);
         if held.is_some() {
             self.valid[slot / self.ways] -= 1;
+            self.occupied -= 1;
         }
         self.tags[slot] = INVALID;
         self.flags[slot] = 0;
@@ -651,6 +660,7 @@ impl Cache {
         self.tags.fill(INVALID);
         self.flags.fill(0);
         self.valid.fill(0);
+        self.occupied = 0;
     }
 
     /// Slot of (set, way).
@@ -660,7 +670,8 @@ impl Cache {
 
     /// Number of valid lines (tests and diagnostics).
     pub fn occupancy(&self) -> usize {
-        self.tags.iter().filter(|&&t| t != INVALID).count()
+        debug_assert_eq!(self.occupied, self.tags.iter().filter(|&&t| t != INVALID).count());
+        self.occupied
     }
 }
 
