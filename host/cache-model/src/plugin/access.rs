@@ -246,7 +246,7 @@ impl<H: Host> Engine<H> {
         let len = u64::from(size.max(1));
         if self.vcpus > 1 {
             let mut code = false;
-            for (k, g) in self.fast.iter().enumerate() {
+            for (k, g) in self.started_cores() {
                 if g.in_last_tb(pa, len) {
                     code = true;
                     if write && self.repeats_inline {
@@ -466,7 +466,7 @@ impl<H: Host> Engine<H> {
                 f.set_last_tb(lo, hi);
                 // Every core's (cross-modifying code): its stores there must reach the model.
                 let l1d_shift = m.config().l1d.line_shift();
-                for g in self.fast.iter() {
+                for (_, g) in self.started_cores() {
                     if self.settings.sanitize && g.line_in(lo, hi, l1d_shift) {
                         g.forget_line();
                     }

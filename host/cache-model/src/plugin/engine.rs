@@ -158,6 +158,10 @@ pub struct Engine<H> {
     /// [`Running`] under round-robin TCG ([`Running::pack`], and the handle).
     rr_running: AtomicU64,
     rr_handle: AtomicU64,
+    /// The cores a callback has been made for, bit `k` for core `k` (cores beyond 64 always
+    /// count as started): a core that has not run has no shortcut state, so the per-call loops over the
+    /// cores skip it (secondaries that stay powered off until the smp suite cost nothing).
+    started: AtomicU64,
     /// The Exception level of each vCPU's running TB (set at its fetch, [`Engine::at_el`]).
     els: Box<[AtomicU8]>,
     /// Per vCPU, running VA − translated VA of its running TB (0 but for a TB QEMU shares
@@ -212,6 +216,8 @@ impl<H: Host> Engine<H> {
             running_trusted: AtomicBool::new(true),
             rr_running: AtomicU64::new(Running::UNKNOWN.pack()),
             rr_handle: AtomicU64::new(0),
+            // One vCPU: core 0 from the start (its callbacks do not ask `cpu` to mark it).
+            started: AtomicU64::new(if vcpus == 1 { 1 } else { 0 }),
             els: (0..vcpus).map(|_| AtomicU8::new(1)).collect(),
             alias: (0..vcpus).map(|_| AtomicU64::new(0)).collect(),
             core: SpinLock::new(core),
@@ -293,7 +299,7 @@ impl<H: Host> Engine<H> {
     /// A learned translation changed: the next TB of every core whose last TB's fetch used
     /// one is fetched through the model (a TB whose pages walked does not depend on them).
     pub(super) fn forget_learned_tbs(&self) {
-        for (k, f) in self.fast.iter().enumerate() {
+        for (k, f) in self.started_cores() {
             if f.fetch_learned() {
                 self.forget_tb(k);
             }
@@ -381,10 +387,23 @@ impl<H: Host> Engine<H> {
         if self.vcpus == 1 {
             return vcpu as usize;
         }
-        match self.running().core {
+        let c = match self.running().core {
             u32::MAX => vcpu as usize,
             c => c as usize,
+        };
+        let bit = 1u64 << c.min(63);
+        if self.started.load(Relaxed) & bit == 0 {
+            self.started.fetch_or(bit, Relaxed);
         }
+        c
+    }
+
+    /// The cores that have run (a callback was made for them), with their shortcuts: every
+    /// core whose shortcut may hold state.
+    #[inline]
+    pub(super) fn started_cores(&self) -> impl Iterator<Item = (usize, &Shortcut)> {
+        let bits = self.started.load(Relaxed);
+        self.fast.iter().enumerate().filter(move |&(k, _)| k >= 64 || bits >> k & 1 == 1)
     }
 
     /// Which core runs the current TB ([`Running`]): the engine's own under round-robin TCG,
@@ -537,7 +556,7 @@ impl<H: Host> Engine<H> {
             self.fast[cpu].settle_dirty(core.model.as_mut(), cpu);
             return;
         }
-        for (k, f) in self.fast.iter().enumerate() {
+        for (k, f) in self.started_cores() {
             f.settle_dirty(core.model.as_mut(), k);
         }
     }
@@ -563,7 +582,7 @@ impl<H: Host> Engine<H> {
             }
             return;
         }
-        for (k, f) in self.fast.iter().enumerate() {
+        for (k, f) in self.started_cores() {
             if mask >> k.min(63) & 1 == 1 && self.repeats_inline {
                 // Its private caches changed: its next TB is fetched through the model.
                 self.forget_tb(k);
@@ -571,9 +590,8 @@ impl<H: Host> Engine<H> {
             if k == cpu && !own {
                 continue;
             }
-            if mask >> k.min(63) & 1 == 1 {
-                f.forget_line();
-            } else if k != cpu && self.settings.sanitize && f.bypass_line().is_some() {
+            let disturbed = mask >> k.min(63) & 1 == 1;
+            if disturbed || k != cpu && self.settings.sanitize && f.bypass_line().is_some() {
                 f.forget_line();
             }
         }

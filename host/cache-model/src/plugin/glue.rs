@@ -568,7 +568,12 @@ impl HasCallbacks for CacheModel {
                     let key = if plan.segments.is_empty() { state.host.next_tb.fetch_add(1, Relaxed) } else { NO_TB };
                     let s = state.clone();
                     let identify_and_fetch = move |vcpu| {
-                        s.identify_tb(if s.round_robin { running_vcpu() } else { None }, || read_register(handle), || read_register(vmpidr?), vcpu);
+                        s.identify_tb(
+                            if s.round_robin { running_vcpu() } else { None },
+                            || read_register(handle),
+                            || read_register(vmpidr?),
+                            vcpu,
+                        );
                         s.tb_exec(vcpu, key, |counted| {
                             s.at_el(vcpu, el);
                             s.fetch(vcpu, start, first_len, counted, TbAt::Start(tb_pa))
@@ -579,7 +584,12 @@ impl HasCallbacks for CacheModel {
                 (None, Some((handle, vmpidr))) => {
                     let s = state.clone();
                     let identify_and_fetch = move |vcpu| {
-                        s.identify_tb(if s.round_robin { running_vcpu() } else { None }, || read_register(handle), || read_register(vmpidr?), vcpu);
+                        s.identify_tb(
+                            if s.round_robin { running_vcpu() } else { None },
+                            || read_register(handle),
+                            || read_register(vmpidr?),
+                            vcpu,
+                        );
                         fetch(vcpu)
                     };
                     tb.register_execute_callback_flags(identify_and_fetch, CallbackFlags::QEMU_PLUGIN_CB_R_REGS);
