@@ -380,6 +380,13 @@ fn running_vcpu() -> Option<usize> {
     Some(unsafe { (slot as *const usize).read_volatile() })
 }
 
+/// At a TB's start with several vCPUs: which core runs it ([`Engine::identify_tb`]), from
+/// TPIDR_EL1 (`tpidr`) and VMPIDR_EL2 (`vmpidr`) by their raw handles, unless QEMU's
+/// `current_cpu` shows the vCPU of the last identification (round-robin TCG only).
+fn identify_core(s: &State, tpidr: usize, vmpidr: Option<usize>, vcpu: VCPUIndex) {
+    s.identify_tb(if s.round_robin { running_vcpu() } else { None }, || read_register(tpidr), || read_register(vmpidr?), vcpu);
+}
+
 /// Whether this QEMU runs its vCPUs on one host thread (round-robin TCG), from its own command
 /// line: `-icount` forces it, `-accel tcg,thread=single` asks for it. (The plugin API does not
 /// say; MTTCG is QEMU's default for AArch64 guests on 64-bit hosts.)
@@ -568,12 +575,7 @@ impl HasCallbacks for CacheModel {
                     let key = if plan.segments.is_empty() { state.host.next_tb.fetch_add(1, Relaxed) } else { NO_TB };
                     let s = state.clone();
                     let identify_and_fetch = move |vcpu| {
-                        s.identify_tb(
-                            if s.round_robin { running_vcpu() } else { None },
-                            || read_register(handle),
-                            || read_register(vmpidr?),
-                            vcpu,
-                        );
+                        identify_core(&s, handle, vmpidr, vcpu);
                         s.tb_exec(vcpu, key, |counted| {
                             s.at_el(vcpu, el);
                             s.fetch(vcpu, start, first_len, counted, TbAt::Start(tb_pa))
@@ -584,12 +586,7 @@ impl HasCallbacks for CacheModel {
                 (None, Some((handle, vmpidr))) => {
                     let s = state.clone();
                     let identify_and_fetch = move |vcpu| {
-                        s.identify_tb(
-                            if s.round_robin { running_vcpu() } else { None },
-                            || read_register(handle),
-                            || read_register(vmpidr?),
-                            vcpu,
-                        );
+                        identify_core(&s, handle, vmpidr, vcpu);
                         fetch(vcpu)
                     };
                     tb.register_execute_callback_flags(identify_and_fetch, CallbackFlags::QEMU_PLUGIN_CB_R_REGS);
