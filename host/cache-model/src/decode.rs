@@ -486,8 +486,36 @@ pub fn guest_to_model_slots(
     (g * m_total / g_total)..((g + 1) * m_total / g_total)
 }
 
+/// Whether `word` is one of the instructions the Arm architecture lets one PE modify while
+/// another executes it, without the executing PE's synchronization, such that it executes
+/// either the old or the new instruction: B, BL, BRK, HVC, ISB, NOP, SMC, SVC (Arm ARM
+/// DDI 0487, B2.2.5 "Concurrent modification and execution of instructions"; Linux's jump
+/// labels switch NOP and B at run time this way). The sanitizer does not call a fetch of such
+/// a store stale (it cannot see the old instruction, which the rule also requires to be one
+/// of these: that part is not checked).
+pub fn is_cmodx_permitted(word: u32) -> bool {
+    let b_or_bl = word & 0x7c00_0000 == 0x1400_0000;
+    let nop = word == 0xd503_201f;
+    let isb = word & 0xffff_f0ff == 0xd503_30df;
+    let exception = word & 0xffe0_0000 == 0xd400_0000 && matches!(word & 0x1f, 1..=3);
+    let brk = word & 0xffe0_001f == 0xd420_0000;
+    b_or_bl || nop || isb || exception || brk
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn concurrently_modifiable_instructions_are_the_arm_arm_list() {
+        // B, BL, NOP, ISB, SVC #0, HVC #0, SMC #0, BRK #0x800 (assembled by GNU as).
+        for w in [0x1400_0010, 0x97ff_fffe, 0xd503_201f, 0xd503_3fdf, 0xd400_0001, 0xd400_0002, 0xd400_0003, 0xd430_0000] {
+            assert!(is_cmodx_permitted(w), "{w:#x}");
+        }
+        // MOV X9, LR (Linux's ftrace entry), RET, LDR, CBZ, B.cond, HLT, DCPS1, MSR DAIFSet.
+        for w in [0xaa1e_03e9, 0xd65f_03c0, 0xf940_0000, 0xb400_0040, 0x5400_0040, 0xd440_0000, 0xd4a0_0001, 0xd503_43df] {
+            assert!(!is_cmodx_permitted(w), "{w:#x}");
+        }
+    }
+
     use super::*;
 
     // Words as LLVM assembles them (rustc global_asm! for aarch64-unknown-none, then llvm-objdump -d).

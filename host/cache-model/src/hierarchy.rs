@@ -720,6 +720,15 @@ impl Model {
         self.san.as_ref().is_some_and(|s| !s.events.is_empty())
     }
 
+    /// Whether the data access about to be made is a single aligned store of a concurrently
+    /// modifiable instruction (see [`crate::sanitize::LineBytes::cmodx`]); the caller sets it
+    /// back to `false` after the access.
+    pub fn set_store_cmodx(&mut self, on: bool) {
+        if let Some(s) = self.san.as_mut() {
+            s.store_cmodx = on;
+        }
+    }
+
     /// The hazards found since the last call.
     pub fn take_events(&mut self) -> Vec<Event> {
         self.san.as_mut().map(|s| std::mem::take(&mut s.events)).unwrap_or_default()
@@ -1086,10 +1095,15 @@ impl Model {
             let san = self.san.as_mut().expect("checked by the caller");
             let dirty = dirty && !san.idc;
             let written = san.written_memo(line);
-            if dirty && san.l1_dirty_mask(line) & bytes != 0 {
+            // Bytes whose last write stored a concurrently modifiable instruction (B, BL, BRK,
+            // HVC, ISB, NOP, SMC, SVC: Arm ARM DDI 0487 B2.2.5): the fetch may see the old or the
+            // new one, so only the other written bytes make it stale (the rest: shared-line).
+            let cmodx = if written.is_some() || dirty { san.cmodx_mask(line) } else { 0 };
+            let bytes_stale = bytes & !cmodx;
+            if dirty && san.l1_dirty_mask(line) & bytes_stale != 0 {
                 let (cause, cause_pc) = san.dirty_cause(line);
                 san.report(HazardKind::StaleInstruction, a, HazardAccess::Fetch, cause, cause_pc);
-            } else if let Some((pc, _)) = written.filter(|&(_, w)| w & bytes != 0) {
+            } else if let Some((pc, _)) = written.filter(|&(_, w)| w & bytes_stale != 0) {
                 san.report(HazardKind::StaleInstruction, a, HazardAccess::Fetch, HazardCause::WriteWithoutIcInvalidate, pc);
             } else if dirty {
                 let (cause, cause_pc) = san.dirty_cause(line);

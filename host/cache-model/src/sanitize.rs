@@ -156,6 +156,9 @@ pub struct LineBytes {
     pub written: ByteMask,
     /// The [`Sanitizer::ic_epoch`] `written` belongs to (IC IALLU starts a new one).
     pub epoch: u64,
+    /// The bytes whose last write was a single aligned store of an instruction the Arm ARM lets
+    /// one PE modify while another executes it ([`crate::decode::is_cmodx_permitted`]).
+    pub cmodx: ByteMask,
 }
 
 /// The sanitizer's state beyond the tag arrays.
@@ -172,6 +175,9 @@ pub struct Sanitizer {
     pub events: Vec<Event>,
     /// The events reported now are [`Event::uncounted`].
     pub uncounted: bool,
+    /// The write being recorded is a single aligned store of a concurrently modifiable
+    /// instruction (set by the model around one data access: [`LineBytes::cmodx`]).
+    pub store_cmodx: bool,
     /// CTR_EL0.IDC: data cleaning to PoU is not required for instruction coherence.
     pub idc: bool,
     /// CTR_EL0.DIC: instruction invalidation is not required for instruction coherence.
@@ -279,6 +285,12 @@ impl Sanitizer {
         self.lines.get(&line).map(|l| l.l1_dirty).filter(|&d| d != 0).unwrap_or(u64::MAX)
     }
 
+    /// The bytes of the line last written by a concurrently modifiable instruction store
+    /// ([`LineBytes::cmodx`]).
+    pub fn cmodx_mask(&self, line: u64) -> ByteMask {
+        self.lines.get(&line).map_or(0, |l| l.cmodx)
+    }
+
     /// The first write since the line's last IC invalidate (its PC) and the bytes written since.
     pub fn written(&self, line: u64) -> Option<(u64, ByteMask)> {
         self.lines.get(&line).filter(|l| l.written != 0 && l.epoch == self.ic_epoch).map(|l| (l.written_pc, l.written))
@@ -313,7 +325,9 @@ impl Sanitizer {
     #[inline]
     pub fn wrote(&mut self, line: u64, bytes: ByteMask, pc: u64, dirty: Option<bool>, dirtied: bool) {
         let epoch = self.ic_epoch;
+        let cmodx = self.store_cmodx;
         let e = self.lines.entry(line).or_default();
+        e.cmodx = if cmodx { e.cmodx | bytes } else { e.cmodx & !bytes };
         if dirtied {
             e.dirty_pc = pc;
         }

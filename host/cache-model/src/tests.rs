@@ -1530,3 +1530,26 @@ mod shareability;
 
 #[path = "tests_vipt.rs"]
 mod vipt;
+
+#[test]
+fn a_concurrently_modifiable_instruction_store_is_not_stale_code() {
+    use crate::sanitize::HazardKind::{SharedLine, StaleInstruction};
+    // Linux's jump labels: one core stores a B or a NOP over a NOP or a B (a single aligned
+    // 4-byte store) while another may run it; the Arm ARM (B2.2.5) lets the fetch see either.
+    let code = BASE + 0x2000;
+    for (cmodx, kind) in [(true, SharedLine), (false, StaleInstruction)] {
+        let mut m = sanitized();
+        m.fetch_range(0, code, 0x20, WB);
+        m.set_store_cmodx(cmodx);
+        m.data_hint(0, code + 8, 4, true, WB, Hint { pc: 0x4242, nt: false });
+        m.set_store_cmodx(false);
+        m.fetch_range(0, code + 8, 4, WB);
+        assert_eq!(kinds(&mut m), [(kind, code)], "cmodx {cmodx}");
+        // Another store to the same bytes that is not such an instruction makes them stale.
+        if cmodx {
+            m.data_hint(0, code + 8, 4, true, WB, Hint { pc: 0x4343, nt: false });
+            m.fetch_range(0, code + 8, 4, WB);
+            assert_eq!(kinds(&mut m), [(StaleInstruction, code)]);
+        }
+    }
+}

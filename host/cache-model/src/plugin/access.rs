@@ -169,7 +169,17 @@ impl<H: Host> Engine<H> {
         let m = self.model(core);
         let shift = m.config().l1d.line_shift();
         let before = if counting { m.pc_counts() } else { [0; 3] };
+        // A single aligned store of a concurrently modifiable instruction (Linux's jump labels
+        // switch NOP and B while other cores run them): its fetch is not stale (rule 16).
+        let cmodx = write
+            && own
+            && size == 4
+            && vaddr & 3 == 0
+            && self.settings.sanitize
+            && info.value().is_some_and(|v| crate::decode::is_cmodx_permitted(v as u32));
+        m.set_store_cmodx(cmodx);
         let slot = m.data_in_domain(cpu, pa, size, write, attr, hint, share);
+        m.set_store_cmodx(false);
         let moved = if counting { delta(before, m.pc_counts()) } else { [0; 3] };
         let events = m.has_events();
         // A non-temporal fill sits at the end of the replacement order, so a repeated hit
