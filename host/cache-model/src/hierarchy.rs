@@ -720,10 +720,9 @@ impl Model {
         self.san.as_ref().is_some_and(|s| !s.events.is_empty())
     }
 
-    /// Whether the data access about to be made is a single aligned store of a concurrently
-    /// modifiable instruction (see [`crate::sanitize::LineBytes::cmodx`]); the caller sets it
-    /// back to `false` after the access.
-    pub fn set_store_cmodx(&mut self, on: bool) {
+    /// Whether the data access being made is a single aligned store of a concurrently
+    /// modifiable instruction ([`Model::data_in_domain`]).
+    fn set_store_cmodx(&mut self, on: bool) {
         if let Some(s) = self.san.as_mut() {
             s.store_cmodx = on;
         }
@@ -886,8 +885,10 @@ impl Model {
     }
 
     /// [`Model::data_hint`] through a mapping of shareability `share` (rule 16b: the sanitizer
-    /// judges which cores may cache the line together). Counts and states are those of
-    /// [`Model::data_hint`], which takes every access as Inner Shareable.
+    /// judges which cores may cache the line together), `cmodx` when the access is a single
+    /// aligned store of a concurrently modifiable instruction (rule 16: see
+    /// [`crate::sanitize::LineBytes::cmodx`]). Counts and states are those of
+    /// [`Model::data_hint`], which takes every access as Inner Shareable and an ordinary one.
     #[allow(clippy::too_many_arguments)]
     pub fn data_in_domain(
         &mut self,
@@ -898,9 +899,12 @@ impl Model {
         attr: Attr,
         hint: Hint,
         share: Shareability,
+        cmodx: bool,
     ) -> Option<usize> {
         self.access_share = Some((share, hint.pc));
+        self.set_store_cmodx(cmodx);
         let slot = self.data_hint(cpu, pa, size, write, attr, hint);
+        self.set_store_cmodx(false);
         self.access_share = None;
         slot
     }

@@ -1540,9 +1540,7 @@ fn a_concurrently_modifiable_instruction_store_is_not_stale_code() {
     for (cmodx, kind) in [(true, SharedLine), (false, StaleInstruction)] {
         let mut m = sanitized();
         m.fetch_range(0, code, 0x20, WB);
-        m.set_store_cmodx(cmodx);
-        m.data_hint(0, code + 8, 4, true, WB, Hint { pc: 0x4242, nt: false });
-        m.set_store_cmodx(false);
+        m.data_in_domain(0, code + 8, 4, true, WB, Hint { pc: 0x4242, nt: false }, crate::hierarchy::Shareability::Inner, cmodx);
         m.fetch_range(0, code + 8, 4, WB);
         assert_eq!(kinds(&mut m), [(kind, code)], "cmodx {cmodx}");
         // Another store to the same bytes that is not such an instruction makes them stale.

@@ -12,7 +12,7 @@ fn two_cores() -> Model {
 }
 
 fn access(m: &mut Model, cpu: usize, pa: u64, write: bool, share: Shareability, pc: u64) {
-    m.data_in_domain(cpu, pa, 8, write, WB, Hint { pc, nt: false }, share);
+    m.data_in_domain(cpu, pa, 8, write, WB, Hint { pc, nt: false }, share, false);
 }
 
 fn events(m: &mut Model) -> Vec<(crate::sanitize::HazardKind, u64, &'static str, &'static str, u64)> {
@@ -86,7 +86,7 @@ fn shareability_never_changes_the_counts() {
         if let Op::Data { cpu, pa, size, write, attr, pc, nt } = random_op(&mut rng, 2, 8 << 10, false) {
             let share = [Inner, Outer, Non][(pc >> 2) as usize % 3];
             a.data_hint(cpu, pa, size, write, attr, Hint { pc, nt });
-            b.data_in_domain(cpu, pa, size, write, attr, Hint { pc, nt }, share);
+            b.data_in_domain(cpu, pa, size, write, attr, Hint { pc, nt }, share, false);
             found += b.take_events().iter().filter(|e| e.kind == NonShareableShared).count();
         }
     }

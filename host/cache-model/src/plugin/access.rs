@@ -149,7 +149,7 @@ impl<H: Host> Engine<H> {
             if hazard {
                 self.hazards(core, vaddr, hint.pc, current());
             }
-            self.wrote_code(f, cpu, pa, size, write);
+            self.wrote_code(pa, size, write);
             // With the sanitizer, a copy of the line in any cache makes the next uncached
             // access's outcome depend on it (a stale read, a stale copy): no shortcut then.
             let ok = single
@@ -177,9 +177,7 @@ impl<H: Host> Engine<H> {
             && vaddr & 3 == 0
             && self.settings.sanitize
             && info.value().is_some_and(|v| crate::decode::is_cmodx_permitted(v as u32));
-        m.set_store_cmodx(cmodx);
-        let slot = m.data_in_domain(cpu, pa, size, write, attr, hint, share);
-        m.set_store_cmodx(false);
+        let slot = m.data_in_domain(cpu, pa, size, write, attr, hint, share, cmodx);
         let moved = if counting { delta(before, m.pc_counts()) } else { [0; 3] };
         let events = m.has_events();
         // A non-temporal fill sits at the end of the replacement order, so a repeated hit
@@ -191,7 +189,7 @@ impl<H: Host> Engine<H> {
         if let Some((t, _)) = core.pcs.as_mut() {
             t.add(hint.pc, moved);
         }
-        let code = self.wrote_code(f, cpu, pa, size, write);
+        let code = self.wrote_code(pa, size, write);
         if events {
             self.hazards(core, vaddr, hint.pc, current());
             return f.forget_line();
@@ -246,33 +244,24 @@ impl<H: Host> Engine<H> {
     /// there marks it written (rule 16: each later fetch of it reports), so the next TB is
     /// fetched through the model, not taken for a repeat (and such a line never takes stores
     /// in the shortcut).
-    /// With several vCPUs, any core's last TB counts (cross-modifying code): each core whose last
-    /// TB the store touches fetches its next TB through the model.
+    /// Every core's last TB counts (with several vCPUs: cross-modifying code): each core whose
+    /// last TB the store touches fetches its next TB through the model.
     #[inline]
-    fn wrote_code(&self, f: &Shortcut, cpu: usize, pa: u64, size: u32, write: bool) -> bool {
+    fn wrote_code(&self, pa: u64, size: u32, write: bool) -> bool {
         if !self.fast_on || !self.settings.sanitize {
             return false;
         }
         let len = u64::from(size.max(1));
-        if self.vcpus > 1 {
-            let mut code = false;
-            for (k, g) in self.started_cores() {
-                if g.in_last_tb(pa, len) {
-                    code = true;
-                    if write && self.repeats_inline {
-                        self.forget_tb(k);
-                    }
+        let mut code = false;
+        for (k, f) in self.started_cores() {
+            if f.in_last_tb(pa, len) {
+                code = true;
+                if write && self.repeats_inline {
+                    self.forget_tb(k);
                 }
             }
-            return code;
         }
-        if !f.in_last_tb(pa, len) {
-            return false;
-        }
-        if write && self.repeats_inline {
-            self.forget_tb(cpu);
-        }
-        true
+        code
     }
 
     /// Remembers the line for the shortcut (when `ok`); `tlb`: [`Engine::tlb_data`]'s answer (a
@@ -309,23 +298,24 @@ impl<H: Host> Engine<H> {
     pub fn fetch(&self, vcpu: u32, va: u64, bytes: u64, repeats_inline: bool, at: TbAt) {
         let cpu = self.cpu(vcpu);
         let mut core = self.lock();
-        let (va, view) = match at {
+        let (delta, view) = match at {
             TbAt::Start(Some(tb_pa)) => {
                 let (d, view) = self.alias_delta(&mut core, cpu, va, tb_pa);
                 self.alias[cpu].store(d, Relaxed);
-                (va.wrapping_add(d), view)
+                (d, view)
             }
             TbAt::Start(None) => {
                 self.alias[cpu].store(0, Relaxed);
-                (va, None)
+                (0, None)
             }
-            TbAt::Later => (va.wrapping_add(self.alias[cpu].load(Relaxed)), None),
+            TbAt::Later => (self.alias[cpu].load(Relaxed), None),
         };
+        let va = va.wrapping_add(delta);
         self.settle_own(&mut core, cpu);
         // The replays of the previous TB (if any) change no translation: `view` stays right.
         let execs = self.credit_fetch(&mut core, cpu);
         let (mode, per_repeat, hazard) = self.fetch_lines_viewed(&mut core, cpu, va, bytes, view);
-        if self.alias[cpu].load(Relaxed) != 0 {
+        if delta != 0 {
             // Run at another VA than translated at: found through translations that may be learned.
             self.fast[cpu].set_fetch_learned(true);
         }

@@ -583,14 +583,14 @@ impl<H: Host> Engine<H> {
             return;
         }
         for (k, f) in self.started_cores() {
-            if mask >> k.min(63) & 1 == 1 && self.repeats_inline {
+            let disturbed = mask >> k.min(63) & 1 == 1;
+            if disturbed && self.repeats_inline {
                 // Its private caches changed: its next TB is fetched through the model.
                 self.forget_tb(k);
             }
             if k == cpu && !own {
                 continue;
             }
-            let disturbed = mask >> k.min(63) & 1 == 1;
             if disturbed || k != cpu && self.settings.sanitize && f.bypass_line().is_some() {
                 f.forget_line();
             }

@@ -186,13 +186,19 @@ impl Run {
             // Several vCPUs round-robin: the engine's own boards, as the glue calls them.
             let key = if segments.len() == 1 { key } else { NO_TB };
             e.tb_exec(0, key, |counted| e.fetch(0, va, segments[0], counted, TbAt::Start(None)));
-            let mut at = va + segments[0];
-            for &len in &segments[1..] {
-                e.fetch(0, at, len, false, TbAt::Later);
-                at += len;
-            }
-            return;
+        } else {
+            self.tb_inline(key, va, segments);
         }
+        let mut at = va + segments[0];
+        for &len in &segments[1..] {
+            e.fetch(0, at, len, false, TbAt::Later);
+            at += len;
+        }
+    }
+
+    /// [`Run::tb`]'s first segment with one vCPU: the glue's inline scoreboard semantics.
+    fn tb_inline(&self, key: u64, va: u64, segments: &[u64]) {
+        let e = &self.engine;
         let inline = e.repeats_inline && segments.len() == 1;
         if !inline || e.host.last.load(Relaxed) != key {
             e.fetch(0, va, segments[0], inline, TbAt::Start(None));
@@ -204,11 +210,6 @@ impl Run {
             } else {
                 e.host.last.store(NO_TB, Relaxed);
             }
-        }
-        let mut at = va + segments[0];
-        for &len in &segments[1..] {
-            e.fetch(0, at, len, false, TbAt::Later);
-            at += len;
         }
     }
 
