@@ -53,13 +53,37 @@ pub fn build_chain(region: &Region, bytes: usize, line: usize, group: usize, see
     region.va + first * line
 }
 
+/// Dependent loads per iteration of [`chase`]'s main loop (lmbench's `lat_mem_rd` unrolls too).
+pub const CHASE_UNROLL: usize = 8;
+
 /// Follows the chain `steps` times from `start`; returns where it stopped (kept live).
+///
+/// The loop is assembly, as lmbench's is unrolled C: [`CHASE_UNROLL`] dependent loads and one
+/// count-down per iteration, 64-byte aligned so its ten instructions lie in one cache line and
+/// one emulator translation block. A Rust loop puts a range step and, in debug builds, an
+/// alignment check between the loads: their instructions are timed with every load on a
+/// board, and under the cache model each iteration was two instruction-fetch blocks, the
+/// second across a line boundary.
 #[inline(never)]
 pub fn chase(start: usize, steps: usize) -> usize {
     let mut p = start;
-    for _ in 0..steps {
+    let (blocks, rest) = (steps / CHASE_UNROLL, steps % CHASE_UNROLL);
+    if blocks != 0 {
         // SAFETY: every node was written by `build_chain` with the address of another node of
-        // the same region; aligned loads from mapped test memory.
+        // the same region: aligned loads from mapped test memory, `blocks * CHASE_UNROLL` of
+        // them (x1 counts down from `blocks`, non-zero).
+        unsafe {
+            core::arch::asm!(
+                ".p2align 6",
+                "2: ldr x0, [x0]", "ldr x0, [x0]", "ldr x0, [x0]", "ldr x0, [x0]",
+                "ldr x0, [x0]", "ldr x0, [x0]", "ldr x0, [x0]", "ldr x0, [x0]",
+                "subs x1, x1, #1", "b.ne 2b",
+                inout("x0") p, inout("x1") blocks => _,
+                options(nostack, readonly))
+        };
+    }
+    for _ in 0..rest {
+        // SAFETY: as above, one aligned load of a node.
         p = unsafe { core::ptr::read_volatile(p as *const usize) };
     }
     p
