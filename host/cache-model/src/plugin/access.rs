@@ -96,6 +96,8 @@ impl<H: Host> Engine<H> {
     ) {
         let f = &self.fast[cpu];
         // Not in the emulator's TLB (a group member in another page): the guest's translation.
+        // Its line is not remembered: the next access to that VA line is translated by the
+        // emulator, which a stale TLB (or a test's host) may map elsewhere.
         let (pa, io, learned) = match known {
             Some(k) => k,
             None => match core.guest.translate(cpu, vaddr, &self.host, "data access", Some(hint.pc)) {
@@ -103,6 +105,7 @@ impl<H: Host> Engine<H> {
                 None => return,
             },
         };
+        let emulator_pa = known.is_some();
         self.touched(core, pa, u64::from(size));
         if learned {
             if !io {
@@ -153,6 +156,7 @@ impl<H: Host> Engine<H> {
             // With the sanitizer, a copy of the line in any cache makes the next uncached
             // access's outcome depend on it (a stale read, a stale copy): no shortcut then.
             let ok = single
+                && emulator_pa
                 && !hazard
                 && core.guest.page_uniform(vaddr)
                 && !(self.settings.sanitize && core.model.as_ref().is_some_and(|m| m.cached_anywhere(pa)));
@@ -197,7 +201,7 @@ impl<H: Host> Engine<H> {
         // A store to a line of the last TB goes to the model (see `wrote_code`).
         let mode = if attr == Attr::NormalWriteBack && !code && !shared { LineMode::LoadsAndStores } else { LineMode::Loads };
         match keep {
-            Some(s) => self.remember_data(f, vaddr >> shift, mode, s as u64, pa >> shift, true, tlb),
+            Some(s) => self.remember_data(f, vaddr >> shift, mode, s as u64, pa >> shift, emulator_pa, tlb),
             None => f.forget_line(),
         }
     }
