@@ -668,6 +668,12 @@ impl Cache {
         set * self.ways + way
     }
 
+    /// Whether no line is valid (a core that has not run, or flushed): every probe misses.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.occupied == 0
+    }
+
     /// Number of valid lines (tests and diagnostics).
     pub fn occupancy(&self) -> usize {
         debug_assert_eq!(self.occupied, self.tags.iter().filter(|&&t| t != INVALID).count());

@@ -1095,7 +1095,7 @@ impl Model {
         while a < end {
             let line = a >> shift;
             let bytes = byte_mask(pa.max(a) - a, end.min(a + step) - pa.max(a), shift);
-            let dirty = self.l1d.iter().any(|c| c.holds_dirty(c.line_of(a)));
+            let dirty = self.l1d.iter().any(|c| !c.is_empty() && c.holds_dirty(c.line_of(a)));
             let san = self.san.as_mut().expect("checked by the caller");
             let dirty = dirty && !san.idc;
             let written = san.written_memo(line);
@@ -2032,6 +2032,9 @@ impl Model {
         let shift = self.l1d[0].line_shift();
         let base = pa >> shift << shift;
         let c = &self.l1i[cpu];
+        if c.is_empty() {
+            return false;
+        }
         let step = (1u64 << c.line_shift()).min(1 << shift);
         (base..base + (1 << shift)).step_by(step as usize).any(|a| c.copies(c.line_of(a)).next().is_some())
     }
@@ -2043,7 +2046,7 @@ impl Model {
     pub fn cached_anywhere(&self, pa: u64) -> bool {
         let shift = self.l1d[0].line_shift();
         let base = pa >> shift << shift;
-        let data = self.l1d.iter().chain(self.lower.iter().flatten()).any(|c| c.probe(c.line_of(base)).is_some());
+        let data = self.l1d.iter().chain(self.lower.iter().flatten()).any(|c| !c.is_empty() && c.probe(c.line_of(base)).is_some());
         data || (0..self.l1i.len()).any(|cpu| self.l1i_overlaps(cpu, base))
     }
 }
