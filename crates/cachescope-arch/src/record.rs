@@ -962,6 +962,7 @@ kind! {
         req(what, Str, "the problem"),
         opt(cause, Str, "what the warning is about, one word a check can allow (`cachescope-xtask observe --expect`'s `allow_warnings`): `untranslated-va` or `attribution` (`cachescope_arch::warning::WarningCause`)"),
         opt(count, UInt, "occurrences of this cause, when the warning stands for several"),
+        opt(pc, Hex, "PC of the first instruction the warning is about, when the model knows it (`cachescope-xtask observe` symbolises it from an ELF)"),
         req(source, Str, "`model`"),
     ],
 ) }

@@ -187,6 +187,20 @@ struct TlbEntry {
 /// The VA bits a TLBI by VA names (VA[55:0]; the top byte is the range, or a tag).
 const TLBI_VA_MASK: u64 = (1 << 56) - 1;
 
+/// A data access whose page the walk of the guest's tables translated elsewhere than QEMU did
+/// ([`Guest::check`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Disagreement {
+    /// The access's VA.
+    pub va: u64,
+    /// QEMU's PA of it.
+    pub qemu_pa: u64,
+    /// The walk's PA of it.
+    pub walk_pa: u64,
+    /// The accessing instruction's PC.
+    pub pc: u64,
+}
+
 /// Guest state the attribute and translation decisions need.
 #[derive(Clone, Debug)]
 pub struct Guest {
@@ -203,9 +217,8 @@ pub struct Guest {
     untranslated: BTreeMap<String, (HashSet<u64>, u64, Option<u64>)>,
     /// Walks done (TLB misses).
     walks: u64,
-    /// Data pages where the walk's PA differed from QEMU's: the pages, the first (VA, QEMU's
-    /// PA, the walk's PA).
-    disagreed: (HashSet<u64>, Option<(u64, u64, u64)>),
+    /// Data pages where the walk's PA differed from QEMU's: the pages, the first.
+    disagreed: (HashSet<u64>, Option<Disagreement>),
     /// Print the first this many walks, the first this many faults, and (engine) every decoded
     /// translation-register write, to stderr
     /// (`CS_MODEL_WALK_LOG=N`, a debugging aid).
@@ -611,7 +624,7 @@ impl Guest {
     /// Checks the walk against QEMU's own translation of a data access at `va` (to `pa`): a
     /// different PA is counted ([`Guest::disagreements`]). A failed walk is counted by the
     /// access's attribute, not here.
-    pub fn check(&mut self, cpu: usize, va: u64, pa: u64, mem: &dyn PhysMem) {
+    pub fn check(&mut self, cpu: usize, va: u64, pa: u64, pc: u64, mem: &dyn PhysMem) {
         if self.cpu(cpu).real_mmu_off() {
             return;
         }
@@ -619,14 +632,13 @@ impl Guest {
             let walked = pa_page | (va & ((1 << PAGE_SHIFT) - 1));
             if walked != pa {
                 self.disagreed.0.insert(va >> PAGE_SHIFT);
-                self.disagreed.1.get_or_insert((va, pa, walked));
+                self.disagreed.1.get_or_insert(Disagreement { va, qemu_pa: pa, walk_pa: walked, pc });
             }
         }
     }
 
-    /// The data pages where the walk disagreed with QEMU, and the first (VA, QEMU's PA, the
-    /// walk's PA).
-    pub fn disagreements(&self) -> (u64, Option<(u64, u64, u64)>) {
+    /// The data pages where the walk disagreed with QEMU, and the first disagreement.
+    pub fn disagreements(&self) -> (u64, Option<Disagreement>) {
         (self.disagreed.0.len() as u64, self.disagreed.1)
     }
 
@@ -846,10 +858,11 @@ mod tests {
         assert_eq!(g.untranslated(), vec![("t: va-out-of-range".to_string(), 2, 0x2_0000_0000, None)], "two distinct pages");
         assert!(g.page_uniform(RAM));
         // QEMU's translation of a data access checks the walk.
-        g.check(0, RAM + 0x1234, 0x8000_1234, m);
+        g.check(0, RAM + 0x1234, 0x8000_1234, 0x40_0000, m);
         assert_eq!(g.disagreements(), (0, None));
-        g.check(0, RAM + 0x1234, 0x9000_1234, m);
-        g.check(0, RAM + 0x1238, 0x9000_1238, m);
-        assert_eq!(g.disagreements(), (1, Some((RAM + 0x1234, 0x9000_1234, 0x8000_1234))));
+        g.check(0, RAM + 0x1234, 0x9000_1234, 0x40_0004, m);
+        g.check(0, RAM + 0x1238, 0x9000_1238, 0x40_0008, m);
+        let first = Disagreement { va: RAM + 0x1234, qemu_pa: 0x9000_1234, walk_pa: 0x8000_1234, pc: 0x40_0004 };
+        assert_eq!(g.disagreements(), (1, Some(first)), "the first access, with its PC");
     }
 }

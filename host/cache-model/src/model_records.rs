@@ -132,20 +132,30 @@ pub fn warning_line(what: &str) -> String {
     line(record::ModelWarning::new().what(what).source(SOURCE))
 }
 
-/// A `model-warning` record with its cause (a check may allow it) and, when it stands for
-/// several occurrences, their count.
-pub fn cause_warning_line(cause: cachescope_arch::warning::WarningCause, what: &str, count: Option<u64>) -> String {
+/// A `model-warning` record with its cause (a check may allow it), when it stands for several
+/// occurrences their count, and the PC of the first instruction it is about when known.
+pub fn cause_warning_line(cause: cachescope_arch::warning::WarningCause, what: &str, count: Option<u64>, pc: Option<u64>) -> String {
     let r = record::ModelWarning::new().what(what).cause(cause.name());
-    match count {
-        Some(n) => line(r.count(n).source(SOURCE)),
+    let r = match count {
+        Some(n) => r.count(n),
+        None => r,
+    };
+    match pc {
+        Some(pc) => line(r.pc(pc).source(SOURCE)),
         None => line(r.source(SOURCE)),
     }
 }
 
-/// An `untranslated-va` `model-warning`: `n` VA pages of `what` ("use: fault").
-pub fn untranslated_line(what: &str, n: u64) -> String {
+/// A `model-warning` record without a cause, about the instruction at `pc`.
+pub fn warning_line_at(what: &str, pc: u64) -> String {
+    line(record::ModelWarning::new().what(what).pc(pc).source(SOURCE))
+}
+
+/// An `untranslated-va` `model-warning`: `n` VA pages of `what` ("use: fault"), the first by
+/// the instruction at `pc` when known.
+pub fn untranslated_line(what: &str, n: u64, pc: Option<u64>) -> String {
     let text = format!("{n} VA pages not translated by the guest's tables ({what}): not modelled, never taken as PA = VA");
-    cause_warning_line(cachescope_arch::warning::WarningCause::UntranslatedVa, &text, Some(n))
+    cause_warning_line(cachescope_arch::warning::WarningCause::UntranslatedVa, &text, Some(n), pc)
 }
 
 /// The levels a hierarchy with `lower` levels below L1 has.

@@ -299,7 +299,7 @@ mod tests {
         let (pc, cpc) = (target as *const () as u64, causer as *const () as u64);
         let cause_name = s.place(cpc).function.unwrap();
         let e = expectation_for(&s, "stale-instruction", Some(&cause_name));
-        let attribution = Warning { what: "x".into(), cause: Some("attribution".into()), count: None };
+        let attribution = Warning { what: "x".into(), cause: Some("attribution".into()), count: None, pc: None };
         assert_eq!(e.check(&observed(vec![hazard("stale-instruction", pc, cpc)], vec![attribution]), Some(&s)), Vec::<String>::new());
         // The wrong cause function does not match.
         let e = expectation_for(&s, "stale-instruction", Some("somewhere_else"));
@@ -345,7 +345,7 @@ mod tests {
     #[test]
     fn warnings_fail_unless_their_cause_is_allowed() {
         let e = Expectation::parse("allow_warnings = [\"attribution\"]").unwrap();
-        let w = |c: Option<&str>| Warning { what: "w".into(), cause: c.map(String::from), count: None };
+        let w = |c: Option<&str>| Warning { what: "w".into(), cause: c.map(String::from), count: None, pc: None };
         assert!(e.check(&observed(vec![], vec![w(Some("attribution"))]), None).is_empty());
         assert_eq!(e.check(&observed(vec![], vec![w(Some("untranslated-va"))]), None), ["unexpected warning (cause untranslated-va): w"]);
         assert_eq!(e.check(&observed(vec![], vec![w(None)]), None), ["unexpected warning (no cause): w"]);

@@ -102,6 +102,8 @@ pub struct Warning {
     pub cause: Option<String>,
     /// Occurrences, when it stands for several.
     pub count: Option<u64>,
+    /// The PC of the first instruction it is about, when the model knew it.
+    pub pc: Option<u64>,
 }
 
 /// One per-PC row.
@@ -188,7 +190,12 @@ impl Observed {
             } else if let Some(t) = r.view::<record::HazardTotalView<_>>() {
                 o.truncated |= t.truncated().unwrap_or(false);
             } else if let Some(w) = r.view::<record::ModelWarningView<_>>() {
-                o.warnings.push(Warning { what: w.what().unwrap_or("").to_string(), cause: w.cause().map(String::from), count: w.count() });
+                o.warnings.push(Warning {
+                    what: w.what().unwrap_or("").to_string(),
+                    cause: w.cause().map(String::from),
+                    count: w.count(),
+                    pc: w.pc(),
+                });
             } else if let Some(p) = r.view::<record::ModelPcView<_>>() {
                 o.pcs.push(PcRow {
                     pc: p.pc().unwrap_or(0),
@@ -572,6 +579,9 @@ pub fn digest(o: &Observed, syms: Option<&Symbols>, run: &ObservedRun) -> String
         let cause = w.cause.as_deref().map(|c| format!("[{c}] ")).unwrap_or_default();
         let count = w.count.map(|c| format!(" (×{})", thousands(c))).unwrap_or_default();
         let _ = writeln!(s, "  {cause}{}{count}", w.what);
+        if let Some(pc) = w.pc {
+            let _ = writeln!(s, "    at pc {}", at(syms, pc));
+        }
     }
     let _ = writeln!(s, "saved: console {}, model records {}", run.console, run.model);
     s
@@ -597,7 +607,7 @@ mod tests {
         "# cs: {\"record\":\"model-geometry\",\"level\":\"L1D\",\"size\":32768,\"line\":64,\"sets\":128,\"ways\":4,\"sharing\":\"private\",\"policy\":\"lru\",\"origin\":\"cpu\",\"vcpus\":1,\"hit_cycles\":4,\"hit_ns\":2.00,\"source\":\"model\"}\n",
         "# cs: {\"record\":\"model-total\",\"level\":\"L1D\",\"accesses\":1000,\"hits\":900,\"misses\":100,\"writebacks\":7,\"maint\":0,\"bypass\":3,\"prefetches\":0,\"prefetch_hits\":0,\"source\":\"model\"}\n",
         "# cs: {\"record\":\"hazard\",\"kind\":\"stale-read-by-device\",\"pa\":\"0x40081000\",\"va\":\"0x40081000\",\"pc\":\"0x40080124\",\"phase\":\"\",\"phase_id\":0,\"count\":3,\"access\":\"nc-read\",\"cause\":\"write\",\"cause_pc\":\"0x40080110\",\"source\":\"model\"}\n",
-        "# cs: {\"record\":\"model-warning\",\"what\":\"12 by-VA operations had no translation\",\"cause\":\"untranslated-va\",\"count\":12,\"source\":\"model\"}\n",
+        "# cs: {\"record\":\"model-warning\",\"what\":\"12 by-VA operations had no translation\",\"cause\":\"untranslated-va\",\"count\":12,\"pc\":\"0x40080130\",\"source\":\"model\"}\n",
         "# cs: {\"record\":\"model-pc\",\"pc\":\"0x40080124\",\"pcs\":1,\"rest\":false,\"l1d_misses\":60,\"l2_misses\":6,\"writebacks\":0,\"source\":\"model\"}\n",
         "# cs: {\"record\":\"model-pc\",\"pc\":\"0x40080128\",\"pcs\":1,\"rest\":false,\"l1d_misses\":30,\"l2_misses\":3,\"writebacks\":5,\"source\":\"model\"}\n",
         "# cs: {\"record\":\"model-pc\",\"pc\":\"0x0\",\"pcs\":9,\"rest\":true,\"l1d_misses\":10,\"l2_misses\":1,\"writebacks\":2,\"source\":\"model\"}\n",
@@ -611,7 +621,12 @@ mod tests {
         assert_eq!((o.totals[0].misses, o.hazards.len(), o.hazards[0].cause_pc), (100, 1, 0x40080110));
         assert_eq!(
             o.warnings[0],
-            Warning { what: "12 by-VA operations had no translation".into(), cause: Some("untranslated-va".into()), count: Some(12) }
+            Warning {
+                what: "12 by-VA operations had no translation".into(),
+                cause: Some("untranslated-va".into()),
+                count: Some(12),
+                pc: Some(0x4008_0130)
+            }
         );
         assert_eq!(o.pcs.len(), 3);
         assert!(o.pcs[2].rest && o.complete);
@@ -651,7 +666,7 @@ mod tests {
         assert!(d.contains("top PCs by write-backs (7 by loads/stores):\n             5  71.4%  0x40080128\n"), "{d}");
         // No L2 total in the log: nothing to compare with.
         assert!(d.contains("top PCs by L2 misses (10 by loads/stores):\n"), "{d}");
-        assert!(d.contains("warnings: 1\n  [untranslated-va] 12 by-VA operations had no translation (×12)\n"), "{d}");
+        assert!(d.contains("warnings: 1\n  [untranslated-va] 12 by-VA operations had no translation (×12)\n    at pc 0x40080130\n"), "{d}");
         assert!(d.ends_with("saved: console c, model records m\n"));
         let t = digest(&o, None, &ObservedRun { timed_out: true, timeout_s: 5, ..run.clone() });
         assert!(t.starts_with("# observe: fw.bin: TIMED OUT after 5 s (stopped)\n"), "{t}");
@@ -710,11 +725,14 @@ mod tests {
                 PcRow { pc: pc + 4, pcs: 1, rest: false, counts: [2, 0, 1] },
                 PcRow { pc: 8, pcs: 1, rest: false, counts: [1, 0, 0] },
             ],
+            // A warning about an instruction names its function too.
+            warnings: vec![Warning { what: "w".into(), cause: None, count: None, pc: Some(pc + 4) }],
             complete: true,
             ..Default::default()
         };
         let d = digest(&o, Some(&s), &ObservedRun { elf: Some("t".into()), ..Default::default() });
         let name = s.place(pc).function.unwrap();
+        assert!(d.contains(&format!("warnings: 1\n  w\n    at pc {:#x} {name}", pc + 4)), "{d}");
         assert!(name.ends_with("firmware::tests::exposing"), "{name}");
         assert!(d.contains("# symbols and lines from t\n"), "{d}");
         assert!(d.contains(&format!("BUG: cachescope: stale-instruction in {name}\n")), "{d}");

@@ -109,7 +109,7 @@ impl<H: Host> Engine<H> {
         self.touched(core, pa, u64::from(size));
         if learned {
             if !io {
-                core.guest.check(cpu, vaddr, pa, &self.host);
+                core.guest.check(cpu, vaddr, pa, hint.pc, &self.host);
             }
             let changed = core.guest.learn(vaddr, pa);
             if self.fast_on {

@@ -45,6 +45,8 @@ pub struct Stats {
     pub setway_ops: u64,
     /// Translation-register values adopted at a translation (`Engine::resync`).
     pub resyncs: u64,
+    /// The first TB whose translation adopted one (its first instruction's VA).
+    pub first_resync_pc: Option<u64>,
     /// Warnings (written or only counted).
     pub warnings: u64,
     /// Counter records of ended phases written so far (`model`, `model-time`, `model-coherence`).
@@ -97,6 +99,8 @@ pub struct Core {
     /// Hazard occurrences not reported because the core that ran them is not known (more than
     /// one vCPU under round-robin TCG, TPIDR_EL1 untagged).
     pub unattributed: u64,
+    /// The PC of the first unreported hazard's exposing access.
+    pub unattributed_pc: Option<u64>,
     /// What unattributed model calls touched (hazards there are not reported either).
     pub taint: super::attribution::Taint,
     /// Sanitizer reports suspended (marker 9).
@@ -132,6 +136,7 @@ impl Core {
             control: Vec::new(),
             unfollowed: Vec::new(),
             unattributed: 0,
+            unattributed_pc: None,
             taint: super::attribution::Taint::default(),
             quiet: false,
             quieted: 0,
@@ -157,10 +162,11 @@ impl Core {
         let _ = self.out.flush();
     }
 
-    /// An `untranslated-va` warning (at exit, one per cause): `n` VAs of `what`.
-    pub fn untranslated_warning(&mut self, what: &str, n: u64) {
+    /// An `untranslated-va` warning (at exit, one per cause): `n` VAs of `what`, the first by
+    /// the instruction at `pc` when known.
+    pub fn untranslated_warning(&mut self, what: &str, n: u64, pc: Option<u64>) {
         self.stats.warnings += 1;
-        let text = model_records::untranslated_line(what, n);
+        let text = model_records::untranslated_line(what, n, pc);
         self.emit(&text);
     }
 
@@ -169,10 +175,15 @@ impl Core {
         self.warn_line(model_records::warning_line(what));
     }
 
+    /// A [`Core::warn`] about the instruction at `pc` (the record's `pc`).
+    pub fn warn_at(&mut self, what: &str, pc: u64) {
+        self.warn_line(model_records::warning_line_at(what, pc));
+    }
+
     /// A `model-warning` with its cause, which a check may allow (and the occurrences it
     /// stands for, when several).
-    pub fn warn_cause(&mut self, cause: cachescope_arch::warning::WarningCause, what: &str, count: Option<u64>) {
-        self.warn_line(model_records::cause_warning_line(cause, what, count));
+    pub fn warn_cause(&mut self, cause: cachescope_arch::warning::WarningCause, what: &str, count: Option<u64>, pc: Option<u64>) {
+        self.warn_line(model_records::cause_warning_line(cause, what, count, pc));
     }
 
     fn warn_line(&mut self, line: String) {

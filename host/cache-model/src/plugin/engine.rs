@@ -324,8 +324,8 @@ impl<H: Host> Engine<H> {
     /// At a translation (one vCPU): the TB's regime's registers as the vCPU holds them now.
     /// Any that differ from the decoded writes' values (a write the plugin did not see, e.g. in
     /// a TB QEMU re-translated for I/O with memory callbacks only) are adopted, and counted
-    /// (`model-warning` at exit).
-    pub fn resync(&self, values: &[(SysReg, u64)]) {
+    /// (`model-warning` at exit, naming the PC `pc` of the first such TB or TLBI).
+    pub fn resync(&self, values: &[(SysReg, u64)], pc: u64) {
         if self.vcpus != 1 {
             return;
         }
@@ -337,6 +337,7 @@ impl<H: Host> Engine<H> {
             }
             if core.guest.resync(0, reg, v) {
                 core.stats.resyncs += 1;
+                core.stats.first_resync_pc.get_or_insert(pc);
                 changed = true;
             }
         }
@@ -724,9 +725,10 @@ impl<H: Host> Engine<H> {
         }
         if !self.attributed() && !events.is_empty() {
             if core.unattributed == 0 {
-                core.warn_cause(WarningCause::Attribution, &self.unattributed_warning(), None);
+                core.warn_cause(WarningCause::Attribution, &self.unattributed_warning(), None, Some(pc));
             }
             core.unattributed += events.len() as u64;
+            core.unattributed_pc.get_or_insert(pc);
             return;
         }
         let phase = core.phases.current();
@@ -734,6 +736,7 @@ impl<H: Host> Engine<H> {
             if core.taint.covers(e.pa) {
                 // It may follow from an unattributed call (see `attribution`): counted only.
                 core.unattributed += 1;
+                core.unattributed_pc.get_or_insert(pc);
                 continue;
             }
             core.add_hazard(e, va, pc, phase.as_ref(), current);
@@ -802,7 +805,7 @@ impl<H: Host> Engine<H> {
             Vec::new()
         };
         if !resync.is_empty() {
-            self.resync(&resync);
+            self.resync(&resync, pc);
         }
         let mut core = self.lock();
         let drop_pages = matches!(
@@ -1009,37 +1012,44 @@ impl<H: Host> Engine<H> {
         let untranslated = core.guest.untranslated();
         for (cause, n, first, pc) in untranslated {
             let at = pc.map_or_else(|| " (PC not known)".to_string(), |pc| format!(" by the instruction at PC {pc:#x}"));
-            core.untranslated_warning(&format!("{cause}, first at VA {first:#x}{at}"), n);
+            core.untranslated_warning(&format!("{cause}, first at VA {first:#x}{at}"), n, pc);
         }
         if core.stats.resyncs > 0 {
             let n = core.stats.resyncs;
-            core.warn(&format!("{n} translation-register values read at translation differed from the decoded writes (adopted): writes the plugin did not see"));
+            let what = format!("{n} translation-register values read at translation differed from the decoded writes (adopted): writes the plugin did not see");
+            match core.stats.first_resync_pc {
+                Some(pc) => core.warn_at(&format!("{what}; first at PC {pc:#x}"), pc),
+                None => core.warn(&what),
+            }
         }
-        if let (n @ 1.., Some((va, pa, walked))) = core.guest.disagreements() {
-            core.warn(&format!(
-                "the walk of the guest's tables disagrees with QEMU's translation of data accesses on {n} pages (first: VA {va:#x} → QEMU PA {pa:#x}, walk {walked:#x}): the model's regime state missed a change"
-            ));
+        if let (n @ 1.., Some(d)) = core.guest.disagreements() {
+            let what = format!(
+                "the walk of the guest's tables disagrees with QEMU's translation of data accesses on {n} pages (first: VA {:#x} → QEMU PA {:#x}, walk {:#x}, by the instruction at PC {:#x}): the model's regime state missed a change",
+                d.va, d.qemu_pa, d.walk_pa, d.pc
+            );
+            core.warn_at(&what, d.pc);
         }
         if core.unattributed > 0 {
             let n = core.unattributed;
             let what = format!(
                 "{n} hazard occurrences were not reported: raised by untagged code whose core is not known, or on what such code touched"
             );
-            core.warn_cause(WarningCause::Attribution, &what, Some(n));
+            let pc = core.unattributed_pc;
+            core.warn_cause(WarningCause::Attribution, &what, Some(n), pc);
         } else if self.vcpus > 1 && self.round_robin && !self.tagged_seen.load(Relaxed) {
-            core.warn_cause(WarningCause::Attribution, &self.unattributed_warning(), None);
+            core.warn_cause(WarningCause::Attribution, &self.unattributed_warning(), None, None);
         }
         let disagreed = self.disagreed.load(Relaxed);
         if disagreed > 0 {
             core.warn_cause(WarningCause::Attribution, &format!(
                 "core attribution: in {disagreed} TBs the core TPIDR_EL1's tag or VMPIDR_EL2 named was not the vCPU QEMU ran (MTTCG, where its index is right): the guest's register does not identify the core, so hazards between cores may be misattributed"
-            ), Some(disagreed));
+            ), Some(disagreed), None);
         }
         let rechecked = self.running_disagreed.load(Relaxed);
         if rechecked > 0 {
             core.warn_cause(WarningCause::Attribution, &format!(
                 "core attribution: a vCPU's TPIDR_EL1 tag or VMPIDR_EL2 changed to name another core while it ran ({rechecked} checks): from then on every TB's core was read from the registers; up to {IDENTIFY_CHECK_EVERY} TBs before the check may have been attributed to the core it named before"
-            ), Some(rechecked));
+            ), Some(rechecked), None);
         }
         let now = self.now(&mut core);
         core.exit(&now, self.settings.sanitize, self.fast_on);

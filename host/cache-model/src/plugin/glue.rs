@@ -254,7 +254,7 @@ impl Qemu {
         if state.vcpus == 1 {
             let values: Vec<(SysReg, u64)> =
                 regs.regime_sys[regime.index()].iter().filter_map(|&(r, h)| Some((r, read_register(h)?))).collect();
-            state.resync(&values);
+            state.resync(&values, va);
         }
         if haddr != 0 && sctlr.is_some_and(|s| s & 1 == 0) && !self.ram.read().is_ok_and(|m| m.knows(va)) {
             self.learn_block(va, haddr, word);

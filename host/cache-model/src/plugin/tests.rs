@@ -726,6 +726,9 @@ fn hazards_that_may_follow_from_a_misattribution_are_not_reported() {
     let untagged = two_rr_cores(&[(None, &write), (Some(1), &fetch)]);
     assert_eq!(hazards(&untagged), 0, "{untagged}");
     assert!(untagged.contains("1 hazard occurrences were not reported"), "{untagged}");
+    // The warning names the PC of the unreported hazard's access (the fetch at x).
+    let warning = untagged.lines().find(|l| l.contains("hazard occurrences were not reported")).expect("the warning");
+    assert!(warning.contains(&format!("\"pc\":\"{x:#x}\"")), "{warning}");
     // An untagged access to another page taints only that page.
     let elsewhere = two_rr_cores(&[(None, &other_page), (Some(0), &write), (Some(1), &fetch)]);
     assert_eq!(hazards(&elsewhere), 1, "{elsewhere}");
