@@ -36,7 +36,8 @@ impl<H: Host> Engine<H> {
     /// members are hits of that line: counted in one step.
     pub fn mem_group(&self, vcpu: u32, info: &impl MemAccess, vaddr: u64, write: bool, g: &Group) {
         self.mem(vcpu, info, vaddr, vaddr, write, Some(g.size), Hint { pc: g.pc, nt: false });
-        if self.shortcut_now() && self.fast[self.cpu(vcpu)].group(vaddr, g) {
+        let (cpu, shortcut) = self.cpu_and_shortcut(vcpu);
+        if shortcut && self.fast[cpu].group(vaddr, g) {
             return;
         }
         for (k, &(delta, size, store)) in g.members.iter().enumerate() {
@@ -51,11 +52,11 @@ impl<H: Host> Engine<H> {
     /// qemu_plugin_get_hwaddr" into the console for any other).
     #[allow(clippy::too_many_arguments)]
     pub fn mem(&self, vcpu: u32, info: &impl MemAccess, translated: u64, vaddr: u64, write: bool, size: Option<u32>, hint: Hint) {
-        let cpu = self.cpu(vcpu);
+        let (cpu, shortcut) = self.cpu_and_shortcut(vcpu);
         let own = size.is_none();
         let f = &self.fast[cpu];
         let size_of = || size.unwrap_or_else(|| info.size());
-        if self.shortcut_now() && f.access(vaddr, size_of, write, hint.pc) {
+        if shortcut && f.access(vaddr, size_of, write, hint.pc) {
             return;
         }
         let size = size_of();

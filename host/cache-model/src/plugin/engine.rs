@@ -385,10 +385,17 @@ impl<H: Host> Engine<H> {
     /// fetch callback identified (see the module docs), else the index.
     #[inline]
     pub(super) fn cpu(&self, vcpu: u32) -> usize {
+        self.cpu_and_shortcut(vcpu).0
+    }
+
+    /// [`Engine::cpu`] and [`Engine::shortcut_now`] from one look at the running core.
+    #[inline]
+    pub(super) fn cpu_and_shortcut(&self, vcpu: u32) -> (usize, bool) {
         if self.vcpus == 1 {
-            return vcpu as usize;
+            return (vcpu as usize, self.fast_on);
         }
-        let c = match self.running().core {
+        let r = self.running();
+        let c = match r.core {
             u32::MAX => vcpu as usize,
             c => c as usize,
         };
@@ -396,15 +403,24 @@ impl<H: Host> Engine<H> {
         if self.started.load(Relaxed) & bit == 0 {
             self.started.fetch_or(bit, Relaxed);
         }
-        c
+        (c, self.fast_on && (!self.round_robin || r.tagged))
     }
 
     /// The cores that have run (a callback was made for them), with their shortcuts: every
     /// core whose shortcut may hold state.
+    /// Visits the set bits only (cores beyond 64 always count), so a loop over the cores costs
+    /// nothing per core that has not run.
     #[inline]
     pub(super) fn started_cores(&self) -> impl Iterator<Item = (usize, &Shortcut)> {
-        let bits = self.started.load(Relaxed);
-        self.fast.iter().enumerate().filter(move |&(k, _)| k >= 64 || bits >> k & 1 == 1)
+        let mut bits = self.started.load(Relaxed);
+        let low = std::iter::from_fn(move || {
+            (bits != 0).then(|| {
+                let k = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                k
+            })
+        });
+        low.chain(64..self.fast.len()).filter_map(|k| self.fast.get(k).map(|f| (k, f)))
     }
 
     /// Which core runs the current TB ([`Running`]): the engine's own under round-robin TCG,
