@@ -491,6 +491,10 @@ pub struct Model {
     /// [`Model::take_disturbed`] (another vCPU's snoop, a back-invalidation, a write behind
     /// their copies): the plugin drops their shortcuts.
     disturbed: u64,
+    /// The cores whose private caches may hold a line (bit per core; cores beyond 63 always):
+    /// set by their first access that can fill (data, fetch, prefetch, DC ZVA). The probes of
+    /// every core's caches skip the others (secondaries powered off until the smp suite).
+    active: u64,
     /// Rule 16b: the shareability and PC of the data access being modelled
     /// ([`Model::data_in_domain`]; `None` otherwise).
     access_share: Option<(Shareability, u64)>,
@@ -552,6 +556,7 @@ impl Model {
             cluster: (0..vcpus).map(|k| config.topology.cluster_of(k)).collect(),
             supplier_cross: None,
             disturbed: 0,
+            active: 0,
             access_share: None,
             ivac_as_civac: config.silicon.ivac_as_civac,
             isw_cleans: config.silicon.isw_cleans,
@@ -651,6 +656,20 @@ impl Model {
     #[inline]
     fn disturb(&mut self, k: usize) {
         self.disturbed |= 1 << k.min(63);
+    }
+
+    /// Notes that core `cpu`'s private caches may now hold lines (see `active`).
+    #[inline]
+    fn activate(&mut self, cpu: usize) {
+        self.active |= 1 << cpu.min(63);
+    }
+
+    /// Whether core `k`'s private caches may hold a line (see `active`); the others are empty.
+    #[inline]
+    fn is_active(&self, k: usize) -> bool {
+        let active = k >= 63 || self.active >> k & 1 == 1;
+        debug_assert!(active || self.l1d[k].is_empty() && self.l1i[k].is_empty(), "core {k} inactive with lines cached");
+        active
     }
 
     /// Rule 17's counters per vCPU (all zero with one vCPU).
@@ -864,6 +883,7 @@ impl Model {
     #[inline]
     pub fn data_hint(&mut self, cpu: usize, pa: u64, size: u32, write: bool, attr: Attr, hint: Hint) -> Option<usize> {
         tr!(self, "D {cpu} {pa} {size} {} {} {} {}\n", u8::from(write), attr as u8, hint.pc, u8::from(hint.nt));
+        self.activate(cpu);
         let attr = self.effective(attr);
         let shift = self.l1d[cpu].line_shift();
         let first = pa >> shift;
@@ -931,6 +951,7 @@ impl Model {
     /// [`Model::fetch_range`] through VA `va` (the VA of `pa`; rule 21).
     pub fn fetch_range_at(&mut self, cpu: usize, va: u64, pa: u64, len: u64, attr: Attr) {
         tr!(self, "F {cpu} {pa} {} {va}\n", attr as u8);
+        self.activate(cpu);
         let attr = self.effective(attr);
         if !attr.cacheable() {
             self.totals.at(Level::L1I).bypass += 1;
@@ -1095,7 +1116,7 @@ impl Model {
         while a < end {
             let line = a >> shift;
             let bytes = byte_mask(pa.max(a) - a, end.min(a + step) - pa.max(a), shift);
-            let dirty = self.l1d.iter().any(|c| !c.is_empty() && c.holds_dirty(c.line_of(a)));
+            let dirty = (0..self.l1d.len()).any(|k| self.is_active(k) && self.l1d[k].holds_dirty(self.l1d[k].line_of(a)));
             let san = self.san.as_mut().expect("checked by the caller");
             let dirty = dirty && !san.idc;
             let written = san.written_memo(line);
@@ -1407,6 +1428,11 @@ impl Model {
             if k == cpu {
                 continue;
             }
+            if !self.is_active(k) {
+                // Nothing cached there: a miss, without a probe.
+                self.coh[k].snoop_misses += 1;
+                continue;
+            }
             let cross = self.cluster[k] != self.cluster[cpu];
             let (mut held, mut dirty) = (false, false);
             for p in 0..=self.private {
@@ -1525,6 +1551,7 @@ impl Model {
     /// (1 = L1D, 2 = L2, 3 = L3), non-temporal for …STRM.
     pub fn prefetch(&mut self, cpu: usize, pa: u64, level: u32, nt: bool, attr: Attr) {
         tr!(self, "R {cpu} {pa} {level} {} {}\n", u8::from(nt), attr as u8);
+        self.activate(cpu);
         if !self.effective(attr).cacheable() || level == 0 {
             return;
         }
@@ -1874,6 +1901,7 @@ impl Model {
     /// Rule 9: DC ZVA of the block holding `pa`.
     pub fn dc_zva(&mut self, cpu: usize, pa: u64, attr: Attr) {
         tr!(self, "Z {cpu} {pa} {}\n", attr as u8);
+        self.activate(cpu);
         let attr = self.effective(attr);
         self.totals.at(Level::L1D).maint += 1;
         let block = u64::from(self.config.zva_bytes);
@@ -2046,8 +2074,15 @@ impl Model {
     pub fn cached_anywhere(&self, pa: u64) -> bool {
         let shift = self.l1d[0].line_shift();
         let base = pa >> shift << shift;
-        let data = self.l1d.iter().chain(self.lower.iter().flatten()).any(|c| !c.is_empty() && c.probe(c.line_of(base)).is_some());
-        data || (0..self.l1i.len()).any(|cpu| self.l1i_overlaps(cpu, base))
+        let held = |c: &Cache| !c.is_empty() && c.probe(c.line_of(base)).is_some();
+        // Private caches (per core) only of the active cores; shared ones always.
+        let private = |level: &[Cache]| level.len() == self.vcpus;
+        let data = (0..self.vcpus).any(|k| self.is_active(k) && held(&self.l1d[k]))
+            || self.lower.iter().any(|level| match private(level) {
+                true => (0..self.vcpus).any(|k| self.is_active(k) && held(&level[k])),
+                false => level.iter().any(held),
+            });
+        data || (0..self.l1i.len()).any(|cpu| self.is_active(cpu) && self.l1i_overlaps(cpu, base))
     }
 }
 
