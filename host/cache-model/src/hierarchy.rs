@@ -2060,9 +2060,6 @@ impl Model {
         let shift = self.l1d[0].line_shift();
         let base = pa >> shift << shift;
         let c = &self.l1i[cpu];
-        if c.is_empty() {
-            return false;
-        }
         let step = (1u64 << c.line_shift()).min(1 << shift);
         (base..base + (1 << shift)).step_by(step as usize).any(|a| c.copies(c.line_of(a)).next().is_some())
     }
@@ -2074,11 +2071,11 @@ impl Model {
     pub fn cached_anywhere(&self, pa: u64) -> bool {
         let shift = self.l1d[0].line_shift();
         let base = pa >> shift << shift;
-        let held = |c: &Cache| !c.is_empty() && c.probe(c.line_of(base)).is_some();
-        // Private caches (per core) only of the active cores; shared ones always.
-        let private = |level: &[Cache]| level.len() == self.vcpus;
+        let held = |c: &Cache| c.probe(c.line_of(base)).is_some();
+        // Private caches (L1 and the first `private` lower levels, one per core) only of the
+        // active cores; shared ones always.
         let data = (0..self.vcpus).any(|k| self.is_active(k) && held(&self.l1d[k]))
-            || self.lower.iter().any(|level| match private(level) {
+            || self.lower.iter().enumerate().any(|(p, level)| match p < self.private {
                 true => (0..self.vcpus).any(|k| self.is_active(k) && held(&level[k])),
                 false => level.iter().any(held),
             });

@@ -127,9 +127,13 @@ pub fn line(r: impl Builder) -> String {
     format!("{}{}\n", record::PREFIX, r.finish())
 }
 
-/// A `model-warning` record as one output line.
-pub fn warning_line(what: &str) -> String {
-    line(record::ModelWarning::new().what(what).source(SOURCE))
+/// A `model-warning` record as one output line, about the instruction at `pc` when given.
+pub fn warning_line(what: &str, pc: Option<u64>) -> String {
+    let r = record::ModelWarning::new().what(what);
+    match pc {
+        Some(pc) => line(r.pc(pc).source(SOURCE)),
+        None => line(r.source(SOURCE)),
+    }
 }
 
 /// A `model-warning` record with its cause (a check may allow it), when it stands for several
@@ -144,11 +148,6 @@ pub fn cause_warning_line(cause: cachescope_arch::warning::WarningCause, what: &
         Some(pc) => line(r.pc(pc).source(SOURCE)),
         None => line(r.source(SOURCE)),
     }
-}
-
-/// A `model-warning` record without a cause, about the instruction at `pc`.
-pub fn warning_line_at(what: &str, pc: u64) -> String {
-    line(record::ModelWarning::new().what(what).pc(pc).source(SOURCE))
 }
 
 /// An `untranslated-va` `model-warning`: `n` VA pages of `what` ("use: fault"), the first by

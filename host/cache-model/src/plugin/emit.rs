@@ -172,12 +172,12 @@ impl Core {
 
     /// A `model-warning` (up to [`WARNING_LIMIT`]; counted always).
     pub fn warn(&mut self, what: &str) {
-        self.warn_line(model_records::warning_line(what));
+        self.warn_line(model_records::warning_line(what, None));
     }
 
     /// A [`Core::warn`] about the instruction at `pc` (the record's `pc`).
     pub fn warn_at(&mut self, what: &str, pc: u64) {
-        self.warn_line(model_records::warning_line_at(what, pc));
+        self.warn_line(model_records::warning_line(what, Some(pc)));
     }
 
     /// A `model-warning` with its cause, which a check may allow (and the occurrences it
@@ -193,7 +193,10 @@ impl Core {
         }
         let mut text = line;
         if self.stats.warnings == WARNING_LIMIT {
-            text += &model_records::warning_line(&format!("{WARNING_LIMIT} warnings: further ones are only counted (model-run.warnings)"));
+            text += &model_records::warning_line(
+                &format!("{WARNING_LIMIT} warnings: further ones are only counted (model-run.warnings)"),
+                None,
+            );
         }
         self.emit(&text);
     }
@@ -208,7 +211,7 @@ impl Core {
                 "more than {limit} distinct hazards: further ones are only counted (hazard-total.dropped), not listed; the run fails (hazard-total.truncated)"
             );
             self.stats.warnings += 1;
-            let text = model_records::warning_line(&what) + &format!("# model: hazard storm: {what}\n");
+            let text = model_records::warning_line(&what, None) + &format!("# model: hazard storm: {what}\n");
             self.emit(&text);
         }
     }
@@ -299,7 +302,7 @@ impl Core {
             let what = format!(
                 "{n} phases have no model/model-time records: past {PHASE_RECORD_LIMIT} per-phase records (their counts are in model-total)"
             );
-            let text = model_records::warning_line(&what);
+            let text = model_records::warning_line(&what, None);
             self.emit(&text);
         }
         let lower = self.lower_levels();

@@ -403,7 +403,7 @@ impl<H: Host> Engine<H> {
         if self.started.load(Relaxed) & bit == 0 {
             self.started.fetch_or(bit, Relaxed);
         }
-        (c, self.fast_on && (!self.round_robin || r.tagged))
+        (c, self.fast_on && self.attributed_by(r))
     }
 
     /// The cores that have run (a callback was made for them), with their shortcuts: every
@@ -779,7 +779,13 @@ impl<H: Host> Engine<H> {
     /// index is the executing vCPU's), or a TPIDR_EL1 tag.
     #[inline]
     pub(super) fn attributed(&self) -> bool {
-        self.vcpus == 1 || !self.round_robin || self.running().tagged
+        self.attributed_by(self.running())
+    }
+
+    /// [`Engine::attributed`] given the running core `r`.
+    #[inline]
+    fn attributed_by(&self, r: Running) -> bool {
+        self.vcpus == 1 || !self.round_robin || r.tagged
     }
 
     fn unattributed_warning(&self) -> String {
