@@ -67,6 +67,50 @@ pub fn cache_seed(seed: u64, cache_id: u64) -> u64 {
     }
 }
 
+/// The sets whose state (tags, flags, replacement order) changed since the last
+/// [`Cache::take_changes`]: up to [`SetChanges::CAPACITY`] of them by number, else "many". The
+/// plugin's shortcut remembers the most recent line of several L1D sets and drops those whose
+/// set changed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SetChanges {
+    sets: [u32; SetChanges::CAPACITY],
+    /// How many of `sets` hold a set; `CAPACITY + 1`: more sets changed than it holds.
+    len: u8,
+}
+
+impl SetChanges {
+    /// Sets held by number before the changes count as many.
+    pub const CAPACITY: usize = 4;
+
+    /// Notes a change of `set`.
+    #[inline(always)]
+    fn note(&mut self, set: usize) {
+        let n = usize::from(self.len);
+        let set = set as u32;
+        if n > Self::CAPACITY || self.sets[..n].contains(&set) {
+            return;
+        }
+        if n == Self::CAPACITY {
+            self.len += 1;
+        } else {
+            self.sets[n] = set;
+            self.len += 1;
+        }
+    }
+
+    /// Notes a change of every set.
+    fn note_all(&mut self) {
+        self.len = Self::CAPACITY as u8 + 1;
+    }
+
+    /// The changed sets, or `None` when more changed than are held (every set may have).
+    #[inline]
+    pub fn sets(&self) -> Option<&[u32]> {
+        let n = usize::from(self.len);
+        (n <= Self::CAPACITY).then(|| &self.sets[..n])
+    }
+}
+
 /// Tag value of an empty way.
 const INVALID: u64 = u64::MAX;
 /// Associativities up to this keep their replacement order in one `u64` (4 bits per way).
@@ -164,6 +208,8 @@ pub struct Cache {
     /// Tree PLRU with up to 64 leaves: per way, the tree bits on its path (mask) and their
     /// values after a use of the way (each pointing away from it).
     plru_path: Box<[(u64, u64)]>,
+    /// The sets changed since the last [`Cache::take_changes`].
+    changes: SetChanges,
 }
 
 impl Cache {
@@ -215,7 +261,14 @@ impl Cache {
             } else {
                 Box::default()
             },
+            changes: SetChanges::default(),
         }
+    }
+
+    /// The sets whose state changed since the last call ([`SetChanges`]), and starts a new record.
+    #[inline]
+    pub fn take_changes(&mut self) -> SetChanges {
+        std::mem::take(&mut self.changes)
     }
 
     /// The same cache **virtually indexed, physically tagged** for pages of `1 << page_shift`
@@ -379,6 +432,7 @@ impl Cache {
     /// the least recent (the victim stays last: no rotation).
     #[inline(always)]
     fn allocate(&mut self, set: usize, line: u64, fill: Fill) -> (usize, Option<Evicted>) {
+        self.changes.note(set);
         let w = if usize::from(self.valid[set]) < self.ways {
             let base = set * self.ways;
             // A set with fewer valid ways than ways has an invalid one.
@@ -435,6 +489,7 @@ impl Cache {
     /// tree away from it; FIFO and random change nothing.
     #[inline(always)]
     fn used(&mut self, set: usize, w: usize) {
+        self.changes.note(set);
         match self.policy {
             Policy::Lru => self.promote(set, w),
             Policy::Plru => self.plru_mark(set, w, true),
@@ -575,6 +630,7 @@ impl Cache {
     /// Marks a slot dirty; returns whether it was dirty before.
     #[inline]
     pub fn set_dirty(&mut self, slot: usize) -> bool {
+        self.changes.note(slot / self.ways);
         let f = self.flags[slot];
         self.flags[slot] = f | DIRTY;
         f & DIRTY != 0
@@ -588,6 +644,7 @@ impl Cache {
             let slots: Vec<usize> = self.copies(line).collect();
             let mut already = None;
             for slot in slots {
+                self.changes.note(slot / self.ways);
                 let was = self.flags[slot] & STALE != 0;
                 self.flags[slot] |= STALE;
                 already = Some(already.unwrap_or(true) && was);
@@ -595,6 +652,7 @@ impl Cache {
             return already;
         }
         let slot = self.probe(line)?;
+        self.changes.note(slot / self.ways);
         let f = self.flags[slot];
         self.flags[slot] = f | STALE;
         Some(f & STALE != 0)
@@ -603,6 +661,7 @@ impl Cache {
     /// Sets or clears the shared mark of a slot (coherence).
     #[inline]
     pub fn set_shared(&mut self, slot: usize, shared: bool) {
+        self.changes.note(slot / self.ways);
         let f = self.flags[slot];
         self.flags[slot] = if shared { f | SHARED } else { f & !SHARED };
     }
@@ -637,6 +696,7 @@ impl Cache {
 
     /// Clears a slot's dirty bit; returns whether it was dirty.
     pub fn clean_slot(&mut self, slot: usize) -> bool {
+        self.changes.note(slot / self.ways);
         let f = self.flags[slot];
         self.flags[slot] = f & !DIRTY;
         f & DIRTY != 0
@@ -645,6 +705,7 @@ impl Cache {
     /// Empties a slot; returns what it held. Its place in the replacement order is kept: an
     /// invalid way is filled before any other, whatever the order says.
     pub fn invalidate_slot(&mut self, slot: usize) -> Option<Evicted> {
+        self.changes.note(slot / self.ways);
         let held = self.slot(slot);
         if held.is_some() {
             self.valid[slot / self.ways] -= 1;
@@ -657,6 +718,7 @@ impl Cache {
 
     /// Empties every slot (dirty data is discarded).
     pub fn invalidate_all(&mut self) {
+        self.changes.note_all();
         self.tags.fill(INVALID);
         self.flags.fill(0);
         self.valid.fill(0);

@@ -277,7 +277,7 @@ impl Sub for Coherence {
     }
 }
 
-use crate::cache::{cache_seed, Cache, Evicted, Fill};
+use crate::cache::{cache_seed, Cache, Evicted, Fill, SetChanges};
 use crate::geometry::{Hierarchy, HwPfKind, HwPrefetch, Indexing, Sharing, VIPT_PAGE_SHIFT};
 use crate::sanitize::{byte_mask, full_mask, ByteMask, Event, HazardAccess, HazardCause, HazardKind, Sanitizer, SiliconRule};
 
@@ -650,6 +650,26 @@ impl Model {
     /// (bit k = vCPU k; bit 63 also stands for every vCPU above 63), and clears the set.
     pub fn take_disturbed(&mut self) -> u64 {
         std::mem::take(&mut self.disturbed)
+    }
+
+    /// The sets of `cpu`'s L1D whose state changed since the last call (the plugin's shortcut
+    /// drops the lines it remembers there).
+    #[inline]
+    pub fn take_l1d_changes(&mut self, cpu: usize) -> SetChanges {
+        self.l1d[cpu].take_changes()
+    }
+
+    /// The L1D set of `cpu`'s slot `slot`.
+    #[inline]
+    pub fn l1d_set_of_slot(&self, cpu: usize, slot: usize) -> usize {
+        slot / self.l1d[cpu].ways()
+    }
+
+    /// Whether write streaming is modelled (rule 20d): its detector sees every write-back
+    /// write, in order.
+    #[inline]
+    pub fn streams_writes(&self) -> bool {
+        self.ws_lines != 0
     }
 
     /// Notes that an operation changed vCPU `k`'s private caches (see [`Model::take_disturbed`]).

@@ -15,6 +15,15 @@ use super::tb_plan::Group;
 /// A fetch's attribute and its page's translation ([`Guest::fetch_view`](crate::guest::Guest::fetch_view)).
 type FetchView = (Attr, Result<(u64, crate::guest::Translation), crate::walk::Fault>);
 
+/// A data line the shortcut may remember (see [`Shortcut::remember_line`]).
+struct Remembered {
+    vline: u64,
+    mode: LineMode,
+    slot: u64,
+    set: usize,
+    l1line: u64,
+}
+
 /// Where a fetch callback's TB runs. QEMU translates every AArch64 TB position-independent
 /// (`CF_PCREL`) and finds it by the physical address of its code: one TB serves every VA that
 /// maps that page, and the callbacks carry the VA it was translated at. Linux's early boot runs
@@ -56,13 +65,14 @@ impl<H: Host> Engine<H> {
         let own = size.is_none();
         let f = &self.fast[cpu];
         let size_of = || size.unwrap_or_else(|| info.size());
-        if shortcut && f.access(vaddr, size_of, write, hint.pc) {
+        // The shortcut and the page cache answer only for the emulator's own page: a group
+        // member in another page is translated by the guest's tables, as without the shortcut
+        // (which may map its VA elsewhere than the emulator did when the line was remembered).
+        let own_page = vaddr >> PAGE_SHIFT == translated >> PAGE_SHIFT;
+        if shortcut && own_page && f.access(vaddr, size_of, write, hint.pc) {
             return;
         }
         let size = size_of();
-        // The page cache answers only for the emulator's own page: a group member in another
-        // page is translated by the guest's tables, as without the shortcut.
-        let own_page = vaddr >> PAGE_SHIFT == translated >> PAGE_SHIFT;
         let page = if self.fast_on && own_page { f.page(vaddr) } else { None };
         let known = match page {
             Some((pa, io)) => Some((pa, io, false)),
@@ -71,6 +81,8 @@ impl<H: Host> Engine<H> {
         };
         let mut core = self.lock();
         self.settle_own(&mut core, cpu);
+        // A data access may leave a copy of the uncached line in some cache.
+        f.forget_bypass();
         if f.replay().is_some() {
             self.credit_fetch(&mut core, cpu);
         }
@@ -162,7 +174,10 @@ impl<H: Host> Engine<H> {
                 && core.guest.page_uniform(vaddr)
                 && !(self.settings.sanitize && core.model.as_ref().is_some_and(|m| m.cached_anywhere(pa)));
             let mode = if write || !self.settings.sanitize { LineMode::Bypass } else { LineMode::BypassLoads };
-            return self.remember_data(f, vaddr >> shift, mode, 0, pa >> shift, ok, tlb);
+            let single = self.one_line_only(core);
+            self.own_changes(core, cpu);
+            let line = Remembered { vline: vaddr >> shift, mode, slot: 0, set: (pa >> shift) as usize, l1line: pa >> shift };
+            return self.remember_data(f, line, ok, tlb, single);
         }
         let counting = core.pcs.is_some();
         // Rule 16b (non-shareable-shared): asked only once a Non-shareable mapping was seen.
@@ -191,20 +206,34 @@ impl<H: Host> Engine<H> {
         let keep = slot.filter(|&s| !(hint.nt || attr.transient() || write && attr == Attr::NormalWriteThrough || m.l1d_stale(cpu, s)));
         // A shared copy (rule 17) takes a store only with an upgrade: loads only then.
         let shared = keep.is_some_and(|s| m.vcpus() > 1 && m.l1d_shared(cpu, s));
+        let set = keep.map(|s| m.l1d_set_of_slot(cpu, s));
         if let Some((t, _)) = core.pcs.as_mut() {
             t.add(hint.pc, moved);
         }
         let code = self.wrote_code(pa, size, write);
+        let single = self.one_line_only(core);
+        self.own_changes(core, cpu);
         if events {
             self.hazards(core, vaddr, hint.pc, current());
-            return f.forget_line();
+            return f.forget_lines();
         }
         // A store to a line of the last TB goes to the model (see `wrote_code`).
         let mode = if attr == Attr::NormalWriteBack && !code && !shared { LineMode::LoadsAndStores } else { LineMode::Loads };
-        match keep {
-            Some(s) => self.remember_data(f, vaddr >> shift, mode, s as u64, pa >> shift, emulator_pa, tlb),
-            None => f.forget_line(),
+        // Not kept: the line's set changed in the call, so whatever was remembered there is
+        // no longer current.
+        if let (Some(s), Some(set)) = (keep, set) {
+            let line = Remembered { vline: vaddr >> shift, mode, slot: s as u64, set, l1line: pa >> shift };
+            self.remember_data(f, line, emulator_pa, tlb, single);
         }
+    }
+
+    /// Whether the shortcut may remember only one data line of `cpu` at a time: its hits must
+    /// then be the vCPU's most recent access (a TLB model's most recent entry, the
+    /// write-streaming detector's last line, rule 16b's per-access shareability once a
+    /// Non-shareable mapping was seen).
+    #[inline]
+    fn one_line_only(&self, core: &Core) -> bool {
+        core.tlb.is_some() || core.model.as_ref().is_some_and(|m| m.streams_writes()) || self.settings.sanitize && core.guest.narrow_seen()
     }
 
     /// Rule T1 of `tlb.rs`: `n` lookups by `cpu` of the page holding `va` (one per line of it an
@@ -271,16 +300,12 @@ impl<H: Host> Engine<H> {
 
     /// Remembers the line for the shortcut (when `ok`); `tlb`: [`Engine::tlb_data`]'s answer (a
     /// line whose access crossed a page is not remembered: the L1 data TLB's most recent entry
-    /// is the other page).
-    #[allow(clippy::too_many_arguments)]
-    fn remember_data(&self, f: &Shortcut, vline: u64, mode: LineMode, slot: u64, l1line: u64, ok: bool, tlb: Option<bool>) {
+    /// is the other page); `single`: [`Engine::one_line_only`].
+    fn remember_data(&self, f: &Shortcut, line: Remembered, ok: bool, tlb: Option<bool>, single: bool) {
         if ok && self.shortcut_now() && tlb != Some(false) {
-            f.remember_line(vline, mode, slot, l1line);
-            if tlb == Some(true) {
-                f.line_in_tlb();
-            }
-        } else {
-            f.forget_line();
+            f.remember_line(line.vline, line.mode, line.slot, line.set, line.l1line, tlb == Some(true), single);
+        } else if single || tlb.is_some() || !self.shortcut_now() {
+            f.forget_lines();
         }
     }
 
@@ -471,9 +496,16 @@ impl<H: Host> Engine<H> {
                 f.set_last_tb(lo, hi);
                 // Every core's (cross-modifying code): its stores there must reach the model.
                 let l1d_shift = m.config().l1d.line_shift();
-                for (_, g) in self.started_cores() {
-                    if self.settings.sanitize && g.line_in(lo, hi, l1d_shift) {
-                        g.forget_line();
+                // Its own remembered lines take no store in the last TB's lines (`Shortcut::hit`);
+                // its uncached line there is forgotten (the fetch may cache it).
+                for (k, g) in self.started_cores() {
+                    if !self.settings.sanitize {
+                        break;
+                    }
+                    if k == cpu {
+                        g.forget_bypass_in(lo, hi, l1d_shift);
+                    } else if g.may_hold(lo, hi, l1d_shift) {
+                        g.forget_lines();
                     }
                 }
             }

@@ -554,7 +554,7 @@ impl<H: Host> Engine<H> {
             if drop_pages {
                 f.forget_all();
             } else {
-                f.forget_line();
+                f.forget_lines();
             }
             self.credit_fetch(core, cpu);
             if self.repeats_inline {
@@ -563,18 +563,47 @@ impl<H: Host> Engine<H> {
         }
     }
 
-    /// Before a model call of `cpu`: apply its deferred dirty bit, and with more than one vCPU
+    /// Before a model call of `cpu`: apply its deferred dirty bits, and with more than one vCPU
     /// every core's (the call may snoop another core's line, which must then be dirty in the
-    /// model). The lines stay remembered: [`Engine::drop_disturbed`] forgets those the call
-    /// changes.
+    /// model). The lines stay remembered: [`Engine::own_changes`] and [`Engine::drop_disturbed`]
+    /// forget those the call changes. A settled line stays current: its set's changes so far
+    /// are applied first, the settling's own (the dirty bit its mode already assumed) are not.
     #[inline]
     pub(super) fn settle_own(&self, core: &mut Core, cpu: usize) {
-        if self.vcpus == 1 {
-            self.fast[cpu].settle_dirty(core.model.as_mut(), cpu);
+        if !self.fast_on {
             return;
         }
-        for (k, f) in self.started_cores() {
-            f.settle_dirty(core.model.as_mut(), k);
+        if self.vcpus == 1 {
+            self.settle_core(core, cpu, &self.fast[cpu]);
+        } else {
+            for (k, f) in self.started_cores() {
+                self.settle_core(core, k, f);
+            }
+        }
+    }
+
+    /// [`Engine::settle_own`] for core `k`'s shortcut `f`.
+    #[inline]
+    fn settle_core(&self, core: &mut Core, k: usize, f: &Shortcut) {
+        match core.model.as_mut() {
+            Some(m) => {
+                f.model_changed(m.take_l1d_changes(k));
+                if f.settle_dirty(Some(m), k) {
+                    m.take_l1d_changes(k);
+                }
+            }
+            None => {
+                f.settle_dirty(None, k);
+            }
+        }
+    }
+
+    /// After a model call of `cpu`: its lines in the L1D sets the call changed are no longer
+    /// current ([`Shortcut::model_changed`]).
+    #[inline]
+    pub(super) fn own_changes(&self, core: &mut Core, cpu: usize) {
+        if let (true, Some(m)) = (self.fast_on, core.model.as_mut()) {
+            self.fast[cpu].model_changed(m.take_l1d_changes(cpu));
         }
     }
 
@@ -593,9 +622,10 @@ impl<H: Host> Engine<H> {
         }
         let Some(m) = core.model.as_mut() else { return };
         let mask = m.take_disturbed();
+        self.fast[cpu].model_changed(m.take_l1d_changes(cpu));
         if self.vcpus == 1 {
             if own && mask != 0 {
-                self.fast[cpu].forget_line();
+                self.fast[cpu].forget_lines();
             }
             return;
         }
@@ -608,8 +638,10 @@ impl<H: Host> Engine<H> {
             if k == cpu && !own {
                 continue;
             }
-            if disturbed || k != cpu && self.settings.sanitize && f.bypass_line().is_some() {
-                f.forget_line();
+            if disturbed {
+                f.forget_lines();
+            } else if k != cpu && self.settings.sanitize && f.has_bypass() {
+                f.forget_bypass();
             }
         }
     }
@@ -710,6 +742,9 @@ impl<H: Host> Engine<H> {
             m.trace_to(w);
         }
         for f in self.fast.iter() {
+            // The lines remembered were the old model's (their deferred dirty bits are settled
+            // before any model call).
+            f.forget_lines();
             f.set_line_shift(h.l1d.line_shift());
         }
         core.model_built(&self.settings, &h, &origin, self.vcpus, hold);
@@ -986,7 +1021,7 @@ impl<H: Host> Engine<H> {
         if self.fast[cpu].replay().is_some() {
             self.credit_fetch(&mut core, cpu);
         }
-        self.fast[cpu].forget_line();
+        self.fast[cpu].forget_lines();
         let Some(pa) = self.translate(&mut core, cpu, va, "prefetch", None) else { return };
         self.touched(&mut core, pa, 1);
         let m = self.model(&mut core);

@@ -16,11 +16,16 @@
 //! the shortcut against the model alone (`tests`).
 //!
 //! # Speed (the shortcut; `fast=off` disables all of it)
-//! - **Same line**: an access to the same L1D line as the vCPU's previous data access is an L1D
-//!   hit that changes no replacement state (the line is already the most recent of its set; not
-//!   after a non-temporal access, whose line may sit at the end of the order), so
-//!   it is only counted, without the lock or the model (a write-back write defers its dirty bit to
-//!   the next model call).
+//! - **Most recent lines**: an access to a line the vCPU's model call left as the most recent
+//!   of its L1D set, when no model call changed that set since (each cache reports the sets it
+//!   changed: `cache::SetChanges`), is an L1D hit that changes no replacement state (not after a
+//!   non-temporal access, whose line may sit at the end of the order), so it is only counted,
+//!   without the lock or the model (a write-back write defers its dirty bit to the next model
+//!   call). Up to 128 lines per vCPU; one only when a TLB model or a write-streaming detector
+//!   must see every access in order, or once a Non-shareable mapping was seen (rule 16b). A
+//!   store to a line of the vCPU's last TB, or to one another core just fetched, goes to the
+//!   model (the sanitizer's stale-instruction rule). On Linux's boot 87 % of data accesses end
+//!   here (27 % when only the previous access's line was remembered).
 //! - **Batching**: a run of consecutive immediate-offset loads/stores on one base register gets a
 //!   single memory callback per direction (the first one's; the direction is fixed at translation,
 //!   so no query to QEMU), which also simulates the others at their decoded

@@ -1,10 +1,11 @@
 //! The shortcut: the plugin's fast path, one [`Shortcut`] per vCPU, pure (no QEMU type), so the
 //! differential tests (`plugin/tests.rs`) run it against the model alone.
 //!
-//! It remembers facts about the vCPU's last model call that make the next access's outcome
-//! known without the model (see the module docs of `plugin` for why each is exact):
-//! - the L1D line of the previous data access and what may hit it ([`LineMode`]), with a
-//!   deferred dirty bit for write-back stores ([`Shortcut::settle_dirty`] applies it);
+//! It remembers facts about the vCPU's model calls that make an access's outcome known without
+//! the model (see the module docs of `plugin` for why each is exact):
+//! - the most recent L1D line of up to [`LINES`] sets and what may hit each ([`LineMode`]),
+//!   with a deferred dirty bit for write-back stores ([`Shortcut::settle_dirty`] applies it); a
+//!   line is dropped when its set changes in the model (a stamp per set, [`Shortcut::model_changed`]);
 //! - the VA→PA page and the attribute of the last translated access in each of 16 slots
 //!   (the page cache, direct-mapped by the VA page's low bits);
 //! - the L1I lines a back-to-back repeat of the last TB fetches and how ([`FetchMode`]), credited
@@ -14,8 +15,9 @@
 //! thread: see `engine::shortcut_allowed`); atomics with relaxed ordering make the exit-time
 //! read well defined and cost plain loads and stores.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 
+use crate::cache::SetChanges;
 use crate::hierarchy::{Attr, Level, Model, Totals, SERVED_MEMORY};
 use crate::sanitize::byte_mask;
 
@@ -37,6 +39,47 @@ const _: () = assert!(crate::guest::RTLB_ENTRIES.is_multiple_of(PAGES) && PAGES.
 #[inline]
 fn page_slot(vaddr: u64) -> usize {
     (vaddr >> PAGE_SHIFT) as usize & (PAGES - 1)
+}
+
+/// Entries of the line table: direct-mapped by the VA line number's low bits, at most one line
+/// per L1D set current (the set's most recent line).
+pub(super) const LINES: usize = 128;
+/// Stamps of L1D sets, indexed by the set number's low bits (sets beyond share a stamp: a change
+/// of one drops the other's line too, which costs a model call, never a wrong count).
+const STAMPS: usize = 1024;
+/// Words of the pending-dirty bitmap (one bit per line-table entry).
+const PENDING_WORDS: usize = LINES / 64;
+
+/// The line-table entry of VA line `vline`.
+#[inline]
+fn line_slot(vline: u64) -> usize {
+    vline as usize & (LINES - 1)
+}
+
+/// One remembered L1D line (see [`Shortcut`]).
+#[derive(Default)]
+struct LineEntry {
+    /// VA line number (NONE = empty).
+    vline: AtomicU64,
+    /// Its [`LineMode`].
+    mode: AtomicU8,
+    /// The index of its set's stamp, and the stamp's value when the line was remembered: the
+    /// line is current while they are equal.
+    stamp_at: AtomicU32,
+    stamp: AtomicU32,
+    /// The model's L1D slot of the line and its model line number (for the deferred dirty bit).
+    slot: AtomicU64,
+    l1line: AtomicU64,
+    /// Stores were counted here since the last settle: a deferred dirty bit (write-back) or a
+    /// deferred note of uncached writes (bypass), for the model.
+    dirty: AtomicBool,
+    /// PC of the first write deferred in `dirty` (the sanitizer's "dirty since").
+    pc: AtomicU64,
+    /// The bytes of the line those stores wrote (`sanitize::ByteMask`).
+    bytes: AtomicU64,
+    /// 1 when the line's access was looked up in the TLB model (its page is then the L1 data
+    /// TLB's most recent entry: every access counted here is an L1 TLB hit), else 0.
+    tlb: AtomicU64,
 }
 
 /// Marks a line number in the fetch end ([`Shortcut::fetch_end`]) as fetched bypassing the caches.
@@ -84,27 +127,23 @@ pub enum FetchMode {
 }
 
 /// One vCPU's shortcut state (see the module docs).
-#[derive(Default)]
 pub struct Shortcut {
-    /// VA line number of the previous data access (NONE = no shortcut).
-    d_line: AtomicU64,
-    /// Its [`LineMode`].
-    d_mode: AtomicU8,
-    /// The model's L1D slot of the line and its model line number (for the deferred dirty bit).
-    d_slot: AtomicU64,
-    d_l1line: AtomicU64,
-    /// Stores were counted here since the last settle: a deferred dirty bit (write-back) or a
-    /// deferred note of uncached writes (bypass), for the model.
-    d_dirty: AtomicBool,
-    /// PC of the first write deferred in `d_dirty` (the sanitizer's "dirty since").
-    d_pc: AtomicU64,
-    /// The bytes of the line those stores wrote (`sanitize::ByteMask`).
-    d_bytes: AtomicU64,
+    /// The remembered L1D lines ([`LINES`] entries, direct-mapped by the VA line).
+    lines: Box<[LineEntry]>,
+    /// One stamp per L1D set (low bits of the set number): bumped when the set changes in the
+    /// model, which makes the line remembered there stale.
+    stamps: Box<[AtomicU32]>,
+    /// The entries with a deferred dirty bit (bit k = entry k).
+    pending: [AtomicU64; PENDING_WORDS],
+    /// The entry holding an uncached line ([`LineMode::Bypass`] or [`LineMode::BypassLoads`]),
+    /// NONE if none: at most one, dropped at every model call of the vCPU (the call may leave
+    /// a copy of the line in some cache: see the engine's `drop_disturbed`).
+    bypass_at: AtomicU64,
+    /// Bit `l1line % 64` of every line remembered since the table was last emptied: a cheap
+    /// "may hold" for another core's code fetch ([`Shortcut::may_hold`]).
+    held: AtomicU64,
     d_hits: AtomicU64,
     d_bypass: AtomicU64,
-    /// 1 when the remembered line's access was looked up in the TLB model (its page is then
-    /// the L1 data TLB's most recent entry: every access counted here is an L1 TLB hit), else 0.
-    d_tlb: AtomicU64,
     /// The L1 data TLB hits counted here.
     d_tlb_hits: AtomicU64,
     /// log2 of the L1D line size.
@@ -150,14 +189,45 @@ fn add(counter: &AtomicU64, n: u64) {
     counter.store(counter.load(Relaxed) + n, Relaxed);
 }
 
+impl Default for Shortcut {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Shortcut {
     /// Nothing remembered, 64-byte L1D lines.
     pub fn new() -> Self {
-        let f = Self::default();
-        f.d_line.store(NONE, Relaxed);
+        let f = Self {
+            lines: (0..LINES).map(|_| LineEntry::default()).collect(),
+            stamps: (0..STAMPS).map(|_| AtomicU32::new(0)).collect(),
+            pending: Default::default(),
+            bypass_at: AtomicU64::new(NONE),
+            held: AtomicU64::new(0),
+            d_hits: AtomicU64::new(0),
+            d_bypass: AtomicU64::new(0),
+            d_tlb_hits: AtomicU64::new(0),
+            d_shift: AtomicU64::new(6),
+            p_vpn: Default::default(),
+            p_ppn: Default::default(),
+            p_attr: Default::default(),
+            i_lines: AtomicU64::new(0),
+            i_mode: AtomicU8::new(0),
+            i_acc: AtomicU64::new(0),
+            i_end: AtomicU64::new(NONE),
+            i_hits: AtomicU64::new(0),
+            i_bypass: AtomicU64::new(0),
+            i_tlb: AtomicBool::new(false),
+            i_tlb_hits: AtomicU64::new(0),
+            i_replay: AtomicBool::new(false),
+            i_va: AtomicU64::new(0),
+            i_bytes: AtomicU64::new(0),
+            i_lo: AtomicU64::new(0),
+            i_hi: AtomicU64::new(0),
+            i_learned: AtomicBool::new(false),
+        };
+        f.lines.iter().for_each(|e| e.vline.store(NONE, Relaxed));
         f.p_vpn.iter().for_each(|p| p.store(NONE, Relaxed));
-        f.i_end.store(NONE, Relaxed);
-        f.d_shift.store(6, Relaxed);
         f
     }
 
@@ -172,117 +242,203 @@ impl Shortcut {
         self.d_shift.store(u64::from(shift), Relaxed);
     }
 
-    /// One data access of `size()` bytes at `vaddr`: counted here (`true`) when it falls in the
-    /// remembered line and the line's mode allows it, else `false` (the model decides). The size
-    /// is asked only for a store (the bytes it writes) or an access within 16 bytes of the line's
-    /// end.
+    /// The entry of VA line `vline` when it holds that line and the line is current (its set
+    /// has not changed in the model since it was remembered).
+    #[inline]
+    fn current(&self, vline: u64) -> Option<(usize, &LineEntry)> {
+        let k = line_slot(vline);
+        let e = &self.lines[k];
+        (e.vline.load(Relaxed) == vline && self.stamps[e.stamp_at.load(Relaxed) as usize].load(Relaxed) == e.stamp.load(Relaxed))
+            .then_some((k, e))
+    }
+
+    /// One data access of `size()` bytes at `vaddr`: counted here (`true`) when it falls in a
+    /// remembered current line and the line's mode allows it, else `false` (the model decides).
+    /// The size is asked only for a store (the bytes it writes) or an access within 16 bytes of
+    /// the line's end.
     #[inline]
     pub fn access(&self, vaddr: u64, size: impl FnOnce() -> u32, write: bool, pc: u64) -> bool {
         let shift = self.line_shift();
         let off = vaddr & ((1 << shift) - 1);
-        if vaddr >> shift != self.d_line.load(Relaxed) {
-            return false;
-        }
+        let Some((k, e)) = self.current(vaddr >> shift) else { return false };
         // Accesses are at most 16 bytes: only those near the line's end need their size.
         let size = if write || off + 16 > 1 << shift { u64::from(size()) } else { 1 };
         if off + size > 1 << shift {
             return false;
         }
-        self.hit(1, write, pc, || byte_mask(off, size, shift))
+        self.hit(k, e, 1, write, pc, || byte_mask(off, size, shift))
     }
 
     /// A group's members after its leader's access at `vaddr` (see `tb_plan::Group`): all counted
-    /// here (`true`) when they fall in the remembered line and its mode allows them.
+    /// here (`true`) when they fall in the leader's remembered line and its mode allows them.
     #[inline]
     pub fn group(&self, vaddr: u64, g: &Group) -> bool {
         let shift = self.line_shift();
         let off = (vaddr & ((1 << shift) - 1)) as i64;
-        if self.d_line.load(Relaxed) != vaddr >> shift || off + g.lo < 0 || off + g.hi > 1 << shift {
+        if off + g.lo < 0 || off + g.hi > 1 << shift {
             return false;
         }
+        let Some((k, e)) = self.current(vaddr >> shift) else { return false };
         // The bytes the store members write.
         let bytes = || g.members.iter().filter(|m| m.2).fold(0, |b, &(d, size, _)| b | byte_mask((off + d) as u64, u64::from(size), shift));
-        self.hit(g.members.len() as u64, g.stores, g.store_pc, bytes)
+        self.hit(k, e, g.members.len() as u64, g.stores, g.store_pc, bytes)
     }
 
-    /// `n` accesses to the remembered line (`write`: any of them a store, the first at `pc`,
-    /// writing `bytes()` of the line).
+    /// `n` accesses to entry `k`'s line (`write`: any of them a store, the first at `pc`,
+    /// writing `bytes()` of the line). A store to a line of the last TB goes to the model (the
+    /// engine's `wrote_code`).
     #[inline]
-    fn hit(&self, n: u64, write: bool, pc: u64, bytes: impl FnOnce() -> u64) -> bool {
+    fn hit(&self, k: usize, e: &LineEntry, n: u64, write: bool, pc: u64, bytes: impl FnOnce() -> u64) -> bool {
         let defer = |counter: &AtomicU64| {
             if write {
-                if !self.d_dirty.load(Relaxed) {
-                    self.d_pc.store(pc, Relaxed);
-                    self.d_dirty.store(true, Relaxed);
-                    self.d_bytes.store(0, Relaxed);
+                let shift = self.line_shift();
+                if self.in_last_tb(e.l1line.load(Relaxed) << shift, 1 << shift) {
+                    return false;
                 }
-                self.d_bytes.store(self.d_bytes.load(Relaxed) | bytes(), Relaxed);
+                if !e.dirty.load(Relaxed) {
+                    e.pc.store(pc, Relaxed);
+                    e.dirty.store(true, Relaxed);
+                    e.bytes.store(0, Relaxed);
+                    let w = &self.pending[k / 64];
+                    w.store(w.load(Relaxed) | 1 << (k % 64), Relaxed);
+                }
+                e.bytes.store(e.bytes.load(Relaxed) | bytes(), Relaxed);
             }
-            add(counter, n)
+            add(counter, n);
+            true
         };
-        match LineMode::from_u8(self.d_mode.load(Relaxed)) {
+        let counted = match LineMode::from_u8(e.mode.load(Relaxed)) {
             Some(LineMode::Bypass) => defer(&self.d_bypass),
-            Some(LineMode::BypassLoads) if !write => add(&self.d_bypass, n),
+            Some(LineMode::BypassLoads) if !write => defer(&self.d_bypass),
             Some(LineMode::LoadsAndStores) => defer(&self.d_hits),
-            Some(LineMode::Loads) if !write => add(&self.d_hits, n),
-            _ => return false,
+            Some(LineMode::Loads) if !write => defer(&self.d_hits),
+            _ => false,
+        };
+        if counted {
+            add(&self.d_tlb_hits, n * e.tlb.load(Relaxed));
         }
-        add(&self.d_tlb_hits, n * self.d_tlb.load(Relaxed));
-        true
+        counted
     }
 
     /// Remembers the line of a model access: VA line number `vline`, what may hit it, and (for a
-    /// cacheable line) its L1D slot and model line number.
-    pub fn remember_line(&self, vline: u64, mode: LineMode, slot: u64, l1line: u64) {
-        self.d_mode.store(mode as u8, Relaxed);
-        self.d_tlb.store(0, Relaxed);
-        self.d_slot.store(slot, Relaxed);
-        self.d_l1line.store(l1line, Relaxed);
-        self.d_line.store(vline, Relaxed);
+    /// cacheable line) its L1D slot and set; `l1line` is its model line number; `tlb`: its
+    /// access was looked up in the TLB model. `single`: the line is the only one remembered
+    /// (the others are forgotten: a TLB model's most recent entry, or a write-streaming
+    /// detector, sees every access in order). Called after the vCPU's deferred dirty bits were
+    /// settled and [`Shortcut::model_changed`] saw the call's changes.
+    #[allow(clippy::too_many_arguments)]
+    pub fn remember_line(&self, vline: u64, mode: LineMode, slot: u64, set: usize, l1line: u64, tlb: bool, single: bool) {
+        debug_assert!(self.pending.iter().all(|w| w.load(Relaxed) == 0), "remembered before settling");
+        if single {
+            self.forget_lines();
+        }
+        let k = line_slot(vline);
+        let e = &self.lines[k];
+        let at = set & (STAMPS - 1);
+        e.mode.store(mode as u8, Relaxed);
+        e.tlb.store(u64::from(tlb), Relaxed);
+        e.slot.store(slot, Relaxed);
+        e.l1line.store(l1line, Relaxed);
+        e.stamp_at.store(at as u32, Relaxed);
+        e.stamp.store(self.stamps[at].load(Relaxed), Relaxed);
+        e.vline.store(vline, Relaxed);
+        self.held.store(self.held.load(Relaxed) | 1 << (l1line % 64), Relaxed);
+        if matches!(mode, LineMode::Bypass | LineMode::BypassLoads) {
+            self.bypass_at.store(k as u64, Relaxed);
+        } else if self.bypass_at.load(Relaxed) == k as u64 {
+            self.bypass_at.store(NONE, Relaxed);
+        }
     }
 
-    /// The remembered line's access was looked up in the TLB model (after [`Shortcut::remember_line`]).
-    pub fn line_in_tlb(&self) {
-        self.d_tlb.store(1, Relaxed);
+    /// After a model call of this vCPU: drops the lines of the L1D sets that changed in it
+    /// (every line when more changed than [`SetChanges`] holds).
+    #[inline]
+    pub fn model_changed(&self, changes: SetChanges) {
+        match changes.sets() {
+            Some(sets) => {
+                for &set in sets {
+                    let s = &self.stamps[set as usize & (STAMPS - 1)];
+                    s.store(s.load(Relaxed).wrapping_add(1), Relaxed);
+                }
+            }
+            None => self.forget_lines(),
+        }
     }
 
-    /// Forgets the data line (anything that may change its set: a miss elsewhere, a prefetch,
-    /// maintenance).
-    pub fn forget_line(&self) {
-        self.d_line.store(NONE, Relaxed);
+    /// Forgets the uncached line if it lies in the PA range `[lo, hi)` (L1D lines of log2 size
+    /// `shift`).
+    pub fn forget_bypass_in(&self, lo: u64, hi: u64, shift: u32) {
+        let k = self.bypass_at.load(Relaxed);
+        if k != NONE {
+            let pa = self.lines[k as usize].l1line.load(Relaxed) << shift;
+            if pa < hi && pa + (1 << shift) > lo {
+                self.forget_bypass();
+            }
+        }
     }
 
-    /// The model line number of the remembered data line when it is a bypassed one
-    /// ([`LineMode::Bypass`] or [`LineMode::BypassLoads`]).
-    pub fn bypass_line(&self) -> Option<u64> {
-        let bypass = matches!(LineMode::from_u8(self.d_mode.load(Relaxed)), Some(LineMode::Bypass | LineMode::BypassLoads));
-        (bypass && self.d_line.load(Relaxed) != NONE).then(|| self.d_l1line.load(Relaxed))
+    /// Forgets the uncached line, if one is remembered.
+    #[inline]
+    pub fn forget_bypass(&self) {
+        let k = self.bypass_at.load(Relaxed);
+        if k != NONE {
+            self.lines[k as usize].vline.store(NONE, Relaxed);
+            self.bypass_at.store(NONE, Relaxed);
+        }
     }
 
-    /// Forgets the data line and the page (TLBI, an SCTLR write, a marker).
+    /// Forgets every remembered line (anything that may change their sets beyond what
+    /// [`Shortcut::model_changed`] is told: another vCPU's snoop, a prefetch, maintenance).
+    pub fn forget_lines(&self) {
+        if self.held.load(Relaxed) == 0 && self.bypass_at.load(Relaxed) == NONE {
+            return;
+        }
+        self.lines.iter().for_each(|e| e.vline.store(NONE, Relaxed));
+        self.bypass_at.store(NONE, Relaxed);
+        self.held.store(0, Relaxed);
+    }
+
+    /// Whether an uncached line is remembered.
+    pub fn has_bypass(&self) -> bool {
+        self.bypass_at.load(Relaxed) != NONE
+    }
+
+    /// Forgets the lines and the pages (TLBI, an SCTLR write, a marker).
     pub fn forget_all(&self) {
-        self.d_line.store(NONE, Relaxed);
+        self.forget_lines();
         self.p_vpn.iter().for_each(|p| p.store(NONE, Relaxed));
     }
 
-    /// Applies the deferred dirty bit (or, on a bypassed line, the deferred note of uncached
+    /// Applies the deferred dirty bits (or, on a bypassed line, the deferred note of uncached
     /// writes) to the model, with the bytes the deferred stores wrote, before any model call of
-    /// this vCPU that could observe it; `true` when there was one.
-    pub fn settle_dirty(&self, model: Option<&mut Model>, cpu: usize) -> bool {
-        // Only this vCPU's thread sets its flag: a plain load and store suffice.
-        if !self.d_dirty.load(Relaxed) {
-            return false;
-        }
-        self.d_dirty.store(false, Relaxed);
-        if let Some(m) = model {
-            let (line, pc, bytes) = (self.d_l1line.load(Relaxed), self.d_pc.load(Relaxed), self.d_bytes.load(Relaxed));
-            if self.d_mode.load(Relaxed) == LineMode::Bypass as u8 {
-                m.note_uncached_writes(line, pc, bytes);
-            } else {
-                m.mark_l1d_dirty(cpu, self.d_slot.load(Relaxed) as usize, line, pc, bytes);
+    /// this vCPU that could observe them; `true` when there was one.
+    #[inline]
+    pub fn settle_dirty(&self, mut model: Option<&mut Model>, cpu: usize) -> bool {
+        // Only this vCPU's thread sets the bits: plain loads and stores suffice.
+        let mut any = false;
+        for (w, word) in self.pending.iter().enumerate() {
+            let mut bits = word.load(Relaxed);
+            if bits == 0 {
+                continue;
+            }
+            word.store(0, Relaxed);
+            any = true;
+            while bits != 0 {
+                let k = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let e = &self.lines[k];
+                e.dirty.store(false, Relaxed);
+                if let Some(m) = model.as_deref_mut() {
+                    let (line, pc, bytes) = (e.l1line.load(Relaxed), e.pc.load(Relaxed), e.bytes.load(Relaxed));
+                    if e.mode.load(Relaxed) == LineMode::Bypass as u8 {
+                        m.note_uncached_writes(line, pc, bytes);
+                    } else {
+                        m.mark_l1d_dirty(cpu, e.slot.load(Relaxed) as usize, line, pc, bytes);
+                    }
+                }
             }
         }
-        true
+        any
     }
 
     /// The page cache: the PA of `vaddr` and whether it is I/O, when its page is the one its
@@ -399,13 +555,11 @@ impl Shortcut {
         pa < self.i_hi.load(Relaxed) && pa + len > self.i_lo.load(Relaxed)
     }
 
-    /// Whether the remembered data line (of log2 size `shift`) overlaps `[lo, hi)`.
-    pub fn line_in(&self, lo: u64, hi: u64, shift: u32) -> bool {
-        if self.d_line.load(Relaxed) == NONE {
-            return false;
-        }
-        let pa = self.d_l1line.load(Relaxed) << shift;
-        pa < hi && pa + (1 << shift) > lo
+    /// Whether a remembered line may lie in the PA range `[lo, hi)` of L1D lines of log2 size
+    /// `shift` (another core fetched code there: cross-modifying code).
+    pub fn may_hold(&self, lo: u64, hi: u64, shift: u32) -> bool {
+        let held = self.held.load(Relaxed);
+        held != 0 && (lo >> shift..(hi + (1 << shift) - 1) >> shift).any(|l| held >> (l % 64) & 1 == 1)
     }
 
     /// The TB whose repeats are replayed (address, length), if any: credit its repeats before any
