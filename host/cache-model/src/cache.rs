@@ -341,6 +341,25 @@ impl Cache {
         self.tags[base..base + self.ways].iter().position(|&t| t == line)
     }
 
+    /// The set of `line` reached through the VA line `va_line` when a demand hit on it would
+    /// change nothing: the line is present, the most recent of its set under the policy (any
+    /// line under FIFO and random, whose hits change no order), neither prefetched (its first
+    /// demand hit counts) nor stale (every hit reports).
+    pub fn quiet_hit_set(&self, va_line: u64, line: u64) -> Option<usize> {
+        let set = self.set_of(self.index_line(va_line, line));
+        let w = self.find(set, line)?;
+        if self.flags[set * self.ways + w] & (PREFETCHED | STALE) != 0 {
+            return None;
+        }
+        let recent = match self.policy {
+            Policy::Lru if self.ways <= PACKED_WAYS => (self.packed[set] & 0xf) as usize == w,
+            Policy::Lru => usize::from(self.wide[set * self.ways]) == w,
+            Policy::Plru => self.plru_path.get(w).is_some_and(|&(mask, away)| self.packed[set] & mask == away),
+            Policy::Fifo | Policy::Random => true,
+        };
+        recent.then_some(set)
+    }
+
     /// The slot holding `line`, without touching replacement state.
     #[inline]
     pub fn probe(&self, line: u64) -> Option<usize> {

@@ -659,6 +659,19 @@ impl Model {
         self.l1d[cpu].take_changes()
     }
 
+    /// The sets of `cpu`'s L1I whose state changed since the last call.
+    #[inline]
+    pub fn take_l1i_changes(&mut self, cpu: usize) -> SetChanges {
+        self.l1i[cpu].take_changes()
+    }
+
+    /// The L1I set of the line at `pa` fetched through `va` (rule 21) when a fetch of it by
+    /// `cpu` would be a hit that changes nothing ([`Cache::quiet_hit_set`]).
+    pub fn l1i_quiet_set(&self, cpu: usize, va: u64, pa: u64) -> Option<usize> {
+        let c = &self.l1i[cpu];
+        c.quiet_hit_set(c.line_of(va), c.line_of(pa))
+    }
+
     /// The L1D set of `cpu`'s slot `slot`.
     #[inline]
     pub fn l1d_set_of_slot(&self, cpu: usize, slot: usize) -> usize {

@@ -9,7 +9,7 @@ use crate::tlb::Side;
 
 use super::emit::Core;
 use super::engine::{Engine, Host, MemAccess};
-use super::shortcut::{FetchMode, LineMode, Shortcut, BYPASS_LINE, PAGE_SHIFT};
+use super::shortcut::{FetchMemo, FetchMode, LineMode, MemoHit, Shortcut, BYPASS_LINE, PAGE_SHIFT};
 use super::tb_plan::Group;
 
 /// A fetch's attribute and its page's translation ([`Guest::fetch_view`](crate::guest::Guest::fetch_view)).
@@ -119,6 +119,10 @@ impl<H: Host> Engine<H> {
             },
         };
         let emulator_pa = known.is_some();
+        if write && self.memos_on {
+            // A fetch memo of these lines no longer holds (the sanitizer's judgement may change).
+            self.writes.wrote(pa, u64::from(size), f.line_shift());
+        }
         self.touched(core, pa, u64::from(size));
         if learned {
             if !io {
@@ -325,8 +329,18 @@ impl<H: Host> Engine<H> {
     /// back-to-back repeats are counted inline (the shortcut); otherwise every execution calls.
     ///
     /// `at`: where the TB runs (`TbAt`, below): `va` is the VA QEMU translated the TB at.
-    pub fn fetch(&self, vcpu: u32, va: u64, bytes: u64, repeats_inline: bool, at: TbAt) {
-        let cpu = self.cpu(vcpu);
+    /// `memo`: the callback's own fetch memo: when it answers ([`Shortcut::memo_answers`]) the
+    /// fetch is one L1I hit that changes nothing, counted without the lock or the model; a
+    /// fetch through the model that could be answered so next time makes it.
+    pub fn fetch(&self, vcpu: u32, va: u64, bytes: u64, repeats_inline: bool, at: TbAt, memo: &FetchMemo) {
+        let (cpu, shortcut) = self.cpu_and_shortcut(vcpu);
+        if shortcut && self.memos_on {
+            if let Some(hit) = self.fast[cpu].memo_answers(memo, self.fetch_epochs[cpu].load(Relaxed), cpu) {
+                if self.fetch_memo_hit(cpu, hit, repeats_inline, at) {
+                    return;
+                }
+            }
+        }
         let mut core = self.lock();
         let (delta, view) = match at {
             TbAt::Start(Some(tb_pa)) => {
@@ -350,6 +364,9 @@ impl<H: Host> Engine<H> {
             self.fast[cpu].set_fetch_learned(true);
         }
         self.drop_disturbed(&mut core, cpu, true);
+        if self.memos_on && delta == 0 && mode == FetchMode::Hit && !hazard {
+            self.make_fetch_memo(&mut core, cpu, va, bytes, memo);
+        }
         if self.repeats_inline {
             // The execution counter is bumped right after this callback for this very execution.
             let acc = execs.wrapping_add(u64::from(repeats_inline));
@@ -362,6 +379,85 @@ impl<H: Host> Engine<H> {
                 self.forget_tb(cpu);
             }
             self.fast[cpu].set_repeats(if repeats_inline { per_repeat } else { 0 }, mode, acc, replay);
+        }
+    }
+
+    /// A fetch its memo answers (`hit`): what [`fetch`](Self::fetch) does for a fetch of one
+    /// L1I line that hits, changes nothing and reports nothing, without the lock. `false` (the
+    /// fetch goes to the model) when the previous TB's repeats are to be replayed through it,
+    /// or a later segment runs at an alias.
+    fn fetch_memo_hit(&self, cpu: usize, hit: MemoHit, repeats_inline: bool, at: TbAt) -> bool {
+        let f = &self.fast[cpu];
+        if f.replay().is_some() {
+            return false;
+        }
+        match at {
+            TbAt::Start(_) => self.alias[cpu].store(0, Relaxed),
+            TbAt::Later if self.alias[cpu].load(Relaxed) != 0 => return false,
+            TbAt::Later => {}
+        }
+        // The previous TB's repeats (none to replay: checked above).
+        let execs = if self.repeats_inline {
+            let execs = self.tb_execs(cpu);
+            f.credit(execs);
+            execs
+        } else {
+            0
+        };
+        f.set_fetch_learned(false);
+        // Counted unless fetch continues in the line the previous TB ended in (see `fetch`).
+        if f.fetch_end() != hit.line {
+            f.count_fetch_hit();
+        }
+        f.set_fetch_end(hit.line);
+        f.set_fetch_tlb(false);
+        f.set_last_tb(hit.lo, hit.hi);
+        self.code_fetched(cpu, hit.lo, hit.hi);
+        if self.repeats_inline {
+            f.set_repeats(0, FetchMode::Hit, execs.wrapping_add(u64::from(repeats_inline)), None);
+        }
+        f.memo_fetched();
+        true
+    }
+
+    /// After a fetch through the model that fetched one cacheable L1I line at its translated
+    /// VA, reported nothing and learned nothing: `memo` answers the callback's next fetches
+    /// while the line stays a hit that changes nothing ([`crate::hierarchy::Model::l1i_quiet_set`])
+    /// and its block is not written.
+    fn make_fetch_memo(&self, core: &mut Core, cpu: usize, va: u64, bytes: u64, memo: &FetchMemo) {
+        let f = &self.fast[cpu];
+        if f.fetch_learned() || !self.shortcut_now() {
+            return;
+        }
+        let Some(m) = core.model.as_ref() else { return };
+        let shift = m.config().l1i.line_shift();
+        if va >> shift != (va + bytes - 1) >> shift {
+            return;
+        }
+        let line = f.fetch_end();
+        let pa = (line << shift) | (va & ((1 << shift) - 1));
+        if let Some(set) = m.l1i_quiet_set(cpu, va, pa) {
+            let (lo, hi) = f.last_tb();
+            f.memo_fetch(memo, self.fetch_epochs[cpu].load(Relaxed), cpu, line, set, pa, lo, hi);
+        }
+    }
+
+    /// A TB's code at `[lo, hi)` was fetched by `cpu`: with the sanitizer, its uncached data line
+    /// there is forgotten (the fetch may cache it), and so is every line of another core that
+    /// may lie there (its stores there must reach the model: cross-modifying code). Its own
+    /// remembered lines take no store in the last TB's lines (`Shortcut::hit`).
+    #[inline]
+    fn code_fetched(&self, cpu: usize, lo: u64, hi: u64) {
+        if !self.settings.sanitize {
+            return;
+        }
+        let l1d_shift = self.fast[cpu].line_shift();
+        for (k, g) in self.started_cores() {
+            if k == cpu {
+                g.forget_bypass_in(lo, hi, l1d_shift);
+            } else if g.may_hold(lo, hi, l1d_shift) {
+                g.forget_lines();
+            }
         }
     }
 
@@ -494,20 +590,7 @@ impl<H: Host> Engine<H> {
                 // would take stores without the model.
                 let (lo, hi) = (first_pa, pa_of(*lines.end()) + (1 << shift));
                 f.set_last_tb(lo, hi);
-                // Every core's (cross-modifying code): its stores there must reach the model.
-                let l1d_shift = m.config().l1d.line_shift();
-                // Its own remembered lines take no store in the last TB's lines (`Shortcut::hit`);
-                // its uncached line there is forgotten (the fetch may cache it).
-                for (k, g) in self.started_cores() {
-                    if !self.settings.sanitize {
-                        break;
-                    }
-                    if k == cpu {
-                        g.forget_bypass_in(lo, hi, l1d_shift);
-                    } else if g.may_hold(lo, hi, l1d_shift) {
-                        g.forget_lines();
-                    }
-                }
+                self.code_fetched(cpu, lo, hi);
             }
             // Each line's fetched bytes: the TB's instructions there (the sanitizer's byte masks).
             let bytes_of = |l: u64| {

@@ -6,7 +6,8 @@
 use cachescope_arch::warning::WarningCause;
 use std::cell::Cell;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::Arc;
 
 use cachescope_arch::cache::id::{Clidr, Ctr};
 
@@ -19,7 +20,7 @@ use crate::walk::PhysMem;
 
 use super::emit::Core;
 use super::lock::{Guard, SpinLock};
-use super::shortcut::Shortcut;
+use super::shortcut::{Shortcut, WriteStamps};
 
 /// What the engine asks of the emulator besides the callback's arguments; guest physical memory
 /// ([`PhysMem`]) is what the walk reads the guest's tables from.
@@ -167,6 +168,15 @@ pub struct Engine<H> {
     /// Per vCPU, running VA − translated VA of its running TB (0 but for a TB QEMU shares
     /// between VA aliases: [`super::access::TbAt`]), set at the TB's first fetch callback.
     pub(super) alias: Box<[AtomicU64]>,
+    /// Fetch memos ([`FetchMemo`](super::shortcut::FetchMemo)) hold only within one epoch of their vCPU: bumped by anything that may
+    /// change a fetch's translation, attribute or L1I state beyond the L1I set stamps and the
+    /// write stamps (a settle: maintenance, markers, TLBI, register writes; a learned
+    /// translation; another core's disturbance; a model rebuild).
+    pub(super) fetch_epochs: Box<[AtomicU32]>,
+    /// Fetch memos are made (the shortcut runs and no TLB model counts lookups).
+    pub(super) memos_on: bool,
+    /// Every vCPU's write stamps ([`WriteStamps`]).
+    pub(super) writes: Arc<WriteStamps>,
     core: SpinLock<Core>,
 }
 
@@ -200,6 +210,8 @@ impl<H: Host> Engine<H> {
         let repeats_inline = inline_repeats_allowed(&settings, vcpus);
         let mut core = Core::new(&settings, out);
         core.tlb = settings.tlb_geometry().map(|g| crate::tlb::Tlbs::new(g, vcpus));
+        let writes = Arc::new(WriteStamps::default());
+        let memos_on = fast_on && core.tlb.is_none();
         let engine = Self {
             settings,
             host,
@@ -208,7 +220,7 @@ impl<H: Host> Engine<H> {
             fast_on,
             repeats_inline,
             boards: Box::new([]),
-            fast: (0..vcpus).map(|_| Shortcut::new()).collect(),
+            fast: (0..vcpus).map(|_| Shortcut::new(writes.clone())).collect(),
             round_robin: false,
             tagged_seen: AtomicBool::new(false),
             disagreed: AtomicU64::new(0),
@@ -220,6 +232,9 @@ impl<H: Host> Engine<H> {
             started: AtomicU64::new(if vcpus == 1 { 1 } else { 0 }),
             els: (0..vcpus).map(|_| AtomicU8::new(1)).collect(),
             alias: (0..vcpus).map(|_| AtomicU64::new(0)).collect(),
+            fetch_epochs: (0..vcpus).map(|_| AtomicU32::new(0)).collect(),
+            memos_on,
+            writes,
             core: SpinLock::new(core),
         };
         if let Ok(v) = std::env::var("CS_MODEL_WALK_LOG") {
@@ -280,7 +295,7 @@ impl<H: Host> Engine<H> {
 
     /// The TB executions counted for `cpu` (the inline scoreboard's or the engine's board).
     #[inline]
-    fn tb_execs(&self, cpu: usize) -> u64 {
+    pub(super) fn tb_execs(&self, cpu: usize) -> u64 {
         match self.boards.get(cpu) {
             Some(b) => b.execs.load(Relaxed),
             None => self.host.execs(cpu),
@@ -299,6 +314,7 @@ impl<H: Host> Engine<H> {
     /// A learned translation changed: the next TB of every core whose last TB's fetch used
     /// one is fetched through the model (a TB whose pages walked does not depend on them).
     pub(super) fn forget_learned_tbs(&self) {
+        self.drop_fetch_memos();
         for (k, f) in self.started_cores() {
             if f.fetch_learned() {
                 self.forget_tb(k);
@@ -547,8 +563,23 @@ impl<H: Host> Engine<H> {
         core.early + core.model.as_ref().map(|m| m.totals()).unwrap_or_default() + fast + tlb
     }
 
+    /// Every fetch memo stops answering ([`Engine::fetch_epochs`]).
+    pub(super) fn drop_fetch_memos(&self) {
+        for k in 0..self.vcpus {
+            self.drop_fetch_memos_of(k);
+        }
+    }
+
+    /// Core `k`'s fetch memos stop answering.
+    #[inline]
+    pub(super) fn drop_fetch_memos_of(&self, k: usize) {
+        let e = &self.fetch_epochs[k];
+        e.store(e.load(Relaxed).wrapping_add(1), Relaxed);
+    }
+
     /// Applies deferred dirty bits and drops every shortcut (before any model change).
     pub(super) fn settle(&self, core: &mut Core, drop_pages: bool) {
+        self.drop_fetch_memos();
         for (cpu, f) in self.fast.iter().enumerate() {
             f.settle_dirty(core.model.as_mut(), cpu);
             if drop_pages {
@@ -588,6 +619,9 @@ impl<H: Host> Engine<H> {
         match core.model.as_mut() {
             Some(m) => {
                 f.model_changed(m.take_l1d_changes(k));
+                if !f.l1i_changed(m.take_l1i_changes(k)) {
+                    self.drop_fetch_memos_of(k);
+                }
                 if f.settle_dirty(Some(m), k) {
                     m.take_l1d_changes(k);
                 }
@@ -604,6 +638,9 @@ impl<H: Host> Engine<H> {
     pub(super) fn own_changes(&self, core: &mut Core, cpu: usize) {
         if let (true, Some(m)) = (self.fast_on, core.model.as_mut()) {
             self.fast[cpu].model_changed(m.take_l1d_changes(cpu));
+            if !self.fast[cpu].l1i_changed(m.take_l1i_changes(cpu)) {
+                self.drop_fetch_memos_of(cpu);
+            }
         }
     }
 
@@ -623,7 +660,13 @@ impl<H: Host> Engine<H> {
         let Some(m) = core.model.as_mut() else { return };
         let mask = m.take_disturbed();
         self.fast[cpu].model_changed(m.take_l1d_changes(cpu));
+        if !self.fast[cpu].l1i_changed(m.take_l1i_changes(cpu)) {
+            self.drop_fetch_memos_of(cpu);
+        }
         if self.vcpus == 1 {
+            if mask != 0 {
+                self.drop_fetch_memos_of(cpu);
+            }
             if own && mask != 0 {
                 self.fast[cpu].forget_lines();
             }
@@ -631,6 +674,9 @@ impl<H: Host> Engine<H> {
         }
         for (k, f) in self.started_cores() {
             let disturbed = mask >> k.min(63) & 1 == 1;
+            if disturbed {
+                self.drop_fetch_memos_of(k);
+            }
             if disturbed && self.repeats_inline {
                 // Its private caches changed: its next TB is fetched through the model.
                 self.forget_tb(k);
@@ -743,8 +789,9 @@ impl<H: Host> Engine<H> {
         }
         for f in self.fast.iter() {
             // The lines remembered were the old model's (their deferred dirty bits are settled
-            // before any model call).
+            // before any model call), and so were the fetch memos.
             f.forget_lines();
+            self.drop_fetch_memos();
             f.set_line_shift(h.l1d.line_shift());
         }
         core.model_built(&self.settings, &h, &origin, self.vcpus, hold);
@@ -1022,6 +1069,7 @@ impl<H: Host> Engine<H> {
             self.credit_fetch(&mut core, cpu);
         }
         self.fast[cpu].forget_lines();
+        self.drop_fetch_memos_of(cpu);
         let Some(pa) = self.translate(&mut core, cpu, va, "prefetch", None) else { return };
         self.touched(&mut core, pa, 1);
         let m = self.model(&mut core);

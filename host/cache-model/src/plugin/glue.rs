@@ -23,7 +23,7 @@ use crate::walk::PhysMem;
 use super::access::TbAt;
 use super::engine::{fail, inline_repeats_allowed, Engine, Host, MemAccess, NO_TB, SP};
 use super::ram::{mapping_containing, RamMap};
-use super::shortcut::PAGE_SHIFT;
+use super::shortcut::{FetchMemo, PAGE_SHIFT};
 use super::tb_plan::{plan, Access, TbInsn};
 use super::NAME;
 
@@ -506,7 +506,8 @@ impl HasCallbacks for CacheModel {
         // The further fetch segments first: each callback runs before its instruction's own.
         for &(at, seg_start, len) in &plan.segments {
             let s = state.clone();
-            insns[at].register_execute_callback_flags(move |vcpu| s.fetch(vcpu, seg_start, len, false, TbAt::Later), no_regs);
+            let memo = FetchMemo::default();
+            insns[at].register_execute_callback_flags(move |vcpu| s.fetch(vcpu, seg_start, len, false, TbAt::Later, &memo), no_regs);
         }
         for (insn, p) in insns.iter().zip(plan.insns) {
             if let Some(d) = p.special {
@@ -550,9 +551,11 @@ impl HasCallbacks for CacheModel {
             // reset, so that the next TB is never taken for a repeat.
             let repeats_inline = state.host.board.is_some() && plan.segments.is_empty();
             let s = state.clone();
+            let memo = Arc::new(FetchMemo::default());
+            let m = memo.clone();
             let fetch = move |vcpu| {
                 s.at_el(vcpu, el);
-                s.fetch(vcpu, start, first_len, repeats_inline, TbAt::Start(tb_pa))
+                s.fetch(vcpu, start, first_len, repeats_inline, TbAt::Start(tb_pa), &m)
             };
             // The TB's first callback may read the PC (`TbAt`): at a TB's start no register is
             // held apart from the vCPU state, so the access costs nothing there.
@@ -578,7 +581,7 @@ impl HasCallbacks for CacheModel {
                         identify_core(&s, handle, vmpidr, vcpu);
                         s.tb_exec(vcpu, key, |counted| {
                             s.at_el(vcpu, el);
-                            s.fetch(vcpu, start, first_len, counted, TbAt::Start(tb_pa))
+                            s.fetch(vcpu, start, first_len, counted, TbAt::Start(tb_pa), &memo)
                         })
                     };
                     tb.register_execute_callback_flags(identify_and_fetch, CallbackFlags::QEMU_PLUGIN_CB_R_REGS);

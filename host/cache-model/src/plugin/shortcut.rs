@@ -16,6 +16,7 @@
 //! read well defined and cost plain loads and stores.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::Arc;
 
 use crate::cache::SetChanges;
 use crate::hierarchy::{Attr, Level, Model, Totals, SERVED_MEMORY};
@@ -54,6 +55,88 @@ const PENDING_WORDS: usize = LINES / 64;
 #[inline]
 fn line_slot(vline: u64) -> usize {
     vline as usize & (LINES - 1)
+}
+
+/// log2 of the blocks [`WriteStamps`] stamps: the smallest line any cache has, and the
+/// fetch segments' unit (`tb_plan::FETCH_SEGMENT_SHIFT`), so one fetch callback's bytes lie in
+/// one block.
+pub(super) const BLOCK_SHIFT: u32 = 6;
+const _: () = assert!(BLOCK_SHIFT == super::tb_plan::FETCH_SEGMENT_SHIFT);
+/// Write stamps kept: blocks are stamped by the low bits of their number.
+const WRITE_STAMPS: usize = 4096;
+
+/// A stamp per 64-byte block of physical memory (by the block number's low bits), shared by
+/// every vCPU: bumped for every block of the L1D line(s) a data write touches (through the
+/// model, or the first store a remembered line defers). A fetch memo ([`FetchMemo`]) holds
+/// while its block's stamp is unchanged: the sanitizer's judgement of a fetch changes only
+/// when its line is written.
+pub struct WriteStamps(Box<[AtomicU32]>);
+
+impl Default for WriteStamps {
+    fn default() -> Self {
+        Self((0..WRITE_STAMPS).map(|_| AtomicU32::new(0)).collect())
+    }
+}
+
+impl WriteStamps {
+    /// The index of the block holding `pa` and its stamp.
+    #[inline]
+    pub fn at(&self, pa: u64) -> (u32, u32) {
+        let k = (pa >> BLOCK_SHIFT) as usize & (WRITE_STAMPS - 1);
+        (k as u32, self.0[k].load(Relaxed))
+    }
+
+    /// Whether stamp `k` still has the value `stamp`.
+    #[inline]
+    fn holds(&self, k: u32, stamp: u32) -> bool {
+        self.0[k as usize].load(Relaxed) == stamp
+    }
+
+    /// A write to `[pa, pa + len)`, in lines of log2 size `shift`: every block of those lines.
+    #[inline]
+    pub fn wrote(&self, pa: u64, len: u64, shift: u32) {
+        let first = pa >> shift << shift;
+        let end = (pa + len.max(1) - 1) >> shift << shift | ((1 << shift) - 1);
+        let mut b = first >> BLOCK_SHIFT;
+        while b <= end >> BLOCK_SHIFT {
+            let s = &self.0[b as usize & (WRITE_STAMPS - 1)];
+            s.store(s.load(Relaxed).wrapping_add(1), Relaxed);
+            b += 1;
+        }
+    }
+}
+
+/// One fetch callback's memo (the glue keeps one per callback, the tests one per TB segment):
+/// the facts of its last fetch through the model that make the next one a plain L1I hit
+/// without the model (see [`Shortcut::memo_fetch`]).
+#[derive(Default)]
+pub struct FetchMemo {
+    /// The engine's fetch epoch when made, plus one (0: none).
+    epoch: AtomicU32,
+    /// The vCPU it was made for.
+    core: AtomicU32,
+    /// The L1I line fetched (model line number, the fetch end), and its PA range `[lo, hi)`.
+    line: AtomicU64,
+    lo: AtomicU64,
+    hi: AtomicU64,
+    /// The index of the line's L1I set stamp and its value.
+    istamp_at: AtomicU32,
+    istamp: AtomicU32,
+    /// The fetched block's write stamp ([`WriteStamps`]) index and value.
+    write_at: AtomicU32,
+    write: AtomicU32,
+}
+
+/// What a fetch memo gives a fetch that it answers: the line it fetched and the PA range of
+/// its lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoHit {
+    /// The L1I line (model line number).
+    pub line: u64,
+    /// The start of the PA range of the TB's lines, `[lo, hi)`.
+    pub lo: u64,
+    /// Its end.
+    pub hi: u64,
 }
 
 /// One remembered L1D line (see [`Shortcut`]).
@@ -142,6 +225,13 @@ pub struct Shortcut {
     /// Bit `l1line % 64` of every line remembered since the table was last emptied: a cheap
     /// "may hold" for another core's code fetch ([`Shortcut::may_hold`]).
     held: AtomicU64,
+    /// One stamp per L1I set (low bits of the set number): bumped when the set changes in the
+    /// model (a fetch memo of a line there no longer holds).
+    istamps: Box<[AtomicU32]>,
+    /// Every vCPU's write stamps (one object, shared).
+    writes: Arc<WriteStamps>,
+    /// Fetches a memo answered (diagnostics: the tests check the memos run).
+    memo_fetches: AtomicU64,
     d_hits: AtomicU64,
     d_bypass: AtomicU64,
     /// The L1 data TLB hits counted here.
@@ -191,14 +281,17 @@ fn add(counter: &AtomicU64, n: u64) {
 
 impl Default for Shortcut {
     fn default() -> Self {
-        Self::new()
+        Self::new(Arc::default())
     }
 }
 
 impl Shortcut {
-    /// Nothing remembered, 64-byte L1D lines.
-    pub fn new() -> Self {
+    /// Nothing remembered, 64-byte L1D lines; `writes`: the write stamps every vCPU shares.
+    pub fn new(writes: Arc<WriteStamps>) -> Self {
         let f = Self {
+            istamps: (0..STAMPS).map(|_| AtomicU32::new(0)).collect(),
+            writes,
+            memo_fetches: AtomicU64::new(0),
             lines: (0..LINES).map(|_| LineEntry::default()).collect(),
             stamps: (0..STAMPS).map(|_| AtomicU32::new(0)).collect(),
             pending: Default::default(),
@@ -296,6 +389,7 @@ impl Shortcut {
                     return false;
                 }
                 if !e.dirty.load(Relaxed) {
+                    self.writes.wrote(e.l1line.load(Relaxed) << shift, 1, shift);
                     e.pc.store(pc, Relaxed);
                     e.dirty.store(true, Relaxed);
                     e.bytes.store(0, Relaxed);
@@ -363,6 +457,67 @@ impl Shortcut {
             }
             None => self.forget_lines(),
         }
+    }
+
+    /// After a model call of this vCPU: the L1I sets that changed in it; `false` when more
+    /// changed than [`SetChanges`] holds (the caller then drops every fetch memo).
+    #[inline]
+    pub fn l1i_changed(&self, changes: SetChanges) -> bool {
+        let Some(sets) = changes.sets() else { return false };
+        for &set in sets {
+            let s = &self.istamps[set as usize & (STAMPS - 1)];
+            s.store(s.load(Relaxed).wrapping_add(1), Relaxed);
+        }
+        true
+    }
+
+    /// Makes `memo` answer the next fetches of its callback on this vCPU (`core`) while the
+    /// engine's fetch epoch is `epoch`: its one L1I line `line` (set `set`, PA range
+    /// `[lo, hi)` of the TB's lines) is a hit that changes nothing, and the fetched bytes at
+    /// `pa` reported nothing.
+    #[allow(clippy::too_many_arguments)]
+    pub fn memo_fetch(&self, memo: &FetchMemo, epoch: u32, core: usize, line: u64, set: usize, pa: u64, lo: u64, hi: u64) {
+        let at = set & (STAMPS - 1);
+        let (write_at, write) = self.writes.at(pa);
+        memo.core.store(core as u32, Relaxed);
+        memo.line.store(line, Relaxed);
+        memo.lo.store(lo, Relaxed);
+        memo.hi.store(hi, Relaxed);
+        memo.istamp_at.store(at as u32, Relaxed);
+        memo.istamp.store(self.istamps[at].load(Relaxed), Relaxed);
+        memo.write_at.store(write_at, Relaxed);
+        memo.write.store(write, Relaxed);
+        memo.epoch.store(epoch.wrapping_add(1), Relaxed);
+    }
+
+    /// Whether `memo` answers this vCPU's (`core`) fetch under fetch epoch `epoch`: made for it
+    /// in this epoch, its L1I set and its block unchanged since; what it gives.
+    #[inline]
+    pub fn memo_answers(&self, memo: &FetchMemo, epoch: u32, core: usize) -> Option<MemoHit> {
+        let e = memo.epoch.load(Relaxed);
+        let ok = e != 0
+            && e == epoch.wrapping_add(1)
+            && memo.core.load(Relaxed) == core as u32
+            && self.istamps[memo.istamp_at.load(Relaxed) as usize].load(Relaxed) == memo.istamp.load(Relaxed)
+            && self.writes.holds(memo.write_at.load(Relaxed), memo.write.load(Relaxed));
+        ok.then(|| MemoHit { line: memo.line.load(Relaxed), lo: memo.lo.load(Relaxed), hi: memo.hi.load(Relaxed) })
+    }
+
+    /// A fetch a memo answered (counted for [`Shortcut::memo_fetches`]).
+    #[inline]
+    pub fn memo_fetched(&self) {
+        add(&self.memo_fetches, 1);
+    }
+
+    /// How many fetches memos answered.
+    pub fn memo_fetches(&self) -> u64 {
+        self.memo_fetches.load(Relaxed)
+    }
+
+    /// A fetch of one L1I line counted here (a hit: [`Shortcut::memo_answers`]).
+    #[inline]
+    pub fn count_fetch_hit(&self) {
+        add(&self.i_hits, 1);
     }
 
     /// Forgets the uncached line if it lies in the PA range `[lo, hi)` (L1D lines of log2 size
@@ -547,6 +702,11 @@ impl Shortcut {
     pub fn set_last_tb(&self, lo: u64, hi: u64) {
         self.i_lo.store(lo, Relaxed);
         self.i_hi.store(hi, Relaxed);
+    }
+
+    /// The PA range of the last TB's lines (`[lo, hi)`).
+    pub fn last_tb(&self) -> (u64, u64) {
+        (self.i_lo.load(Relaxed), self.i_hi.load(Relaxed))
     }
 
     /// Whether `[pa, pa + len)` overlaps the last TB's lines.

@@ -26,6 +26,7 @@ use crate::walk::Regime;
 
 use super::access::TbAt;
 use super::engine::{inline_repeats_allowed, shortcut_allowed, Engine, Host, MemAccess, NO_TB, SP};
+use super::shortcut::FetchMemo;
 use super::tb_plan::Group;
 
 /// The fake emulator: the board's two counters for vCPU 0, phase names made up from their VA,
@@ -159,6 +160,9 @@ impl Write for Buf {
 struct Run {
     engine: Engine<FakeHost>,
     out: Buf,
+    /// The fetch memo of each TB's segments (by TB key and segment), as the glue keeps one per
+    /// callback.
+    memos: std::sync::Mutex<std::collections::HashMap<(u64, usize, u64, u64), std::sync::Arc<FetchMemo>>>,
 }
 
 impl Run {
@@ -175,7 +179,7 @@ impl Run {
         let engine = Engine::new(settings, vcpus, Box::new(out.clone()), FakeHost::default()).with_round_robin(round_robin);
         engine.seed_registers(&[(SysReg::Ttbr0(Regime::El1), L0), (SysReg::Tcr(Regime::El1), TCR), (SysReg::Mair(Regime::El1), MAIR)]);
         assert_eq!(engine.fast_on, fast);
-        Self { engine, out }
+        Self { engine, out, memos: Default::default() }
     }
 
     /// One execution of TB `key` (`va`, `bytes`), fetched in `segments` (lengths; one = the TB
@@ -184,16 +188,22 @@ impl Run {
         let e = &self.engine;
         if e.counts_repeats() {
             // Several vCPUs round-robin: the engine's own boards, as the glue calls them.
+            let memo = self.memo(key, 0, va, segments[0]);
             let key = if segments.len() == 1 { key } else { NO_TB };
-            e.tb_exec(0, key, |counted| e.fetch(0, va, segments[0], counted, TbAt::Start(None)));
+            e.tb_exec(0, key, |counted| e.fetch(0, va, segments[0], counted, TbAt::Start(None), &memo));
         } else {
             self.tb_inline(key, va, segments);
         }
         let mut at = va + segments[0];
-        for &len in &segments[1..] {
-            e.fetch(0, at, len, false, TbAt::Later);
+        for (k, &len) in segments.iter().enumerate().skip(1) {
+            e.fetch(0, at, len, false, TbAt::Later, &self.memo(key, k, at, len));
             at += len;
         }
+    }
+
+    /// The fetch memo of TB `key`'s segment `k` (at `va`, `len` bytes: one callback's).
+    fn memo(&self, key: u64, k: usize, va: u64, len: u64) -> std::sync::Arc<FetchMemo> {
+        self.memos.lock().unwrap().entry((key, k, va, len)).or_default().clone()
     }
 
     /// [`Run::tb`]'s first segment with one vCPU: the glue's inline scoreboard semantics.
@@ -201,7 +211,7 @@ impl Run {
         let e = &self.engine;
         let inline = e.repeats_inline && segments.len() == 1;
         if !inline || e.host.last.load(Relaxed) != key {
-            e.fetch(0, va, segments[0], inline, TbAt::Start(None));
+            e.fetch(0, va, segments[0], inline, TbAt::Start(None), &self.memo(key, 0, va, segments[0]));
         }
         if e.repeats_inline {
             if inline {
@@ -508,6 +518,9 @@ fn differential_on(args: &[&str], steps: &[Step], vcpus: usize) -> String {
         assert!(shortcut.tlb.l1d_hits > 0 && t.l1d_misses > 0 && t.data_walks > 0, "no TLB traffic with {args:?}: {t:?}");
         assert!(shortcut.tlb.l1i_hits > 0 || t.l1i_hits > 0, "no instruction TLB hits with {args:?}: {t:?}");
     }
+    // Fetch memos answered (none with a TLB model: each fetch counts a lookup there).
+    let memos: u64 = fast.engine.fast.iter().map(|f| f.memo_fetches()).sum();
+    assert_eq!(memos > 0, fast.engine.memos_on, "fetch memos answered {memos} fetches with {args:?}");
     let (a, b) = (fast.finish(), slow.finish());
     for (k, (x, y)) in a.lines().zip(b.lines()).enumerate() {
         assert_eq!(x, y, "record {k} differs with {args:?}");
@@ -518,6 +531,7 @@ fn differential_on(args: &[&str], steps: &[Step], vcpus: usize) -> String {
     assert!(d.hits > 0 && d.bypass > 0, "the data shortcut never answered with {args:?}: {shortcut:?}");
     // With several vCPUs, by the engine's per-core boards (Engine::tb_exec).
     assert!(i.hits > 0, "TB repeats were never counted without the model with {args:?}: {shortcut:?}");
+
     a
 }
 
@@ -712,7 +726,7 @@ fn hazards_that_may_follow_from_a_misattribution_are_not_reported() {
     // core not known: maybe the other core's caches got it), the hazard is not reported.
     let x = VA_OFFSET + RAM + 0x9_0000;
     let write = |r: &Run| r.engine.mem(0, &FakeAccess { size: 4, value: 0 }, x, x, true, None, Hint { pc: 0x9100, nt: false });
-    let fetch = |r: &Run| r.engine.fetch(0, x, 4, false, TbAt::Start(None));
+    let fetch = |r: &Run| r.engine.fetch(0, x, 4, false, TbAt::Start(None), &FetchMemo::default());
     let other_page = |r: &Run| {
         let y = x + 0x1_0000;
         r.engine.mem(0, &FakeAccess { size: 4, value: 0 }, y, y, true, None, Hint::default());
@@ -836,7 +850,7 @@ fn the_first_access_of_the_run_is_modelled() {
         if ic {
             r.special(Insn::IcIallu { broadcast: false }, 0x108, &[]);
         }
-        r.engine.fetch(0, code, 8, false, TbAt::Start(None));
+        r.engine.fetch(0, code, 8, false, TbAt::Start(None), &FetchMemo::default());
         let records = r.finish();
         let stale = records.lines().any(|l| l.contains("\"record\":\"hazard\"") && l.contains("stale-instruction"));
         assert_eq!(stale, !ic, "IC IALLU {ic}: {records}");
@@ -852,7 +866,7 @@ fn the_first_access_of_the_run_is_modelled() {
         r.marker(Marker::Geometry { level, kind, line, sets, ways }, 0x8_0000);
     }
     r.special(Insn::MsrSctlr { rt: 1 }, 0x104, &[(1, 1 << 12)]);
-    r.engine.fetch(0, code, 8, false, TbAt::Start(None));
+    r.engine.fetch(0, code, 8, false, TbAt::Start(None), &FetchMemo::default());
     let records = r.finish();
     assert_eq!(records.matches("\"record\":\"model-geometry\"").count(), 3, "{records}");
     assert_eq!(records.matches("\"record\":\"model-profile\"").count(), 1, "{records}");
@@ -890,10 +904,10 @@ fn a_tb_shared_between_va_aliases_is_fetched_where_it_runs() {
             r.engine.host.pc.store(pc, Relaxed);
             if later {
                 // The TB's first segment does not cover the written bytes; its second does.
-                r.engine.fetch(0, elsewhere, 8, false, TbAt::Start(tb_pa));
-                r.engine.fetch(0, elsewhere + 8, 4, false, TbAt::Later);
+                r.engine.fetch(0, elsewhere, 8, false, TbAt::Start(tb_pa), &FetchMemo::default());
+                r.engine.fetch(0, elsewhere + 8, 4, false, TbAt::Later, &FetchMemo::default());
             } else {
-                r.engine.fetch(0, elsewhere, 16, false, TbAt::Start(tb_pa));
+                r.engine.fetch(0, elsewhere, 16, false, TbAt::Start(tb_pa), &FetchMemo::default());
             }
             let records = r.finish();
             let found = records.lines().any(|l| l.contains("\"record\":\"hazard\"") && l.contains("stale-instruction"));
@@ -990,7 +1004,7 @@ fn markers_declarations_follows_only_what_declares_the_verdict() {
         r.engine.identify_by(Some(cachescope_arch::marker::core_id_value(0)), || None, 0);
         r.special(Insn::MsrSctlr { rt: 5 }, 0x9000, &[(5, 1 | 4 | 1 << 12)]);
         mem(&r, a, true);
-        r.engine.fetch(0, a, 8, false, TbAt::Start(None)); // code written and run without maintenance
+        r.engine.fetch(0, a, 8, false, TbAt::Start(None), &FetchMemo::default()); // code written and run without maintenance
         let records = r.finish();
         assert_eq!(records.contains("\"kind\":\"stale-instruction\""), reported, "{mode}: {records}");
         assert_eq!(records.contains("core attribution cannot be trusted"), !reported, "{mode}");
