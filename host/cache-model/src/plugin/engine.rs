@@ -313,8 +313,8 @@ impl<H: Host> Engine<H> {
 
     /// A learned translation changed: the next TB of every core whose last TB's fetch used
     /// one is fetched through the model (a TB whose pages walked does not depend on them).
+    /// (Fetch memos stay: they are made only for fetches whose page walked.)
     pub(super) fn forget_learned_tbs(&self) {
-        self.drop_fetch_memos();
         for (k, f) in self.started_cores() {
             if f.fetch_learned() {
                 self.forget_tb(k);
@@ -592,6 +592,41 @@ impl<H: Host> Engine<H> {
                 self.forget_tb(cpu);
             }
         }
+    }
+
+    /// Before a data-cache operation by VA (DC by VA, DC ZVA) of `cpu`, with the shortcut:
+    /// [`Engine::settle`] that keeps the remembered lines and fetch memos, which
+    /// [`Engine::after_dc_by_va`] then drops where the operation changed the caches.
+    fn settle_for_dc_by_va(&self, core: &mut Core) {
+        for (k, f) in self.started_cores() {
+            self.settle_core(core, k, f);
+            self.credit_fetch(core, k);
+            if self.repeats_inline {
+                self.forget_tb(k);
+            }
+        }
+    }
+
+    /// After a data-cache operation by VA at `pa` of `cpu` ([`Engine::settle_for_dc_by_va`]):
+    /// every core's lines and fetch memos where the operation changed its L1s, and every fetch
+    /// memo of the blocks around `pa` (DC ZVA writes a block of up to 2 KiB: Arm ARM
+    /// DCZID_EL0.BS ≤ 9).
+    fn after_dc_by_va(&self, core: &mut Core, cpu: usize, pa: Option<u64>) {
+        if let Some(pa) = pa {
+            const ZVA_MAX: u64 = 2048;
+            self.writes.wrote(pa & !(ZVA_MAX - 1), ZVA_MAX, super::shortcut::BLOCK_SHIFT);
+        }
+        if let Some(m) = core.model.as_mut() {
+            for (k, f) in self.started_cores() {
+                if k != cpu {
+                    f.model_changed(m.take_l1d_changes(k));
+                    if !f.l1i_changed(m.take_l1i_changes(k)) {
+                        self.drop_fetch_memos_of(k);
+                    }
+                }
+            }
+        }
+        self.drop_disturbed(core, cpu, true);
     }
 
     /// Before a model call of `cpu`: apply its deferred dirty bits, and with more than one vCPU
@@ -916,7 +951,15 @@ impl<H: Host> Engine<H> {
             insn,
             Insn::Tlbi { .. } | Insn::MsrSctlr { .. } | Insn::Marker | Insn::MsrControl { .. } | Insn::MsrTranslation { .. }
         );
-        self.settle(&mut core, drop_pages);
+        // A DC by VA changes no translation and only the caches it reaches: the shortcut keeps
+        // what the operation leaves unchanged (Linux's boot makes over a million of them).
+        let by_va = self.fast_on && matches!(insn, Insn::DcVa { .. } | Insn::DcZva { .. });
+        if by_va {
+            self.settle_for_dc_by_va(&mut core);
+        } else {
+            self.settle(&mut core, drop_pages);
+        }
+        let mut dc_pa = None;
         if matches!(insn, Insn::DcVa { .. } | Insn::DcZva { .. }) && !core.maint.is_empty() {
             let shift = core.maint_shift();
             for r in core.maint.iter_mut().filter(|r| a.wrapping_sub(r.va) < r.len) {
@@ -991,11 +1034,13 @@ impl<H: Host> Engine<H> {
             }
             Insn::DcVa { op, point, .. } => {
                 let Some(pa) = self.translate(&mut core, cpu, a, "dc by va", Some(pc)) else { return };
+                dc_pa = Some(pa);
                 let dline = core.ctr.map_or(0, |c| u64::from(c.dmin_line()));
                 self.model(&mut core).dc_by_pa_granule(cpu, op, point, pa, dline);
             }
             Insn::DcZva { .. } => {
                 let Some(pa) = self.translate(&mut core, cpu, a, "dc zva", Some(pc)) else { return };
+                dc_pa = Some(pa);
                 let attr = core.guest.data_attr(cpu, a, &self.host);
                 if attr.cacheable() {
                     self.model(&mut core).dc_zva(cpu, pa, attr);
@@ -1024,9 +1069,15 @@ impl<H: Host> Engine<H> {
             }
             Insn::Prefetch(_) => {}
         }
+        if by_va {
+            self.after_dc_by_va(&mut core, cpu, dc_pa);
+        }
         if core.model.as_ref().is_some_and(|m| m.has_events()) {
             let va = if matches!(insn, Insn::DcSetWay { .. }) { 0 } else { a };
             self.hazards(&mut core, va, pc, None);
+            if by_va {
+                self.settle(&mut core, false);
+            }
         }
     }
 
@@ -1063,13 +1114,14 @@ impl<H: Host> Engine<H> {
         if !attr.cacheable() {
             return;
         }
-        // Only this vCPU's data shortcut can be affected (a prefetch may evict its line).
+        // Only this vCPU's data shortcut can be affected (a prefetch may evict its lines: the
+        // sets it changes are dropped after it, `drop_disturbed`; and it may cache its uncached
+        // line).
         self.settle_own(&mut core, cpu);
         if self.fast[cpu].replay().is_some() {
             self.credit_fetch(&mut core, cpu);
         }
-        self.fast[cpu].forget_lines();
-        self.drop_fetch_memos_of(cpu);
+        self.fast[cpu].forget_bypass();
         let Some(pa) = self.translate(&mut core, cpu, va, "prefetch", None) else { return };
         self.touched(&mut core, pa, 1);
         let m = self.model(&mut core);
