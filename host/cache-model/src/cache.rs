@@ -360,6 +360,19 @@ impl Cache {
         recent.then_some(set)
     }
 
+    /// A demand hit on `line` reached through the VA line `va_line` when its copy is neither
+    /// prefetched nor stale (a hit that only updates the replacement order): made, and its
+    /// set returned; `None` (nothing changed) otherwise.
+    pub fn plain_hit_at(&mut self, va_line: u64, line: u64) -> Option<usize> {
+        let set = self.set_of(self.index_line(va_line, line));
+        let w = self.find(set, line)?;
+        if self.flags[set * self.ways + w] & (PREFETCHED | STALE) != 0 {
+            return None;
+        }
+        self.used(set, w);
+        Some(set)
+    }
+
     /// The slot holding `line`, without touching replacement state.
     #[inline]
     pub fn probe(&self, line: u64) -> Option<usize> {

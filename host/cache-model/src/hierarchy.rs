@@ -672,6 +672,25 @@ impl Model {
         c.quiet_hit_set(c.line_of(va), c.line_of(pa))
     }
 
+    /// A fetch by `cpu` of the L1I line at `pa` through `va` that hits a copy neither
+    /// prefetched nor stale, where the sanitizer is known to have nothing to say (the plugin's
+    /// fetch memo: no write reached the line since it last judged it): one access and hit, the
+    /// line made the most recent of its set; the set. `None` (nothing done) otherwise.
+    pub fn l1i_plain_hit(&mut self, cpu: usize, va: u64, pa: u64) -> Option<usize> {
+        let c = &mut self.l1i[cpu];
+        let set = c.plain_hit_at(c.line_of(va), c.line_of(pa))?;
+        let t = self.totals.at(Level::L1I);
+        t.accesses += 1;
+        t.hits += 1;
+        Some(set)
+    }
+
+    /// Whether `cpu`'s L1I holds the line at `pa` (through `va`) and its copy is not stale.
+    pub fn l1i_holds_fresh(&self, cpu: usize, va: u64, pa: u64) -> bool {
+        let c = &self.l1i[cpu];
+        c.probe_at(c.line_of(va), c.line_of(pa)).is_some_and(|slot| !c.slot_stale(slot))
+    }
+
     /// The L1D set of `cpu`'s slot `slot`.
     #[inline]
     pub fn l1d_set_of_slot(&self, cpu: usize, slot: usize) -> usize {

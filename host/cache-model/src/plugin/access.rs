@@ -336,7 +336,7 @@ impl<H: Host> Engine<H> {
         let (cpu, shortcut) = self.cpu_and_shortcut(vcpu);
         if shortcut && self.memos_on {
             if let Some(hit) = self.fast[cpu].memo_answers(memo, self.fetch_epochs[cpu].load(Relaxed), cpu) {
-                if self.fetch_memo_hit(cpu, hit, repeats_inline, at) {
+                if self.fetch_memo_hit(cpu, hit, va, repeats_inline, at, memo) {
                     return;
                 }
             }
@@ -382,19 +382,38 @@ impl<H: Host> Engine<H> {
         }
     }
 
-    /// A fetch its memo answers (`hit`): what [`fetch`](Self::fetch) does for a fetch of one
-    /// L1I line that hits, changes nothing and reports nothing, without the lock. `false` (the
-    /// fetch goes to the model) when the previous TB's repeats are to be replayed through it,
-    /// or a later segment runs at an alias.
-    fn fetch_memo_hit(&self, cpu: usize, hit: MemoHit, repeats_inline: bool, at: TbAt) -> bool {
+    /// A fetch at `va` its memo answers (`hit`): what [`fetch`](Self::fetch) does for a fetch
+    /// of one L1I line that hits and reports nothing. Without the lock when the line is still
+    /// the most recent of its set (the hit changes nothing); else the model is asked for the
+    /// hit alone (the translation, the attribute and the sanitizer's judgement are the memo's),
+    /// and the memo made again. `false` (the fetch goes the whole way through the model) when
+    /// the previous TB's repeats are to be replayed through it, a later segment runs at an
+    /// alias, or the line is no longer a plain hit (it left the L1I, or its copy is stale or
+    /// prefetched).
+    fn fetch_memo_hit(&self, cpu: usize, hit: MemoHit, va: u64, repeats_inline: bool, at: TbAt, memo: &FetchMemo) -> bool {
         let f = &self.fast[cpu];
-        if f.replay().is_some() {
+        if f.replay().is_some() || matches!(at, TbAt::Later) && self.alias[cpu].load(Relaxed) != 0 {
             return false;
         }
-        match at {
-            TbAt::Start(_) => self.alias[cpu].store(0, Relaxed),
-            TbAt::Later if self.alias[cpu].load(Relaxed) != 0 => return false,
-            TbAt::Later => {}
+        // Counted unless fetch continues in the line the previous TB ended in (see `fetch`).
+        let counted = f.fetch_end() != hit.line;
+        if !hit.quiet {
+            let mut core = self.lock();
+            let Some(m) = core.model.as_mut() else { return false };
+            if counted {
+                let Some(set) = m.l1i_plain_hit(cpu, va, hit.pa) else { return false };
+                if !f.l1i_changed(m.take_l1i_changes(cpu)) {
+                    self.drop_fetch_memos_of(cpu);
+                }
+                f.memo_fetch(memo, self.fetch_epochs[cpu].load(Relaxed), cpu, hit.line, set, hit.pa, hit.lo, hit.hi);
+            } else if !m.l1i_holds_fresh(cpu, va, hit.pa) {
+                return false;
+            }
+        } else if counted {
+            f.count_fetch_hit();
+        }
+        if let TbAt::Start(_) = at {
+            self.alias[cpu].store(0, Relaxed);
         }
         // The previous TB's repeats (none to replay: checked above).
         let execs = if self.repeats_inline {
@@ -405,10 +424,6 @@ impl<H: Host> Engine<H> {
             0
         };
         f.set_fetch_learned(false);
-        // Counted unless fetch continues in the line the previous TB ended in (see `fetch`).
-        if f.fetch_end() != hit.line {
-            f.count_fetch_hit();
-        }
         f.set_fetch_end(hit.line);
         f.set_fetch_tlb(false);
         f.set_last_tb(hit.lo, hit.hi);

@@ -115,8 +115,10 @@ pub struct FetchMemo {
     epoch: AtomicU32,
     /// The vCPU it was made for.
     core: AtomicU32,
-    /// The L1I line fetched (model line number, the fetch end), and its PA range `[lo, hi)`.
+    /// The L1I line fetched (model line number, the fetch end), the PA of the fetched bytes,
+    /// and the PA range `[lo, hi)` of the TB's lines.
     line: AtomicU64,
+    pa: AtomicU64,
     lo: AtomicU64,
     hi: AtomicU64,
     /// The index of the line's L1I set stamp and its value.
@@ -133,6 +135,12 @@ pub struct FetchMemo {
 pub struct MemoHit {
     /// The L1I line (model line number).
     pub line: u64,
+    /// The PA of the fetched bytes.
+    pub pa: u64,
+    /// The line is still the most recent of its set (its set has not changed): the fetch is a
+    /// hit that changes nothing. Else the set changed: the line may have moved down its set's
+    /// order, or left the L1I.
+    pub quiet: bool,
     /// The start of the PA range of the TB's lines, `[lo, hi)`.
     pub lo: u64,
     /// Its end.
@@ -481,6 +489,7 @@ impl Shortcut {
         let (write_at, write) = self.writes.at(pa);
         memo.core.store(core as u32, Relaxed);
         memo.line.store(line, Relaxed);
+        memo.pa.store(pa, Relaxed);
         memo.lo.store(lo, Relaxed);
         memo.hi.store(hi, Relaxed);
         memo.istamp_at.store(at as u32, Relaxed);
@@ -491,16 +500,22 @@ impl Shortcut {
     }
 
     /// Whether `memo` answers this vCPU's (`core`) fetch under fetch epoch `epoch`: made for it
-    /// in this epoch, its L1I set and its block unchanged since; what it gives.
+    /// in this epoch and its block unchanged since (the translation, the attribute and the
+    /// sanitizer's judgement hold); what it gives, with whether its L1I set is unchanged too.
     #[inline]
     pub fn memo_answers(&self, memo: &FetchMemo, epoch: u32, core: usize) -> Option<MemoHit> {
         let e = memo.epoch.load(Relaxed);
         let ok = e != 0
             && e == epoch.wrapping_add(1)
             && memo.core.load(Relaxed) == core as u32
-            && self.istamps[memo.istamp_at.load(Relaxed) as usize].load(Relaxed) == memo.istamp.load(Relaxed)
             && self.writes.holds(memo.write_at.load(Relaxed), memo.write.load(Relaxed));
-        ok.then(|| MemoHit { line: memo.line.load(Relaxed), lo: memo.lo.load(Relaxed), hi: memo.hi.load(Relaxed) })
+        ok.then(|| MemoHit {
+            line: memo.line.load(Relaxed),
+            pa: memo.pa.load(Relaxed),
+            lo: memo.lo.load(Relaxed),
+            hi: memo.hi.load(Relaxed),
+            quiet: self.istamps[memo.istamp_at.load(Relaxed) as usize].load(Relaxed) == memo.istamp.load(Relaxed),
+        })
     }
 
     /// A fetch a memo answered (counted for [`Shortcut::memo_fetches`]).
