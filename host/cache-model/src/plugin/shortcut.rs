@@ -121,9 +121,8 @@ pub struct FetchMemo {
     pa: AtomicU64,
     lo: AtomicU64,
     hi: AtomicU64,
-    /// The index of the line's L1I set stamp and its value.
-    istamp_at: AtomicU32,
-    istamp: AtomicU32,
+    /// The index of the line's L1I set in [`Shortcut`]'s most-recent-line table.
+    set_at: AtomicU32,
     /// The fetched block's write stamp ([`WriteStamps`]) index and value.
     write_at: AtomicU32,
     write: AtomicU32,
@@ -137,9 +136,9 @@ pub struct MemoHit {
     pub line: u64,
     /// The PA of the fetched bytes.
     pub pa: u64,
-    /// The line is still the most recent of its set (its set has not changed): the fetch is a
-    /// hit that changes nothing. Else the set changed: the line may have moved down its set's
-    /// order, or left the L1I.
+    /// The line is still the most recent of its set (nothing changed the set since a memo or
+    /// a fetch made it so): the fetch is a hit that changes nothing. Else the line may have
+    /// moved down its set's order, or left the L1I.
     pub quiet: bool,
     /// The start of the PA range of the TB's lines, `[lo, hi)`.
     pub lo: u64,
@@ -233,9 +232,11 @@ pub struct Shortcut {
     /// Bit `l1line % 64` of every line remembered since the table was last emptied: a cheap
     /// "may hold" for another core's code fetch ([`Shortcut::may_hold`]).
     held: AtomicU64,
-    /// One stamp per L1I set (low bits of the set number): bumped when the set changes in the
-    /// model (a fetch memo of a line there no longer holds).
-    istamps: Box<[AtomicU32]>,
+    /// Per L1I set (low bits of the set number): the line a fetch memo or a fetch made the most
+    /// recent of its set when nothing changed the set since, else NONE (set by the changes
+    /// each model call reports). Any memo of that line is then a hit that changes nothing,
+    /// whichever callback made it (TBs share lines).
+    imru: Box<[AtomicU64]>,
     /// Every vCPU's write stamps (one object, shared).
     writes: Arc<WriteStamps>,
     /// Fetches a memo answered (diagnostics: the tests check the memos run).
@@ -297,7 +298,7 @@ impl Shortcut {
     /// Nothing remembered, 64-byte L1D lines; `writes`: the write stamps every vCPU shares.
     pub fn new(writes: Arc<WriteStamps>) -> Self {
         let f = Self {
-            istamps: (0..STAMPS).map(|_| AtomicU32::new(0)).collect(),
+            imru: (0..STAMPS).map(|_| AtomicU64::new(NONE)).collect(),
             writes,
             memo_fetches: AtomicU64::new(0),
             lines: (0..LINES).map(|_| LineEntry::default()).collect(),
@@ -471,29 +472,31 @@ impl Shortcut {
     /// changed than [`SetChanges`] holds (the caller then drops every fetch memo).
     #[inline]
     pub fn l1i_changed(&self, changes: SetChanges) -> bool {
-        let Some(sets) = changes.sets() else { return false };
+        let Some(sets) = changes.sets() else {
+            self.imru.iter().for_each(|m| m.store(NONE, Relaxed));
+            return false;
+        };
         for &set in sets {
-            let s = &self.istamps[set as usize & (STAMPS - 1)];
-            s.store(s.load(Relaxed).wrapping_add(1), Relaxed);
+            self.imru[set as usize & (STAMPS - 1)].store(NONE, Relaxed);
         }
         true
     }
 
     /// Makes `memo` answer the next fetches of its callback on this vCPU (`core`) while the
     /// engine's fetch epoch is `epoch`: its one L1I line `line` (set `set`, PA range
-    /// `[lo, hi)` of the TB's lines) is a hit that changes nothing, and the fetched bytes at
-    /// `pa` reported nothing.
+    /// `[lo, hi)` of the TB's lines) is the most recent of its set now (a hit on it changes
+    /// nothing while it stays so), and the fetched bytes at `pa` reported nothing.
     #[allow(clippy::too_many_arguments)]
     pub fn memo_fetch(&self, memo: &FetchMemo, epoch: u32, core: usize, line: u64, set: usize, pa: u64, lo: u64, hi: u64) {
         let at = set & (STAMPS - 1);
         let (write_at, write) = self.writes.at(pa);
+        self.imru[at].store(line, Relaxed);
         memo.core.store(core as u32, Relaxed);
         memo.line.store(line, Relaxed);
         memo.pa.store(pa, Relaxed);
         memo.lo.store(lo, Relaxed);
         memo.hi.store(hi, Relaxed);
-        memo.istamp_at.store(at as u32, Relaxed);
-        memo.istamp.store(self.istamps[at].load(Relaxed), Relaxed);
+        memo.set_at.store(at as u32, Relaxed);
         memo.write_at.store(write_at, Relaxed);
         memo.write.store(write, Relaxed);
         memo.epoch.store(epoch.wrapping_add(1), Relaxed);
@@ -501,7 +504,8 @@ impl Shortcut {
 
     /// Whether `memo` answers this vCPU's (`core`) fetch under fetch epoch `epoch`: made for it
     /// in this epoch and its block unchanged since (the translation, the attribute and the
-    /// sanitizer's judgement hold); what it gives, with whether its L1I set is unchanged too.
+    /// sanitizer's judgement hold); what it gives, with whether its line is still the most
+    /// recent of its L1I set.
     #[inline]
     pub fn memo_answers(&self, memo: &FetchMemo, epoch: u32, core: usize) -> Option<MemoHit> {
         let e = memo.epoch.load(Relaxed);
@@ -514,7 +518,7 @@ impl Shortcut {
             pa: memo.pa.load(Relaxed),
             lo: memo.lo.load(Relaxed),
             hi: memo.hi.load(Relaxed),
-            quiet: self.istamps[memo.istamp_at.load(Relaxed) as usize].load(Relaxed) == memo.istamp.load(Relaxed),
+            quiet: self.imru[memo.set_at.load(Relaxed) as usize].load(Relaxed) == memo.line.load(Relaxed),
         })
     }
 
