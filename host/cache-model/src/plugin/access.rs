@@ -59,20 +59,29 @@ impl<H: Host> Engine<H> {
     /// knows it). `translated` is the address the emulator translated for the callback: only an
     /// access in its page is asked of the emulator's TLB (QEMU prints "invalid use of
     /// qemu_plugin_get_hwaddr" into the console for any other).
+    /// The shortcut's answer is inline; the rest is [`mem_through`](Self::mem_through), out of
+    /// line (the fast path then saves no registers for it).
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub fn mem(&self, vcpu: u32, info: &impl MemAccess, translated: u64, vaddr: u64, write: bool, size: Option<u32>, hint: Hint) {
         let (cpu, shortcut) = self.cpu_and_shortcut(vcpu);
-        let own = size.is_none();
-        let f = &self.fast[cpu];
-        let size_of = || size.unwrap_or_else(|| info.size());
         // The shortcut and the page cache answer only for the emulator's own page: a group
         // member in another page is translated by the guest's tables, as without the shortcut
         // (which may map its VA elsewhere than the emulator did when the line was remembered).
         let own_page = vaddr >> PAGE_SHIFT == translated >> PAGE_SHIFT;
-        if shortcut && own_page && f.access(vaddr, size_of, write, hint.pc) {
+        if shortcut && own_page && self.fast[cpu].access(vaddr, || size.unwrap_or_else(|| info.size()), write, hint.pc) {
             return;
         }
-        let size = size_of();
+        self.mem_through(cpu, info, own_page, vaddr, write, size, hint);
+    }
+
+    /// A data access the shortcut did not answer: through the model.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn mem_through(&self, cpu: usize, info: &impl MemAccess, own_page: bool, vaddr: u64, write: bool, size: Option<u32>, hint: Hint) {
+        let own = size.is_none();
+        let f = &self.fast[cpu];
+        let size = size.unwrap_or_else(|| info.size());
         let page = if self.fast_on && own_page { f.page(vaddr) } else { None };
         let known = match page {
             Some((pa, io)) => Some((pa, io, false)),
@@ -332,13 +341,27 @@ impl<H: Host> Engine<H> {
     /// `memo`: the callback's own fetch memo: when it answers ([`Shortcut::memo_answers`]) the
     /// fetch is one L1I hit that changes nothing, counted without the lock or the model; a
     /// fetch through the model that could be answered so next time makes it.
+    #[inline]
     pub fn fetch(&self, vcpu: u32, va: u64, bytes: u64, repeats_inline: bool, at: TbAt, memo: &FetchMemo) {
         let (cpu, shortcut) = self.cpu_and_shortcut(vcpu);
-        if shortcut && self.memos_on {
-            if let Some(hit) = self.fast[cpu].memo_answers(memo, self.fetch_epochs[cpu].load(Relaxed), cpu) {
-                if self.fetch_memo_hit(cpu, hit, va, repeats_inline, at, memo) {
-                    return;
-                }
+        let hit =
+            if shortcut && self.memos_on { self.fast[cpu].memo_answers(memo, self.fetch_epochs[cpu].load(Relaxed), cpu) } else { None };
+        if let Some(h) = hit.filter(|h| h.quiet) {
+            if self.fetch_memo_hit(cpu, h, va, repeats_inline, at, memo) {
+                return;
+            }
+        }
+        self.fetch_through(cpu, va, bytes, repeats_inline, at, memo, hit);
+    }
+
+    /// A fetch its memo did not answer without the lock (`hit`: the memo's answer, if any):
+    /// through the model.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn fetch_through(&self, cpu: usize, va: u64, bytes: u64, repeats_inline: bool, at: TbAt, memo: &FetchMemo, hit: Option<MemoHit>) {
+        if let Some(h) = hit.filter(|h| !h.quiet) {
+            if self.fetch_memo_hit(cpu, h, va, repeats_inline, at, memo) {
+                return;
             }
         }
         let mut core = self.lock();
@@ -390,6 +413,7 @@ impl<H: Host> Engine<H> {
     /// the previous TB's repeats are to be replayed through it, a later segment runs at an
     /// alias, or the line is no longer a plain hit (it left the L1I, or its copy is stale or
     /// prefetched).
+    #[inline]
     fn fetch_memo_hit(&self, cpu: usize, hit: MemoHit, va: u64, repeats_inline: bool, at: TbAt, memo: &FetchMemo) -> bool {
         let f = &self.fast[cpu];
         if f.replay().is_some() || matches!(at, TbAt::Later) && self.alias[cpu].load(Relaxed) != 0 {
@@ -398,15 +422,7 @@ impl<H: Host> Engine<H> {
         // Counted unless fetch continues in the line the previous TB ended in (see `fetch`).
         let counted = f.fetch_end() != hit.line;
         if !hit.quiet {
-            let mut core = self.lock();
-            let Some(m) = core.model.as_mut() else { return false };
-            if counted {
-                let Some(set) = m.l1i_plain_hit(cpu, va, hit.pa) else { return false };
-                if !f.l1i_changed(m.take_l1i_changes(cpu)) {
-                    self.drop_fetch_memos_of(cpu);
-                }
-                f.memo_fetch(memo, self.fetch_epochs[cpu].load(Relaxed), cpu, hit.line, set, hit.pa, hit.lo, hit.hi);
-            } else if !m.l1i_holds_fresh(cpu, va, hit.pa) {
+            if !self.memo_hit_moved(cpu, hit, va, memo, counted) {
                 return false;
             }
         } else if counted {
@@ -433,6 +449,26 @@ impl<H: Host> Engine<H> {
         }
         f.memo_fetched();
         true
+    }
+
+    /// [`fetch_memo_hit`](Self::fetch_memo_hit) of a line that may no longer be the most recent
+    /// of its set: the model's hit alone (when `counted`), and the memo made again; `false`
+    /// when the line is no longer a plain hit.
+    #[inline(never)]
+    fn memo_hit_moved(&self, cpu: usize, hit: MemoHit, va: u64, memo: &FetchMemo, counted: bool) -> bool {
+        let f = &self.fast[cpu];
+        let mut core = self.lock();
+        let Some(m) = core.model.as_mut() else { return false };
+        if counted {
+            let Some(set) = m.l1i_plain_hit(cpu, va, hit.pa) else { return false };
+            if !f.l1i_changed(m.take_l1i_changes(cpu)) {
+                self.drop_fetch_memos_of(cpu);
+            }
+            f.memo_fetch(memo, self.fetch_epochs[cpu].load(Relaxed), cpu, hit.line, set, hit.pa, hit.lo, hit.hi);
+            true
+        } else {
+            m.l1i_holds_fresh(cpu, va, hit.pa)
+        }
     }
 
     /// After a fetch through the model that fetched one cacheable L1I line at its translated
