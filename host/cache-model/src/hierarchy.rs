@@ -691,6 +691,21 @@ impl Model {
         c.probe_at(c.line_of(va), c.line_of(pa)).is_some_and(|slot| !c.slot_stale(slot))
     }
 
+    /// The bytes of the line `line` in `cpu`'s L1D slot `slot` that further write-back writes
+    /// by `cpu` change nothing for ([`Model::mark_l1d_dirty`] would be a no-op): the copy is
+    /// dirty, no write-streaming detector watches (rule 20d), and the sanitizer already holds
+    /// those bytes written ([`Sanitizer::rewrite_quiet_bytes`]).
+    pub fn l1d_rewrite_quiet(&self, cpu: usize, slot: usize, line: u64) -> ByteMask {
+        let c = &self.l1d[cpu];
+        if self.ws_lines != 0 || !c.is_dirty(slot) || c.slot(slot).map(|e| e.line) != Some(line) {
+            return 0;
+        }
+        match &self.san {
+            Some(san) => san.rewrite_quiet_bytes(line),
+            None => full_mask(c.line_shift()),
+        }
+    }
+
     /// The L1D set of `cpu`'s slot `slot`.
     #[inline]
     pub fn l1d_set_of_slot(&self, cpu: usize, slot: usize) -> usize {

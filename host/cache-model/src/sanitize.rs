@@ -203,6 +203,23 @@ impl Sanitizer {
         Self { idc, dic, unwritten: vec![u64::MAX; UNWRITTEN_SLOTS], ..Self::default() }
     }
 
+    /// The bytes of `line` that one more write-back write, by a core whose L1D already holds
+    /// the line dirty, would change nothing for ([`Sanitizer::wrote`] with `dirty:
+    /// Some(false)` and no concurrently modifiable store): already dirty, dirty in the L1,
+    /// written in this IC epoch (unless DIC), and not marked concurrently modifiable.
+    pub fn rewrite_quiet_bytes(&self, line: u64) -> ByteMask {
+        let Some(e) = self.lines.get(&line) else { return 0 };
+        let quiet = e.dirty & e.l1_dirty & !e.cmodx;
+        if self.dic {
+            return quiet;
+        }
+        let slot = (line as usize) & (UNWRITTEN_SLOTS - 1);
+        if e.written == 0 || e.epoch != self.ic_epoch || self.unwritten.get(slot) == Some(&line) {
+            return 0;
+        }
+        quiet & e.written
+    }
+
     /// [`Sanitizer::written`] through the memo of unwritten lines (the fetch path's question).
     #[inline]
     pub fn written_memo(&mut self, line: u64) -> Option<(u64, ByteMask)> {

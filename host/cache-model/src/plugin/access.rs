@@ -22,6 +22,7 @@ struct Remembered {
     slot: u64,
     set: usize,
     l1line: u64,
+    quiet: u64,
 }
 
 /// Where a fetch callback's TB runs. QEMU translates every AArch64 TB position-independent
@@ -189,7 +190,7 @@ impl<H: Host> Engine<H> {
             let mode = if write || !self.settings.sanitize { LineMode::Bypass } else { LineMode::BypassLoads };
             let single = self.one_line_only(core);
             self.own_changes(core, cpu);
-            let line = Remembered { vline: vaddr >> shift, mode, slot: 0, set: (pa >> shift) as usize, l1line: pa >> shift };
+            let line = Remembered { vline: vaddr >> shift, mode, slot: 0, set: (pa >> shift) as usize, l1line: pa >> shift, quiet: 0 };
             return self.remember_data(f, line, ok, tlb, single);
         }
         let counting = core.pcs.is_some();
@@ -220,6 +221,12 @@ impl<H: Host> Engine<H> {
         // A shared copy (rule 17) takes a store only with an upgrade: loads only then.
         let shared = keep.is_some_and(|s| m.vcpus() > 1 && m.l1d_shared(cpu, s));
         let set = keep.map(|s| m.l1d_set_of_slot(cpu, s));
+        // After a write-back store (the sanitizer's record of the line is at hand): the bytes
+        // later stores change nothing for.
+        let quiet = match keep {
+            Some(s) if write && attr == Attr::NormalWriteBack => m.l1d_rewrite_quiet(cpu, s, pa >> shift),
+            _ => 0,
+        };
         if let Some((t, _)) = core.pcs.as_mut() {
             t.add(hint.pc, moved);
         }
@@ -235,7 +242,7 @@ impl<H: Host> Engine<H> {
         // Not kept: the line's set changed in the call, so whatever was remembered there is
         // no longer current.
         if let (Some(s), Some(set)) = (keep, set) {
-            let line = Remembered { vline: vaddr >> shift, mode, slot: s as u64, set, l1line: pa >> shift };
+            let line = Remembered { vline: vaddr >> shift, mode, slot: s as u64, set, l1line: pa >> shift, quiet };
             self.remember_data(f, line, emulator_pa, tlb, single);
         }
     }
@@ -316,7 +323,7 @@ impl<H: Host> Engine<H> {
     /// is the other page); `single`: [`Engine::one_line_only`].
     fn remember_data(&self, f: &Shortcut, line: Remembered, ok: bool, tlb: Option<bool>, single: bool) {
         if ok && self.shortcut_now() && tlb != Some(false) {
-            f.remember_line(line.vline, line.mode, line.slot, line.set, line.l1line, tlb == Some(true), single);
+            f.remember_line(line.vline, line.mode, line.slot, line.set, line.l1line, line.quiet, tlb == Some(true), single);
         } else if single || tlb.is_some() || !self.shortcut_now() {
             f.forget_lines();
         }

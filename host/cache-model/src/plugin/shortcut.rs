@@ -167,6 +167,9 @@ struct LineEntry {
     pc: AtomicU64,
     /// The bytes of the line those stores wrote (`sanitize::ByteMask`).
     bytes: AtomicU64,
+    /// The bytes a store changes nothing for (the copy is dirty and the sanitizer holds them
+    /// written: [`Model::l1d_rewrite_quiet`]): such a store is only counted, nothing deferred.
+    quiet: AtomicU64,
     /// 1 when the line's access was looked up in the TLB model (its page is then the L1 data
     /// TLB's most recent entry: every access counted here is an L1 TLB hit), else 0.
     tlb: AtomicU64,
@@ -397,6 +400,11 @@ impl Shortcut {
                 if self.in_last_tb(e.l1line.load(Relaxed) << shift, 1 << shift) {
                     return false;
                 }
+                let bytes = bytes();
+                if bytes & !e.quiet.load(Relaxed) == 0 {
+                    add(counter, n);
+                    return true;
+                }
                 if !e.dirty.load(Relaxed) {
                     self.writes.wrote(e.l1line.load(Relaxed) << shift, 1, shift);
                     e.pc.store(pc, Relaxed);
@@ -405,7 +413,7 @@ impl Shortcut {
                     let w = &self.pending[k / 64];
                     w.store(w.load(Relaxed) | 1 << (k % 64), Relaxed);
                 }
-                e.bytes.store(e.bytes.load(Relaxed) | bytes(), Relaxed);
+                e.bytes.store(e.bytes.load(Relaxed) | bytes, Relaxed);
             }
             add(counter, n);
             true
@@ -429,8 +437,10 @@ impl Shortcut {
     /// (the others are forgotten: a TLB model's most recent entry, or a write-streaming
     /// detector, sees every access in order). Called after the vCPU's deferred dirty bits were
     /// settled and [`Shortcut::model_changed`] saw the call's changes.
+    /// `quiet`: the bytes a store changes nothing for ([`Model::l1d_rewrite_quiet`]; 0 but for a
+    /// write-back line).
     #[allow(clippy::too_many_arguments)]
-    pub fn remember_line(&self, vline: u64, mode: LineMode, slot: u64, set: usize, l1line: u64, tlb: bool, single: bool) {
+    pub fn remember_line(&self, vline: u64, mode: LineMode, slot: u64, set: usize, l1line: u64, quiet: u64, tlb: bool, single: bool) {
         debug_assert!(self.pending.iter().all(|w| w.load(Relaxed) == 0), "remembered before settling");
         if single {
             self.forget_lines();
@@ -439,6 +449,7 @@ impl Shortcut {
         let e = &self.lines[k];
         let at = set & (STAMPS - 1);
         e.mode.store(mode as u8, Relaxed);
+        e.quiet.store(quiet, Relaxed);
         e.tlb.store(u64::from(tlb), Relaxed);
         e.slot.store(slot, Relaxed);
         e.l1line.store(l1line, Relaxed);
@@ -608,6 +619,10 @@ impl Shortcut {
                         m.note_uncached_writes(line, pc, bytes);
                     } else {
                         m.mark_l1d_dirty(cpu, e.slot.load(Relaxed) as usize, line, pc, bytes);
+                        // Now dirty and held written: further stores of them change nothing.
+                        if !m.streams_writes() {
+                            e.quiet.store(e.quiet.load(Relaxed) | bytes, Relaxed);
+                        }
                     }
                 }
             }
