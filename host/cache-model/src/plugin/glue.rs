@@ -550,12 +550,14 @@ impl HasCallbacks for CacheModel {
             // (they are callbacks anyway): then it is always called and the execution key is
             // reset, so that the next TB is never taken for a repeat.
             let repeats_inline = state.host.board.is_some() && plan.segments.is_empty();
-            let s = state.clone();
-            let memo = Arc::new(FetchMemo::default());
-            let m = memo.clone();
-            let fetch = move |vcpu| {
-                s.at_el(vcpu, el);
-                s.fetch(vcpu, start, first_len, repeats_inline, TbAt::Start(tb_pa), &m)
+            // Each registered closure owns its fetch memo (no further indirection to it).
+            let fetch = {
+                let s = state.clone();
+                let memo = FetchMemo::default();
+                move |vcpu| {
+                    s.at_el(vcpu, el);
+                    s.fetch(vcpu, start, first_len, repeats_inline, TbAt::Start(tb_pa), &memo)
+                }
             };
             // The TB's first callback may read the PC (`TbAt`): at a TB's start no register is
             // held apart from the vCPU state, so the access costs nothing there.
@@ -577,6 +579,7 @@ impl HasCallbacks for CacheModel {
                 (None, Some((handle, vmpidr))) if state.counts_repeats() => {
                     let key = if plan.segments.is_empty() { state.host.next_tb.fetch_add(1, Relaxed) } else { NO_TB };
                     let s = state.clone();
+                    let memo = FetchMemo::default();
                     let identify_and_fetch = move |vcpu| {
                         identify_core(&s, handle, vmpidr, vcpu);
                         s.tb_exec(vcpu, key, |counted| {
