@@ -649,6 +649,31 @@ impl Guest {
         self.invalidate();
     }
 
+    /// log2 of the span of VAs around `va` whose translations a TLBI by VA of `va` by `cpu`
+    /// may have invalidated: the larger of the cached walk's mapping that holds `va` (the
+    /// translation before the TLBI) and the current tables' (a page or block; the granule's
+    /// page when the walk faults at the last level, since a guest that breaks a block before
+    /// making it anew faults above that level until it has). `None` when the tables cannot
+    /// tell (the MMU off, a fault above the last level, an unsupported regime). Asked before
+    /// [`Guest::forget_page`].
+    pub fn tlbi_extent(&mut self, cpu: usize, va: u64, mem: &dyn PhysMem) -> Option<u32> {
+        let c = self.cpu(cpu);
+        if c.real_mmu_off() {
+            return None;
+        }
+        let (r, e2h) = (c.regime(), c.hcr & HCR_E2H != 0);
+        let regs = c.regs[r.index()];
+        let (i, tag, key) = self.tlb_slot(cpu, va);
+        let e = self.tlb[i];
+        let old = if e.tag == tag && e.key == key && e.gen == self.gen { u32::from(e.size_shift) } else { PAGE_SHIFT };
+        let new = match walk(mem, r, &regs, e2h, va) {
+            Ok(w) => w.size_shift.clamp(PAGE_SHIFT, 63),
+            Err(Fault::Translation(3)) => crate::walk::granule_shift(r, &regs, va)?,
+            Err(_) => return None,
+        };
+        Some(old.max(new))
+    }
+
     /// Forgets learned pages (as [`Guest::forget_pages`]) but, of the cached walks, only those
     /// whose mapping holds `va` (a TLBI by VA: the architecture lets every other entry stay, so
     /// a guest that changes a valid entry breaks before it makes, with a TLBI of that VA; an

@@ -293,6 +293,11 @@ fn params(regime: Regime, regs: &RegimeRegs, va: u64) -> Result<Params, Fault> {
     Ok(Params { base: ttbr & 0x0000_ffff_ffff_fffe, g, ia, pa_bits })
 }
 
+/// log2 of the translation granule `regime`'s registers give `va`'s range, if supported.
+pub fn granule_shift(regime: Regime, regs: &RegimeRegs, va: u64) -> Option<u32> {
+    params(regime, regs, va).ok().map(|p| p.g)
+}
+
 /// Walks `va` through `regime`'s tables (stage 1 only). HCR_EL2.E2H is the caller's: with
 /// `e2h` set, the EL2 regime is VHE's and not followed ([`Fault::Vhe`]).
 pub fn walk(mem: &dyn PhysMem, regime: Regime, regs: &RegimeRegs, e2h: bool, va: u64) -> Result<Walked, Fault> {

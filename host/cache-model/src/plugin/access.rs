@@ -131,7 +131,7 @@ impl<H: Host> Engine<H> {
         let emulator_pa = known.is_some();
         if write && self.memos_on {
             // A fetch memo of these lines no longer holds (the sanitizer's judgement may change).
-            self.writes.wrote(pa, u64::from(size), f.line_shift());
+            self.stamps_memo.wrote(pa, u64::from(size), f.line_shift());
         }
         self.touched(core, pa, u64::from(size));
         if learned {
@@ -471,7 +471,7 @@ impl<H: Host> Engine<H> {
             if !f.l1i_changed(m.take_l1i_changes(cpu)) {
                 self.drop_fetch_memos_of(cpu);
             }
-            f.memo_fetch(memo, self.fetch_epochs[cpu].load(Relaxed), cpu, hit.line, set, hit.pa, hit.lo, hit.hi);
+            f.memo_fetch(memo, self.fetch_epochs[cpu].load(Relaxed), cpu, va, hit.line, set, hit.pa, hit.lo, hit.hi);
             true
         } else {
             m.l1i_holds_fresh(cpu, va, hit.pa)
@@ -496,7 +496,7 @@ impl<H: Host> Engine<H> {
         let pa = (line << shift) | (va & ((1 << shift) - 1));
         if let Some(set) = m.l1i_quiet_set(cpu, va, pa) {
             let (lo, hi) = f.last_tb();
-            f.memo_fetch(memo, self.fetch_epochs[cpu].load(Relaxed), cpu, line, set, pa, lo, hi);
+            f.memo_fetch(memo, self.fetch_epochs[cpu].load(Relaxed), cpu, va, line, set, pa, lo, hi);
         }
     }
 

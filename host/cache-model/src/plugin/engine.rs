@@ -20,7 +20,7 @@ use crate::walk::PhysMem;
 
 use super::emit::Core;
 use super::lock::{Guard, SpinLock};
-use super::shortcut::{Shortcut, WriteStamps};
+use super::shortcut::{MemoStamps, Shortcut};
 
 /// What the engine asks of the emulator besides the callback's arguments; guest physical memory
 /// ([`PhysMem`]) is what the walk reads the guest's tables from.
@@ -175,8 +175,8 @@ pub struct Engine<H> {
     pub(super) fetch_epochs: Box<[AtomicU32]>,
     /// Fetch memos are made (the shortcut runs and no TLB model counts lookups).
     pub(super) memos_on: bool,
-    /// Every vCPU's write stamps ([`WriteStamps`]).
-    pub(super) writes: Arc<WriteStamps>,
+    /// Every vCPU's fetch-memo stamps ([`MemoStamps`]).
+    pub(super) stamps_memo: Arc<MemoStamps>,
     core: SpinLock<Core>,
 }
 
@@ -210,7 +210,7 @@ impl<H: Host> Engine<H> {
         let repeats_inline = inline_repeats_allowed(&settings, vcpus);
         let mut core = Core::new(&settings, out);
         core.tlb = settings.tlb_geometry().map(|g| crate::tlb::Tlbs::new(g, vcpus));
-        let writes = Arc::new(WriteStamps::default());
+        let stamps_memo = Arc::new(MemoStamps::default());
         let memos_on = fast_on && core.tlb.is_none();
         let engine = Self {
             settings,
@@ -220,7 +220,7 @@ impl<H: Host> Engine<H> {
             fast_on,
             repeats_inline,
             boards: Box::new([]),
-            fast: (0..vcpus).map(|_| Shortcut::new(writes.clone())).collect(),
+            fast: (0..vcpus).map(|_| Shortcut::new(stamps_memo.clone())).collect(),
             round_robin: false,
             tagged_seen: AtomicBool::new(false),
             disagreed: AtomicU64::new(0),
@@ -234,7 +234,7 @@ impl<H: Host> Engine<H> {
             alias: (0..vcpus).map(|_| AtomicU64::new(0)).collect(),
             fetch_epochs: (0..vcpus).map(|_| AtomicU32::new(0)).collect(),
             memos_on,
-            writes,
+            stamps_memo,
             core: SpinLock::new(core),
         };
         if let Ok(v) = std::env::var("CS_MODEL_WALK_LOG") {
@@ -594,10 +594,11 @@ impl<H: Host> Engine<H> {
         }
     }
 
-    /// Before a data-cache operation by VA (DC by VA, DC ZVA) of `cpu`, with the shortcut:
-    /// [`Engine::settle`] that keeps the remembered lines and fetch memos, which
-    /// [`Engine::after_dc_by_va`] then drops where the operation changed the caches.
-    fn settle_for_dc_by_va(&self, core: &mut Core) {
+    /// Before an operation the shortcut follows precisely (DC by VA, DC ZVA, IC IVAU, a TLBI by
+    /// VA whose span the tables tell), with the shortcut: [`Engine::settle`] that keeps the
+    /// remembered lines and fetch memos, which [`Engine::after_by_va`] (and, for a TLBI,
+    /// [`Shortcut::forget_va_range`]) then drop where the operation changed them.
+    fn settle_keeping_shortcut(&self, core: &mut Core) {
         for (k, f) in self.started_cores() {
             self.settle_core(core, k, f);
             self.credit_fetch(core, k);
@@ -607,14 +608,14 @@ impl<H: Host> Engine<H> {
         }
     }
 
-    /// After a data-cache operation by VA at `pa` of `cpu` ([`Engine::settle_for_dc_by_va`]):
-    /// every core's lines and fetch memos where the operation changed its L1s, and every fetch
-    /// memo of the blocks around `pa` (DC ZVA writes a block of up to 2 KiB: Arm ARM
-    /// DCZID_EL0.BS ≤ 9).
-    fn after_dc_by_va(&self, core: &mut Core, cpu: usize, pa: Option<u64>) {
+    /// After such an operation of `cpu` ([`Engine::settle_keeping_shortcut`]): every core's lines
+    /// and fetch memos where the operation changed its L1s, and for a data-cache operation at
+    /// `pa` every fetch memo of the blocks around it (DC ZVA writes a block of up to 2 KiB: Arm
+    /// ARM DCZID_EL0.BS ≤ 9).
+    fn after_by_va(&self, core: &mut Core, cpu: usize, pa: Option<u64>) {
         if let Some(pa) = pa {
             const ZVA_MAX: u64 = 2048;
-            self.writes.wrote(pa & !(ZVA_MAX - 1), ZVA_MAX, super::shortcut::BLOCK_SHIFT);
+            self.stamps_memo.wrote(pa & !(ZVA_MAX - 1), ZVA_MAX, super::shortcut::BLOCK_SHIFT);
         }
         if let Some(m) = core.model.as_mut() {
             for (k, f) in self.started_cores() {
@@ -951,11 +952,22 @@ impl<H: Host> Engine<H> {
             insn,
             Insn::Tlbi { .. } | Insn::MsrSctlr { .. } | Insn::Marker | Insn::MsrControl { .. } | Insn::MsrTranslation { .. }
         );
-        // A DC by VA changes no translation and only the caches it reaches: the shortcut keeps
-        // what the operation leaves unchanged (Linux's boot makes over a million of them).
-        let by_va = self.fast_on && matches!(insn, Insn::DcVa { .. } | Insn::DcZva { .. });
-        if by_va {
-            self.settle_for_dc_by_va(&mut core);
+        // A DC by VA or an IC IVAU changes no translation and only the caches it reaches, a
+        // TLBI by VA only the translations of the span it reaches: the shortcut keeps what the
+        // operation leaves unchanged (Linux's boot makes over a million DC ZVAs, and a TLBI
+        // by VA and an IC IVAU per instruction it patches). Not with a TLB model (a TLBI
+        // changes its entries; the shortcut's TLB hits assume them).
+        let by_va = self.fast_on && matches!(insn, Insn::DcVa { .. } | Insn::DcZva { .. } | Insn::IcIvau { .. });
+        let tlbi_span = match insn {
+            Insn::Tlbi { va_rt: Some(_), .. } if self.fast_on && core.tlb.is_none() => {
+                let va = crate::decode::tlbi_operand_va(a);
+                // Up to a 2 MiB block (512 pages); beyond, everything is dropped.
+                core.guest.tlbi_extent(cpu, va, &self.host).filter(|&s| s <= 21).map(|s| (va >> s << s, 1u64 << s))
+            }
+            _ => None,
+        };
+        if by_va || tlbi_span.is_some() {
+            self.settle_keeping_shortcut(&mut core);
         } else {
             self.settle(&mut core, drop_pages);
         }
@@ -1070,12 +1082,18 @@ impl<H: Host> Engine<H> {
             Insn::Prefetch(_) => {}
         }
         if by_va {
-            self.after_dc_by_va(&mut core, cpu, dc_pa);
+            self.after_by_va(&mut core, cpu, dc_pa);
+        }
+        if let Some((va, len)) = tlbi_span {
+            for (_, f) in self.started_cores() {
+                f.forget_va_range(va, len);
+            }
+            self.stamps_memo.unmapped(va, len);
         }
         if core.model.as_ref().is_some_and(|m| m.has_events()) {
             let va = if matches!(insn, Insn::DcSetWay { .. }) { 0 } else { a };
             self.hazards(&mut core, va, pc, None);
-            if by_va {
+            if by_va || tlbi_span.is_some() {
                 self.settle(&mut core, false);
             }
         }

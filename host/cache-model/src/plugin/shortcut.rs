@@ -57,52 +57,82 @@ fn line_slot(vline: u64) -> usize {
     vline as usize & (LINES - 1)
 }
 
-/// log2 of the blocks [`WriteStamps`] stamps: the smallest line any cache has, and the
-/// fetch segments' unit (`tb_plan::FETCH_SEGMENT_SHIFT`), so one fetch callback's bytes lie in
-/// one block.
+/// log2 of the blocks write stamps cover ([`MemoStamps::writes`]): the smallest line any cache
+/// has, and the fetch segments' unit (`tb_plan::FETCH_SEGMENT_SHIFT`), so one fetch callback's
+/// bytes lie in one block.
 pub(super) const BLOCK_SHIFT: u32 = 6;
 const _: () = assert!(BLOCK_SHIFT == super::tb_plan::FETCH_SEGMENT_SHIFT);
-/// Write stamps kept: blocks are stamped by the low bits of their number.
-const WRITE_STAMPS: usize = 4096;
+/// log2 of the VA pages page stamps cover ([`MemoStamps::pages`]): the smallest granule.
+const VA_PAGE_SHIFT: u32 = 12;
+/// Stamps kept per table: blocks are stamped by the low bits of their number.
+const BLOCK_STAMPS: usize = 4096;
 
-/// A stamp per 64-byte block of physical memory (by the block number's low bits), shared by
-/// every vCPU: bumped for every block of the L1D line(s) a data write touches (through the
-/// model, or the first store a remembered line defers). A fetch memo ([`FetchMemo`]) holds
-/// while its block's stamp is unchanged: the sanitizer's judgement of a fetch changes only
-/// when its line is written.
-pub struct WriteStamps(Box<[AtomicU32]>);
-
-impl Default for WriteStamps {
-    fn default() -> Self {
-        Self((0..WRITE_STAMPS).map(|_| AtomicU32::new(0)).collect())
-    }
+/// A stamp per aligned block of `1 << shift` bytes of an address space, by the block number's
+/// low bits (blocks beyond share a stamp: a bump of one drops the other's memos too).
+pub struct Stamps {
+    shift: u32,
+    stamps: Box<[AtomicU32]>,
 }
 
-impl WriteStamps {
-    /// The index of the block holding `pa` and its stamp.
+impl Stamps {
+    fn new(shift: u32) -> Self {
+        Self { shift, stamps: (0..BLOCK_STAMPS).map(|_| AtomicU32::new(0)).collect() }
+    }
+
+    /// The index of the block holding `addr` and its stamp.
     #[inline]
-    pub fn at(&self, pa: u64) -> (u32, u32) {
-        let k = (pa >> BLOCK_SHIFT) as usize & (WRITE_STAMPS - 1);
-        (k as u32, self.0[k].load(Relaxed))
+    fn at(&self, addr: u64) -> (u32, u32) {
+        let k = (addr >> self.shift) as usize & (BLOCK_STAMPS - 1);
+        (k as u32, self.stamps[k].load(Relaxed))
     }
 
     /// Whether stamp `k` still has the value `stamp`.
     #[inline]
     fn holds(&self, k: u32, stamp: u32) -> bool {
-        self.0[k as usize].load(Relaxed) == stamp
+        self.stamps[k as usize].load(Relaxed) == stamp
     }
 
+    /// Bumps the stamp of every block of `[first, last]` (addresses), at most every stamp once.
+    #[inline]
+    fn bump(&self, first: u64, last: u64) {
+        let (lo, hi) = (first >> self.shift, last >> self.shift);
+        for b in lo..=hi.min(lo + BLOCK_STAMPS as u64 - 1) {
+            let s = &self.stamps[b as usize & (BLOCK_STAMPS - 1)];
+            s.store(s.load(Relaxed).wrapping_add(1), Relaxed);
+        }
+    }
+}
+
+/// What a fetch memo ([`FetchMemo`]) depends on beyond its vCPU's epoch and L1I set, shared by
+/// every vCPU: the writes to its code (the sanitizer's judgement of a fetch changes only when
+/// its line is written) and the TLBIs of its VA page (its translation and attribute).
+pub struct MemoStamps {
+    /// A stamp per 64-byte block of physical memory: bumped for every block of the L1D
+    /// line(s) a data write touches (through the model, or the first store a remembered line
+    /// defers).
+    writes: Stamps,
+    /// A stamp per 4 KiB page of VA: bumped for every page a TLBI by VA reaches.
+    pages: Stamps,
+}
+
+impl Default for MemoStamps {
+    fn default() -> Self {
+        Self { writes: Stamps::new(BLOCK_SHIFT), pages: Stamps::new(VA_PAGE_SHIFT) }
+    }
+}
+
+impl MemoStamps {
     /// A write to `[pa, pa + len)`, in lines of log2 size `shift`: every block of those lines.
     #[inline]
     pub fn wrote(&self, pa: u64, len: u64, shift: u32) {
         let first = pa >> shift << shift;
-        let end = (pa + len.max(1) - 1) >> shift << shift | ((1 << shift) - 1);
-        let mut b = first >> BLOCK_SHIFT;
-        while b <= end >> BLOCK_SHIFT {
-            let s = &self.0[b as usize & (WRITE_STAMPS - 1)];
-            s.store(s.load(Relaxed).wrapping_add(1), Relaxed);
-            b += 1;
-        }
+        let last = (pa + len.max(1) - 1) | ((1 << shift) - 1);
+        self.writes.bump(first, last);
+    }
+
+    /// A TLBI by VA that reaches `[va, va + len)`.
+    pub fn unmapped(&self, va: u64, len: u64) {
+        self.pages.bump(va, va + len.max(1) - 1);
     }
 }
 
@@ -123,9 +153,11 @@ pub struct FetchMemo {
     hi: AtomicU64,
     /// The index of the line's L1I set in [`Shortcut`]'s most-recent-line table.
     set_at: AtomicU32,
-    /// The fetched block's write stamp ([`WriteStamps`]) index and value.
+    /// The fetched block's write stamp ([`MemoStamps`]) index and value, and its VA page's.
     write_at: AtomicU32,
     write: AtomicU32,
+    page_at: AtomicU32,
+    page: AtomicU32,
 }
 
 /// What a fetch memo gives a fetch that it answers: the line it fetched and the PA range of
@@ -240,8 +272,8 @@ pub struct Shortcut {
     /// each model call reports). Any memo of that line is then a hit that changes nothing,
     /// whichever callback made it (TBs share lines).
     imru: Box<[AtomicU64]>,
-    /// Every vCPU's write stamps (one object, shared).
-    writes: Arc<WriteStamps>,
+    /// Every vCPU's memo stamps (one object, shared).
+    stamps_memo: Arc<MemoStamps>,
     /// Fetches a memo answered (diagnostics: the tests check the memos run).
     memo_fetches: AtomicU64,
     d_hits: AtomicU64,
@@ -298,11 +330,11 @@ impl Default for Shortcut {
 }
 
 impl Shortcut {
-    /// Nothing remembered, 64-byte L1D lines; `writes`: the write stamps every vCPU shares.
-    pub fn new(writes: Arc<WriteStamps>) -> Self {
+    /// Nothing remembered, 64-byte L1D lines; `stamps_memo`: the memo stamps every vCPU shares.
+    pub fn new(stamps_memo: Arc<MemoStamps>) -> Self {
         let f = Self {
             imru: (0..STAMPS).map(|_| AtomicU64::new(NONE)).collect(),
-            writes,
+            stamps_memo,
             memo_fetches: AtomicU64::new(0),
             lines: (0..LINES).map(|_| LineEntry::default()).collect(),
             stamps: (0..STAMPS).map(|_| AtomicU32::new(0)).collect(),
@@ -406,7 +438,7 @@ impl Shortcut {
                     return true;
                 }
                 if !e.dirty.load(Relaxed) {
-                    self.writes.wrote(e.l1line.load(Relaxed) << shift, 1, shift);
+                    self.stamps_memo.wrote(e.l1line.load(Relaxed) << shift, 1, shift);
                     e.pc.store(pc, Relaxed);
                     e.dirty.store(true, Relaxed);
                     e.bytes.store(0, Relaxed);
@@ -493,14 +525,17 @@ impl Shortcut {
         true
     }
 
-    /// Makes `memo` answer the next fetches of its callback on this vCPU (`core`) while the
-    /// engine's fetch epoch is `epoch`: its one L1I line `line` (set `set`, PA range
+    /// Makes `memo` answer the next fetches of its callback at `va` on this vCPU (`core`) while
+    /// the engine's fetch epoch is `epoch`: its one L1I line `line` (set `set`, PA range
     /// `[lo, hi)` of the TB's lines) is the most recent of its set now (a hit on it changes
     /// nothing while it stays so), and the fetched bytes at `pa` reported nothing.
     #[allow(clippy::too_many_arguments)]
-    pub fn memo_fetch(&self, memo: &FetchMemo, epoch: u32, core: usize, line: u64, set: usize, pa: u64, lo: u64, hi: u64) {
+    pub fn memo_fetch(&self, memo: &FetchMemo, epoch: u32, core: usize, va: u64, line: u64, set: usize, pa: u64, lo: u64, hi: u64) {
         let at = set & (STAMPS - 1);
-        let (write_at, write) = self.writes.at(pa);
+        let (write_at, write) = self.stamps_memo.writes.at(pa);
+        let (page_at, page) = self.stamps_memo.pages.at(va);
+        memo.page_at.store(page_at, Relaxed);
+        memo.page.store(page, Relaxed);
         self.imru[at].store(line, Relaxed);
         memo.core.store(core as u32, Relaxed);
         memo.line.store(line, Relaxed);
@@ -523,7 +558,8 @@ impl Shortcut {
         let ok = e != 0
             && e == epoch.wrapping_add(1)
             && memo.core.load(Relaxed) == core as u32
-            && self.writes.holds(memo.write_at.load(Relaxed), memo.write.load(Relaxed));
+            && self.stamps_memo.writes.holds(memo.write_at.load(Relaxed), memo.write.load(Relaxed))
+            && self.stamps_memo.pages.holds(memo.page_at.load(Relaxed), memo.page.load(Relaxed));
         ok.then(|| MemoHit {
             line: memo.line.load(Relaxed),
             pa: memo.pa.load(Relaxed),
@@ -586,6 +622,27 @@ impl Shortcut {
     /// Whether an uncached line is remembered.
     pub fn has_bypass(&self) -> bool {
         self.bypass_at.load(Relaxed) != NONE
+    }
+
+    /// Forgets the lines and the pages of VAs in `[va, va + len)` (a TLBI by VA that reaches
+    /// that span: [`crate::guest::Guest::tlbi_extent`]).
+    pub fn forget_va_range(&self, va: u64, len: u64) {
+        let (lo, hi) = (va, va + len.max(1) - 1);
+        let shift = self.line_shift();
+        for (k, e) in self.lines.iter().enumerate() {
+            let vline = e.vline.load(Relaxed);
+            if vline != NONE && (lo >> shift..=hi >> shift).contains(&vline) {
+                e.vline.store(NONE, Relaxed);
+                if self.bypass_at.load(Relaxed) == k as u64 {
+                    self.bypass_at.store(NONE, Relaxed);
+                }
+            }
+        }
+        for p in &self.p_vpn {
+            if (lo >> PAGE_SHIFT..=hi >> PAGE_SHIFT).contains(&p.load(Relaxed)) {
+                p.store(NONE, Relaxed);
+            }
+        }
     }
 
     /// Forgets the lines and the pages (TLBI, an SCTLR write, a marker).
