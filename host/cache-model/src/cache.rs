@@ -373,6 +373,23 @@ impl Cache {
         Some(set)
     }
 
+    /// A demand hit on `line` in slot `slot` when the slot still holds it, neither prefetched
+    /// nor stale (and, for a `store`, dirty and not shared: a hit that only updates the
+    /// replacement order): made, and the slot's set returned; `None` (nothing changed)
+    /// otherwise.
+    pub fn slot_plain_hit(&mut self, slot: usize, line: u64, store: bool) -> Option<usize> {
+        if self.tags.get(slot) != Some(&line) {
+            return None;
+        }
+        let f = self.flags[slot];
+        if f & (PREFETCHED | STALE) != 0 || store && (f & DIRTY == 0 || f & SHARED != 0) {
+            return None;
+        }
+        let (set, w) = (slot / self.ways, slot % self.ways);
+        self.used(set, w);
+        Some(set)
+    }
+
     /// The slot holding `line`, without touching replacement state.
     #[inline]
     pub fn probe(&self, line: u64) -> Option<usize> {

@@ -685,6 +685,20 @@ impl Model {
         Some(set)
     }
 
+    /// A data access by `cpu` of the line `line` in its L1D slot `slot` that is a plain hit
+    /// (the plugin's line table knows the translation, the attribute and, for a store, that
+    /// the sanitizer already holds the bytes written: [`Model::l1d_rewrite_quiet`]): one access
+    /// and hit served by the L1D, the line made the most recent of its set; the set. `None`
+    /// (nothing done) when the slot no longer holds the line plainly ([`Cache::slot_plain_hit`]).
+    pub fn l1d_plain_hit(&mut self, cpu: usize, slot: usize, line: u64, store: bool) -> Option<usize> {
+        let set = self.l1d[cpu].slot_plain_hit(slot, line, store)?;
+        let t = self.totals.at(Level::L1D);
+        t.accesses += 1;
+        t.hits += 1;
+        self.totals.served[0] += 1;
+        Some(set)
+    }
+
     /// Whether `cpu`'s L1I holds the line at `pa` (through `va`) and its copy is not stale.
     pub fn l1i_holds_fresh(&self, cpu: usize, va: u64, pa: u64) -> bool {
         let c = &self.l1i[cpu];

@@ -9,7 +9,7 @@ use crate::tlb::Side;
 
 use super::emit::Core;
 use super::engine::{Engine, Host, MemAccess};
-use super::shortcut::{FetchMemo, FetchMode, LineMode, MemoHit, Shortcut, BYPASS_LINE, PAGE_SHIFT};
+use super::shortcut::{Answer, FetchMemo, FetchMode, LineMode, MemoHit, Shortcut, BYPASS_LINE, PAGE_SHIFT};
 use super::tb_plan::Group;
 
 /// A fetch's attribute and its page's translation ([`Guest::fetch_view`](crate::guest::Guest::fetch_view)).
@@ -70,10 +70,42 @@ impl<H: Host> Engine<H> {
         // member in another page is translated by the guest's tables, as without the shortcut
         // (which may map its VA elsewhere than the emulator did when the line was remembered).
         let own_page = vaddr >> PAGE_SHIFT == translated >> PAGE_SHIFT;
-        if shortcut && own_page && self.fast[cpu].access(vaddr, || size.unwrap_or_else(|| info.size()), write, hint.pc) {
-            return;
+        // A store of an instruction one PE may modify while another runs it (the sanitizer marks
+        // its bytes: rule 16) goes to the model.
+        let cmodx = || write && size.is_none() && vaddr & 3 == 0 && self.settings.sanitize && info.size() == 4 && {
+            info.value().is_some_and(|v| crate::decode::is_cmodx_permitted(v as u32))
+        };
+        if shortcut && own_page && !cmodx() {
+            match self.fast[cpu].access(vaddr, || size.unwrap_or_else(|| info.size()), write, hint.pc) {
+                Answer::Counted => return,
+                Answer::Moved(k) if self.memos_on && self.promote(cpu, k, write) => return,
+                _ => {}
+            }
         }
         self.mem_through(cpu, info, own_page, vaddr, write, size, hint);
+    }
+
+    /// An access the line table answered [`Answer::Moved`] (entry `k`): the model's plain hit
+    /// alone, under the lock (the translation, the attribute and the sanitizer's part are the
+    /// entry's), and the entry current again; `false` (nothing done) when the line is no
+    /// longer a plain hit, the previous TB's repeats are to be replayed first, or the
+    /// shortcut remembers one line at a time.
+    #[inline(never)]
+    fn promote(&self, cpu: usize, k: usize, write: bool) -> bool {
+        let f = &self.fast[cpu];
+        if f.replay().is_some() {
+            return false;
+        }
+        let mut core = self.lock();
+        if self.one_line_only(&core) {
+            return false;
+        }
+        let Some(m) = core.model.as_mut() else { return false };
+        let (slot, line) = f.entry_line(k);
+        let Some(set) = m.l1d_plain_hit(cpu, slot, line, write) else { return false };
+        f.model_changed(m.take_l1d_changes(cpu));
+        f.promoted(k, set);
+        true
     }
 
     /// A data access the shortcut did not answer: through the model.

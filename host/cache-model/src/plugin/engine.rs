@@ -1084,6 +1084,12 @@ impl<H: Host> Engine<H> {
         if by_va {
             self.after_by_va(&mut core, cpu, dc_pa);
         }
+        if self.fast_on && matches!(insn, Insn::IcIvau { .. }) {
+            // The sanitizer's written bytes of the line start afresh: stores must reach it again.
+            for (_, f) in self.started_cores() {
+                f.forget_quiet();
+            }
+        }
         if let Some((va, len)) = tlbi_span {
             for (_, f) in self.started_cores() {
                 f.forget_va_range(va, len);

@@ -42,19 +42,35 @@ fn page_slot(vaddr: u64) -> usize {
     (vaddr >> PAGE_SHIFT) as usize & (PAGES - 1)
 }
 
-/// Entries of the line table: direct-mapped by the VA line number's low bits, at most one line
-/// per L1D set current (the set's most recent line).
-pub(super) const LINES: usize = 128;
+/// Pairs of entries of the line table: two-way, by the VA line number's low bits (two lines
+/// alternating in one L1D set both stay remembered; at most one of them is current, the set's
+/// most recent line: the other is promoted by [`Shortcut::promoted`]).
+const LINE_PAIRS: usize = 128;
+/// Entries of the line table.
+pub(super) const LINES: usize = 2 * LINE_PAIRS;
 /// Stamps of L1D sets, indexed by the set number's low bits (sets beyond share a stamp: a change
 /// of one drops the other's line too, which costs a model call, never a wrong count).
 const STAMPS: usize = 1024;
 /// Words of the pending-dirty bitmap (one bit per line-table entry).
 const PENDING_WORDS: usize = LINES / 64;
 
-/// The line-table entry of VA line `vline`.
+/// The first of the two line-table entries VA line `vline` may occupy.
 #[inline]
-fn line_slot(vline: u64) -> usize {
-    vline as usize & (LINES - 1)
+fn line_pair(vline: u64) -> usize {
+    2 * (vline as usize & (LINE_PAIRS - 1))
+}
+
+/// What the line table says of a data access ([`Shortcut::access`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Counted here: a hit that changes nothing.
+    Counted,
+    /// Entry `k` holds the line and its mode allows the access, but the line's set changed
+    /// since: a plain hit if the line is still there, which only promotes it
+    /// ([`Shortcut::promoted`]).
+    Moved(usize),
+    /// The model decides.
+    No,
 }
 
 /// log2 of the blocks write stamps cover ([`MemoStamps::writes`]): the smallest line any cache
@@ -258,6 +274,8 @@ pub struct Shortcut {
     /// One stamp per L1D set (low bits of the set number): bumped when the set changes in the
     /// model, which makes the line remembered there stale.
     stamps: Box<[AtomicU32]>,
+    /// Per pair of entries: which of the two was remembered last (the other is replaced first).
+    recent: Box<[AtomicU8]>,
     /// The entries with a deferred dirty bit (bit k = entry k).
     pending: [AtomicU64; PENDING_WORDS],
     /// The entry holding an uncached line ([`LineMode::Bypass`] or [`LineMode::BypassLoads`]),
@@ -337,6 +355,7 @@ impl Shortcut {
             stamps_memo,
             memo_fetches: AtomicU64::new(0),
             lines: (0..LINES).map(|_| LineEntry::default()).collect(),
+            recent: (0..LINE_PAIRS).map(|_| AtomicU8::new(0)).collect(),
             stamps: (0..STAMPS).map(|_| AtomicU32::new(0)).collect(),
             pending: Default::default(),
             bypass_at: AtomicU64::new(NONE),
@@ -379,14 +398,21 @@ impl Shortcut {
         self.d_shift.store(u64::from(shift), Relaxed);
     }
 
-    /// The entry of VA line `vline` when it holds that line and the line is current (its set
-    /// has not changed in the model since it was remembered).
+    /// The entry holding VA line `vline`, if any.
     #[inline]
-    fn current(&self, vline: u64) -> Option<(usize, &LineEntry)> {
-        let k = line_slot(vline);
-        let e = &self.lines[k];
-        (e.vline.load(Relaxed) == vline && self.stamps[e.stamp_at.load(Relaxed) as usize].load(Relaxed) == e.stamp.load(Relaxed))
-            .then_some((k, e))
+    fn find(&self, vline: u64) -> Option<(usize, &LineEntry)> {
+        let k = line_pair(vline);
+        if self.lines[k].vline.load(Relaxed) == vline {
+            return Some((k, &self.lines[k]));
+        }
+        (self.lines[k + 1].vline.load(Relaxed) == vline).then(|| (k + 1, &self.lines[k + 1]))
+    }
+
+    /// Whether entry `e` is current (its set has not changed in the model since it was
+    /// remembered).
+    #[inline]
+    fn is_current(&self, e: &LineEntry) -> bool {
+        self.stamps[e.stamp_at.load(Relaxed) as usize].load(Relaxed) == e.stamp.load(Relaxed)
     }
 
     /// One data access of `size()` bytes at `vaddr`: counted here (`true`) when it falls in a
@@ -394,16 +420,54 @@ impl Shortcut {
     /// The size is asked only for a store (the bytes it writes) or an access within 16 bytes of
     /// the line's end.
     #[inline]
-    pub fn access(&self, vaddr: u64, size: impl FnOnce() -> u32, write: bool, pc: u64) -> bool {
+    pub fn access(&self, vaddr: u64, size: impl FnOnce() -> u32, write: bool, pc: u64) -> Answer {
         let shift = self.line_shift();
         let off = vaddr & ((1 << shift) - 1);
-        let Some((k, e)) = self.current(vaddr >> shift) else { return false };
+        let Some((k, e)) = self.find(vaddr >> shift) else { return Answer::No };
         // Accesses are at most 16 bytes: only those near the line's end need their size.
         let size = if write || off + 16 > 1 << shift { u64::from(size()) } else { 1 };
         if off + size > 1 << shift {
-            return false;
+            return Answer::No;
         }
-        self.hit(k, e, 1, write, pc, || byte_mask(off, size, shift))
+        if self.is_current(e) {
+            return if self.hit(k, e, 1, write, pc, || byte_mask(off, size, shift)) { Answer::Counted } else { Answer::No };
+        }
+        // A load, or a store of bytes it changes nothing for, of a cacheable line.
+        let mode = LineMode::from_u8(e.mode.load(Relaxed));
+        let plain = match mode {
+            Some(LineMode::Loads) => !write,
+            Some(LineMode::LoadsAndStores) => {
+                !write || byte_mask(off, size, shift) & !e.quiet.load(Relaxed) == 0 && !self.in_last_tb(e.l1line.load(Relaxed) << shift, 1 << shift)
+            }
+            _ => false,
+        };
+        if plain {
+            Answer::Moved(k)
+        } else {
+            Answer::No
+        }
+    }
+
+    /// Entry `k`'s L1D slot and model line number (an [`Answer::Moved`]'s, for the model).
+    pub fn entry_line(&self, k: usize) -> (usize, u64) {
+        let e = &self.lines[k];
+        (e.slot.load(Relaxed) as usize, e.l1line.load(Relaxed))
+    }
+
+    /// Entry `k`'s line was promoted by the model (a plain hit, counted there: an
+    /// [`Answer::Moved`]), whose changes [`Shortcut::model_changed`] has seen: it is current
+    /// again, in L1D set `set`.
+    pub fn promoted(&self, k: usize, set: usize) {
+        let e = &self.lines[k];
+        let at = set & (STAMPS - 1);
+        e.stamp_at.store(at as u32, Relaxed);
+        e.stamp.store(self.stamps[at].load(Relaxed), Relaxed);
+    }
+
+    /// Forgets which bytes the remembered lines take stores of without the model (an IC
+    /// invalidate starts the sanitizer's written bytes afresh).
+    pub fn forget_quiet(&self) {
+        self.lines.iter().for_each(|e| e.quiet.store(0, Relaxed));
     }
 
     /// A group's members after its leader's access at `vaddr` (see `tb_plan::Group`): all counted
@@ -415,7 +479,7 @@ impl Shortcut {
         if off + g.lo < 0 || off + g.hi > 1 << shift {
             return false;
         }
-        let Some((k, e)) = self.current(vaddr >> shift) else { return false };
+        let Some((k, e)) = self.find(vaddr >> shift).filter(|(_, e)| self.is_current(e)) else { return false };
         // The bytes the store members write.
         let bytes = || g.members.iter().filter(|m| m.2).fold(0, |b, &(d, size, _)| b | byte_mask((off + d) as u64, u64::from(size), shift));
         self.hit(k, e, g.members.len() as u64, g.stores, g.store_pc, bytes)
@@ -477,7 +541,23 @@ impl Shortcut {
         if single {
             self.forget_lines();
         }
-        let k = line_slot(vline);
+        let k = match self.find(vline) {
+            Some((k, _)) => k,
+            None => {
+                // The entry not current (or empty) first, else the one remembered before.
+                let p = line_pair(vline);
+                let (a, b) = (&self.lines[p], &self.lines[p + 1]);
+                let free = |e: &LineEntry| e.vline.load(Relaxed) == NONE || !self.is_current(e);
+                if free(a) {
+                    p
+                } else if free(b) {
+                    p + 1
+                } else {
+                    p + 1 - usize::from(self.recent[p / 2].load(Relaxed))
+                }
+            }
+        };
+        self.recent[k / 2].store((k % 2) as u8, Relaxed);
         let e = &self.lines[k];
         let at = set & (STAMPS - 1);
         e.mode.store(mode as u8, Relaxed);
