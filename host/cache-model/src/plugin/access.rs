@@ -72,8 +72,10 @@ impl<H: Host> Engine<H> {
         let own_page = vaddr >> PAGE_SHIFT == translated >> PAGE_SHIFT;
         // A store of an instruction one PE may modify while another runs it (the sanitizer marks
         // its bytes: rule 16) goes to the model.
-        let cmodx = || write && size.is_none() && vaddr & 3 == 0 && self.settings.sanitize && info.size() == 4 && {
-            info.value().is_some_and(|v| crate::decode::is_cmodx_permitted(v as u32))
+        let cmodx = || {
+            write && size.is_none() && vaddr & 3 == 0 && self.settings.sanitize && info.size() == 4 && {
+                info.value().is_some_and(|v| crate::decode::is_cmodx_permitted(v as u32))
+            }
         };
         if shortcut && own_page && !cmodx() {
             match self.fast[cpu].access(vaddr, || size.unwrap_or_else(|| info.size()), write, hint.pc) {
@@ -542,6 +544,9 @@ impl<H: Host> Engine<H> {
             return;
         }
         let l1d_shift = self.fast[cpu].line_shift();
+        if self.vcpus == 1 {
+            return self.fast[cpu].forget_bypass_in(lo, hi, l1d_shift);
+        }
         for (k, g) in self.started_cores() {
             if k == cpu {
                 g.forget_bypass_in(lo, hi, l1d_shift);

@@ -289,6 +289,7 @@ impl Qemu {
 }
 
 impl Host for Qemu {
+    #[inline]
     fn execs(&self, cpu: usize) -> u64 {
         debug_assert_eq!(cpu, 0, "the board exists with one vCPU only");
         // SAFETY: vCPU 0's entry (Board::entry), written by the inline ops this very thread runs

@@ -437,7 +437,9 @@ impl Shortcut {
         let plain = match mode {
             Some(LineMode::Loads) => !write,
             Some(LineMode::LoadsAndStores) => {
-                !write || byte_mask(off, size, shift) & !e.quiet.load(Relaxed) == 0 && !self.in_last_tb(e.l1line.load(Relaxed) << shift, 1 << shift)
+                !write
+                    || byte_mask(off, size, shift) & !e.quiet.load(Relaxed) == 0
+                        && !self.in_last_tb(e.l1line.load(Relaxed) << shift, 1 << shift)
             }
             _ => false,
         };
@@ -490,41 +492,44 @@ impl Shortcut {
     /// engine's `wrote_code`).
     #[inline]
     fn hit(&self, k: usize, e: &LineEntry, n: u64, write: bool, pc: u64, bytes: impl FnOnce() -> u64) -> bool {
-        let defer = |counter: &AtomicU64| {
-            if write {
-                let shift = self.line_shift();
-                if self.in_last_tb(e.l1line.load(Relaxed) << shift, 1 << shift) {
-                    return false;
-                }
-                let bytes = bytes();
-                if bytes & !e.quiet.load(Relaxed) == 0 {
-                    add(counter, n);
-                    return true;
-                }
-                if !e.dirty.load(Relaxed) {
-                    self.stamps_memo.wrote(e.l1line.load(Relaxed) << shift, 1, shift);
-                    e.pc.store(pc, Relaxed);
-                    e.dirty.store(true, Relaxed);
-                    e.bytes.store(0, Relaxed);
-                    let w = &self.pending[k / 64];
-                    w.store(w.load(Relaxed) | 1 << (k % 64), Relaxed);
-                }
-                e.bytes.store(e.bytes.load(Relaxed) | bytes, Relaxed);
-            }
-            add(counter, n);
-            true
+        let counter = match LineMode::from_u8(e.mode.load(Relaxed)) {
+            Some(LineMode::Bypass) => &self.d_bypass,
+            Some(LineMode::BypassLoads) if !write => &self.d_bypass,
+            Some(LineMode::LoadsAndStores) => &self.d_hits,
+            Some(LineMode::Loads) if !write => &self.d_hits,
+            _ => return false,
         };
-        let counted = match LineMode::from_u8(e.mode.load(Relaxed)) {
-            Some(LineMode::Bypass) => defer(&self.d_bypass),
-            Some(LineMode::BypassLoads) if !write => defer(&self.d_bypass),
-            Some(LineMode::LoadsAndStores) => defer(&self.d_hits),
-            Some(LineMode::Loads) if !write => defer(&self.d_hits),
-            _ => false,
-        };
-        if counted {
-            add(&self.d_tlb_hits, n * e.tlb.load(Relaxed));
+        if write && !self.defer_store(k, e, pc, bytes) {
+            return false;
         }
-        counted
+        add(counter, n);
+        add(&self.d_tlb_hits, n * e.tlb.load(Relaxed));
+        true
+    }
+
+    /// A store to entry `k`'s line that its mode allows, at `pc`, writing `bytes()`: nothing to
+    /// do for bytes it changes nothing for, else its dirty bit (or note of uncached writes) is
+    /// deferred; `false` (the model decides) for a line of the last TB.
+    #[inline(always)]
+    fn defer_store(&self, k: usize, e: &LineEntry, pc: u64, bytes: impl FnOnce() -> u64) -> bool {
+        let shift = self.line_shift();
+        if self.in_last_tb(e.l1line.load(Relaxed) << shift, 1 << shift) {
+            return false;
+        }
+        let bytes = bytes();
+        if bytes & !e.quiet.load(Relaxed) == 0 {
+            return true;
+        }
+        if !e.dirty.load(Relaxed) {
+            self.stamps_memo.wrote(e.l1line.load(Relaxed) << shift, 1, shift);
+            e.pc.store(pc, Relaxed);
+            e.dirty.store(true, Relaxed);
+            e.bytes.store(0, Relaxed);
+            let w = &self.pending[k / 64];
+            w.store(w.load(Relaxed) | 1 << (k % 64), Relaxed);
+        }
+        e.bytes.store(e.bytes.load(Relaxed) | bytes, Relaxed);
+        true
     }
 
     /// Remembers the line of a model access: VA line number `vline`, what may hit it, and (for a
@@ -668,6 +673,7 @@ impl Shortcut {
 
     /// Forgets the uncached line if it lies in the PA range `[lo, hi)` (L1D lines of log2 size
     /// `shift`).
+    #[inline]
     pub fn forget_bypass_in(&self, lo: u64, hi: u64, shift: u32) {
         let k = self.bypass_at.load(Relaxed);
         if k != NONE {
@@ -808,11 +814,13 @@ impl Shortcut {
     }
 
     /// The line the last fetch ended in (see the field docs).
+    #[inline]
     pub fn fetch_end(&self) -> u64 {
         self.i_end.load(Relaxed)
     }
 
     /// Sets the line the last fetch ended in.
+    #[inline]
     pub fn set_fetch_end(&self, line: u64) {
         self.i_end.store(line, Relaxed);
     }
@@ -820,6 +828,7 @@ impl Shortcut {
     /// Credits the TB repeats the board counted inline since the last look (its execution
     /// counter is now `execs`) to the last fetched TB; returns how many of them are to be
     /// replayed through the model instead ([`Shortcut::replay`]).
+    #[inline]
     pub fn credit(&self, execs: u64) -> u64 {
         let new = execs.wrapping_sub(self.i_acc.load(Relaxed));
         self.i_acc.store(execs, Relaxed);
@@ -841,6 +850,7 @@ impl Shortcut {
     /// After a TB's fetch through the model: each of its inline-counted repeats fetches `lines`
     /// lines `mode`; `acc` is the execution counter's value that is already accounted for;
     /// `replay` = the TB (address, length) when its fetch reported a hazard.
+    #[inline]
     pub fn set_repeats(&self, lines: u64, mode: FetchMode, acc: u64, replay: Option<(u64, u64)>) {
         self.i_lines.store(lines, Relaxed);
         self.i_mode.store(mode as u8, Relaxed);
@@ -853,11 +863,13 @@ impl Shortcut {
     }
 
     /// Whether the last TB's lines were looked up in the TLB model (set at each fetch through the model).
+    #[inline]
     pub fn set_fetch_tlb(&self, on: bool) {
         self.i_tlb.store(on, Relaxed);
     }
 
     /// Whether the last TB's fetch used a learned or window translation (see the field).
+    #[inline]
     pub fn set_fetch_learned(&self, on: bool) {
         self.i_learned.store(on, Relaxed);
     }
@@ -870,6 +882,7 @@ impl Shortcut {
     }
 
     /// Sets the PA range of the last TB's lines (`[lo, hi)`).
+    #[inline]
     pub fn set_last_tb(&self, lo: u64, hi: u64) {
         self.i_lo.store(lo, Relaxed);
         self.i_hi.store(hi, Relaxed);
