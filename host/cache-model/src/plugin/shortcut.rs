@@ -194,11 +194,11 @@ pub struct MemoHit {
     pub hi: u64,
 }
 
-/// One remembered L1D line (see [`Shortcut`]).
+/// One remembered L1D line (see [`Shortcut`]; its VA line number is in the tag array). One
+/// host cache line each.
 #[derive(Default)]
+#[repr(align(64))]
 struct LineEntry {
-    /// VA line number (NONE = empty).
-    vline: AtomicU64,
     /// Its [`LineMode`].
     mode: AtomicU8,
     /// The index of its set's stamp, and the stamp's value when the line was remembered: the
@@ -220,7 +220,7 @@ struct LineEntry {
     quiet: AtomicU64,
     /// 1 when the line's access was looked up in the TLB model (its page is then the L1 data
     /// TLB's most recent entry: every access counted here is an L1 TLB hit), else 0.
-    tlb: AtomicU64,
+    tlb: AtomicU8,
 }
 
 /// Marks a line number in the fetch end ([`Shortcut::fetch_end`]) as fetched bypassing the caches.
@@ -269,7 +269,10 @@ pub enum FetchMode {
 
 /// One vCPU's shortcut state (see the module docs).
 pub struct Shortcut {
-    /// The remembered L1D lines ([`LINES`] entries, direct-mapped by the VA line).
+    /// The VA line number each entry of `lines` holds (NONE: empty), apart so that a lookup
+    /// reads one host cache line for a pair.
+    tags: Box<[AtomicU64]>,
+    /// The remembered L1D lines ([`LINES`] entries, two-way by the VA line).
     lines: Box<[LineEntry]>,
     /// One stamp per L1D set (low bits of the set number): bumped when the set changes in the
     /// model, which makes the line remembered there stale.
@@ -354,6 +357,7 @@ impl Shortcut {
             imru: (0..STAMPS).map(|_| AtomicU64::new(NONE)).collect(),
             stamps_memo,
             memo_fetches: AtomicU64::new(0),
+            tags: (0..LINES).map(|_| AtomicU64::new(NONE)).collect(),
             lines: (0..LINES).map(|_| LineEntry::default()).collect(),
             recent: (0..LINE_PAIRS).map(|_| AtomicU8::new(0)).collect(),
             stamps: (0..STAMPS).map(|_| AtomicU32::new(0)).collect(),
@@ -382,7 +386,6 @@ impl Shortcut {
             i_hi: AtomicU64::new(0),
             i_learned: AtomicBool::new(false),
         };
-        f.lines.iter().for_each(|e| e.vline.store(NONE, Relaxed));
         f.p_vpn.iter().for_each(|p| p.store(NONE, Relaxed));
         f
     }
@@ -402,10 +405,10 @@ impl Shortcut {
     #[inline]
     fn find(&self, vline: u64) -> Option<(usize, &LineEntry)> {
         let k = line_pair(vline);
-        if self.lines[k].vline.load(Relaxed) == vline {
+        if self.tags[k].load(Relaxed) == vline {
             return Some((k, &self.lines[k]));
         }
-        (self.lines[k + 1].vline.load(Relaxed) == vline).then(|| (k + 1, &self.lines[k + 1]))
+        (self.tags[k + 1].load(Relaxed) == vline).then(|| (k + 1, &self.lines[k + 1]))
     }
 
     /// Whether entry `e` is current (its set has not changed in the model since it was
@@ -503,7 +506,7 @@ impl Shortcut {
             return false;
         }
         add(counter, n);
-        add(&self.d_tlb_hits, n * e.tlb.load(Relaxed));
+        add(&self.d_tlb_hits, n * u64::from(e.tlb.load(Relaxed)));
         true
     }
 
@@ -551,11 +554,10 @@ impl Shortcut {
             None => {
                 // The entry not current (or empty) first, else the one remembered before.
                 let p = line_pair(vline);
-                let (a, b) = (&self.lines[p], &self.lines[p + 1]);
-                let free = |e: &LineEntry| e.vline.load(Relaxed) == NONE || !self.is_current(e);
-                if free(a) {
+                let free = |k: usize| self.tags[k].load(Relaxed) == NONE || !self.is_current(&self.lines[k]);
+                if free(p) {
                     p
-                } else if free(b) {
+                } else if free(p + 1) {
                     p + 1
                 } else {
                     p + 1 - usize::from(self.recent[p / 2].load(Relaxed))
@@ -567,12 +569,12 @@ impl Shortcut {
         let at = set & (STAMPS - 1);
         e.mode.store(mode as u8, Relaxed);
         e.quiet.store(quiet, Relaxed);
-        e.tlb.store(u64::from(tlb), Relaxed);
+        e.tlb.store(u8::from(tlb), Relaxed);
         e.slot.store(slot, Relaxed);
         e.l1line.store(l1line, Relaxed);
         e.stamp_at.store(at as u32, Relaxed);
         e.stamp.store(self.stamps[at].load(Relaxed), Relaxed);
-        e.vline.store(vline, Relaxed);
+        self.tags[k].store(vline, Relaxed);
         self.held.store(self.held.load(Relaxed) | 1 << (l1line % 64), Relaxed);
         if matches!(mode, LineMode::Bypass | LineMode::BypassLoads) {
             self.bypass_at.store(k as u64, Relaxed);
@@ -689,7 +691,7 @@ impl Shortcut {
     pub fn forget_bypass(&self) {
         let k = self.bypass_at.load(Relaxed);
         if k != NONE {
-            self.lines[k as usize].vline.store(NONE, Relaxed);
+            self.tags[k as usize].store(NONE, Relaxed);
             self.bypass_at.store(NONE, Relaxed);
         }
     }
@@ -700,7 +702,7 @@ impl Shortcut {
         if self.held.load(Relaxed) == 0 && self.bypass_at.load(Relaxed) == NONE {
             return;
         }
-        self.lines.iter().for_each(|e| e.vline.store(NONE, Relaxed));
+        self.tags.iter().for_each(|t| t.store(NONE, Relaxed));
         self.bypass_at.store(NONE, Relaxed);
         self.held.store(0, Relaxed);
     }
@@ -715,10 +717,10 @@ impl Shortcut {
     pub fn forget_va_range(&self, va: u64, len: u64) {
         let (lo, hi) = (va, va + len.max(1) - 1);
         let shift = self.line_shift();
-        for (k, e) in self.lines.iter().enumerate() {
-            let vline = e.vline.load(Relaxed);
+        for (k, t) in self.tags.iter().enumerate() {
+            let vline = t.load(Relaxed);
             if vline != NONE && (lo >> shift..=hi >> shift).contains(&vline) {
-                e.vline.store(NONE, Relaxed);
+                t.store(NONE, Relaxed);
                 if self.bypass_at.load(Relaxed) == k as u64 {
                     self.bypass_at.store(NONE, Relaxed);
                 }
