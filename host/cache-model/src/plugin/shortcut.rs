@@ -83,22 +83,24 @@ const VA_PAGE_SHIFT: u32 = 12;
 /// Stamps kept per table: blocks are stamped by the low bits of their number.
 const BLOCK_STAMPS: usize = 4096;
 
-/// A stamp per aligned block of `1 << shift` bytes of an address space, by the block number's
-/// low bits (blocks beyond share a stamp: a bump of one drops the other's memos too).
-pub struct Stamps {
-    shift: u32,
-    stamps: Box<[AtomicU32]>,
+/// A stamp per aligned block of `1 << SHIFT` bytes of an address space, by the block number's
+/// low bits (blocks beyond share a stamp: a bump of one drops the other's memos too). Inline
+/// (no pointer to follow on the fetch path).
+pub struct Stamps<const SHIFT: u32> {
+    stamps: [AtomicU32; BLOCK_STAMPS],
 }
 
-impl Stamps {
-    fn new(shift: u32) -> Self {
-        Self { shift, stamps: (0..BLOCK_STAMPS).map(|_| AtomicU32::new(0)).collect() }
+impl<const SHIFT: u32> Default for Stamps<SHIFT> {
+    fn default() -> Self {
+        Self { stamps: std::array::from_fn(|_| AtomicU32::new(0)) }
     }
+}
 
+impl<const SHIFT: u32> Stamps<SHIFT> {
     /// The index of the block holding `addr` and its stamp.
     #[inline]
     fn at(&self, addr: u64) -> (u32, u32) {
-        let k = (addr >> self.shift) as usize & (BLOCK_STAMPS - 1);
+        let k = (addr >> SHIFT) as usize & (BLOCK_STAMPS - 1);
         (k as u32, self.stamps[k].load(Relaxed))
     }
 
@@ -111,7 +113,7 @@ impl Stamps {
     /// Bumps the stamp of every block of `[first, last]` (addresses), at most every stamp once.
     #[inline]
     fn bump(&self, first: u64, last: u64) {
-        let (lo, hi) = (first >> self.shift, last >> self.shift);
+        let (lo, hi) = (first >> SHIFT, last >> SHIFT);
         for b in lo..=hi.min(lo + BLOCK_STAMPS as u64 - 1) {
             let s = &self.stamps[b as usize & (BLOCK_STAMPS - 1)];
             s.store(s.load(Relaxed).wrapping_add(1), Relaxed);
@@ -126,14 +128,14 @@ pub struct MemoStamps {
     /// A stamp per 64-byte block of physical memory: bumped for every block of the L1D
     /// line(s) a data write touches (through the model, or the first store a remembered line
     /// defers).
-    writes: Stamps,
+    writes: Stamps<BLOCK_SHIFT>,
     /// A stamp per 4 KiB page of VA: bumped for every page a TLBI by VA reaches.
-    pages: Stamps,
+    pages: Stamps<VA_PAGE_SHIFT>,
 }
 
 impl Default for MemoStamps {
     fn default() -> Self {
-        Self { writes: Stamps::new(BLOCK_SHIFT), pages: Stamps::new(VA_PAGE_SHIFT) }
+        Self { writes: Stamps::default(), pages: Stamps::default() }
     }
 }
 
