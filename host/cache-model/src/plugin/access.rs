@@ -66,6 +66,10 @@ impl<H: Host> Engine<H> {
     #[inline]
     pub fn mem(&self, vcpu: u32, info: &impl MemAccess, translated: u64, vaddr: u64, write: bool, size: Option<u32>, hint: Hint) {
         let (cpu, shortcut) = self.cpu_and_shortcut(vcpu);
+        // The callback's own access (a group member's size is the decoder's).
+        let own = size.is_none();
+        // A store's size is asked once (the shortcut needs it for the bytes it writes).
+        let size = if write { Some(size.unwrap_or_else(|| info.size())) } else { size };
         // The shortcut and the page cache answer only for the emulator's own page: a group
         // member in another page is translated by the guest's tables, as without the shortcut
         // (which may map its VA elsewhere than the emulator did when the line was remembered).
@@ -73,7 +77,7 @@ impl<H: Host> Engine<H> {
         // A store of an instruction one PE may modify while another runs it (the sanitizer marks
         // its bytes: rule 16) goes to the model.
         let cmodx = || {
-            write && size.is_none() && vaddr & 3 == 0 && self.settings.sanitize && info.size() == 4 && {
+            write && own && vaddr & 3 == 0 && size == Some(4) && self.settings.sanitize && {
                 info.value().is_some_and(|v| crate::decode::is_cmodx_permitted(v as u32))
             }
         };
@@ -84,7 +88,7 @@ impl<H: Host> Engine<H> {
                 _ => {}
             }
         }
-        self.mem_through(cpu, info, own_page, vaddr, write, size, hint);
+        self.mem_through(cpu, info, own, own_page, vaddr, write, size, hint);
     }
 
     /// An access the line table answered [`Answer::Moved`] (entry `k`): the model's plain hit
@@ -113,8 +117,17 @@ impl<H: Host> Engine<H> {
     /// A data access the shortcut did not answer: through the model.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    fn mem_through(&self, cpu: usize, info: &impl MemAccess, own_page: bool, vaddr: u64, write: bool, size: Option<u32>, hint: Hint) {
-        let own = size.is_none();
+    fn mem_through(
+        &self,
+        cpu: usize,
+        info: &impl MemAccess,
+        own: bool,
+        own_page: bool,
+        vaddr: u64,
+        write: bool,
+        size: Option<u32>,
+        hint: Hint,
+    ) {
         let f = &self.fast[cpu];
         let size = size.unwrap_or_else(|| info.size());
         let page = if self.fast_on && own_page { f.page(vaddr) } else { None };

@@ -81,7 +81,7 @@ const _: () = assert!(BLOCK_SHIFT == super::tb_plan::FETCH_SEGMENT_SHIFT);
 /// log2 of the VA pages page stamps cover ([`MemoStamps::pages`]): the smallest granule.
 const VA_PAGE_SHIFT: u32 = 12;
 /// Stamps kept per table: blocks are stamped by the low bits of their number.
-const BLOCK_STAMPS: usize = 4096;
+const BLOCK_STAMPS: usize = 16384;
 
 /// A stamp per aligned block of `1 << SHIFT` bytes of an address space, by the block number's
 /// low bits (blocks beyond share a stamp: a bump of one drops the other's memos too). Inline
