@@ -398,8 +398,7 @@ impl<H: Host> Engine<H> {
     #[inline]
     pub fn fetch(&self, vcpu: u32, va: u64, bytes: u64, repeats_inline: bool, at: TbAt, memo: &FetchMemo) {
         let (cpu, shortcut) = self.cpu_and_shortcut(vcpu);
-        let hit =
-            if shortcut && self.memos_on { self.fast[cpu].memo_answers(memo, self.fetch_epochs[cpu].load(Relaxed), cpu) } else { None };
+        let hit = if shortcut && self.memos_on { self.fast[cpu].memo_answers(memo, cpu) } else { None };
         if let Some(h) = hit.filter(|h| h.quiet) {
             if self.fetch_memo_hit(cpu, h, va, repeats_inline, at, memo) {
                 return;
@@ -518,7 +517,7 @@ impl<H: Host> Engine<H> {
             if !f.l1i_changed(m.take_l1i_changes(cpu)) {
                 self.drop_fetch_memos_of(cpu);
             }
-            f.memo_fetch(memo, self.fetch_epochs[cpu].load(Relaxed), cpu, va, hit.line, set, hit.pa, hit.lo, hit.hi);
+            f.memo_fetch(memo, cpu, va, hit.line, set, hit.pa, hit.lo, hit.hi);
             true
         } else {
             m.l1i_holds_fresh(cpu, va, hit.pa)
@@ -543,7 +542,7 @@ impl<H: Host> Engine<H> {
         let pa = (line << shift) | (va & ((1 << shift) - 1));
         if let Some(set) = m.l1i_quiet_set(cpu, va, pa) {
             let (lo, hi) = f.last_tb();
-            f.memo_fetch(memo, self.fetch_epochs[cpu].load(Relaxed), cpu, va, line, set, pa, lo, hi);
+            f.memo_fetch(memo, cpu, va, line, set, pa, lo, hi);
         }
     }
 

@@ -6,7 +6,7 @@
 use cachescope_arch::warning::WarningCause;
 use std::cell::Cell;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
 
 use cachescope_arch::cache::id::{Clidr, Ctr};
@@ -168,12 +168,11 @@ pub struct Engine<H> {
     /// Per vCPU, running VA − translated VA of its running TB (0 but for a TB QEMU shares
     /// between VA aliases: [`super::access::TbAt`]), set at the TB's first fetch callback.
     pub(super) alias: Box<[AtomicU64]>,
-    /// Fetch memos ([`FetchMemo`](super::shortcut::FetchMemo)) hold only within one epoch of their vCPU: bumped by anything that may
-    /// change a fetch's translation, attribute or L1I state beyond the L1I set stamps and the
-    /// write stamps (a settle: maintenance, markers, TLBI, register writes; a learned
-    /// translation; another core's disturbance; a model rebuild).
-    pub(super) fetch_epochs: Box<[AtomicU32]>,
-    /// Fetch memos are made (the shortcut runs and no TLB model counts lookups).
+    /// Fetch memos ([`FetchMemo`](super::shortcut::FetchMemo)) are made: the shortcut runs and
+    /// no TLB model counts lookups. A vCPU's memos hold only within its fetch epoch
+    /// ([`Shortcut::drop_memos`]), ended by anything that may change a fetch's translation,
+    /// attribute or L1I state beyond the L1I set table and the memo stamps (a settle, another
+    /// core's disturbance, many L1I sets changed at once, a model rebuild).
     pub(super) memos_on: bool,
     /// Every vCPU's fetch-memo stamps ([`MemoStamps`]).
     pub(super) stamps_memo: Arc<MemoStamps>,
@@ -232,7 +231,6 @@ impl<H: Host> Engine<H> {
             started: AtomicU64::new(if vcpus == 1 { 1 } else { 0 }),
             els: (0..vcpus).map(|_| AtomicU8::new(1)).collect(),
             alias: (0..vcpus).map(|_| AtomicU64::new(0)).collect(),
-            fetch_epochs: (0..vcpus).map(|_| AtomicU32::new(0)).collect(),
             memos_on,
             stamps_memo,
             core: SpinLock::new(core),
@@ -563,7 +561,7 @@ impl<H: Host> Engine<H> {
         core.early + core.model.as_ref().map(|m| m.totals()).unwrap_or_default() + fast + tlb
     }
 
-    /// Every fetch memo stops answering ([`Engine::fetch_epochs`]).
+    /// Every fetch memo stops answering ([`Shortcut::drop_memos`]).
     pub(super) fn drop_fetch_memos(&self) {
         for k in 0..self.vcpus {
             self.drop_fetch_memos_of(k);
@@ -573,8 +571,7 @@ impl<H: Host> Engine<H> {
     /// Core `k`'s fetch memos stop answering.
     #[inline]
     pub(super) fn drop_fetch_memos_of(&self, k: usize) {
-        let e = &self.fetch_epochs[k];
-        e.store(e.load(Relaxed).wrapping_add(1), Relaxed);
+        self.fast[k].drop_memos();
     }
 
     /// Applies deferred dirty bits and drops every shortcut (before any model change).

@@ -299,6 +299,8 @@ pub struct Shortcut {
     stamps_memo: Arc<MemoStamps>,
     /// Fetches a memo answered (diagnostics: the tests check the memos run).
     memo_fetches: AtomicU64,
+    /// The vCPU's fetch epoch: its fetch memos hold only within one ([`Shortcut::drop_memos`]).
+    memo_epoch: AtomicU32,
     d_hits: AtomicU64,
     d_bypass: AtomicU64,
     /// The L1 data TLB hits counted here.
@@ -359,6 +361,7 @@ impl Shortcut {
             imru: (0..STAMPS).map(|_| AtomicU64::new(NONE)).collect(),
             stamps_memo,
             memo_fetches: AtomicU64::new(0),
+            memo_epoch: AtomicU32::new(0),
             tags: (0..LINES).map(|_| AtomicU64::new(NONE)).collect(),
             lines: (0..LINES).map(|_| LineEntry::default()).collect(),
             recent: (0..LINE_PAIRS).map(|_| AtomicU8::new(0)).collect(),
@@ -615,11 +618,11 @@ impl Shortcut {
     }
 
     /// Makes `memo` answer the next fetches of its callback at `va` on this vCPU (`core`) while
-    /// the engine's fetch epoch is `epoch`: its one L1I line `line` (set `set`, PA range
+    /// its fetch epoch lasts ([`Shortcut::drop_memos`]): its one L1I line `line` (set `set`, PA range
     /// `[lo, hi)` of the TB's lines) is the most recent of its set now (a hit on it changes
     /// nothing while it stays so), and the fetched bytes at `pa` reported nothing.
     #[allow(clippy::too_many_arguments)]
-    pub fn memo_fetch(&self, memo: &FetchMemo, epoch: u32, core: usize, va: u64, line: u64, set: usize, pa: u64, lo: u64, hi: u64) {
+    pub fn memo_fetch(&self, memo: &FetchMemo, core: usize, va: u64, line: u64, set: usize, pa: u64, lo: u64, hi: u64) {
         let at = set & (STAMPS - 1);
         let (write_at, write) = self.stamps_memo.writes.at(pa);
         let (page_at, page) = self.stamps_memo.pages.at(va);
@@ -634,18 +637,17 @@ impl Shortcut {
         memo.set_at.store(at as u32, Relaxed);
         memo.write_at.store(write_at, Relaxed);
         memo.write.store(write, Relaxed);
-        memo.epoch.store(epoch.wrapping_add(1), Relaxed);
+        memo.epoch.store(self.memo_epoch.load(Relaxed).wrapping_add(1), Relaxed);
     }
 
-    /// Whether `memo` answers this vCPU's (`core`) fetch under fetch epoch `epoch`: made for it
-    /// in this epoch and its block unchanged since (the translation, the attribute and the
+    /// Whether `memo` answers this vCPU's (`core`) fetch: made for it in its current fetch epoch and its block unchanged since (the translation, the attribute and the
     /// sanitizer's judgement hold); what it gives, with whether its line is still the most
     /// recent of its L1I set.
     #[inline]
-    pub fn memo_answers(&self, memo: &FetchMemo, epoch: u32, core: usize) -> Option<MemoHit> {
+    pub fn memo_answers(&self, memo: &FetchMemo, core: usize) -> Option<MemoHit> {
         let e = memo.epoch.load(Relaxed);
         let ok = e != 0
-            && e == epoch.wrapping_add(1)
+            && e == self.memo_epoch.load(Relaxed).wrapping_add(1)
             && memo.core.load(Relaxed) == core as u32
             && self.stamps_memo.writes.holds(memo.write_at.load(Relaxed), memo.write.load(Relaxed))
             && self.stamps_memo.pages.holds(memo.page_at.load(Relaxed), memo.page.load(Relaxed));
@@ -656,6 +658,14 @@ impl Shortcut {
             hi: memo.hi.load(Relaxed),
             quiet: self.imru[memo.set_at.load(Relaxed) as usize].load(Relaxed) == memo.line.load(Relaxed),
         })
+    }
+
+    /// Every fetch memo of this vCPU stops answering (a new fetch epoch: anything that may
+    /// change a fetch's translation, attribute or L1I state beyond the L1I set table and the
+    /// memo stamps).
+    #[inline]
+    pub fn drop_memos(&self) {
+        self.memo_epoch.store(self.memo_epoch.load(Relaxed).wrapping_add(1), Relaxed);
     }
 
     /// A fetch a memo answered (counted for [`Shortcut::memo_fetches`]).
