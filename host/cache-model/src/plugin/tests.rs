@@ -1086,3 +1086,41 @@ fn an_unchanged_vcpu_handle_stands_for_the_register_read_and_a_retag_is_caught()
     let text = r.finish();
     assert!(text.contains("changed to name another core while it ran (1 checks)"), "{text}");
 }
+
+/// Stores the line table takes without the model must leave the sanitizer as the model would:
+/// after an IC IVAU the stored bytes count as written again (a store it took as changing
+/// nothing before the invalidate must reach the sanitizer after it), and a single aligned store
+/// of a concurrently modifiable instruction (NOP) is marked as such (rule 16). With CTR_EL0.IDC
+/// = 1 and DIC = 0 only the written bytes decide: the fetch after the IVAU and the second
+/// store is a stale-instruction, the fetch of code whose last store was a NOP is not.
+#[test]
+fn stores_the_line_table_takes_reach_the_sanitizer_as_the_model_would() {
+    let code = VA_OFFSET + RAM + 0x1_0000;
+    let other = VA_OFFSET + RAM + 0x2_0000;
+    let run = |fast: bool, value: u64, ivau: bool| {
+        let r = Run::new(&[], fast);
+        r.engine.cpu_identified(a72_key(), Some(Ctr { raw: 0x8444_c004 | 1 << 28 }), None);
+        r.special(Insn::MsrSctlr { rt: 1 }, 0xfc, &[(1, 1 | 4 | 1 << 12)]);
+        let store = |pc: u64| r.engine.mem(0, &FakeAccess { size: 4, value }, code, code, true, None, Hint { pc, nt: false });
+        let load_elsewhere = || r.engine.mem(0, &FakeAccess { size: 8, value: 0 }, other, other, false, None, Hint::default());
+        // Written (through the model), written again (the line table), settled by a model call.
+        store(0x100);
+        store(0x104);
+        load_elsewhere();
+        store(0x108);
+        if ivau {
+            r.special(Insn::IcIvau { rt: 0 }, 0x10c, &[(0, code)]);
+            store(0x110);
+            load_elsewhere();
+        }
+        r.engine.fetch(0, code, 4, false, TbAt::Start(None), &FetchMemo::default());
+        r.finish()
+    };
+    let hazards = |records: &str| records.lines().filter(|l| l.contains("\"record\":\"hazard\"")).map(str::to_string).collect::<Vec<_>>();
+    for (value, ivau, stale) in [(0x1234_5678, true, true), (0xd503_201f, false, false), (0xd503_201f, true, false)] {
+        let (fast, slow) = (run(true, value, ivau), run(false, value, ivau));
+        assert_eq!(hazards(&fast), hazards(&slow), "value {value:#x}, IC IVAU {ivau}");
+        let reported = slow.lines().any(|l| l.contains("\"record\":\"hazard\"") && l.contains("stale-instruction"));
+        assert_eq!(reported, stale, "value {value:#x}, IC IVAU {ivau}: {slow}");
+    }
+}
