@@ -60,7 +60,7 @@ impl<H: Host> Engine<H> {
     /// knows it). `translated` is the address the emulator translated for the callback: only an
     /// access in its page is asked of the emulator's TLB (QEMU prints "invalid use of
     /// qemu_plugin_get_hwaddr" into the console for any other).
-    /// The shortcut's answer is inline; the rest is [`mem_through`](Self::mem_through), out of
+    /// The shortcut's answer is inline; the rest is `mem_through`, out of
     /// line (the fast path then saves no registers for it).
     #[allow(clippy::too_many_arguments)]
     #[inline]

@@ -3,7 +3,7 @@
 //!
 //! It remembers facts about the vCPU's model calls that make an access's outcome known without
 //! the model (see the module docs of `plugin` for why each is exact):
-//! - the most recent L1D line of up to [`LINES`] sets and what may hit each ([`LineMode`]),
+//! - the most recent L1D line of up to 256 sets (`LINES`) and what may hit each ([`LineMode`]),
 //!   with a deferred dirty bit for write-back stores ([`Shortcut::settle_dirty`] applies it); a
 //!   line is dropped when its set changes in the model (a stamp per set, [`Shortcut::model_changed`]);
 //! - the VA→PA page and the attribute of the last translated access in each of 16 slots
@@ -124,6 +124,7 @@ impl<const SHIFT: u32> Stamps<SHIFT> {
 /// What a fetch memo ([`FetchMemo`]) depends on beyond its vCPU's epoch and L1I set, shared by
 /// every vCPU: the writes to its code (the sanitizer's judgement of a fetch changes only when
 /// its line is written) and the TLBIs of its VA page (its translation and attribute).
+#[derive(Default)]
 pub struct MemoStamps {
     /// A stamp per 64-byte block of physical memory: bumped for every block of the L1D
     /// line(s) a data write touches (through the model, or the first store a remembered line
@@ -131,12 +132,6 @@ pub struct MemoStamps {
     writes: Stamps<BLOCK_SHIFT>,
     /// A stamp per 4 KiB page of VA: bumped for every page a TLBI by VA reaches.
     pages: Stamps<VA_PAGE_SHIFT>,
-}
-
-impl Default for MemoStamps {
-    fn default() -> Self {
-        Self { writes: Stamps::default(), pages: Stamps::default() }
-    }
 }
 
 impl MemoStamps {

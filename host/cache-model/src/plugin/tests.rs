@@ -156,13 +156,16 @@ impl Write for Buf {
     }
 }
 
+/// A fetch callback's identity in a trace: TB key, segment, VA, length.
+type MemoKey = (u64, usize, u64, u64);
+
 /// One engine and the board semantics the glue's inline ops give it.
 struct Run {
     engine: Engine<FakeHost>,
     out: Buf,
     /// The fetch memo of each TB's segments (by TB key and segment), as the glue keeps one per
     /// callback.
-    memos: std::sync::Mutex<std::collections::HashMap<(u64, usize, u64, u64), std::sync::Arc<FetchMemo>>>,
+    memos: std::sync::Mutex<HashMap<MemoKey, std::sync::Arc<FetchMemo>>>,
 }
 
 impl Run {
