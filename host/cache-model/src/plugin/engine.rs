@@ -210,7 +210,7 @@ impl<H: Host> Engine<H> {
         let mut core = Core::new(&settings, out);
         core.tlb = settings.tlb_geometry().map(|g| crate::tlb::Tlbs::new(g, vcpus));
         let stamps_memo = Arc::new(MemoStamps::default());
-        let memos_on = fast_on && core.tlb.is_none();
+        let memos_on = fast_on && settings.tlb_geometry().is_none();
         let engine = Self {
             settings,
             host,
@@ -250,6 +250,7 @@ impl<H: Host> Engine<H> {
     pub fn with_round_robin(mut self, on: bool) -> Self {
         self.round_robin = on;
         self.fast_on = shortcut_allowed(&self.settings, self.vcpus, on);
+        self.memos_on = self.fast_on && self.settings.tlb_geometry().is_none();
         if self.vcpus > 1 && self.fast_on {
             self.repeats_inline = true;
             self.boards = (0..self.vcpus).map(|_| TbBoard::default()).collect();
@@ -427,14 +428,18 @@ impl<H: Host> Engine<H> {
     #[inline]
     pub(super) fn started_cores(&self) -> impl Iterator<Item = (usize, &Shortcut)> {
         let mut bits = self.started.load(Relaxed);
-        let low = std::iter::from_fn(move || {
-            (bits != 0).then(|| {
+        let mut beyond = 64..self.fast.len().max(64);
+        // One loop, not a chain of two: this runs at every model call.
+        std::iter::from_fn(move || {
+            let k = if bits != 0 {
                 let k = bits.trailing_zeros() as usize;
                 bits &= bits - 1;
                 k
-            })
-        });
-        low.chain(64..self.fast.len()).filter_map(|k| self.fast.get(k).map(|f| (k, f)))
+            } else {
+                beyond.next()?
+            };
+            self.fast.get(k).map(|f| (k, f))
+        })
     }
 
     /// Which core runs the current TB ([`Running`]): the engine's own under round-robin TCG,
