@@ -534,6 +534,11 @@ impl<H: Host> Engine<H> {
             return;
         }
         let Some(m) = core.model.as_ref() else { return };
+        // A VIPT L1I (rule 21): which alias a shared TB runs at is the running PC's (`alias_delta`),
+        // which a memo does not read.
+        if m.l1i_va_index_bits() != 0 {
+            return;
+        }
         let shift = m.config().l1i.line_shift();
         if va >> shift != (va + bytes - 1) >> shift {
             return;

@@ -30,6 +30,17 @@
 //!   single memory callback per direction (the first one's; the direction is fixed at translation,
 //!   so no query to QEMU), which also simulates the others at their decoded
 //!   offsets; when they all fall in the first one's line they are counted in one step.
+//! - **Fetch memos**: each fetch callback (a TB's start or a later segment, one L1I line) keeps
+//!   a [`shortcut::FetchMemo`] of its last fetch through the model: the vCPU, the line, its PA
+//!   and VA page. While the line is the one last made most recent in its L1I set, no write
+//!   reached its 64-byte block and no TLBI its page ([`shortcut::MemoStamps`]), and nothing else
+//!   that changes fetches happened (the vCPU's fetch epoch), the fetch is an L1I hit that
+//!   changes nothing and reports nothing: only counted. If the line moved down its set, the
+//!   model is asked for the hit alone (`Model::l1i_plain_hit`). Likewise a remembered data line
+//!   whose set changed is promoted by the model alone (`Model::l1d_plain_hit`).
+//! - **Precise invalidation**: DC by VA, DC ZVA, IC IVAU and a TLBI by VA whose span the guest's
+//!   tables tell keep the shortcut and drop only what they change (the sets the caches report,
+//!   the written blocks, the TLBI'd pages); anything else drops it all.
 //! - **Inline fetch**: a TB executed right after itself hits the same L1I lines; an inline
 //!   scoreboard counter and a conditional callback make such repeats cost no callback at all
 //!   (one vCPU). With several run round-robin the engine counts each core's repeats itself in
