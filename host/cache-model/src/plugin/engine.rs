@@ -682,10 +682,12 @@ impl<H: Host> Engine<H> {
         }
     }
 
-    /// After a model call of `cpu`: forgets the remembered data line of every core whose private
-    /// caches the call changed from outside ([`Model::take_disturbed`]: a snoop, a
-    /// back-invalidation, a write behind the copies), `cpu`'s own too when `own` (a fetch or a
-    /// prefetch, which do not remember a line themselves). With the sanitizer, every other core's
+    /// After a model call of `cpu`: applies the L1 set changes the call made to `cpu`'s caches
+    /// (its lines and fetch memos there: [`Shortcut::model_changed`], [`Shortcut::l1i_changed`]),
+    /// and forgets the remembered data lines and fetch memos of every core whose private caches
+    /// the call changed from outside ([`Model::take_disturbed`]: a snoop, a back-invalidation, a
+    /// write behind the copies), `cpu`'s own lines too when `own` (a fetch or a prefetch, which do
+    /// not remember a line themselves). With the sanitizer, every other core's
     /// uncached line is also forgotten: the call may have left a copy of it in some cache (its
     /// next uncached access's outcome then depends on that copy), and asking the model whether
     /// it did costs a probe of every cache at every call, while forgetting costs that core one
