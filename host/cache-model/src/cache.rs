@@ -348,7 +348,7 @@ impl Cache {
     pub fn quiet_hit_set(&self, va_line: u64, line: u64) -> Option<usize> {
         let set = self.set_of(self.index_line(va_line, line));
         let w = self.find(set, line)?;
-        if self.flags[set * self.ways + w] & (PREFETCHED | STALE) != 0 {
+        if !self.plain(set * self.ways + w, false) {
             return None;
         }
         let recent = match self.policy {
@@ -366,11 +366,16 @@ impl Cache {
     pub fn plain_hit_at(&mut self, va_line: u64, line: u64) -> Option<usize> {
         let set = self.set_of(self.index_line(va_line, line));
         let w = self.find(set, line)?;
-        if self.flags[set * self.ways + w] & (PREFETCHED | STALE) != 0 {
-            return None;
-        }
-        self.used(set, w);
-        Some(set)
+        self.slot_plain_hit(set * self.ways + w, line, false)
+    }
+
+    /// Whether a demand hit on the copy in `slot` (a `store`, or a load) would only update the
+    /// replacement order: neither prefetched (its first demand hit counts) nor stale (every hit
+    /// reports), and for a store already dirty and not shared (no dirty bit to set, no upgrade).
+    #[inline]
+    fn plain(&self, slot: usize, store: bool) -> bool {
+        let f = self.flags[slot];
+        f & (PREFETCHED | STALE) == 0 && !(store && (f & DIRTY == 0 || f & SHARED != 0))
     }
 
     /// A demand hit on `line` in slot `slot` when the slot still holds it, neither prefetched
@@ -378,11 +383,7 @@ impl Cache {
     /// replacement order): made, and the slot's set returned; `None` (nothing changed)
     /// otherwise.
     pub fn slot_plain_hit(&mut self, slot: usize, line: u64, store: bool) -> Option<usize> {
-        if self.tags.get(slot) != Some(&line) {
-            return None;
-        }
-        let f = self.flags[slot];
-        if f & (PREFETCHED | STALE) != 0 || store && (f & DIRTY == 0 || f & SHARED != 0) {
+        if self.tags.get(slot) != Some(&line) || !self.plain(slot, store) {
             return None;
         }
         let (set, w) = (slot / self.ways, slot % self.ways);

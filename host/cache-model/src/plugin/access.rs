@@ -9,21 +9,11 @@ use crate::tlb::Side;
 
 use super::emit::Core;
 use super::engine::{Engine, Host, MemAccess};
-use super::shortcut::{Answer, FetchMemo, FetchMode, LineMode, MemoHit, Shortcut, BYPASS_LINE, PAGE_SHIFT};
+use super::shortcut::{Answer, FetchMemo, FetchMode, LineMode, MemoHit, Remembered, Shortcut, BYPASS_LINE, PAGE_SHIFT};
 use super::tb_plan::Group;
 
 /// A fetch's attribute and its page's translation ([`Guest::fetch_view`](crate::guest::Guest::fetch_view)).
 type FetchView = (Attr, Result<(u64, crate::guest::Translation), crate::walk::Fault>);
-
-/// A data line the shortcut may remember (see [`Shortcut::remember_line`]).
-struct Remembered {
-    vline: u64,
-    mode: LineMode,
-    slot: u64,
-    set: usize,
-    l1line: u64,
-    quiet: u64,
-}
 
 /// Where a fetch callback's TB runs. QEMU translates every AArch64 TB position-independent
 /// (`CF_PCREL`) and finds it by the physical address of its code: one TB serves every VA that
@@ -370,7 +360,7 @@ impl<H: Host> Engine<H> {
     /// is the other page); `single`: [`Engine::one_line_only`].
     fn remember_data(&self, f: &Shortcut, line: Remembered, ok: bool, tlb: Option<bool>, single: bool) {
         if ok && self.shortcut_now() && tlb != Some(false) {
-            f.remember_line(line.vline, line.mode, line.slot, line.set, line.l1line, line.quiet, tlb == Some(true), single);
+            f.remember_line(&line, tlb == Some(true), single);
         } else if single || tlb.is_some() || !self.shortcut_now() {
             f.forget_lines();
         }
@@ -514,9 +504,7 @@ impl<H: Host> Engine<H> {
         let Some(m) = core.model.as_mut() else { return false };
         if counted {
             let Some(set) = m.l1i_plain_hit(cpu, va, hit.pa) else { return false };
-            if !f.l1i_changed(m.take_l1i_changes(cpu)) {
-                self.drop_fetch_memos_of(cpu);
-            }
+            f.l1i_changed(m.take_l1i_changes(cpu));
             f.memo_fetch(memo, cpu, va, hit.line, set, hit.pa, hit.lo, hit.hi);
             true
         } else {

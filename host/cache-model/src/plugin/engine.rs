@@ -568,15 +568,7 @@ impl<H: Host> Engine<H> {
 
     /// Every fetch memo stops answering ([`Shortcut::drop_memos`]).
     pub(super) fn drop_fetch_memos(&self) {
-        for k in 0..self.vcpus {
-            self.drop_fetch_memos_of(k);
-        }
-    }
-
-    /// Core `k`'s fetch memos stop answering.
-    #[inline]
-    pub(super) fn drop_fetch_memos_of(&self, k: usize) {
-        self.fast[k].drop_memos();
+        self.fast.iter().for_each(Shortcut::drop_memos);
     }
 
     /// Applies deferred dirty bits and drops every shortcut (before any model change).
@@ -620,13 +612,8 @@ impl<H: Host> Engine<H> {
             self.stamps_memo.wrote(pa & !(ZVA_MAX - 1), ZVA_MAX, super::shortcut::BLOCK_SHIFT);
         }
         if let Some(m) = core.model.as_mut() {
-            for (k, f) in self.started_cores() {
-                if k != cpu {
-                    f.model_changed(m.take_l1d_changes(k));
-                    if !f.l1i_changed(m.take_l1i_changes(k)) {
-                        self.drop_fetch_memos_of(k);
-                    }
-                }
+            for (k, f) in self.started_cores().filter(|&(k, _)| k != cpu) {
+                f.caches_changed(m, k);
             }
         }
         self.drop_disturbed(core, cpu, true);
@@ -656,10 +643,7 @@ impl<H: Host> Engine<H> {
     fn settle_core(&self, core: &mut Core, k: usize, f: &Shortcut) {
         match core.model.as_mut() {
             Some(m) => {
-                f.model_changed(m.take_l1d_changes(k));
-                if !f.l1i_changed(m.take_l1i_changes(k)) {
-                    self.drop_fetch_memos_of(k);
-                }
+                f.caches_changed(m, k);
                 if f.settle_dirty(Some(m), k) {
                     m.take_l1d_changes(k);
                 }
@@ -670,20 +654,17 @@ impl<H: Host> Engine<H> {
         }
     }
 
-    /// After a model call of `cpu`: its lines in the L1D sets the call changed are no longer
-    /// current ([`Shortcut::model_changed`]).
+    /// After a model call of `cpu`: its lines and fetch memos in the L1 sets the call changed
+    /// are no longer current ([`Shortcut::caches_changed`]).
     #[inline]
     pub(super) fn own_changes(&self, core: &mut Core, cpu: usize) {
         if let (true, Some(m)) = (self.fast_on, core.model.as_mut()) {
-            self.fast[cpu].model_changed(m.take_l1d_changes(cpu));
-            if !self.fast[cpu].l1i_changed(m.take_l1i_changes(cpu)) {
-                self.drop_fetch_memos_of(cpu);
-            }
+            self.fast[cpu].caches_changed(m, cpu);
         }
     }
 
     /// After a model call of `cpu`: applies the L1 set changes the call made to `cpu`'s caches
-    /// (its lines and fetch memos there: [`Shortcut::model_changed`], [`Shortcut::l1i_changed`]),
+    /// (its lines and fetch memos there: [`Shortcut::caches_changed`]),
     /// and forgets the remembered data lines and fetch memos of every core whose private caches
     /// the call changed from outside ([`Model::take_disturbed`]: a snoop, a back-invalidation, a
     /// write behind the copies), `cpu`'s own lines too when `own` (a fetch or a prefetch, which do
@@ -699,23 +680,20 @@ impl<H: Host> Engine<H> {
         }
         let Some(m) = core.model.as_mut() else { return };
         let mask = m.take_disturbed();
-        self.fast[cpu].model_changed(m.take_l1d_changes(cpu));
-        if !self.fast[cpu].l1i_changed(m.take_l1i_changes(cpu)) {
-            self.drop_fetch_memos_of(cpu);
-        }
+        self.fast[cpu].caches_changed(m, cpu);
         if self.vcpus == 1 {
             if mask != 0 {
-                self.drop_fetch_memos_of(cpu);
-            }
-            if own && mask != 0 {
-                self.fast[cpu].forget_lines();
+                self.fast[cpu].drop_memos();
+                if own {
+                    self.fast[cpu].forget_lines();
+                }
             }
             return;
         }
         for (k, f) in self.started_cores() {
             let disturbed = mask >> k.min(63) & 1 == 1;
             if disturbed {
-                self.drop_fetch_memos_of(k);
+                f.drop_memos();
             }
             if disturbed && self.repeats_inline {
                 // Its private caches changed: its next TB is fetched through the model.

@@ -191,6 +191,24 @@ pub struct MemoHit {
     pub hi: u64,
 }
 
+/// A data line a model access lets the shortcut remember ([`Shortcut::remember_line`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Remembered {
+    /// VA line number.
+    pub vline: u64,
+    /// What may hit it.
+    pub mode: LineMode,
+    /// Its L1D slot (0 for an uncached line).
+    pub slot: u64,
+    /// Its L1D set (for an uncached line, any number: its stamp drops nothing that matters).
+    pub set: usize,
+    /// Its model line number.
+    pub l1line: u64,
+    /// The bytes a store changes nothing for ([`Model::l1d_rewrite_quiet`]; 0 but for a
+    /// write-back line).
+    pub quiet: u64,
+}
+
 /// One remembered L1D line (see [`Shortcut`]; its VA line number is in the tag array). One
 /// host cache line each.
 #[derive(Default)]
@@ -418,10 +436,11 @@ impl Shortcut {
         self.stamps[e.stamp_at.load(Relaxed) as usize].load(Relaxed) == e.stamp.load(Relaxed)
     }
 
-    /// One data access of `size()` bytes at `vaddr`: counted here (`true`) when it falls in a
-    /// remembered current line and the line's mode allows it, else `false` (the model decides).
-    /// The size is asked only for a store (the bytes it writes) or an access within 16 bytes of
-    /// the line's end.
+    /// One data access of `size()` bytes at `vaddr`: [`Answer::Counted`] here when it falls in
+    /// a remembered current line and the line's mode allows it, [`Answer::Moved`] when the
+    /// line's set changed since but the access would still be a plain hit, else [`Answer::No`]
+    /// (the model decides). The size is asked only for a store (the bytes it writes) or an
+    /// access within 16 bytes of the line's end.
     #[inline]
     pub fn access(&self, vaddr: u64, size: impl FnOnce() -> u32, write: bool, pc: u64) -> Answer {
         let shift = self.line_shift();
@@ -439,11 +458,7 @@ impl Shortcut {
         let mode = LineMode::from_u8(e.mode.load(Relaxed));
         let plain = match mode {
             Some(LineMode::Loads) => !write,
-            Some(LineMode::LoadsAndStores) => {
-                !write
-                    || byte_mask(off, size, shift) & !e.quiet.load(Relaxed) == 0
-                        && !self.in_last_tb(e.l1line.load(Relaxed) << shift, 1 << shift)
-            }
+            Some(LineMode::LoadsAndStores) => !write || byte_mask(off, size, shift) & !e.quiet.load(Relaxed) == 0 && !self.in_code(e),
             _ => false,
         };
         if plain {
@@ -510,15 +525,23 @@ impl Shortcut {
         true
     }
 
+    /// Whether entry `e`'s line overlaps the last TB's lines (a store there goes to the model:
+    /// the engine's `wrote_code`).
+    #[inline]
+    fn in_code(&self, e: &LineEntry) -> bool {
+        let shift = self.line_shift();
+        self.in_last_tb(e.l1line.load(Relaxed) << shift, 1 << shift)
+    }
+
     /// A store to entry `k`'s line that its mode allows, at `pc`, writing `bytes()`: nothing to
     /// do for bytes it changes nothing for, else its dirty bit (or note of uncached writes) is
     /// deferred; `false` (the model decides) for a line of the last TB.
     #[inline(always)]
     fn defer_store(&self, k: usize, e: &LineEntry, pc: u64, bytes: impl FnOnce() -> u64) -> bool {
-        let shift = self.line_shift();
-        if self.in_last_tb(e.l1line.load(Relaxed) << shift, 1 << shift) {
+        if self.in_code(e) {
             return false;
         }
+        let shift = self.line_shift();
         let bytes = bytes();
         if bytes & !e.quiet.load(Relaxed) == 0 {
             return true;
@@ -535,16 +558,13 @@ impl Shortcut {
         true
     }
 
-    /// Remembers the line of a model access: VA line number `vline`, what may hit it, and (for a
-    /// cacheable line) its L1D slot and set; `l1line` is its model line number; `tlb`: its
-    /// access was looked up in the TLB model. `single`: the line is the only one remembered
-    /// (the others are forgotten: a TLB model's most recent entry, or a write-streaming
-    /// detector, sees every access in order). Called after the vCPU's deferred dirty bits were
-    /// settled and [`Shortcut::model_changed`] saw the call's changes.
-    /// `quiet`: the bytes a store changes nothing for ([`Model::l1d_rewrite_quiet`]; 0 but for a
-    /// write-back line).
-    #[allow(clippy::too_many_arguments)]
-    pub fn remember_line(&self, vline: u64, mode: LineMode, slot: u64, set: usize, l1line: u64, quiet: u64, tlb: bool, single: bool) {
+    /// Remembers the line `line` of a model access; `tlb`: its access was looked up in the TLB
+    /// model. `single`: the line is the only one remembered (the others are forgotten: a TLB
+    /// model's most recent entry, or a write-streaming detector, sees every access in order).
+    /// Called after the vCPU's deferred dirty bits were settled and
+    /// [`Shortcut::model_changed`] saw the call's changes.
+    pub fn remember_line(&self, line: &Remembered, tlb: bool, single: bool) {
+        let Remembered { vline, mode, slot, set, l1line, quiet } = *line;
         debug_assert!(self.pending.iter().all(|w| w.load(Relaxed) == 0), "remembered before settling");
         if single {
             self.forget_lines();
@@ -598,18 +618,27 @@ impl Shortcut {
         }
     }
 
-    /// After a model call of this vCPU: the L1I sets that changed in it; `false` when more
-    /// changed than [`SetChanges`] holds (the caller then drops every fetch memo).
+    /// After a model call of this vCPU: the L1I sets that changed in it no longer hold a line
+    /// a memo made the most recent; when more changed than [`SetChanges`] holds, every fetch
+    /// memo of the vCPU is dropped.
     #[inline]
-    pub fn l1i_changed(&self, changes: SetChanges) -> bool {
+    pub fn l1i_changed(&self, changes: SetChanges) {
         let Some(sets) = changes.sets() else {
             self.imru.iter().for_each(|m| m.store(NONE, Relaxed));
-            return false;
+            return self.drop_memos();
         };
         for &set in sets {
             self.imru[set as usize & (STAMPS - 1)].store(NONE, Relaxed);
         }
-        true
+    }
+
+    /// After model calls that may have changed the L1 caches of this vCPU (`cpu`): what
+    /// [`Shortcut::model_changed`] and [`Shortcut::l1i_changed`] drop for the sets the model
+    /// reports changed.
+    #[inline]
+    pub fn caches_changed(&self, m: &mut Model, cpu: usize) {
+        self.model_changed(m.take_l1d_changes(cpu));
+        self.l1i_changed(m.take_l1i_changes(cpu));
     }
 
     /// Makes `memo` answer the next fetches of its callback at `va` on this vCPU (`core`) while
@@ -635,7 +664,8 @@ impl Shortcut {
         memo.epoch.store(self.memo_epoch.load(Relaxed).wrapping_add(1), Relaxed);
     }
 
-    /// Whether `memo` answers this vCPU's (`core`) fetch: made for it in its current fetch epoch and its block unchanged since (the translation, the attribute and the
+    /// Whether `memo` answers this vCPU's (`core`) fetch: made for it in its current fetch
+    /// epoch, its block and VA page unchanged since (the translation, the attribute and the
     /// sanitizer's judgement hold); what it gives, with whether its line is still the most
     /// recent of its L1I set.
     #[inline]
